@@ -1,0 +1,5 @@
+"""`python -m dbench` runs the CLI."""
+
+from dbench.cli import main
+
+main()

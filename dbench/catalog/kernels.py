@@ -1,0 +1,227 @@
+"""Kernel dataclasses: one DeepBench problem each, with its stable id, FLOPs and minimum bytes.
+
+FLOP formulas are DeepBench's own (its result sheets; see data/NOTES.md), so our TFLOP/s
+figures compare with published DeepBench numbers. Where a graph executes more work than
+DeepBench counts (an RNN op that includes W·x_t, a dilated backward-filter convolution),
+the graph reports that separately as executed FLOPs.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, fields
+from typing import Any, ClassVar
+
+
+@dataclass(frozen=True, kw_only=True)
+class Origin:
+    """Where a kernel row came from: suite, application and line (upstream header or user file)."""
+
+    suite: str
+    app: str
+    line: int
+    source: str = "deepbench"
+
+
+@dataclass(frozen=True, kw_only=True)
+class Kernel:
+    """A DeepBench problem. Identical tuples (upstream duplicates, or the same problem in two
+    suites) are one Kernel with several origins, so each is generated and timed once."""
+
+    origins: tuple[Origin, ...] = ()
+
+    family: ClassVar[str] = ""
+
+    @property
+    def id(self) -> str:
+        raise NotImplementedError
+
+    @property
+    def suites(self) -> tuple[str, ...]:
+        return tuple(dict.fromkeys(o.suite for o in self.origins))
+
+    @property
+    def apps(self) -> tuple[str, ...]:
+        return tuple(dict.fromkeys(o.app for o in self.origins))
+
+    @property
+    def op(self) -> str:
+        """The op selector this kernel answers to besides its family (RNN cells override)."""
+        return self.family
+
+    def copies(self, suite: str) -> int:
+        """How many upstream rows of `suite` are this kernel (2 for upstream duplicates)."""
+        return sum(o.suite == suite for o in self.origins)
+
+    def params(self) -> dict[str, Any]:
+        """The problem's parameters, in upstream column order, without origins."""
+        return {f.name: getattr(self, f.name) for f in fields(self) if f.name != "origins"}
+
+    def flops(self) -> int:
+        """FLOPs by DeepBench's formula for this family."""
+        raise NotImplementedError
+
+    def min_bytes(self, itemsize: int) -> int:
+        """Bytes the forward problem must move at least: every operand read once, result written once."""
+        raise NotImplementedError
+
+    def describe(self) -> dict[str, Any]:
+        """A flat, JSON-ready description for listings and manifests."""
+        return {
+            "id": self.id,
+            "family": self.family,
+            "op": self.op,
+            "params": self.params(),
+            "suites": list(self.suites),
+            "apps": list(self.apps),
+            "flops": self.flops(),
+            "origins": [asdict(o) for o in self.origins],
+        }
+
+
+def _t(flag: bool) -> str:
+    return "t" if flag else "n"
+
+
+@dataclass(frozen=True, kw_only=True)
+class GemmKernel(Kernel):
+    """C (m x n) = op(A) (m x k) · op(B) (k x n) + C, column-major as in cuBLAS."""
+
+    m: int
+    n: int
+    k: int
+    a_t: bool
+    b_t: bool
+
+    family: ClassVar[str] = "gemm"
+
+    @property
+    def id(self) -> str:
+        return f"gemm_m{self.m}_n{self.n}_k{self.k}_{_t(self.a_t)}{_t(self.b_t)}"
+
+    def flops(self) -> int:
+        return 2 * self.m * self.n * self.k
+
+    def min_bytes(self, itemsize: int) -> int:
+        # A and B read, C read (beta = 1) and written.
+        return itemsize * (self.m * self.k + self.k * self.n + 2 * self.m * self.n)
+
+
+@dataclass(frozen=True, kw_only=True)
+class SparseKernel(Kernel):
+    """C (m x n) = A (m x k, `sparsity` fraction of zeros) · B (k x n); A is the weight."""
+
+    m: int
+    n: int
+    k: int
+    a_t: bool
+    b_t: bool
+    sparsity: float
+
+    family: ClassVar[str] = "sparse"
+
+    @property
+    def id(self) -> str:
+        return f"sparse_m{self.m}_n{self.n}_k{self.k}_{_t(self.a_t)}{_t(self.b_t)}_z{self.sparsity:g}"
+
+    def flops(self) -> int:
+        # DeepBench's server sheets multiply by the fraction of zeros (a quirk, kept: NOTES.md).
+        return round(2 * self.m * self.n * self.k * self.sparsity)
+
+    def dense_flops(self) -> int:
+        return 2 * self.m * self.n * self.k
+
+    def min_bytes(self, itemsize: int) -> int:
+        return itemsize * (self.m * self.k + self.k * self.n + self.m * self.n)
+
+
+@dataclass(frozen=True, kw_only=True)
+class ConvKernel(Kernel):
+    """NCHW convolution in DeepBench's column order: width before height, filter s (width) before r (height)."""
+
+    w: int
+    h: int
+    c: int
+    n: int
+    k: int
+    s: int
+    r: int
+    pad_w: int
+    pad_h: int
+    wstride: int
+    hstride: int
+
+    family: ClassVar[str] = "conv"
+
+    @property
+    def id(self) -> str:
+        return (
+            f"conv_w{self.w}_h{self.h}_c{self.c}_n{self.n}_k{self.k}_s{self.s}_r{self.r}"
+            f"_pw{self.pad_w}_ph{self.pad_h}_sw{self.wstride}_sh{self.hstride}"
+        )
+
+    @property
+    def out_w(self) -> int:
+        """P = 1 + floor((w - s + 2 pad_w) / wstride), as cuDNN."""
+        return 1 + (self.w - self.s + 2 * self.pad_w) // self.wstride
+
+    @property
+    def out_h(self) -> int:
+        """Q = 1 + floor((h - r + 2 pad_h) / hstride), as cuDNN."""
+        return 1 + (self.h - self.r + 2 * self.pad_h) // self.hstride
+
+    def flops(self) -> int:
+        # Same count for fwd, bwd_data and bwd_filter (DeepBench's sheets).
+        return 2 * self.n * self.k * self.c * self.r * self.s * self.out_w * self.out_h
+
+    def min_bytes(self, itemsize: int) -> int:
+        x = self.n * self.c * self.h * self.w
+        wt = self.k * self.c * self.r * self.s
+        y = self.n * self.k * self.out_h * self.out_w
+        return itemsize * (x + wt + y)
+
+
+RNN_CELLS = ("vanilla", "lstm", "gru")
+_GATES = {"vanilla": 1, "lstm": 4, "gru": 3}
+
+
+@dataclass(frozen=True, kw_only=True)
+class RnnKernel(Kernel):
+    """One unidirectional recurrent layer, input width = hidden (DeepBench's skip-input mode)."""
+
+    cell: str
+    hidden: int
+    batch: int
+    timesteps: int
+
+    family: ClassVar[str] = "rnn"
+
+    @property
+    def id(self) -> str:
+        return f"rnn_{self.cell}_h{self.hidden}_n{self.batch}_t{self.timesteps}"
+
+    @property
+    def op(self) -> str:
+        return self.cell
+
+    @property
+    def gates(self) -> int:
+        return _GATES[self.cell]
+
+    def flops(self) -> int:
+        """DeepBench's sheets: 2·gates·T·N·H² for the recurrent matmul, plus T·N·H for
+        vanilla (all sheets) and for LSTM/GRU in the inference sheets (not the train ones)."""
+        t, n, h = self.timesteps, self.batch, self.hidden
+        base = 2 * self.gates * t * n * h * h
+        if self.cell == "vanilla" or "train" not in self.suites:
+            return base + t * n * h
+        return base
+
+    def min_bytes(self, itemsize: int) -> int:
+        t, n, h = self.timesteps, self.batch, self.hidden
+        # Pre-projected inputs read, recurrent weights read, hidden states written.
+        return itemsize * (t * n * h * self.gates + self.gates * h * h + t * n * h)
+
+
+KERNEL_TYPES: dict[str, type[Kernel]] = {
+    cls.family: cls for cls in (GemmKernel, ConvKernel, RnnKernel, SparseKernel)
+}

@@ -1,0 +1,186 @@
+"""Read kernel CSVs (the shipped DeepBench lists or a user's file) into Kernel objects, row by row validated."""
+
+from __future__ import annotations
+
+import csv
+from dataclasses import dataclass
+from functools import cache
+from importlib import resources
+from pathlib import Path
+from typing import Callable, Iterable
+
+from dbench.catalog.kernels import (
+    RNN_CELLS,
+    ConvKernel,
+    GemmKernel,
+    Kernel,
+    Origin,
+    RnnKernel,
+    SparseKernel,
+)
+from dbench.errors import DbenchError, KernelFileError
+
+KNOWN_SUITES = ("train", "inference_server", "inference_device")
+USER_SUITE = "user"
+
+
+@dataclass(frozen=True)
+class Column:
+    """One required column: its name and the parser that validates a cell."""
+
+    name: str
+    parse: Callable[[str], object]
+
+
+def _positive(text: str) -> int:
+    value = int(text)
+    if value <= 0:
+        raise ValueError(f"must be a positive integer, got {text!r}")
+    return value
+
+
+def _non_negative(text: str) -> int:
+    value = int(text)
+    if value < 0:
+        raise ValueError(f"must be a non-negative integer, got {text!r}")
+    return value
+
+
+def _flag(text: str) -> bool:
+    if text.strip().lower() in ("0", "false"):
+        return False
+    if text.strip().lower() in ("1", "true"):
+        return True
+    raise ValueError(f"must be 0 or 1, got {text!r}")
+
+
+def _cell(text: str) -> str:
+    if text not in RNN_CELLS:
+        raise ValueError(f"unknown cell {text!r}; valid cells: {', '.join(RNN_CELLS)}")
+    return text
+
+
+def _fraction(text: str) -> float:
+    value = float(text)
+    if not 0.0 < value < 1.0:
+        raise ValueError(f"must be a fraction of zeros strictly between 0 and 1, got {text!r}")
+    return value
+
+
+def _int_parser(check: Callable[[str], int]) -> Callable[[str], int]:
+    def parse(text: str) -> int:
+        try:
+            return check(text.strip())
+        except ValueError as err:
+            if "must be" in str(err):
+                raise
+            raise ValueError(f"must be an integer, got {text!r}") from None
+
+    return parse
+
+
+POS = _int_parser(_positive)
+NONNEG = _int_parser(_non_negative)
+
+SCHEMAS: dict[type[Kernel], tuple[Column, ...]] = {
+    GemmKernel: tuple(Column(c, p) for c, p in [("m", POS), ("n", POS), ("k", POS), ("a_t", _flag), ("b_t", _flag)]),
+    SparseKernel: tuple(
+        Column(c, p)
+        for c, p in [("m", POS), ("n", POS), ("k", POS), ("a_t", _flag), ("b_t", _flag), ("sparsity", _fraction)]
+    ),
+    ConvKernel: tuple(
+        Column(c, p)
+        for c, p in [
+            ("w", POS), ("h", POS), ("c", POS), ("n", POS), ("k", POS), ("s", POS), ("r", POS),
+            ("pad_w", NONNEG), ("pad_h", NONNEG), ("wstride", POS), ("hstride", POS),
+        ]
+    ),
+    RnnKernel: tuple(
+        Column(c, p) for c, p in [("cell", _cell), ("hidden", POS), ("batch", POS), ("timesteps", POS)]
+    ),
+}
+
+SHIPPED_FILES = {GemmKernel: "gemm.csv", ConvKernel: "conv.csv", RnnKernel: "rnn.csv", SparseKernel: "sparse.csv"}
+
+
+def _detect_family(header: list[str], path: str) -> type[Kernel]:
+    """Tell the family from the columns (rnn has `cell`, sparse `sparsity`, conv `wstride`)."""
+    cols = set(header)
+    if "cell" in cols:
+        return RnnKernel
+    if "sparsity" in cols:
+        return SparseKernel
+    if {"wstride", "hstride", "s", "r"} & cols:
+        return ConvKernel
+    if {"m", "n", "k"} & cols:
+        return GemmKernel
+    families = "; ".join(f"{cls.family}: {','.join(c.name for c in cols_)}" for cls, cols_ in SCHEMAS.items())
+    raise KernelFileError(path, 1, ",".join(header), f"cannot tell the kernel family from the header; expected columns {families}")
+
+
+def _check_fits(kernel: ConvKernel, path: str, row: int) -> None:
+    if kernel.s > kernel.w + 2 * kernel.pad_w:
+        raise KernelFileError(path, row, "s", f"filter width {kernel.s} is larger than the padded input width {kernel.w + 2 * kernel.pad_w}")
+    if kernel.r > kernel.h + 2 * kernel.pad_h:
+        raise KernelFileError(path, row, "r", f"filter height {kernel.r} is larger than the padded input height {kernel.h + 2 * kernel.pad_h}")
+
+
+def parse_rows(rows: Iterable[dict[str, str]], header: list[str], path: str, source: str) -> list[Kernel]:
+    """Validate every row of one CSV and build its kernels (duplicates merged, origins kept)."""
+    cls = _detect_family(header, path)
+    schema = SCHEMAS[cls]
+    for column in schema:
+        if column.name not in header:
+            raise KernelFileError(path, 1, column.name, f"missing column (a {cls.family} file needs {', '.join(c.name for c in schema)})")
+    merged: dict[str, Kernel] = {}
+    for row_number, row in enumerate(rows, start=2):
+        values = {}
+        for column in schema:
+            text = (row.get(column.name) or "").strip()
+            if not text:
+                raise KernelFileError(path, row_number, column.name, "empty value")
+            try:
+                values[column.name] = column.parse(text)
+            except ValueError as err:
+                raise KernelFileError(path, row_number, column.name, str(err)) from None
+        suite = (row.get("suite") or "").strip() or USER_SUITE
+        if suite not in KNOWN_SUITES + (USER_SUITE,):
+            raise KernelFileError(path, row_number, "suite", f"unknown suite {suite!r}; valid: {', '.join(KNOWN_SUITES + (USER_SUITE,))}")
+        line = int(row["upstream_line"]) if source == "deepbench" else row_number
+        origin = Origin(suite=suite, app=(row.get("app") or "").strip() or "user", line=line, source=source)
+        kernel = cls(**values, origins=(origin,))
+        if isinstance(kernel, ConvKernel):
+            _check_fits(kernel, path, row_number)
+        previous = merged.get(kernel.id)
+        if previous is not None:
+            kernel = cls(**values, origins=previous.origins + (origin,))
+        merged[kernel.id] = kernel
+    return list(merged.values())
+
+
+def _read_csv(text: str, path: str, source: str) -> list[Kernel]:
+    reader = csv.DictReader(text.splitlines())
+    header = [h.strip() for h in (reader.fieldnames or [])]
+    if not header:
+        raise KernelFileError(path, 1, "(header)", "the file is empty; the first line must name the columns")
+    reader.fieldnames = header
+    return parse_rows(reader, header, path, source)
+
+
+@cache
+def load_catalog() -> tuple[Kernel, ...]:
+    """All of DeepBench's GEMM, convolution, RNN and sparse kernels, shipped as package data."""
+    data = resources.files("dbench.catalog") / "data"
+    kernels: list[Kernel] = []
+    for name in SHIPPED_FILES.values():
+        kernels += _read_csv((data / name).read_text(), name, "deepbench")
+    return tuple(kernels)
+
+
+def load_kernel_file(path: Path) -> tuple[Kernel, ...]:
+    """A user's kernel CSV in the same columns as the shipped lists (`suite` and `app` optional)."""
+    try:
+        text = Path(path).read_text()
+    except OSError as err:
+        raise DbenchError(f"cannot read kernel file {path}: {err.strerror}; check the --kernels path") from None
+    return tuple(_read_csv(text, str(path), str(path)))

@@ -1,0 +1,57 @@
+"""Suite selectors and filters (op family or cell, application, id pattern) over a list of kernels."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from fnmatch import fnmatchcase
+from typing import Iterable
+
+from dbench.catalog.kernels import RNN_CELLS, Kernel
+from dbench.errors import UsageError
+
+SUITES: dict[str, tuple[str, ...]] = {
+    "train": ("train",),
+    "inference": ("inference_server", "inference_device"),
+    "inference-server": ("inference_server",),
+    "inference-device": ("inference_device",),
+    "user": ("user",),
+    "all": ("train", "inference_server", "inference_device", "user"),
+}
+
+FAMILIES = ("gemm", "conv", "rnn", "sparse")
+OPS = FAMILIES + RNN_CELLS
+
+
+@dataclass(frozen=True)
+class Selection:
+    """What the user asked for: a suite selector, op families or cells, applications, an id glob."""
+
+    suite: str = "all"
+    ops: tuple[str, ...] = ()
+    apps: tuple[str, ...] = ()
+    pattern: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.suite not in SUITES:
+            raise UsageError(f"unknown suite {self.suite!r}; valid suites: {', '.join(SUITES)}")
+        for op in self.ops:
+            if op not in OPS:
+                raise UsageError(f"unknown op {op!r}; valid ops: {', '.join(OPS)}")
+
+    @property
+    def suite_tags(self) -> tuple[str, ...]:
+        return SUITES[self.suite]
+
+    def matches(self, kernel: Kernel) -> bool:
+        if not set(kernel.suites) & set(self.suite_tags):
+            return False
+        if self.ops and kernel.family not in self.ops and kernel.op not in self.ops:
+            return False
+        if self.apps and not any(a.lower() in (x.lower() for x in self.apps) for a in kernel.apps):
+            return False
+        return self.pattern is None or fnmatchcase(kernel.id, self.pattern)
+
+
+def select(kernels: Iterable[Kernel], selection: Selection) -> list[Kernel]:
+    """The kernels that match, in catalog order."""
+    return [k for k in kernels if selection.matches(k)]

@@ -1,0 +1,75 @@
+"""GEMM graphs: DeepBench's C = op(A)·op(B) + C (alpha = beta = 1), column-major (m, n, k, a_t, b_t).
+
+Mapping to row-major ONNX, keeping each buffer's memory layout exactly as cuBLAS sees it:
+a column-major m x n matrix is the same memory as a row-major n x m one, so C^T = op(B)^T·op(A)^T.
+  buffer A: [k, m] if a_t = 0 else [m, k]      (role: weight)
+  buffer B: [n, k] if b_t = 0 else [k, n]      (role: activation)
+  buffer C: [n, m]                              (role: activation; beta = 1 so it is read)
+  node:     Y[n, m] = Gemm(B, A, C, transA=b_t, transB=a_t)
+The `matmul` form is Y[n, m] = MatMul(X[n, k], W[k, m]): operands in MatMul's natural layout
+(a_t, b_t do not apply) and no C, for runtimes that treat Gemm and MatMul differently.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from onnx import helper
+
+from dbench.catalog.kernels import GemmKernel
+from dbench.gen.graph import Graph, GraphSpec, TensorSpec, graph_id, make_model
+from dbench.gen.feeds import default_seed
+from dbench.gen.precision import float_precision, dtype_name
+
+FORMS = ("gemm", "matmul")
+
+
+def build(kernel: GemmKernel, precision: str, pass_name: str = "fwd", form: str = "gemm") -> Graph:
+    """The GEMM as an ONNX `Gemm` (default) or `MatMul` graph in a floating-point precision."""
+    prec = float_precision(precision)
+    dt = dtype_name(prec.dtype)
+    m, n, k = kernel.m, kernel.n, kernel.k
+    if form == "gemm":
+        a = TensorSpec("A", (m, k) if kernel.a_t else (k, m), dt, "weight")
+        b = TensorSpec("B", (k, n) if kernel.b_t else (n, k), dt, "activation")
+        c = TensorSpec("C", (n, m), dt, "activation")
+        inputs = (a, b, c)
+        node = helper.make_node("Gemm", ["B", "A", "C"], ["Y"], transA=int(kernel.b_t), transB=int(kernel.a_t), alpha=1.0, beta=1.0)
+    elif form == "matmul":
+        inputs = (TensorSpec("X", (n, k), dt, "activation"), TensorSpec("W", (k, m), dt, "weight"))
+        node = helper.make_node("MatMul", ["X", "W"], ["Y"])
+    else:
+        raise ValueError(f"unknown gemm form {form!r}; valid: {', '.join(FORMS)}")
+    outputs = (TensorSpec("Y", (n, m), dt, "output"),)
+    gid = graph_id(kernel.id, pass_name, form, precision)
+    spec = GraphSpec(
+        id=gid, kernel_id=kernel.id, family=kernel.family, op=kernel.op, params=kernel.params(),
+        suites=kernel.suites, apps=kernel.apps, pass_name=pass_name, form=form, precision=precision,
+        flops=kernel.flops(), flops_executed=kernel.flops(), inputs=inputs, outputs=outputs,
+        seed=default_seed(gid),
+    )
+    return Graph(spec, make_model(gid, [node], inputs, outputs, doc=f"DeepBench GEMM {kernel.id}, {form} form"))
+
+
+def cublas_reference(a: np.ndarray, b: np.ndarray, c: np.ndarray, a_t: bool, b_t: bool) -> np.ndarray:
+    """C + op(A)·op(B) computed the way cuBLAS reads the buffers (column-major), returned as C's buffer.
+
+    A row-major buffer of shape [p, q] is the column-major q x p matrix buffer.T."""
+    a_cm, b_cm, c_cm = a.T, b.T, c.T
+    op_a = a_cm.T if a_t else a_cm
+    op_b = b_cm.T if b_t else b_cm
+    return (c_cm + op_a @ op_b).T
+
+
+def reference(spec: GraphSpec, feeds: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """float64 numpy result for a GEMM graph."""
+    f = {name: np.asarray(v, dtype=np.float64) for name, v in feeds.items()}
+    if spec.form == "matmul":
+        return {"Y": f["X"] @ f["W"]}
+    return {"Y": cublas_reference(f["A"], f["B"], f["C"], spec.params["a_t"], spec.params["b_t"])}
+
+
+def plan(kernel: GemmKernel, options, train: bool) -> list[tuple[str, str, dict]]:
+    """A GEMM has one pass; the form is the user's choice (`--gemm-form`)."""
+    if options.gemm_form not in FORMS:
+        raise ValueError(f"unknown gemm form {options.gemm_form!r}; valid: {', '.join(FORMS)}")
+    return [("fwd", options.gemm_form, {})]

@@ -1,0 +1,135 @@
+"""The Graph: a kernel in one precision, pass and form, as an ONNX model plus everything needed to
+feed, verify and account for it on another machine (its GraphSpec, written to the manifest)."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any, Sequence
+
+import numpy as np
+import onnx
+from onnx import helper
+
+from dbench.gen.precision import DTYPES, ONNX_TYPES
+
+# Pinned so that ONNX Runtime >= 1.18, OpenVINO >= 2024.4 and TensorRT 10/11 all load every graph:
+# opset 22 is the first with bfloat16 Conv/ConvTranspose; IR 10 is what onnx 1.17 (opset 22) writes.
+OPSET = 22
+IR_VERSION = 10
+PRODUCER = "dbench"
+
+ROLES = ("activation", "weight", "output")
+
+
+@dataclass(frozen=True)
+class TensorSpec:
+    """A graph input or output: name, shape, dtype name, role, and how feeds are drawn for it.
+
+    Float feeds are uniform in [low, high]; integer feeds uniform over the integers in [low, high];
+    `zeros` is the fraction of elements set to zero (sparse weights)."""
+
+    name: str
+    shape: tuple[int, ...]
+    dtype: str
+    role: str
+    low: float = -1.0
+    high: float = 1.0
+    zeros: float = 0.0
+
+    @property
+    def size(self) -> int:
+        return int(np.prod(self.shape, dtype=np.int64))
+
+    @property
+    def nbytes(self) -> int:
+        return self.size * DTYPES[self.dtype].itemsize
+
+    def value_info(self) -> onnx.ValueInfoProto:
+        return helper.make_tensor_value_info(self.name, ONNX_TYPES[self.dtype], list(self.shape))
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "TensorSpec":
+        return cls(**{**data, "shape": tuple(data["shape"])})
+
+
+@dataclass(frozen=True)
+class GraphSpec:
+    """Everything about one graph except the ONNX bytes; one manifest entry.
+
+    `flops` is DeepBench's count for the kernel; `flops_executed` what this graph actually computes
+    (larger for forms that do extra work). `min_bytes` is the size of every input and output."""
+
+    id: str
+    kernel_id: str
+    family: str
+    op: str
+    params: dict[str, Any]
+    suites: tuple[str, ...]
+    apps: tuple[str, ...]
+    pass_name: str
+    form: str
+    precision: str
+    flops: int
+    flops_executed: int
+    inputs: tuple[TensorSpec, ...]
+    outputs: tuple[TensorSpec, ...]
+    seed: int
+    attrs: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def min_bytes(self) -> int:
+        return sum(t.nbytes for t in self.inputs + self.outputs)
+
+    @property
+    def weights(self) -> tuple[TensorSpec, ...]:
+        return tuple(t for t in self.inputs if t.role == "weight")
+
+    def to_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["suites"], data["apps"] = list(self.suites), list(self.apps)
+        data["min_bytes"] = self.min_bytes
+        for key in ("inputs", "outputs"):
+            for t in data[key]:
+                t["shape"] = list(t["shape"])
+        return data
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "GraphSpec":
+        data = {k: v for k, v in data.items() if k != "min_bytes"}
+        data["suites"], data["apps"] = tuple(data["suites"]), tuple(data["apps"])
+        data["inputs"] = tuple(TensorSpec.from_dict(t) for t in data["inputs"])
+        data["outputs"] = tuple(TensorSpec.from_dict(t) for t in data["outputs"])
+        return cls(**data)
+
+
+@dataclass
+class Graph:
+    """A generated graph: its spec and its ONNX model (no weight data inside)."""
+
+    spec: GraphSpec
+    model: onnx.ModelProto
+
+    @property
+    def id(self) -> str:
+        return self.spec.id
+
+
+def make_model(
+    name: str,
+    nodes: Sequence[onnx.NodeProto],
+    inputs: Sequence[TensorSpec],
+    outputs: Sequence[TensorSpec],
+    doc: str = "",
+) -> onnx.ModelProto:
+    """Nodes -> a model at the pinned opset and IR version; every tensor is a graph input."""
+    graph = helper.make_graph(
+        list(nodes), name, [t.value_info() for t in inputs], [t.value_info() for t in outputs], doc_string=doc
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)], producer_name=PRODUCER)
+    model.ir_version = IR_VERSION
+    return model
+
+
+def graph_id(kernel_id: str, pass_name: str, form: str, precision: str) -> str:
+    """`<kernel id>.<pass>.<form>.<precision>`: unique per graph, safe as a file name."""
+    return f"{kernel_id}.{pass_name}.{form}.{precision}"

@@ -1,0 +1,68 @@
+"""The precisions graphs can be built in: ONNX element type, numpy dtype, verification tolerance."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import ml_dtypes
+import numpy as np
+from onnx import TensorProto
+
+from dbench.errors import UsageError
+
+
+@dataclass(frozen=True)
+class Precision:
+    """One floating-point precision. `tolerance` bounds max|out - ref| / max|ref| for a verified result."""
+
+    name: str
+    onnx_type: int
+    dtype: np.dtype
+    tolerance: float
+
+
+PRECISIONS: dict[str, Precision] = {
+    "fp32": Precision("fp32", TensorProto.FLOAT, np.dtype(np.float32), 1e-3),
+    "fp16": Precision("fp16", TensorProto.FLOAT16, np.dtype(np.float16), 1e-2),
+    "bf16": Precision("bf16", TensorProto.BFLOAT16, np.dtype(ml_dtypes.bfloat16), 4e-2),
+}
+
+# int8 graphs are built by dbench.gen.int8; it is a valid --precision, with its own exactness rules.
+ALL_PRECISIONS = (*PRECISIONS, "int8")
+
+DTYPES: dict[str, np.dtype] = {
+    "float32": np.dtype(np.float32),
+    "float16": np.dtype(np.float16),
+    "bfloat16": np.dtype(ml_dtypes.bfloat16),
+    "float64": np.dtype(np.float64),
+    "int8": np.dtype(np.int8),
+    "uint8": np.dtype(np.uint8),
+    "int32": np.dtype(np.int32),
+    "int64": np.dtype(np.int64),
+}
+
+ONNX_TYPES: dict[str, int] = {
+    "float32": TensorProto.FLOAT,
+    "float16": TensorProto.FLOAT16,
+    "bfloat16": TensorProto.BFLOAT16,
+    "float64": TensorProto.DOUBLE,
+    "int8": TensorProto.INT8,
+    "uint8": TensorProto.UINT8,
+    "int32": TensorProto.INT32,
+    "int64": TensorProto.INT64,
+}
+
+
+def float_precision(name: str) -> Precision:
+    """The floating-point precision called `name`, or a usage error listing the valid ones."""
+    if name not in PRECISIONS:
+        raise UsageError(f"unsupported precision {name!r} here; valid precisions: {', '.join(ALL_PRECISIONS)}")
+    return PRECISIONS[name]
+
+
+def dtype_name(dtype: np.dtype) -> str:
+    """The manifest's name for a numpy dtype (`bfloat16` for ml_dtypes' type)."""
+    for name, candidate in DTYPES.items():
+        if candidate == dtype:
+            return name
+    raise ValueError(f"no manifest name for dtype {dtype}")
