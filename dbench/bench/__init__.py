@@ -1,0 +1,1 @@
+"""Timing, statistics, verification, the worker process and the run loop."""

@@ -1,0 +1,51 @@
+"""Memory accounting for the worker: peak resident memory while a kernel is prepared and run (Linux
+resets the peak through /proc/self/clear_refs), and a check that a kernel can fit before allocating."""
+
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import gc
+import resource
+from pathlib import Path
+
+import psutil
+
+
+def trim() -> None:
+    """Collect garbage and hand freed heap back to the OS (glibc), so the next kernel's peak is its own."""
+    gc.collect()
+    name = ctypes.util.find_library("c")
+    if name:
+        try:
+            ctypes.CDLL(name).malloc_trim(0)
+        except (OSError, AttributeError):
+            pass
+
+
+def reset_peak() -> bool:
+    """Reset this process's peak RSS (VmHWM); False where the kernel does not allow it."""
+    try:
+        Path("/proc/self/clear_refs").write_text("5")
+        return True
+    except OSError:
+        return False
+
+
+def peak_rss() -> int:
+    """Peak resident bytes since the last reset (VmHWM), or since start where resets are unsupported."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+
+
+def current_rss() -> int:
+    return psutil.Process().memory_info().rss
+
+
+def available() -> int:
+    return psutil.virtual_memory().available

@@ -1,0 +1,82 @@
+"""The measurement method: warm up by count and time, calibrate, then sample per call with
+perf_counter_ns until a minimum time and count are reached, capped by a maximum time. Calls shorter
+than `min_sample_ns` are batched so that the clock's own cost stays negligible."""
+
+from __future__ import annotations
+
+import gc
+import math
+import time
+from dataclasses import asdict, dataclass
+from typing import Callable
+
+from dbench.bench.stats import CV_THRESHOLD, Stats, summarize
+
+
+@dataclass(frozen=True)
+class TimingConfig:
+    """Measurement settings (seconds unless named otherwise); recorded with every run."""
+
+    warmup_calls: int = 3
+    warmup_time: float = 0.1
+    min_time: float = 0.5
+    min_samples: int = 10
+    max_time: float = 10.0
+    min_sample_ns: int = 20_000
+    cv_threshold: float = CV_THRESHOLD
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+QUICK = TimingConfig(warmup_calls=1, warmup_time=0.0, min_time=0.02, min_samples=3, max_time=0.5)
+
+
+def warm_up(call: Callable[[], None], config: TimingConfig) -> float:
+    """Run `call` at least `warmup_calls` times and for at least `warmup_time`; return the fastest
+    warm-up call in ns (the estimate used to decide batching)."""
+    clock = time.perf_counter_ns
+    best = math.inf
+    start = clock()
+    count = 0
+    while count < config.warmup_calls or clock() - start < config.warmup_time * 1e9:
+        t0 = clock()
+        call()
+        best = min(best, clock() - t0)
+        count += 1
+        if clock() - start > config.max_time * 1e9:
+            break
+    return best
+
+
+def measure(call: Callable[[], None], config: TimingConfig) -> Stats:
+    """Warm up, then collect per-call samples; the garbage collector is off while sampling."""
+    estimate = warm_up(call, config)
+    batch = max(1, math.ceil(config.min_sample_ns / max(estimate, 1)))
+    clock = time.perf_counter_ns
+    min_ns, max_ns = config.min_time * 1e9, config.max_time * 1e9
+    samples: list[float] = []
+    append = samples.append
+    gc_was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        start = clock()
+        while True:
+            if batch == 1:
+                t0 = clock()
+                call()
+                t1 = clock()
+                append(t1 - t0)
+            else:
+                t0 = clock()
+                for _ in range(batch):
+                    call()
+                t1 = clock()
+                append((t1 - t0) / batch)
+            elapsed = t1 - start
+            if elapsed >= max_ns or (elapsed >= min_ns and len(samples) >= config.min_samples):
+                break
+    finally:
+        if gc_was_enabled:
+            gc.enable()
+    return summarize(samples, batch, config.cv_threshold)

@@ -1,0 +1,240 @@
+"""The `dbench` command: a thin typer app that parses options, calls the library and prints."""
+
+from __future__ import annotations
+
+import functools
+import json
+import sys
+from pathlib import Path
+from typing import Annotated, Callable, Optional, TypeVar
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+
+from dbench.errors import DbenchError
+
+app = typer.Typer(
+    help="DeepBench's kernels as tiny ONNX graphs, timed per op on every inference runtime.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+# Wide when piped to a file, so tables keep one line per row.
+out = Console(width=None if sys.stdout.isatty() else 200)
+err = Console(stderr=True)
+
+F = TypeVar("F", bound=Callable)
+
+
+def friendly(func: F) -> F:
+    """Turn a DbenchError into one red line on stderr and its exit code, with no traceback."""
+
+    @functools.wraps(func)
+    def wrapper(*args, **kwargs):
+        try:
+            return func(*args, **kwargs)
+        except DbenchError as error:
+            err.print(f"[bold red]error:[/] {escape(str(error))}", highlight=False, soft_wrap=True)
+            raise typer.Exit(error.exit_code) from None
+
+    return wrapper  # type: ignore[return-value]
+
+
+SuiteOpt = Annotated[
+    Optional[str],
+    typer.Option("--suite", "-s", help="train | inference | inference-server | inference-device | all (user: rows of --kernels without a suite)."),
+]
+OpsOpt = Annotated[
+    Optional[list[str]],
+    typer.Option("--ops", "-o", help="Op family or RNN cell: gemm, conv, rnn, sparse, vanilla, lstm, gru (repeat or comma-separate)."),
+]
+AppOpt = Annotated[Optional[list[str]], typer.Option("--app", help="Only kernels from this application (e.g. DeepSpeech).")]
+IdOpt = Annotated[Optional[str], typer.Option("--id", help="Only kernel ids matching this glob, e.g. 'gemm_m1760_*'.")]
+KernelsOpt = Annotated[
+    Optional[Path],
+    typer.Option("--kernels", "-k", help="Your own kernel CSV in the catalog's columns; replaces the DeepBench lists."),
+]
+PrecisionOpt = Annotated[str, typer.Option("--precision", "-p", help="fp32 | fp16 | bf16 | int8.")]
+PassesOpt = Annotated[
+    Optional[list[str]],
+    typer.Option("--pass", help="Only these passes: fwd, bwd_data, bwd_filter (conv), bwd_weights (rnn). Default: all the suite has."),
+]
+GemmFormOpt = Annotated[str, typer.Option("--gemm-form", help="gemm (ONNX Gemm with transposes and C) | matmul.")]
+RnnFormOpt = Annotated[str, typer.Option("--rnn-form", help="op (ONNX RNN/LSTM/GRU) | recurrence (DeepBench's: no W·x_t).")]
+GruActOpt = Annotated[str, typer.Option("--gru-activation", help="GRU output non-linearity: tanh (what DeepBench's code ran) | relu (its README).")]
+Int8FormOpt = Annotated[
+    Optional[str],
+    typer.Option("--int8-form", help="qlinear | qdq | integer. Default: the runtime's preferred form (gen: qdq)."),
+]
+NoPadOpt = Annotated[bool, typer.Option("--no-pad", help="int8: do not round dims up to multiples of 4 (DeepBench pads by default).")]
+
+
+def _split(values: Optional[list[str]]) -> tuple[str, ...]:
+    return tuple(v.strip() for value in values or [] for v in value.split(",") if v.strip())
+
+
+def _kernels(suite: Optional[str], ops, apps, pattern, kernels_file: Optional[Path], default_suite: str):
+    from dbench.catalog import Selection, load_catalog, load_kernel_file, select
+
+    source = load_kernel_file(kernels_file) if kernels_file else load_catalog()
+    selection = Selection(suite or ("all" if kernels_file else default_suite), _split(ops), _split(apps), pattern)
+    return selection, select(source, selection)
+
+
+def _gen_options(precision: str, passes, gemm_form: str, rnn_form: str, gru_activation: str, int8_form, no_pad: bool):
+    from dbench.gen.build import ALL_PASSES, GenOptions
+
+    return GenOptions(
+        precision=precision,
+        passes=_split(passes) or ALL_PASSES,
+        gemm_form=gemm_form,
+        rnn_form=rnn_form,
+        gru_activation=gru_activation,
+        int8_form=int8_form or "qdq",
+        int8_pad=not no_pad,
+    )
+
+
+@app.command("list")
+@friendly
+def list_kernels(
+    suite: SuiteOpt = None,
+    ops: OpsOpt = None,
+    app_: AppOpt = None,
+    pattern: IdOpt = None,
+    kernels: KernelsOpt = None,
+    fmt: Annotated[str, typer.Option("--format", "-f", help="table | csv | json.")] = "table",
+) -> None:
+    """List the kernels a selection holds (DeepBench's duplicates are one kernel with several copies)."""
+    from dbench.catalog.listing import kernel_rows, to_csv
+    from dbench.store.tables import kernels_table
+
+    selection, selected = _kernels(suite, ops, app_, pattern, kernels, "all")
+    rows = kernel_rows(selected, selection.suite_tags)
+    if fmt == "json":
+        sys.stdout.write(json.dumps(rows, indent=1) + "\n")
+    elif fmt == "csv":
+        sys.stdout.write(to_csv(rows))
+    elif fmt == "table":
+        out.print(kernels_table(rows, selection))
+    else:
+        raise typer.BadParameter(f"unknown format {fmt!r}; valid: table, csv, json", param_hint="--format")
+
+
+@app.command()
+@friendly
+def gen(
+    suite: SuiteOpt = None,
+    ops: OpsOpt = None,
+    app_: AppOpt = None,
+    pattern: IdOpt = None,
+    kernels: KernelsOpt = None,
+    precision: PrecisionOpt = "fp32",
+    passes: PassesOpt = None,
+    gemm_form: GemmFormOpt = "gemm",
+    rnn_form: RnnFormOpt = "op",
+    gru_activation: GruActOpt = "tanh",
+    int8_form: Int8FormOpt = None,
+    no_pad: NoPadOpt = False,
+    out_dir: Annotated[Path, typer.Option("--out", help="Output folder; graphs go to <out>/<suite>/.")] = Path("graphs"),
+    force: Annotated[bool, typer.Option("--force", help="Rewrite every graph file even when unchanged.")] = False,
+) -> None:
+    """Write one small .onnx per kernel (no weight data inside) plus a manifest to run it anywhere."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from dbench.gen.build import plan
+    from dbench.gen.writer import prepare_folder, write_graphs
+
+    selection, selected = _kernels(suite, ops, app_, pattern, kernels, "inference")
+    options = _gen_options(precision, passes, gemm_form, rnn_form, gru_activation, int8_form, no_pad)
+    folder = prepare_folder(out_dir / selection.suite)
+    requests = plan(selected, selection.suite_tags, options)
+    counts: dict[str, int] = {}
+    skipped: dict[str, str] = {}
+    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
+    with Progress(*columns, console=err, transient=True) as progress:
+        task = progress.add_task("generating", total=len(requests))
+        for written in write_graphs(requests, folder, force):
+            counts[written.status] = counts.get(written.status, 0) + 1
+            if written.reason:
+                skipped[written.reason] = skipped.get(written.reason, 0) + 1
+            progress.advance(task)
+    summary = ", ".join(f"{n} {status}" for status, n in sorted(counts.items())) or "nothing selected"
+    out.print(f"{folder}: {summary}")
+    for reason, n in skipped.items():
+        out.print(f"[yellow]skipped {n}:[/] {escape(reason)}")
+
+
+@app.command()
+@friendly
+def runtimes() -> None:
+    """List every known runtime, whether it is usable here, its version, and why not."""
+    from dbench.runtimes.registry import RUNTIMES, status
+    from dbench.store.tables import runtimes_table
+
+    out.print(runtimes_table([status(name) for name in RUNTIMES]))
+
+
+@app.command()
+@friendly
+def run(
+    suite: SuiteOpt = None,
+    ops: OpsOpt = None,
+    app_: AppOpt = None,
+    pattern: IdOpt = None,
+    kernels: KernelsOpt = None,
+    precision: PrecisionOpt = "fp32",
+    passes: PassesOpt = None,
+    gemm_form: GemmFormOpt = "gemm",
+    rnn_form: RnnFormOpt = "op",
+    gru_activation: GruActOpt = "tanh",
+    int8_form: Int8FormOpt = None,
+    no_pad: NoPadOpt = False,
+    graphs: Annotated[Optional[Path], typer.Option("--graphs", "-g", help="Run the graphs of a folder made by dbench gen (its manifest) instead of generating in memory.")] = None,
+    runtime: Annotated[str, typer.Option("--runtime", "-r", help="Runtime name; see `dbench runtimes`.")] = "ort-cpu",
+    device: Annotated[Optional[str], typer.Option("--device", help="Runtime device (OpenVINO: CPU, GPU, NPU, AUTO; CUDA: device index).")] = None,
+    threads: Annotated[Optional[int], typer.Option("--threads", "-t", help="Intra-op threads (default: every core).")] = None,
+    weights: Annotated[str, typer.Option("--weights", help="auto (const for inference, input for training graphs) | const | input.")] = "auto",
+    graph_opt: Annotated[str, typer.Option("--graph-opt", help="Graph optimisation level: disable | basic | extended | all.")] = "all",
+    allow_runtime_precision: Annotated[bool, typer.Option("--allow-runtime-precision", help="Let the runtime pick its execution precision (recorded as such).")] = False,
+    option: Annotated[Optional[list[str]], typer.Option("--option", help="Runtime option KEY=VALUE (provider options, config keys); repeatable.")] = None,
+    quick: Annotated[bool, typer.Option("--quick", help="Smoke run: minimal warm-up and sampling.")] = False,
+    min_time: Annotated[Optional[float], typer.Option("--min-time", help="Minimum sampling time per graph, seconds (default 0.5).")] = None,
+    max_time: Annotated[Optional[float], typer.Option("--max-time", help="Maximum sampling time per graph, seconds (default 10).")] = None,
+    warmup: Annotated[Optional[float], typer.Option("--warmup", help="Minimum warm-up time per graph, seconds (default 0.1).")] = None,
+    no_verify: Annotated[bool, typer.Option("--no-verify", help="Skip the comparison with the numpy reference.")] = False,
+    profile_runs: Annotated[int, typer.Option("--profile-runs", help="Runs of the untimed per-node profiling pass (0 = none).")] = 10,
+    timeout: Annotated[float, typer.Option("--timeout", help="Seconds one graph may take before its worker is killed.")] = 300.0,
+    memory_limit: Annotated[Optional[float], typer.Option("--memory-limit", help="Address-space limit of the worker in GiB (out-of-memory becomes an `oom` row).")] = None,
+    out_dir: Annotated[Path, typer.Option("--out", help="Results folder; the run goes to <out>/<machine>/<run-id>.jsonl.")] = Path("results"),
+    resume: Annotated[Optional[str], typer.Option("--resume", help="Complete an interrupted run by its id; other selection options are taken from it.")] = None,
+) -> None:
+    """Time every selected graph on a runtime, verify it, and log one row per graph as it finishes."""
+    from dbench.bench.session import RunRequest, run_session
+
+    request = RunRequest(
+        suite=suite, ops=_split(ops), apps=_split(app_), pattern=pattern,
+        kernels=str(kernels) if kernels else None, graphs=str(graphs) if graphs else None,
+        gen=dict(precision=precision, passes=list(_split(passes)), gemm_form=gemm_form, rnn_form=rnn_form,
+                 gru_activation=gru_activation, int8_form=int8_form, int8_pad=not no_pad),
+        runtime=runtime, device=device, threads=threads, weights=weights, graph_optimization=graph_opt,
+        allow_runtime_precision=allow_runtime_precision, extra=_pairs(option), quick=quick, min_time=min_time,
+        max_time=max_time, warmup=warmup, verify=not no_verify, profile_runs=profile_runs, timeout=timeout,
+        memory_limit=int(memory_limit * 2**30) if memory_limit else None,
+    )
+    run_session(request, out_dir, resume, out, err)
+
+
+def _pairs(values: Optional[list[str]]) -> dict[str, str]:
+    pairs = {}
+    for value in values or []:
+        key, sep, val = value.partition("=")
+        if not sep or not key:
+            raise DbenchError(f"--option {value!r} is not KEY=VALUE")
+        pairs[key.strip()] = val.strip()
+    return pairs
+
+
+def main() -> None:
+    app()

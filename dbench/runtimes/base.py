@@ -1,0 +1,109 @@
+"""The runtime adapter interface: a Runtime prepares a graph into a Session that binds inputs once,
+runs synchronously, returns outputs and profiles per node. The runner times `Session.run` only."""
+
+from __future__ import annotations
+
+import os
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+import numpy as np
+import onnx
+
+from dbench.gen.graph import GraphSpec
+
+WEIGHT_MODES = ("const", "input")
+
+
+@dataclass(frozen=True)
+class RuntimeOptions:
+    """User choices for a runtime; all recorded in every row.
+
+    threads: intra-op threads (None = every core of this machine).
+    weights: `const` materialises weight inputs as constants at load time, `input` feeds them per call.
+    device: runtime-specific device name (OpenVINO `CPU`/`GPU`..., CUDA device index).
+    allow_runtime_precision: let the runtime choose its execution precision (recorded as such).
+    extra: free-form key=value options passed to the runtime (provider options, config keys)."""
+
+    threads: int | None = None
+    weights: str = "const"
+    device: str | None = None
+    graph_optimization: str = "all"
+    allow_runtime_precision: bool = False
+    extra: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def thread_count(self) -> int:
+        return self.threads or os.cpu_count() or 1
+
+
+@dataclass(frozen=True)
+class NodeProfile:
+    """One node's execution as the runtime's profiler reports it (times in microseconds per call)."""
+
+    name: str
+    op_type: str
+    kernel: str
+    provider: str
+    precision: str
+    time_us: float
+
+
+class Session(ABC):
+    """A prepared graph on one runtime."""
+
+    @abstractmethod
+    def bind(self, feeds: dict[str, np.ndarray]) -> None:
+        """Copy the inputs to where the runtime reads them, once, outside any timed region."""
+
+    @abstractmethod
+    def run(self) -> None:
+        """One synchronous execution on the bound inputs; returns when the device is done."""
+
+    @abstractmethod
+    def outputs(self) -> dict[str, np.ndarray]:
+        """The outputs of the last run, as host numpy arrays (for verification)."""
+
+    @abstractmethod
+    def profile(self, runs: int) -> list[NodeProfile]:
+        """Per-node kernel time, kernel name and executed precision over `runs` untimed runs."""
+
+    def device_memory(self) -> int | None:
+        """Device memory the session holds, in bytes, where the runtime can tell (GPUs); None on CPU."""
+        return None
+
+    def close(self) -> None:
+        """Release the session's resources."""
+
+
+class Runtime(ABC):
+    """A runtime family adapter, registered by name in `dbench.runtimes.registry`."""
+
+    name: ClassVar[str]
+    extra: ClassVar[str]
+    """The pip extra that installs this runtime (`pip install 'dbench[<extra>]'`)."""
+    int8_form: ClassVar[str] = "qdq"
+    """The int8 graph form this runtime runs best (`qlinear`, `qdq` or `integer`)."""
+
+    def __init__(self, options: RuntimeOptions) -> None:
+        self.options = options
+
+    @classmethod
+    @abstractmethod
+    def availability(cls) -> tuple[bool, str]:
+        """(usable here, reason when not), without raising; imports the runtime's module if present."""
+
+    @classmethod
+    @abstractmethod
+    def version(cls) -> str:
+        """The runtime's version string (only called when available)."""
+
+    @abstractmethod
+    def prepare(self, model: onnx.ModelProto, spec: GraphSpec) -> Session:
+        """Load and compile a graph (weights already embedded when `weights=const`).
+        Raises UnsupportedError with the runtime's own message when it cannot run the graph."""
+
+    def describe(self) -> dict[str, Any]:
+        """The runtime settings actually in force (provider/session options, threads, device)."""
+        return {"threads": self.options.thread_count, "weights": self.options.weights}

@@ -1,0 +1,255 @@
+"""ONNX Runtime adapters: CPU, CUDA and TensorRT execution providers. Inputs and outputs are bound
+once as OrtValues through IOBinding, so a timed call is `run_with_iobinding` and nothing else."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import tempfile
+from collections import defaultdict
+from typing import Any, ClassVar
+
+import numpy as np
+import onnx
+
+from dbench.errors import DbenchError, UnsupportedError
+from dbench.gen.graph import GraphSpec
+from dbench.gen.precision import DTYPES
+from dbench.runtimes.base import NodeProfile, Runtime, Session
+
+# ONNX Runtime's profiler type names -> our precision names.
+ORT_TYPE_PRECISION = {
+    "float": "fp32", "float16": "fp16", "bfloat16": "bf16", "double": "fp64",
+    "int8": "int8", "uint8": "int8", "int32": "int32", "int64": "int64",
+}
+OPT_LEVELS = ("disable", "basic", "extended", "all")
+# Nodes that move or reshape data, not compute: their input type says nothing about the math.
+NON_COMPUTE_OPS = {"Cast", "Transpose", "Slice", "Reshape", "Constant", "Identity", "MemcpyToHost", "MemcpyFromHost",
+                   "QuantizeLinear", "DequantizeLinear", "DynamicQuantizeLinear", "Squeeze", "Unsqueeze",
+                   "ReorderInput", "ReorderOutput"}
+
+
+class GraphLoadError(DbenchError):
+    """The runtime could not load a graph for a reason other than missing support (a corrupt file)."""
+
+
+def _ort():
+    import onnxruntime
+
+    return onnxruntime
+
+
+def _is_unsupported(message: str) -> bool:
+    return "NOT_IMPLEMENTED" in message or "Could not find an implementation" in message or "not supported" in message.lower()
+
+
+def _ortvalue(array: np.ndarray, device: str, device_id: int):
+    """An OrtValue on `device` holding `array`; bfloat16 (no numpy type in ORT) is copied in as raw 16-bit words."""
+    ort = _ort()
+    array = np.ascontiguousarray(array)
+    if array.dtype == DTYPES["bfloat16"]:
+        value = ort.OrtValue.ortvalue_from_shape_and_type(list(array.shape), onnx.TensorProto.BFLOAT16, device, device_id)
+        value.update_inplace(array.view(np.uint16))
+        return value
+    return ort.OrtValue.ortvalue_from_numpy(array, device, device_id)
+
+
+def _numpy(value, dtype_name: str) -> np.ndarray:
+    array = value.numpy()
+    return array.view(DTYPES["bfloat16"]) if dtype_name == "bfloat16" else array
+
+
+class OrtSession(Session):
+    """One InferenceSession with its inputs and outputs bound once."""
+
+    def __init__(self, runtime: "OrtRuntime", model_bytes: bytes, spec: GraphSpec) -> None:
+        self.runtime = runtime
+        self.model_bytes = model_bytes
+        self.spec = spec
+        self.session = runtime.make_session(model_bytes, profiling=False)
+        self.binding = None
+        self.feeds: dict[str, np.ndarray] = {}
+
+    def _bind(self, session, feeds: dict[str, np.ndarray]):
+        binding = session.io_binding()
+        device, device_id = self.runtime.io_device
+        for name, array in feeds.items():
+            binding.bind_ortvalue_input(name, _ortvalue(array, device, device_id))
+        for output in self.spec.outputs:
+            binding.bind_output(output.name, device, device_id)
+        return binding
+
+    def bind(self, feeds: dict[str, np.ndarray]) -> None:
+        self.feeds = feeds
+        self.binding = self._bind(self.session, feeds)
+
+    def run(self) -> None:
+        self.session.run_with_iobinding(self.binding)
+
+    def outputs(self) -> dict[str, np.ndarray]:
+        values = self.binding.get_outputs()
+        return {t.name: _numpy(v, t.dtype) for t, v in zip(self.spec.outputs, values)}
+
+    def profile(self, runs: int) -> list[NodeProfile]:
+        session = self.runtime.make_session(self.model_bytes, profiling=True)
+        binding = self._bind(session, self.feeds)
+        for _ in range(runs):
+            session.run_with_iobinding(binding)
+        path = session.end_profiling()
+        try:
+            with open(path) as fh:
+                events = json.load(fh)
+        finally:
+            os.unlink(path)
+        return parse_profile(events, runs)
+
+    def device_memory(self) -> int | None:
+        return self.runtime.device_memory()
+
+    def close(self) -> None:
+        self.binding = None
+        self.session = None
+
+
+def parse_profile(events: list[dict[str, Any]], runs: int) -> list[NodeProfile]:
+    """ONNX Runtime profiler events -> one NodeProfile per node with its median kernel time per run
+    (the median drops the first, cold runs of the fresh profiling session)."""
+    durations: dict[str, list[float]] = defaultdict(list)
+    info: dict[str, dict[str, Any]] = {}
+    for event in events:
+        if event.get("cat") != "Node" or not event.get("name", "").endswith("_kernel_time"):
+            continue
+        name = event["name"][: -len("_kernel_time")]
+        durations[name].append(float(event.get("dur", 0)))
+        info[name] = event.get("args", {})
+    nodes = []
+    for name, args in info.items():
+        types = [next(iter(t)) for t in args.get("input_type_shape", []) if t]
+        op = args.get("op_name", "")
+        # Data-movement nodes (inserted Casts, Transposes...) get no precision: they do no math.
+        precision = ORT_TYPE_PRECISION.get(types[0], types[0]) if types and op not in NON_COMPUTE_OPS else ""
+        nodes.append(NodeProfile(name=name, op_type=op, kernel=f"{op}:{args.get('provider', '')}",
+                                 provider=args.get("provider", ""), precision=precision,
+                                 time_us=float(np.median(durations[name]))))
+    return nodes
+
+
+class OrtRuntime(Runtime):
+    """Shared ONNX Runtime adapter; subclasses choose the execution provider."""
+
+    extra: ClassVar[str] = "cpu"
+    provider: ClassVar[str] = "CPUExecutionProvider"
+    int8_form: ClassVar[str] = "qlinear"
+    distribution: ClassVar[str] = "onnxruntime"
+
+    @classmethod
+    def availability(cls) -> tuple[bool, str]:
+        if importlib.util.find_spec("onnxruntime") is None:
+            return False, f"onnxruntime is not installed: pip install 'dbench[{cls.extra}]'"
+        providers = _ort().get_available_providers()
+        if cls.provider not in providers:
+            return False, f"{cls.provider} is not in this onnxruntime build ({', '.join(providers)}): pip install 'dbench[{cls.extra}]' in its own environment"
+        return True, ""
+
+    @classmethod
+    def version(cls) -> str:
+        return _ort().__version__
+
+    @property
+    def io_device(self) -> tuple[str, int]:
+        return "cpu", 0
+
+    def provider_options(self) -> dict[str, str]:
+        return dict(self.options.extra)
+
+    def session_options(self, profiling: bool):
+        ort = _ort()
+        level = self.options.graph_optimization
+        if level not in OPT_LEVELS:
+            raise DbenchError(f"unknown graph optimisation level {level!r}; valid: {', '.join(OPT_LEVELS)}")
+        so = ort.SessionOptions()
+        so.intra_op_num_threads = self.options.thread_count
+        so.inter_op_num_threads = 1
+        so.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+        so.graph_optimization_level = {
+            "disable": ort.GraphOptimizationLevel.ORT_DISABLE_ALL,
+            "basic": ort.GraphOptimizationLevel.ORT_ENABLE_BASIC,
+            "extended": ort.GraphOptimizationLevel.ORT_ENABLE_EXTENDED,
+            "all": ort.GraphOptimizationLevel.ORT_ENABLE_ALL,
+        }[level]
+        so.log_severity_level = 3
+        if profiling:
+            so.enable_profiling = True
+            so.profile_file_prefix = os.path.join(tempfile.gettempdir(), f"dbench-ort-{os.getpid()}")
+        return so
+
+    def make_session(self, model_bytes: bytes, profiling: bool):
+        ort = _ort()
+        try:
+            return ort.InferenceSession(model_bytes, self.session_options(profiling),
+                                        providers=[(self.provider, self.provider_options())])
+        except Exception as err:  # ORT raises its own exception types; classify by message
+            message = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+            if _is_unsupported(message):
+                raise UnsupportedError(message) from None
+            raise GraphLoadError(message) from None
+
+    def prepare(self, model: onnx.ModelProto, spec: GraphSpec) -> Session:
+        return OrtSession(self, model.SerializeToString(), spec)
+
+    def device_memory(self) -> int | None:
+        return None
+
+    def describe(self) -> dict[str, Any]:
+        return {
+            **super().describe(),
+            "provider": self.provider,
+            "provider_options": self.provider_options(),
+            "intra_op_num_threads": self.options.thread_count,
+            "inter_op_num_threads": 1,
+            "execution_mode": "sequential",
+            "graph_optimization_level": self.options.graph_optimization,
+        }
+
+
+class OrtCpu(OrtRuntime):
+    """ONNX Runtime, CPUExecutionProvider."""
+
+    name: ClassVar[str] = "ort-cpu"
+
+
+class OrtCuda(OrtRuntime):
+    """ONNX Runtime, CUDAExecutionProvider; inputs and outputs live on the GPU."""
+
+    name: ClassVar[str] = "ort-cuda"
+    extra: ClassVar[str] = "gpu"
+    provider: ClassVar[str] = "CUDAExecutionProvider"
+    distribution: ClassVar[str] = "onnxruntime-gpu"
+
+    @property
+    def io_device(self) -> tuple[str, int]:
+        return "cuda", int(self.options.device or 0)
+
+    def provider_options(self) -> dict[str, str]:
+        return {"device_id": str(self.options.device or 0), **self.options.extra}
+
+    def device_memory(self) -> int | None:
+        from dbench.runtimes.gpu import device_memory_used
+
+        return device_memory_used(int(self.options.device or 0))
+
+
+class OrtTensorrt(OrtCuda):
+    """ONNX Runtime, TensorrtExecutionProvider (engines built at session creation, outside timing)."""
+
+    name: ClassVar[str] = "ort-trt"
+    provider: ClassVar[str] = "TensorrtExecutionProvider"
+    int8_form: ClassVar[str] = "qdq"
+
+    def provider_options(self) -> dict[str, str]:
+        options = {"device_id": str(self.options.device or 0)}
+        if not self.options.allow_runtime_precision:
+            options["trt_fp16_enable"] = "False"
+            options["trt_int8_enable"] = "False"
+        return {**options, **self.options.extra}

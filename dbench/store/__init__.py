@@ -1,0 +1,1 @@
+"""Results: versioned row schema, append-only run logs, host metadata, exports, tables, compare."""

@@ -1,0 +1,28 @@
+"""A finished run as Parquet and CSV beside its JSONL log (nested fields flattened to columns)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pandas as pd
+
+from dbench.store.log import RunLog
+
+
+def rows_frame(rows: list[dict]) -> pd.DataFrame:
+    """Rows as a flat table: nested dicts become dotted columns, lists become JSON strings."""
+    frame = pd.json_normalize(rows, sep=".")
+    for column in frame.columns:
+        if frame[column].map(lambda v: isinstance(v, (list, dict))).any():
+            frame[column] = frame[column].map(lambda v: json.dumps(v, default=str) if isinstance(v, (list, dict)) else v)
+    return frame
+
+
+def export_run(log: RunLog) -> tuple[Path, Path]:
+    """Write `<run>.parquet` and `<run>.csv`; returns their paths."""
+    frame = rows_frame(log.rows())
+    parquet, csv = log.path.with_suffix(".parquet"), log.path.with_suffix(".csv")
+    frame.to_parquet(parquet, index=False)
+    frame.to_csv(csv, index=False)
+    return parquet, csv

@@ -1,0 +1,61 @@
+"""Rich tables for the terminal: kernel listings and run summaries."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.markup import escape
+from rich.table import Table
+
+
+def kernels_table(rows: list[dict[str, Any]], selection) -> Table:
+    """The `dbench list` table, with a caption that reconciles kernels and upstream rows."""
+    copies = sum(r["copies"] for r in rows)
+    caption = f"{len(rows)} kernels ({copies} upstream rows; identical rows are one kernel, see 'copies')"
+    table = Table(title=f"suite {selection.suite}", caption=caption)
+    for column, justify in [("id", "left"), ("suites", "left"), ("copies", "right"), ("app", "left"), ("GFLOP", "right")]:
+        table.add_column(column, justify=justify, no_wrap=column == "id")
+    for r in rows:
+        table.add_row(r["id"], r["suites"], str(r["copies"]), r["app"], f"{r['flops'] / 1e9:.3f}")
+    return table
+
+
+STATUS_STYLE = {"ok": "green", "mismatch": "bold red", "unsupported": "yellow", "failed": "red", "crashed": "bold red",
+                "timeout": "red", "oom": "magenta"}
+
+
+def _num(value, fmt: str) -> str:
+    return "" if value is None else format(value, fmt)
+
+
+def results_table(rows: list[dict[str, Any]], title: str) -> Table:
+    """The end-of-run summary: one line per graph with status, precision asked -> executed, median
+    latency, spread, kernel time, TFLOP/s, GB/s, verification error and memory."""
+    table = Table(title=title)
+    for column, justify in [("graph", "left"), ("status", "left"), ("prec", "left"), ("median µs", "right"),
+                            ("cv", "right"), ("kernel µs", "right"), ("TFLOP/s", "right"), ("GB/s", "right"),
+                            ("error", "right"), ("mem MB", "right")]:
+        table.add_column(column, justify=justify, overflow="fold", no_wrap=column == "graph")
+    for r in rows:
+        executed = r.get("precision_executed") or ""
+        prec = r["precision"] if executed in ("", r["precision"]) else f"{r['precision']}→{executed}"
+        if r.get("precision_fallback"):
+            prec = f"[yellow]{prec}[/]"
+        cv = _num(r.get("cv"), ".2f") + ("!" if r.get("unstable") else "")
+        table.add_row(
+            r["graph_id"], f"[{STATUS_STYLE.get(r['status'], 'white')}]{r['status']}[/]", prec,
+            _num(r.get("median_us"), ".1f"), cv, _num(r.get("kernel_time_us"), ".1f"), _num(r.get("tflops"), ".3f"),
+            _num(r.get("gbps"), ".1f"), _num(r.get("error"), ".1e"),
+            _num(r["memory_bytes"] / 1e6 if r.get("memory_bytes") is not None else None, ".1f"),
+        )
+    return table
+
+
+def runtimes_table(statuses) -> Table:
+    """`dbench runtimes`: every known runtime, usable or not, its version and why not."""
+    table = Table(title="runtimes")
+    for column in ("runtime", "usable", "version", "extra", "reason"):
+        table.add_column(column, overflow="fold")
+    for s in statuses:
+        table.add_row(s.name, "[green]yes[/]" if s.available else "[red]no[/]", s.version, s.extra, escape(s.reason))
+    return table

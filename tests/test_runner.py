@@ -1,0 +1,199 @@
+"""The run loop end to end on ONNX Runtime CPU: verified rows, isolation from crashes and hangs,
+bad graph folders, resume after SIGKILL, Ctrl-C, and the CLI's one-line errors."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import onnx
+import pytest
+from typer.testing import CliRunner
+
+from dbench.cli import app
+from dbench.gen.manifest import read_manifest, sha256, write_manifest
+from tests.conftest import write_csv
+
+runner = CliRunner()
+FAST = ("--quick", "--profile-runs", "2")
+
+
+@pytest.fixture
+def kernels(tmp_path) -> Path:
+    """Six small GEMMs and one convolution (user kernels, so every run is quick)."""
+    path = write_csv(tmp_path / "k.csv", "m,n,k,a_t,b_t", *[f"{16 * i},8,32,{i % 2},0" for i in range(1, 7)])
+    return path
+
+
+def rows_of(out: Path) -> list[dict]:
+    (log,) = out.glob("*/*.jsonl")
+    return [json.loads(line) for line in log.read_text().splitlines()[1:]]
+
+
+def dbench(*args: str, env: dict | None = None, **kwargs) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-m", "dbench", *args], env={**os.environ, **(env or {})},
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True, **kwargs)
+
+
+def test_run_logs_verified_rows_with_metadata(kernels, tmp_path):
+    out = tmp_path / "res"
+    result = runner.invoke(app, ["run", "--kernels", str(kernels), *FAST, "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    rows = rows_of(out)
+    assert len(rows) == 6 and {r["status"] for r in rows} == {"ok"}
+    row = rows[0]
+    assert row["verified"] is True and row["error"] < 1e-4 and row["tolerance"] == 1e-3
+    assert row["precision_executed"] == "fp32" and not row["precision_fallback"]
+    assert row["median_us"] > 0 and row["p10_us"] <= row["median_us"] <= row["p90_us"] <= row["p99_us"]
+    assert row["kernel_time_us"] > 0 and row["nodes"] and row["tflops"] > 0 and row["gbps"] > 0
+    assert row["runtime"] == "ort-cpu" and row["runtime_options"]["intra_op_num_threads"] == os.cpu_count()
+    assert row["weights"] == "const" and row["peak_rss_bytes"] > 0
+    (log,) = out.glob("*/*.jsonl")
+    header = json.loads(log.read_text().splitlines()[0])
+    assert header["schema_version"] == 1 and header["host"]["cpu_count"] == os.cpu_count()
+    assert "onnxruntime" in header["host"]["packages"] and header["timing"]["min_samples"] == 3
+    assert log.with_suffix(".parquet").exists() and log.with_suffix(".csv").exists()
+    assert "6 ok" in result.stdout
+
+
+def test_unsupported_precision_is_a_row_not_a_crash(kernels, tmp_path):
+    out = tmp_path / "res"
+    result = runner.invoke(app, ["run", "--kernels", str(kernels), "--id", "gemm_m16_*", "--precision", "bf16", *FAST, "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    (row,) = rows_of(out)
+    assert row["status"] == "unsupported" and "NOT_IMPLEMENTED" in row["message"]
+
+
+def test_crashing_kernel_is_recorded_and_the_run_goes_on(kernels, tmp_path):
+    out = tmp_path / "res"
+    proc = dbench("run", "--kernels", str(kernels), *FAST, "--out", str(out), env={"DBENCH_WORKER_CRASH_ON": "gemm_m48_"})
+    proc.communicate(timeout=120)
+    assert proc.returncode == 0
+    rows = {r["kernel_id"]: r for r in rows_of(out)}
+    assert rows["gemm_m48_n8_k32_tn"]["status"] == "crashed" and "SIGSEGV" in rows["gemm_m48_n8_k32_tn"]["message"]
+    assert sum(r["status"] == "ok" for r in rows.values()) == 5
+
+
+def test_hanging_kernel_times_out_and_the_run_goes_on(kernels, tmp_path):
+    out = tmp_path / "res"
+    proc = dbench("run", "--kernels", str(kernels), *FAST, "--timeout", "5", "--out", str(out),
+                  env={"DBENCH_WORKER_HANG_ON": "gemm_m32_"})
+    proc.communicate(timeout=120)
+    rows = {r["kernel_id"]: r for r in rows_of(out)}
+    assert rows["gemm_m32_n8_k32_nn"]["status"] == "timeout"
+    assert sum(r["status"] == "ok" for r in rows.values()) == 5
+
+
+def test_out_of_memory_becomes_an_oom_row(kernels, tmp_path):
+    big = write_csv(tmp_path / "big.csv", "m,n,k,a_t,b_t", "16384,16384,16384,0,0", "16,8,32,0,0")
+    out = tmp_path / "res"
+    result = runner.invoke(app, ["run", "--kernels", str(big), *FAST, "--memory-limit", "1.5", "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    rows = {r["kernel_id"]: r for r in rows_of(out)}
+    assert rows["gemm_m16384_n16384_k16384_nn"]["status"] == "oom"
+    assert rows["gemm_m16_n8_k32_nn"]["status"] == "ok"
+
+
+def test_killed_run_resumes_with_every_graph_exactly_once(kernels, tmp_path):
+    out = tmp_path / "res"
+    proc = dbench("run", "--kernels", str(kernels), *FAST, "--out", str(out), env={"DBENCH_WORKER_HANG_ON": "gemm_m64_"})
+    deadline = time.time() + 60
+    while time.time() < deadline and not (list(out.glob("*/*.jsonl")) and len(rows_of(out)) >= 3):
+        time.sleep(0.2)
+    os.killpg(proc.pid, signal.SIGKILL)  # parent and worker, mid-run
+    proc.wait()
+    assert len(rows_of(out)) == 3
+    run_id = next(out.glob("*/*.jsonl")).stem
+    result = runner.invoke(app, ["run", "--resume", run_id, "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    ids = [r["graph_id"] for r in rows_of(out)]
+    assert len(ids) == 6 and len(set(ids)) == 6
+    assert {r["status"] for r in rows_of(out)} == {"ok"}
+
+
+def test_ctrl_c_keeps_finished_rows(kernels, tmp_path):
+    out = tmp_path / "res"
+    proc = dbench("run", "--kernels", str(kernels), *FAST, "--out", str(out), env={"DBENCH_WORKER_HANG_ON": "gemm_m48_"})
+    deadline = time.time() + 60
+    while time.time() < deadline and not (list(out.glob("*/*.jsonl")) and len(rows_of(out)) >= 2):
+        time.sleep(0.2)
+    proc.send_signal(signal.SIGINT)
+    _, stderr = proc.communicate(timeout=30)
+    assert proc.returncode == 130
+    assert "interrupted" in stderr and "--resume" in stderr and "Traceback" not in stderr
+    assert len(rows_of(out)) == 2
+
+
+@pytest.fixture
+def graph_folder(tmp_path, kernels) -> Path:
+    result = runner.invoke(app, ["gen", "--kernels", str(kernels), "--out", str(tmp_path / "g")])
+    assert result.exit_code == 0
+    return tmp_path / "g" / "all"
+
+
+def test_corrupt_graph_fails_alone(graph_folder, tmp_path):
+    entries = read_manifest(graph_folder)
+    (graph_folder / entries[0].file).write_bytes(b"\x08\x07not a protobuf")
+    out = tmp_path / "res"
+    result = runner.invoke(app, ["run", "--graphs", str(graph_folder), *FAST, "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    rows = {r["graph_id"]: r for r in rows_of(out)}
+    bad = rows[entries[0].spec.id]
+    assert bad["status"] == "failed" and ("cannot load the graph" in bad["message"] or "does not match its manifest" in bad["message"])
+    assert sum(r["status"] == "ok" for r in rows.values()) == 5
+
+
+def test_wrong_answer_is_a_mismatch(graph_folder, tmp_path):
+    """A graph that computes 2·A·B + C where the manifest promises A·B + C must not pass as ok."""
+    entries = read_manifest(graph_folder)
+    path = graph_folder / entries[1].file
+    model = onnx.load(path)
+    for attribute in model.graph.node[0].attribute:
+        if attribute.name == "alpha":
+            attribute.f = 2.0
+    path.write_bytes(model.SerializeToString())
+    entries[1] = type(entries[1])(entries[1].spec, entries[1].file, sha256(path.read_bytes()))
+    write_manifest(graph_folder, entries)
+    out = tmp_path / "res"
+    runner.invoke(app, ["run", "--graphs", str(graph_folder), *FAST, "--out", str(out)])
+    rows = {r["graph_id"]: r for r in rows_of(out)}
+    wrong = rows[entries[1].spec.id]
+    assert wrong["status"] == "mismatch" and wrong["verified"] is False and wrong["error"] > 0.1
+
+
+def test_manifest_that_does_not_match_its_graph(graph_folder, tmp_path):
+    entries = read_manifest(graph_folder)
+    (graph_folder / entries[0].file).write_bytes((graph_folder / entries[2].file).read_bytes())
+    out = tmp_path / "res"
+    runner.invoke(app, ["run", "--graphs", str(graph_folder), *FAST, "--out", str(out)])
+    row = {r["graph_id"]: r for r in rows_of(out)}[entries[0].spec.id]
+    assert row["status"] == "failed" and "does not match its manifest" in row["message"]
+
+
+@pytest.mark.parametrize("args,code,needle", [
+    (("run", "--runtime", "tvm"), 2, "unknown runtime 'tvm'; known runtimes: ort-cpu"),
+    (("run", "--runtime", "ort-cuda"), 1, "pip install 'dbench[gpu]'"),
+    (("run", "--resume", "run-nope"), 1, "unknown run 'run-nope'"),
+    (("run", "--weights", "maybe"), 2, "unknown weights mode"),
+])
+def test_run_bad_input_is_one_line(args, code, needle, tmp_path):
+    result = runner.invoke(app, [*args, "--out", str(tmp_path)])
+    assert result.exit_code == code, result.output
+    assert needle in result.output and "Traceback" not in result.output
+
+
+def test_graphs_folder_without_manifest(tmp_path):
+    result = runner.invoke(app, ["run", "--graphs", str(tmp_path), "--out", str(tmp_path / "r")])
+    assert result.exit_code == 1 and "no manifest.json in" in result.output
+
+
+def test_unwritable_results_folder(kernels, tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    result = runner.invoke(app, ["run", "--kernels", str(kernels), "--out", str(blocker)])
+    assert result.exit_code == 1 and "cannot write results to" in result.output

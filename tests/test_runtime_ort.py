@@ -1,0 +1,76 @@
+"""The ONNX Runtime CPU adapter: bound inputs, outputs, per-node profile and the precision it reports."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from dbench.catalog import ConvKernel, GemmKernel
+from dbench.errors import UnsupportedError
+from dbench.gen import conv, gemm
+from dbench.gen.feeds import make_feeds
+from dbench.gen.weights import activation_feeds, embed_weights
+from dbench.runtimes.base import RuntimeOptions
+from dbench.runtimes.onnxruntime import OrtCpu
+from dbench.runtimes.registry import RUNTIMES, runtime_class, status
+from dbench.store.schema import executed_precision
+from tests.conftest import normalized_error
+
+KERNEL = ConvKernel(w=9, h=7, c=3, n=2, k=4, s=3, r=2, pad_w=1, pad_h=0, wstride=2, hstride=1)
+
+
+@pytest.mark.parametrize("weights", ["const", "input"])
+def test_fp32_conv_runs_verifies_and_profiles(weights, seed):
+    graph = conv.build(KERNEL, "fp32", "fwd")
+    feeds = make_feeds(graph.spec, seed)
+    model = embed_weights(graph.model, graph.spec, feeds) if weights == "const" else graph.model
+    session = OrtCpu(RuntimeOptions(threads=1, weights=weights)).prepare(model, graph.spec)
+    session.bind(activation_feeds(graph.spec, feeds, weights))
+    session.run()
+    out = session.outputs()["Y"]
+    assert normalized_error(out, conv.reference(graph.spec, feeds)["Y"]) < 1e-5
+    nodes = session.profile(3)
+    compute = [n for n in nodes if n.precision]  # const weights add NCHWc Reorder nodes (no precision)
+    assert [n.op_type for n in compute] == ["Conv"] and compute[0].provider == "CPUExecutionProvider"
+    assert executed_precision([vars(n) for n in nodes]) == "fp32"
+
+
+def test_fp16_on_cpu_reports_the_fp32_it_really_ran(seed):
+    """ORT CPU has no fp16 Conv: it inserts Casts and runs fp32. The profile must say so."""
+    graph = conv.build(KERNEL, "fp16", "fwd")
+    session = OrtCpu(RuntimeOptions()).prepare(graph.model, graph.spec)
+    session.bind(make_feeds(graph.spec, seed))
+    session.run()
+    nodes = [vars(n) for n in session.profile(2)]
+    assert any(n["op_type"] == "Cast" for n in nodes)
+    assert executed_precision(nodes) == "fp32"
+
+
+def test_bf16_is_unsupported_with_the_runtime_message():
+    graph = gemm.build(GemmKernel(m=4, n=4, k=4, a_t=False, b_t=False), "bf16", "fwd", "gemm")
+    with pytest.raises(UnsupportedError, match="NOT_IMPLEMENTED"):
+        OrtCpu(RuntimeOptions()).prepare(graph.model, graph.spec)
+
+
+def test_registry_lists_every_runtime_without_importing_unavailable_ones():
+    assert {"ort-cpu", "ort-cuda", "ort-trt"} <= set(RUNTIMES)
+    cpu = status("ort-cpu")
+    assert cpu.available and cpu.version
+    cuda = status("ort-cuda")
+    assert not cuda.available and "dbench[gpu]" in cuda.reason
+    assert runtime_class("ort-cpu").int8_form in ("qlinear", "qdq", "integer")
+
+
+@pytest.mark.gpu
+def test_cuda_provider_runs_and_verifies(seed):
+    ok, reason = runtime_class("ort-cuda").availability()
+    if not ok:
+        pytest.skip(f"no CUDA execution provider here: {reason}")
+    graph = gemm.build(GemmKernel(m=64, n=32, k=48, a_t=True, b_t=False), "fp16", "fwd", "gemm")
+    feeds = make_feeds(graph.spec, seed)
+    session = runtime_class("ort-cuda")(RuntimeOptions(weights="input")).prepare(graph.model, graph.spec)
+    session.bind(feeds)
+    session.run()
+    assert normalized_error(session.outputs()["Y"], gemm.reference(graph.spec, feeds)["Y"]) < 1e-2
+    assert executed_precision([vars(n) for n in session.profile(3)]) == "fp16"
+    assert session.device_memory() > 0
