@@ -61,6 +61,15 @@ def test_run_logs_verified_rows_with_metadata(kernels, tmp_path):
     assert "6 ok" in result.stdout
 
 
+def test_large_outputs_are_verified_on_a_sample_of_rows(tmp_path):
+    kernels = write_csv(tmp_path / "k.csv", "m,n,k,a_t,b_t", "8,300,16,0,1")
+    out = tmp_path / "res"
+    result = runner.invoke(app, ["run", "--kernels", str(kernels), *FAST, "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    (row,) = rows_of(out)
+    assert row["status"] == "ok" and row["verified"] and row["verified_rows"] == 256
+
+
 def test_unsupported_precision_is_a_row_not_a_crash(kernels, tmp_path):
     out = tmp_path / "res"
     result = runner.invoke(app, ["run", "--kernels", str(kernels), "--id", "gemm_m16_*", "--precision", "bf16", *FAST, "--out", str(out)])

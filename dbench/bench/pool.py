@@ -53,15 +53,17 @@ class Worker:
             self.connection.send(job)
             if self.connection.poll(timeout):
                 return self.connection.recv()
-        except (EOFError, BrokenPipeError, ConnectionResetError):
-            pass
-        if self.alive():
-            self.stop()
-            return Failure("timeout", f"no result within {timeout:g} s; the worker was killed and replaced")
-        return self._death()
+        except (EOFError, OSError):
+            return self._death()  # the pipe closed: the worker is dead or dying
+        self.stop()
+        return Failure("timeout", f"no result within {timeout:g} s; the worker was killed and replaced")
 
     def _death(self) -> Failure:
-        code = self.process.wait(5)
+        try:
+            code = self.process.wait(30)
+        except subprocess.TimeoutExpired:  # closed its end but lingers: treat as hung
+            self.stop()
+            return Failure("crashed", "the worker closed its connection but did not exit; killed and replaced")
         self.process = None
         self.connection.close()
         self.connection = None

@@ -25,6 +25,8 @@ class Stats:
     samples: int
     calls_per_sample: int
     unstable: bool
+    timed_s: float
+    """Wall time spent inside the sampled calls (for the tool's own overhead accounting)."""
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -32,10 +34,11 @@ class Stats:
 
 def summarize(samples_ns: list[float], calls_per_sample: int, cv_threshold: float = CV_THRESHOLD) -> Stats:
     """Statistics over per-call times (each sample is the mean of `calls_per_sample` calls, in ns)."""
+    timed_s = float(np.sum(samples_ns)) * calls_per_sample / 1e9
     us = np.asarray(samples_ns, dtype=np.float64) / 1e3
     p10, p50, p90, p99 = np.percentile(us, [10, 50, 90, 99])
     mean = float(us.mean())
     std = float(us.std(ddof=1)) if us.size > 1 else 0.0
     cv = std / mean if mean > 0 else 0.0
     return Stats(float(p50), float(p10), float(p90), float(p99), float(us.min()), mean, std, cv, int(us.size),
-                 calls_per_sample, cv > cv_threshold)
+                 calls_per_sample, cv > cv_threshold, timed_s)

@@ -1,7 +1,7 @@
 """Which graphs a selection of kernels yields (a cheap plan), and building each one on demand.
 
 Family modules are named here as strings and imported only when used; each provides
-`plan(kernel, precision, options, train) -> [(pass, form, attrs)]`,
+`plan(kernel, options, train) -> [(pass, form, attrs)]`,
 `build(kernel, precision, pass_name, form, **attrs) -> Graph` and `reference(spec, feeds) -> outputs`,
 and optionally `tolerance(spec) -> Tolerance` where the per-precision relative bound does not apply.
 """
@@ -116,9 +116,17 @@ def build(request: GraphRequest) -> Graph:
     return module.build(request.kernel, request.precision, request.pass_name, request.form, **request.attrs)
 
 
-def reference(spec: GraphSpec, feeds: dict) -> dict:
-    """The float64 (or exact integer) numpy reference outputs of a graph, from its spec alone."""
-    return family_module(spec.family, spec.precision).reference(spec, feeds)
+ROW_SAMPLED = ("gemm", "sparse")
+"""Families whose float reference can compute a subset of output rows (`rows`), for huge outputs."""
+
+
+def reference(spec: GraphSpec, feeds: dict, rows=None) -> dict:
+    """The float64 (or exact integer) numpy reference outputs of a graph, from its spec alone;
+    `rows` (families in ROW_SAMPLED, float precisions) limits it to those rows of the output."""
+    module = family_module(spec.family, spec.precision)
+    if rows is None:
+        return module.reference(spec, feeds)
+    return module.reference(spec, feeds, rows)
 
 
 def tolerance(spec: GraphSpec) -> Tolerance:

@@ -21,10 +21,12 @@ def make_tensor(spec: TensorSpec, rng: np.random.Generator) -> np.ndarray:
     if np.issubdtype(dtype, np.integer):
         data = rng.integers(int(spec.low), int(spec.high), size=spec.shape, endpoint=True, dtype=np.int64)
     else:
-        data = rng.uniform(spec.low, spec.high, size=spec.shape).astype(np.float32)
+        data = rng.random(spec.shape, dtype=np.float32)  # float32 directly: multi-GB weights stay affordable
+        data *= spec.high - spec.low
+        data += spec.low
     if spec.zeros:
-        data[rng.random(spec.shape) < spec.zeros] = 0
-    return np.ascontiguousarray(data.astype(dtype))
+        data[rng.random(spec.shape, dtype=np.float32) < spec.zeros] = 0
+    return np.ascontiguousarray(data.astype(dtype, copy=False))
 
 
 def make_feeds(spec: GraphSpec, seed: int | None = None) -> dict[str, np.ndarray]:

@@ -21,6 +21,7 @@ from dbench.gen.feeds import default_seed
 from dbench.gen.precision import float_precision, dtype_name
 
 FORMS = ("gemm", "matmul")
+REFERENCE_CHUNK = 8192
 
 
 def build(kernel: GemmKernel, precision: str, pass_name: str = "fwd", form: str = "gemm") -> Graph:
@@ -50,23 +51,32 @@ def build(kernel: GemmKernel, precision: str, pass_name: str = "fwd", form: str 
     return Graph(spec, make_model(gid, [node], inputs, outputs, doc=f"DeepBench GEMM {kernel.id}, {form} form"))
 
 
-def cublas_reference(a: np.ndarray, b: np.ndarray, c: np.ndarray, a_t: bool, b_t: bool) -> np.ndarray:
+def cublas_reference(a: np.ndarray, b: np.ndarray, c: np.ndarray, a_t: bool, b_t: bool,
+                     rows: np.ndarray | None = None) -> np.ndarray:
     """C + op(A)·op(B) computed the way cuBLAS reads the buffers (column-major), returned as C's buffer.
 
-    A row-major buffer of shape [p, q] is the column-major q x p matrix buffer.T."""
-    a_cm, b_cm, c_cm = a.T, b.T, c.T
-    op_a = a_cm.T if a_t else a_cm
-    op_b = b_cm.T if b_t else b_cm
-    return (c_cm + op_a @ op_b).T
+    A row-major buffer of shape [p, q] is the column-major q x p matrix buffer.T. Accumulates in
+    float64 over chunks of k (memory stays bounded for k = 500000); `rows` restricts the result to
+    those rows of C's buffer (columns of the column-major C), to verify huge outputs on a sample."""
+    op_a = a if a_t else a.T  # op(A), m x k: the column-major view of A's buffer is buffer.T
+    op_b = b if b_t else b.T  # op(B), k x n
+    left, right = op_b.T, op_a.T  # C^T = op(B)^T · op(A)^T: [n, k] · [k, m]
+    out = np.array(c if rows is None else c[rows], dtype=np.float64)
+    if rows is not None:
+        left = left[rows]
+    k = left.shape[1]
+    for start in range(0, k, REFERENCE_CHUNK):
+        stop = min(start + REFERENCE_CHUNK, k)
+        out += left[:, start:stop].astype(np.float64) @ right[start:stop].astype(np.float64)
+    return out
 
 
-def reference(spec: GraphSpec, feeds: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-    """float64 numpy result for a GEMM graph."""
-    f = {name: np.asarray(v, dtype=np.float64) for name, v in feeds.items()}
+def reference(spec: GraphSpec, feeds: dict[str, np.ndarray], rows: np.ndarray | None = None) -> dict[str, np.ndarray]:
+    """float64 numpy result for a GEMM graph (only output `rows` when given)."""
     if spec.form == "matmul":
-        return {"Y": f["X"] @ f["W"]}
-    return {"Y": cublas_reference(f["A"], f["B"], f["C"], spec.params["a_t"], spec.params["b_t"])}
-
+        x = feeds["X"] if rows is None else feeds["X"][rows]
+        return {"Y": np.asarray(x, dtype=np.float64) @ np.asarray(feeds["W"], dtype=np.float64)}
+    return {"Y": cublas_reference(feeds["A"], feeds["B"], feeds["C"], spec.params["a_t"], spec.params["b_t"], rows)}
 
 def plan(kernel: GemmKernel, options, train: bool) -> list[tuple[str, str, dict]]:
     """A GEMM has one pass; the form is the user's choice (`--gemm-form`)."""

@@ -113,8 +113,8 @@ class OrtSession(Session):
 
 
 def parse_profile(events: list[dict[str, Any]], runs: int) -> list[NodeProfile]:
-    """ONNX Runtime profiler events -> one NodeProfile per node with its median kernel time per run
-    (the median drops the first, cold runs of the fresh profiling session)."""
+    """ONNX Runtime profiler events -> one NodeProfile per node with its median kernel time per run;
+    the first run of the fresh profiling session is cold and dropped when there are later ones."""
     durations: dict[str, list[float]] = defaultdict(list)
     info: dict[str, dict[str, Any]] = {}
     for event in events:
@@ -131,7 +131,7 @@ def parse_profile(events: list[dict[str, Any]], runs: int) -> list[NodeProfile]:
         precision = ORT_TYPE_PRECISION.get(types[0], types[0]) if types and op not in NON_COMPUTE_OPS else ""
         nodes.append(NodeProfile(name=name, op_type=op, kernel=f"{op}:{args.get('provider', '')}",
                                  provider=args.get("provider", ""), precision=precision,
-                                 time_us=float(np.median(durations[name]))))
+                                 time_us=float(np.median(durations[name][1:] or durations[name]))))
     return nodes
 
 

@@ -1,0 +1,46 @@
+"""Wall time of a full `dbench run` with default settings, and the share of it spent outside timed
+calls (start-up, graph building, preparing sessions, warm-up, verification, profiling, logging).
+Default: the inference suite's GEMM and convolution kernels in fp32 on ort-cpu."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import tempfile
+import time
+from collections import defaultdict
+from pathlib import Path
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--suite", default="inference")
+    parser.add_argument("--ops", default="gemm,conv")
+    parser.add_argument("--runtime", default="ort-cpu")
+    parser.add_argument("extra", nargs="*", help="more `dbench run` options, after --")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as out:
+        start = time.perf_counter()
+        subprocess.run([sys.executable, "-m", "dbench", "run", "--suite", args.suite, "--ops", args.ops,
+                        "--runtime", args.runtime, "--out", out, *args.extra], check=True, stdout=subprocess.DEVNULL)
+        wall = time.perf_counter() - start
+        (log,) = Path(out).glob("*/*.jsonl")
+        rows = [json.loads(line) for line in log.read_text().splitlines()[1:]]
+    phases = defaultdict(float)
+    for row in rows:
+        phases["timed calls"] += row.get("timed_s") or 0.0
+        for key in ("prepare_s", "verify_s", "profile_s"):
+            phases[key.removesuffix("_s")] += row.get(key) or 0.0
+    statuses = defaultdict(int)
+    for row in rows:
+        statuses[row["status"]] += 1
+    print(f"{len(rows)} graphs ({dict(statuses)}) on {args.runtime}: wall {wall:.1f} s")
+    for name, seconds in phases.items():
+        print(f"  {name:<12}{seconds:8.1f} s  {100 * seconds / wall:5.1f} %")
+    print(f"share outside timed calls: {100 * (1 - phases['timed calls'] / wall):.1f} %")
+
+
+if __name__ == "__main__":
+    main()
