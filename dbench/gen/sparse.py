@@ -1,0 +1,60 @@
+"""Sparse GEMM graphs: DeepBench's C (m x n) = A (m x k, `sparsity` fraction of zeros) · B (k x n),
+run as a dense MatMul whose weight feed has that fraction of zeros, plus the dense baseline.
+
+The buffers keep gemm.py's column-major mapping: A is [k, m] (role weight), B is [n, k]
+(activation), and Y[n, m] = MatMul(B, A) — no C, since cuSPARSE runs with beta = 0. Transposed
+kernels (not in DeepBench's lists) use Gemm(B, A, transA=b_t, transB=a_t) without C.
+Form `sparse` zeroes `sparsity` of A's feed (fixed seed); form `dense` is the same graph with a fully
+dense A, so a runner can report DeepBench's speedup column: dense time / sparse time.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from onnx import helper
+
+from dbench.catalog.kernels import SparseKernel
+from dbench.errors import UnsupportedError, UsageError
+from dbench.gen.feeds import default_seed
+from dbench.gen.gemm import cublas_reference
+from dbench.gen.graph import Graph, GraphSpec, TensorSpec, graph_id, make_model
+from dbench.gen.precision import dtype_name, float_precision
+
+FORMS = ("sparse", "dense")
+
+
+def build(kernel: SparseKernel, precision: str, pass_name: str = "fwd", form: str = "sparse") -> Graph:
+    """The sparse GEMM (or its dense baseline) as a MatMul graph in a floating-point precision."""
+    if form not in FORMS:
+        raise UsageError(f"unknown sparse form {form!r}; valid: {', '.join(FORMS)}")
+    if pass_name != "fwd":
+        raise UnsupportedError(f"sparse GEMM kernels are inference only: pass {pass_name!r} is not built; use --passes fwd")
+    dt = dtype_name(float_precision(precision).dtype)
+    m, n, k = kernel.m, kernel.n, kernel.k
+    zeros = kernel.sparsity if form == "sparse" else 0.0
+    a = TensorSpec("A", (m, k) if kernel.a_t else (k, m), dt, "weight", zeros=zeros)
+    b = TensorSpec("B", (k, n) if kernel.b_t else (n, k), dt, "activation")
+    y = TensorSpec("Y", (n, m), dt, "output")
+    if kernel.a_t or kernel.b_t:
+        node = helper.make_node("Gemm", ["B", "A"], ["Y"], name="gemm", transA=int(kernel.b_t), transB=int(kernel.a_t))
+    else:
+        node = helper.make_node("MatMul", ["B", "A"], ["Y"], name="matmul")
+    gid = graph_id(kernel.id, pass_name, form, precision)
+    spec = GraphSpec(
+        id=gid, kernel_id=kernel.id, family=kernel.family, op=kernel.op, params=kernel.params(),
+        suites=kernel.suites, apps=kernel.apps, pass_name=pass_name, form=form, precision=precision,
+        flops=kernel.flops(), flops_executed=kernel.dense_flops(), inputs=(a, b), outputs=(y,),
+        seed=default_seed(gid), attrs={"form": form, "sparsity": kernel.sparsity, "weight_zeros": zeros},
+    )
+    return Graph(spec, make_model(gid, [node], (a, b), (y,), doc=f"DeepBench sparse GEMM {kernel.id}, {form} weight"))
+
+
+def reference(spec: GraphSpec, feeds: dict[str, np.ndarray], rows: np.ndarray | None = None) -> dict[str, np.ndarray]:
+    """float64 A·B as cuBLAS/cuSPARSE read the buffers (gemm.py's reference with C = 0)."""
+    c = np.zeros(spec.outputs[0].shape)
+    return {"Y": cublas_reference(feeds["A"], feeds["B"], c, spec.params["a_t"], spec.params["b_t"], rows)}
+
+
+def plan(kernel: SparseKernel, options, train: bool) -> list[tuple[str, str, dict]]:
+    """Both forms of the forward pass: the sparse weight and the dense baseline for the speedup."""
+    return [("fwd", form, {}) for form in FORMS]
