@@ -206,3 +206,26 @@ def test_unwritable_results_folder(kernels, tmp_path):
     blocker.write_text("")
     result = runner.invoke(app, ["run", "--kernels", str(kernels), "--out", str(blocker)])
     assert result.exit_code == 1 and "cannot write results to" in result.output
+
+
+def test_int8_run_shows_what_ran_in_int8_and_sparse_speedup(tmp_path):
+    gemm_file = write_csv(tmp_path / "g.csv", "m,n,k,a_t,b_t", "35,16,64,0,0")
+    out = tmp_path / "res"
+    result = runner.invoke(app, ["run", "--kernels", str(gemm_file), "--precision", "int8", *FAST, "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    (row,) = rows_of(out)
+    assert row["status"] == "ok" and row["form"] == "qlinear" and row["attrs"]["padded"] == {"m": 36}
+    assert row["precision_executed"] == "int8" and row["error"] == 0
+    assert any(n["op_type"] == "QLinearMatMul" for n in row["nodes"])
+    sparse_file = write_csv(tmp_path / "s.csv", "m,n,k,a_t,b_t,sparsity", "64,8,128,0,0,0.9")
+    out = tmp_path / "res2"
+    result = runner.invoke(app, ["run", "--kernels", str(sparse_file), *FAST, "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    assert {r["form"] for r in rows_of(out)} == {"sparse", "dense"}
+    assert "dense / sparse time" in result.stdout
+    import pandas as pd
+
+    frame = pd.read_csv(next(out.glob("*/*.csv")))
+    speedup = frame.loc[frame["form"] == "sparse", "sparse_speedup"].item()
+    medians = frame.set_index("form")["median_us"]
+    assert speedup == pytest.approx(medians["dense"] / medians["sparse"])

@@ -22,7 +22,8 @@ from dbench.runtimes.registry import require
 from dbench.store.export import export_run
 from dbench.store.log import RunLog, ensure_writable, find_run, new_run_id
 from dbench.store.metadata import host_metadata, machine_name
-from dbench.store.tables import results_table
+from dbench.store.derived import sparse_speedups
+from dbench.store.tables import results_table, speedup_table
 
 
 @dataclass(frozen=True)
@@ -153,6 +154,9 @@ def run_session(request: RunRequest, out_dir: Path, resume: str | None, out: Con
     all_rows = log.rows()
     parquet, csv = export_run(log)
     out.print(results_table(all_rows, f"{run_id} · {request.runtime} · {header['host']['cpu_model']}"))
+    speedups = sparse_speedups(all_rows)
+    if speedups:
+        out.print(speedup_table(speedups))
     counts: dict[str, int] = {}
     for row in all_rows:
         counts[row["status"]] = counts.get(row["status"], 0) + 1

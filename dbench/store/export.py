@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from dbench.store.derived import with_derived
 from dbench.store.log import RunLog
 
 
@@ -20,8 +21,8 @@ def rows_frame(rows: list[dict]) -> pd.DataFrame:
 
 
 def export_run(log: RunLog) -> tuple[Path, Path]:
-    """Write `<run>.parquet` and `<run>.csv`; returns their paths."""
-    frame = rows_frame(log.rows())
+    """Write `<run>.parquet` and `<run>.csv` (with derived columns); returns their paths."""
+    frame = rows_frame(with_derived(log.rows()))
     parquet, csv = log.path.with_suffix(".parquet"), log.path.with_suffix(".csv")
     frame.to_parquet(parquet, index=False)
     frame.to_csv(csv, index=False)

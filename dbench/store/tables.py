@@ -59,3 +59,13 @@ def runtimes_table(statuses) -> Table:
     for s in statuses:
         table.add_row(s.name, "[green]yes[/]" if s.available else "[red]no[/]", s.version, s.extra, escape(s.reason))
     return table
+
+
+def speedup_table(speedups: dict[str, float]) -> Table:
+    """DeepBench's sparse summary: dense time / sparse time per kernel."""
+    table = Table(title="sparse GEMM: dense / sparse time")
+    table.add_column("kernel", no_wrap=True)
+    table.add_column("speedup", justify="right")
+    for kernel, speedup in speedups.items():
+        table.add_row(kernel, f"{speedup:.2f}")
+    return table
