@@ -236,5 +236,15 @@ def _pairs(values: Optional[list[str]]) -> dict[str, str]:
     return pairs
 
 
+def _register_allreduce() -> None:
+    """`dbench allreduce`: the all-reduce module's own thin command (it prints its errors itself)."""
+    from dbench.allreduce.cli import command
+
+    app.command("allreduce", help="All-reduce over DeepBench's message sizes with mpi4py (starts mpiexec with --np).")(command)
+
+
+_register_allreduce()
+
+
 def main() -> None:
     app()

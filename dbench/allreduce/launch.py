@@ -1,0 +1,143 @@
+"""`dbench allreduce --np N`: start N ranks with the mpiexec of this environment (MPICH or Open MPI,
+as root and with more ranks than cores), stream their output, and say which rank failed if one did."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+from collections import deque
+from pathlib import Path
+from typing import IO
+
+from dbench.allreduce.options import Arguments, resolve
+from dbench.allreduce.rank import MPI_HELP, NEED_TWO
+from dbench.allreduce.status import LAUNCH_FILE, RankStatus, read_statuses
+from dbench.errors import DbenchError, UsageError
+
+MPIEXEC_ENV = "DBENCH_MPIEXEC"  # use this mpiexec instead of the one beside the Python interpreter
+OUTPUT_KEEP = 400  # last lines of mpiexec's output kept to find the rank it names
+HYDRA_DEATH = re.compile(r"PID (\d+) RUNNING AT (\S+)\s*\n=\s*EXIT CODE: (\d+)")
+OPENMPI_DEATH = re.compile(r"process rank (\d+) with PID (\d+) on node (\S+) exited on signal (\d+)")
+
+
+def find_mpiexec() -> Path:
+    """$DBENCH_MPIEXEC, else the mpiexec beside this Python (the `mpi` extra's wheel), else the one on PATH."""
+    override = os.environ.get(MPIEXEC_ENV)
+    if override:
+        if not (Path(override).is_file() and os.access(override, os.X_OK)):
+            raise DbenchError(f"mpiexec not found at {override} (from {MPIEXEC_ENV}): {MPI_HELP}, "
+                              f"or point {MPIEXEC_ENV} at your MPI's mpiexec")
+        return Path(override)
+    beside = Path(sys.executable).parent / "mpiexec"
+    found = beside if beside.is_file() else shutil.which("mpiexec")
+    if not found:
+        raise DbenchError(f"no mpiexec beside {sys.executable} or on PATH: {MPI_HELP}")
+    return Path(found)
+
+
+def flavour(mpiexec: Path) -> str:
+    """`mpich` (Hydra, also Intel MPI), `openmpi`, or `unknown`, from `mpiexec --version`."""
+    try:
+        done = subprocess.run([str(mpiexec), "--version"], capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.SubprocessError) as error:
+        raise DbenchError(f"cannot run {mpiexec} --version ({error}): {MPI_HELP}") from None
+    text = done.stdout + done.stderr
+    if "Open MPI" in text or "OpenRTE" in text or "open-mpi.org" in text:
+        return "openmpi"
+    if "HYDRA" in text or "MPICH" in text or "Intel(R) MPI" in text:
+        return "mpich"
+    return "unknown"
+
+
+def launcher_flags(kind: str, as_root: bool) -> list[str]:
+    """Open MPI refuses root and more ranks than cores unless told; Hydra (MPICH) allows both by default."""
+    if kind != "openmpi":
+        return []
+    return ["--oversubscribe"] + (["--allow-run-as-root"] if as_root else [])
+
+
+def _child_env() -> dict[str, str]:
+    env = dict(os.environ)
+    if sys.stdout.isatty():  # rank 0's stdout is a pipe under mpiexec: keep the terminal's colours and width
+        env.setdefault("FORCE_COLOR", "1")
+        env.setdefault("COLUMNS", str(shutil.get_terminal_size().columns))
+    return env
+
+
+def _pump(source: IO[str], sink: IO[str], tail: deque[str]) -> None:
+    for line in source:
+        sink.write(line)
+        sink.flush()
+        tail.append(line)
+
+
+def _run_job(command: list[str]) -> tuple[int, str]:
+    """Run mpiexec, echoing its stdout and stderr live; return its exit code and the tail of both
+    (Hydra reports a killed rank on stdout, Open MPI on stderr)."""
+    tails: tuple[deque[str], deque[str]] = (deque(maxlen=OUTPUT_KEEP), deque(maxlen=OUTPUT_KEEP))
+    with subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=_child_env()) as job:
+        pumps = [threading.Thread(target=_pump, args=(job.stdout, sys.stdout, tails[0])),
+                 threading.Thread(target=_pump, args=(job.stderr, sys.stderr, tails[1]))]
+        for pump in pumps:
+            pump.start()
+        try:
+            code = job.wait()
+        except KeyboardInterrupt:
+            job.wait()
+            raise DbenchError("interrupted; mpiexec stopped the ranks") from None
+        finally:
+            for pump in pumps:
+                pump.join()
+    return code, "".join(tails[0]) + "".join(tails[1])
+
+
+def _named_deaths(statuses: dict[int, RankStatus], output: str) -> list[str]:
+    """Ranks that mpiexec says died (Hydra names the pid, Open MPI the rank), as `rank R (pid P on H): how`."""
+    by_pid = {s.pid: s.rank for s in statuses.values()}
+    deaths = [f"rank {by_pid[int(pid)]} (pid {pid} on {host}) died with exit code {code}"
+              for pid, host, code in HYDRA_DEATH.findall(output) if int(pid) in by_pid]
+    deaths += [f"rank {rank} (pid {pid} on {host}) was killed by signal {sig}"
+               for rank, pid, host, sig in OPENMPI_DEATH.findall(output)]
+    return deaths
+
+
+def verdict(statuses: dict[int, RankStatus], ranks: int, returncode: int, output: str) -> int:
+    """The run's exit code from the ranks' status files, or an error naming the rank that failed."""
+    failed = [s for s in statuses.values() if s.state == "failed"]
+    if failed:
+        named = "; ".join(f"rank {s.rank} (pid {s.pid} on {s.host}) failed: {s.error}" for s in failed)
+        raise DbenchError(f"{named}; the whole job was aborted (traceback above)")
+    unfinished = [r for r in range(ranks) if r not in statuses or statuses[r].state != "done"]
+    if unfinished:
+        deaths = _named_deaths(statuses, output)
+        if deaths:
+            raise DbenchError(f"{'; '.join(deaths)}; mpiexec ended the job")
+        raise DbenchError(f"ranks {', '.join(map(str, unfinished))} did not finish (mpiexec exit code {returncode}); "
+                          "see the messages above")
+    if returncode != 0:
+        raise DbenchError(f"mpiexec exited with code {returncode} although every rank finished; see its messages above")
+    return max(s.code for s in statuses.values())
+
+
+def launch(ranks: int, args: Arguments, command: list[str]) -> int:
+    """Validate, then run `mpiexec -n ranks python -m mpi4py -m dbench.allreduce ...` and judge the outcome."""
+    if ranks < 2:
+        raise UsageError(NEED_TWO)
+    resolve(args)
+    if importlib.util.find_spec("mpi4py") is None:
+        raise DbenchError(f"mpi4py is not installed in this environment: {MPI_HELP}")
+    mpiexec = find_mpiexec()
+    flags = launcher_flags(flavour(mpiexec), os.geteuid() == 0)
+    with tempfile.TemporaryDirectory(prefix="dbench-allreduce-") as folder:
+        job = [str(mpiexec), *flags, "-n", str(ranks), sys.executable, "-m", "mpi4py", "-m", "dbench.allreduce",
+               *args.to_argv(), "--status-dir", folder]
+        (Path(folder) / LAUNCH_FILE).write_text(json.dumps({"command": command, "mpiexec": job}))
+        returncode, output = _run_job(job)
+        return verdict(read_statuses(Path(folder)), ranks, returncode, output)
