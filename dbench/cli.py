@@ -226,6 +226,22 @@ def run(
     run_session(request, out_dir, resume, out, err)
 
 
+@app.command()
+@friendly
+def compare(
+    run_a: Annotated[str, typer.Argument(help="First run: its id (looked up under --out) or its .jsonl path.")],
+    run_b: Annotated[str, typer.Argument(help="Second run, compared with the first.")],
+    out_dir: Annotated[Path, typer.Option("--out", help="Results folder to look run ids up in.")] = Path("results"),
+) -> None:
+    """Two runs side by side, joined on graph id: status, executed precision, medians and their ratio."""
+    from dbench.store.compare import open_run, pair_rows
+    from dbench.store.tables import compare_table
+
+    a, b = open_run(out_dir, run_a), open_run(out_dir, run_b)
+    names = [f"{log.header()['run_id']} ({log.header().get('runtime', {}).get('name', '')}, {log.header()['host']['machine']})" for log in (a, b)]
+    out.print(compare_table(pair_rows(a.rows(), b.rows()), *names))
+
+
 def _pairs(values: Optional[list[str]]) -> dict[str, str]:
     pairs = {}
     for value in values or []:

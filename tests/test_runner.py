@@ -229,3 +229,19 @@ def test_int8_run_shows_what_ran_in_int8_and_sparse_speedup(tmp_path):
     speedup = frame.loc[frame["form"] == "sparse", "sparse_speedup"].item()
     medians = frame.set_index("form")["median_us"]
     assert speedup == pytest.approx(medians["dense"] / medians["sparse"])
+
+
+def test_compare_two_runs_side_by_side(kernels, tmp_path):
+    out = tmp_path / "res"
+    for threads in ("1", "2"):
+        result = runner.invoke(app, ["run", "--kernels", str(kernels), "--id", "gemm_m16_*", "--threads", threads, *FAST, "--out", str(out)])
+        assert result.exit_code == 0, result.output
+    first, second = sorted(p.stem for p in out.glob("*/*.jsonl"))
+    result = runner.invoke(app, ["compare", first, second, "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    assert "gemm_m16_n8_k32_tn.fwd.gemm.fp32" in result.stdout and "ok fp32" in result.stdout
+    rows = {p.stem: json.loads(p.read_text().splitlines()[1]) for p in out.glob("*/*.jsonl")}
+    ratio = rows[second]["median_us"] / rows[first]["median_us"]
+    assert f"{ratio:.3f}" in result.stdout
+    missing = runner.invoke(app, ["compare", first, "run-nope", "--out", str(out)])
+    assert missing.exit_code == 1 and "unknown run 'run-nope'" in missing.output

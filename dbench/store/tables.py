@@ -69,3 +69,22 @@ def speedup_table(speedups: dict[str, float]) -> Table:
     for kernel, speedup in speedups.items():
         table.add_row(kernel, f"{speedup:.2f}")
     return table
+
+
+def compare_table(pairs, name_a: str, name_b: str) -> Table:
+    """`dbench compare`: status, executed precision and median of each run, and median(b)/median(a)."""
+    table = Table(title=f"a = {name_a}   b = {name_b}", caption="ratio = median b / median a (above 1: b is slower)")
+    for column, justify in [("graph", "left"), ("a", "left"), ("b", "left"), ("a µs", "right"), ("b µs", "right"), ("ratio", "right")]:
+        table.add_column(column, justify=justify, no_wrap=column == "graph")
+
+    def side(row):
+        if row is None:
+            return "—"
+        return row["status"] if row["status"] != "ok" else f"ok {row.get('precision_executed', '')}"
+
+    for pair in pairs:
+        table.add_row(pair.graph_id, side(pair.a), side(pair.b),
+                      _num(pair.a.get("median_us") if pair.a else None, ".1f"),
+                      _num(pair.b.get("median_us") if pair.b else None, ".1f"),
+                      _num(pair.ratio, ".3f"))
+    return table
