@@ -13,6 +13,7 @@ RUNTIMES: dict[str, str] = {
     "ort-cpu": "dbench.runtimes.onnxruntime:OrtCpu",
     "ort-cuda": "dbench.runtimes.onnxruntime:OrtCuda",
     "ort-trt": "dbench.runtimes.onnxruntime:OrtTensorrt",
+    "openvino": "dbench.runtimes.openvino:OpenVino",
 }
 
 
