@@ -41,6 +41,7 @@ class Outcome:
     peak_rss_bytes: int | None = None
     memory_bytes: int | None = None
     device_memory_bytes: int | None = None
+    runtime_options: dict[str, Any] | None = None
     prepare_s: float | None = None
     verify_s: float | None = None
     profile_s: float | None = None
@@ -151,6 +152,7 @@ def execute(job: Job) -> Outcome:
         session.bind(activation_feeds(spec, feeds, options.weights))
         session.run()
         outcome.prepare_s = time.perf_counter() - t0
+        outcome.runtime_options = runtime.describe()  # after prepare: includes what the runtime read back
         stats = measure(session.run, TimingConfig(**job.timing))
         outcome.stats = stats.to_dict()
         outcome.peak_rss_bytes = memory.peak_rss()
