@@ -88,6 +88,9 @@ class OrtSession(Session):
         self.session.run_with_iobinding(self.binding)
 
     def outputs(self) -> dict[str, np.ndarray]:
+        if self.runtime.io_device[0] != "cpu":  # device memory: copy back through the binding
+            arrays = self.binding.copy_outputs_to_cpu()
+            return {t.name: a.view(DTYPES["bfloat16"]) if t.dtype == "bfloat16" else a for t, a in zip(self.spec.outputs, arrays)}
         values = self.binding.get_outputs()
         return {t.name: _numpy(v, t.dtype) for t, v in zip(self.spec.outputs, values)}
 
@@ -141,7 +144,6 @@ class OrtRuntime(Runtime):
     extra: ClassVar[str] = "cpu"
     provider: ClassVar[str] = "CPUExecutionProvider"
     int8_form: ClassVar[str] = "qlinear"
-    distribution: ClassVar[str] = "onnxruntime"
 
     @classmethod
     def availability(cls) -> tuple[bool, str]:
@@ -225,7 +227,6 @@ class OrtCuda(OrtRuntime):
     name: ClassVar[str] = "ort-cuda"
     extra: ClassVar[str] = "gpu"
     provider: ClassVar[str] = "CUDAExecutionProvider"
-    distribution: ClassVar[str] = "onnxruntime-gpu"
 
     @property
     def io_device(self) -> tuple[str, int]:
