@@ -122,6 +122,7 @@ def run_session(request: RunRequest, out_dir: Path, resume: str | None, out: Con
         run_id = resume
     runtime_cls = require(request.runtime)
     config = request.config()
+    runtime_cls(config.options).describe()  # a bad device or option fails here, before a run log exists
     items = build_items(request, runtime_cls.int8_form)
     if not resume:
         folder = ensure_writable(out_dir / machine_name())

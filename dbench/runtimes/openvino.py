@@ -1,0 +1,324 @@
+"""OpenVINO adapter. Compiles with the LATENCY hint, one stream and INFERENCE_PRECISION_HINT pinned to
+the graph's own precision (left alone, OpenVINO runs fp32 graphs in bf16 on CPUs that have it), checks
+that the compiled model kept that precision, binds inputs once into the request's own tensors, and
+profiles with PERF_COUNT: per-layer kernel names (`exec_type`) and the precision they ran in."""
+
+from __future__ import annotations
+
+import importlib.util
+import re
+from collections import defaultdict
+from functools import cache, cached_property
+from typing import Any, ClassVar
+
+import numpy as np
+import onnx
+
+from dbench.errors import DbenchError, UnsupportedError, UsageError
+from dbench.gen.graph import GraphSpec
+from dbench.gen.precision import DTYPES
+from dbench.runtimes.base import NodeProfile, Runtime, Session
+
+DEFAULT_DEVICE = "CPU"
+# Devices that schedule onto other devices: they take the hardware devices' config keys but do not
+# list them (or report them back) themselves.
+VIRTUAL_DEVICES = ("AUTO", "MULTI", "HETERO", "BATCH")
+# A graph's precision -> (INFERENCE_PRECISION_HINT, OPTIMIZATION_CAPABILITIES entry it needs).
+# int8 (Q/DQ) graphs: quantised layers run int8 kernels; the float parts around them stay f32.
+PINNED = {"fp32": ("f32", "FP32"), "fp16": ("f16", "FP16"), "bf16": ("bf16", "BF16"), "int8": ("f32", "INT8")}
+# Suffix of an exec_type (`brgemm_avx512_f32`, `jit_avx512_I8`) -> our precision name.
+KERNEL_PRECISION = {"f32": "fp32", "f16": "fp16", "bf16": "bf16", "f64": "fp64", "i8": "int8", "u8": "int8",
+                    "i32": "int32", "i64": "int64"}
+# Layers that move, convert or reshape data: their kernel's type says nothing about the math.
+NON_COMPUTE_TYPES = {"Parameter", "Result", "Constant", "Input", "Output", "Reorder", "Convert", "Reshape", "Squeeze",
+                     "Unsqueeze", "Transpose", "Concatenation", "Split", "VariadicSplit", "StridedSlice", "Slice",
+                     "Gather", "Broadcast", "ShapeOf", "Tile", "Pad"}
+# Control flow (an ONNX Scan becomes a TensorIterator or Loop): its kernel name carries the trip
+# counter's type (`unknown_i32`); its body's layers are not profiled, so no precision is claimed.
+CONTROL_FLOW_TYPES = {"TensorIterator", "Loop", "If"}
+# Conversions fused into a `Subgraph` layer do no math of the kernel's precision: the graph's own
+# Q/DQ and Cast nodes, and the Converts/FakeQuantizes OpenVINO inserts (auto-named `Convert_<n>`).
+CONVERSION_OPS = {"QuantizeLinear", "DequantizeLinear", "DynamicQuantizeLinear", "Cast"}
+INSERTED_CONVERSION = re.compile(r"^(Convert|FakeQuantize)_\d+$")
+# Compiled-model properties not worth a place in every row (the rest are read back: what is in force).
+NOT_READ_BACK = ("SUPPORTED_PROPERTIES", "NETWORK_NAME")
+OOM_WORDS = ("bad_alloc", "out of memory", "failed to allocate")
+SOURCE_LOCATION = re.compile(r"Check '[^']*' failed at \S+:\d+:\s*")
+
+
+def _ov():
+    import openvino
+
+    return openvino
+
+
+@cache
+def _core():
+    """One OpenVINO Core per process (creating one loads the plugin list)."""
+    return _ov().Core()
+
+
+def _message(err: BaseException) -> str:
+    """OpenVINO's own message on one line, without its source locations (`Exception from src/...`,
+    `Check 'x' failed at src/...:151:`)."""
+    lines = [line.strip() for line in str(err).splitlines()]
+    text = " ".join(line for line in lines if line and not line.startswith("Exception from "))
+    return SOURCE_LOCATION.sub("", text)[:500] or type(err).__name__
+
+
+def _text(value: Any) -> str:
+    """A property value as plain text: `f32`, `LATENCY`, `CPU`, `1`."""
+    ov = _ov()
+    if isinstance(value, ov.Type):
+        return value.to_string()
+    if isinstance(value, (list, tuple, set)):
+        return ",".join(_text(v) for v in value)
+    if hasattr(value, "name") and not isinstance(value, str):
+        return value.name
+    return str(value)
+
+
+def source_types(model: onnx.ModelProto) -> dict[str, str]:
+    """ONNX op type by node name and by output name (OpenVINO names layers after either)."""
+    return {key: node.op_type for node in model.graph.node for key in (node.name, *node.output) if key}
+
+
+def kernel_precision(node_type: str, exec_type: str, fused: tuple[str, ...] = (),
+                     sources: dict[str, str] | None = None) -> str:
+    """Our precision name for a layer from its kernel name (`brgemm_avx512_bf16` -> bf16); empty for
+    layers that do no math (data movement, a Subgraph of conversions only), control flow, or kernel
+    names that carry no precision. `fused`: the original layers a Subgraph was made of; `sources`: the
+    ONNX graph's op types by name."""
+    if node_type in NON_COMPUTE_TYPES | CONTROL_FLOW_TYPES:
+        return ""
+    sources = sources or {}
+    if node_type == "Subgraph" and fused and all(
+            sources.get(name) in CONVERSION_OPS or INSERTED_CONVERSION.match(name) for name in fused):
+        return ""
+    return KERNEL_PRECISION.get(exec_type.rsplit("_", 1)[-1].lower(), "")
+
+
+def fused_layers(compiled) -> dict[str, tuple[str, ...]]:
+    """Each executed layer's original layers, from the compiled model's runtime graph."""
+    fused = {}
+    for op in compiled.get_runtime_model().get_ordered_ops():
+        info = op.get_rt_info()
+        if "originalLayersNames" in info:
+            names = info["originalLayersNames"].astype(str)
+            fused[op.get_friendly_name()] = tuple(n for n in names.split(",") if n)
+    return fused
+
+
+def parse_profile(samples: list[list[Any]], device: str, fused: dict[str, tuple[str, ...]],
+                  sources: dict[str, str]) -> list[NodeProfile]:
+    """ProfilingInfo lists of several runs -> one NodeProfile per executed layer, with its median
+    time per run (the median drops the first, cold runs of the fresh profiling request)."""
+    times: dict[str, list[float]] = defaultdict(list)
+    info: dict[str, Any] = {}
+    executed = _ov().ProfilingInfo.Status.EXECUTED
+    for run in samples:
+        for layer in run:
+            if layer.status != executed:
+                continue
+            times[layer.node_name].append(layer.real_time.total_seconds() * 1e6)
+            info[layer.node_name] = layer
+    return [NodeProfile(name=name, op_type=layer.node_type, kernel=layer.exec_type, provider=device,
+                        precision=kernel_precision(layer.node_type, layer.exec_type, fused.get(name, ()), sources),
+                        time_us=float(np.median(times[name])))
+            for name, layer in info.items()]
+
+
+def _host_array(tensor) -> np.ndarray:
+    """A copy of an OpenVINO tensor's data; bf16 (which OpenVINO hands out as 16-bit words) as bfloat16."""
+    data = np.array(tensor.data, copy=True)
+    return data.view(DTYPES["bfloat16"]) if tensor.element_type == _ov().Type.bf16 else data
+
+
+def _fill(tensor, array: np.ndarray) -> None:
+    """Copy `array` into an OpenVINO tensor's own memory (bfloat16 as its raw 16-bit words)."""
+    target = tensor.data
+    source = np.ascontiguousarray(array)
+    if tuple(target.shape) != source.shape or target.dtype.itemsize != source.dtype.itemsize:
+        raise DbenchError(f"feed of shape {source.shape} ({source.dtype}) does not fit OpenVINO's "
+                          f"{tuple(target.shape)} {tensor.element_type.to_string()} input; regenerate the graph")
+    target[...] = source.view(target.dtype)
+
+
+class OpenVinoSession(Session):
+    """One compiled model and its infer request, inputs bound once into the request's tensors."""
+
+    def __init__(self, runtime: "OpenVino", model: onnx.ModelProto, spec: GraphSpec) -> None:
+        self.runtime = runtime
+        self.model_bytes = model.SerializeToString()
+        self.sources = source_types(model)
+        self.spec = spec
+        self.compiled = runtime.compile(self.model_bytes, spec, perf_count=False)
+        self.request = self.compiled.create_infer_request()
+        self.feeds: dict[str, np.ndarray] = {}
+
+    @staticmethod
+    def _bind(request, feeds: dict[str, np.ndarray]) -> None:
+        for name, array in feeds.items():
+            _fill(request.get_tensor(name), array)
+
+    def bind(self, feeds: dict[str, np.ndarray]) -> None:
+        self.feeds = feeds
+        self._bind(self.request, feeds)
+
+    def run(self) -> None:
+        # share_outputs: no copy of the outputs into new numpy arrays inside the timed call.
+        self.request.infer(share_outputs=True)
+
+    def outputs(self) -> dict[str, np.ndarray]:
+        return {t.name: _host_array(self.request.get_tensor(t.name)) for t in self.spec.outputs}
+
+    def profile(self, runs: int) -> list[NodeProfile]:
+        compiled = self.runtime.compile(self.model_bytes, self.spec, perf_count=True)
+        request = compiled.create_infer_request()
+        self._bind(request, self.feeds)
+        samples = []
+        for _ in range(runs):
+            request.infer(share_outputs=True)
+            samples.append(request.get_profiling_info())
+        device = self.runtime.properties.get("EXECUTION_DEVICES", self.runtime.device)
+        return parse_profile(samples, device, fused_layers(compiled), self.sources)
+
+    def close(self) -> None:
+        self.request = None
+        self.compiled = None
+
+
+class OpenVino(Runtime):
+    """OpenVINO on a device (`CPU` by default; `GPU`, `NPU`, `AUTO`... passed through)."""
+
+    name: ClassVar[str] = "openvino"
+    extra: ClassVar[str] = "openvino"
+    int8_form: ClassVar[str] = "qdq"
+
+    def __init__(self, options) -> None:
+        super().__init__(options)
+        self.properties: dict[str, str] = {}
+        """The last compiled model's properties as read back (empty before `prepare`)."""
+
+    @classmethod
+    def availability(cls) -> tuple[bool, str]:
+        if importlib.util.find_spec("openvino") is None:
+            return False, f"openvino is not installed: pip install 'dbench[{cls.extra}]'"
+        return True, ""
+
+    @classmethod
+    def version(cls) -> str:
+        return _ov().__version__
+
+    @property
+    def core(self):
+        return _core()
+
+    @property
+    def device(self) -> str:
+        return self.options.device or DEFAULT_DEVICE
+
+    @cached_property
+    def hardware(self) -> tuple[str, ...] | None:
+        """The hardware device(s) the name stands for, checked against what OpenVINO sees; None for a
+        virtual device with no explicit list (`AUTO` picks at compile time)."""
+        seen = self.core.available_devices
+        head, _, tail = self.device.partition(":")
+        virtual = head in VIRTUAL_DEVICES
+        names = [n.strip() for n in tail.split(",") if n.strip()] if virtual else [self.device]
+        for name in names:
+            if name not in seen and not any(d.split(".")[0] == name for d in seen):
+                raise DbenchError(f"OpenVINO device {name!r} is not available here; devices OpenVINO sees: "
+                                  f"{', '.join(seen) or 'none'} (and {', '.join(VIRTUAL_DEVICES)} over them)")
+        return tuple(names) if names else None
+
+    def _supports(self, key: str) -> bool:
+        """Whether every hardware device named takes a config key (virtual devices forward them)."""
+        devices = self.hardware
+        if devices is None:
+            return True
+        return all(key in self.core.get_property(d, "SUPPORTED_PROPERTIES") for d in devices)
+
+    def config(self, precision: str | None) -> dict[str, str]:
+        """compile_model's config for a graph in `precision` (None: the device-level config only)."""
+        if "INFERENCE_PRECISION_HINT" in self.options.extra and not self.options.allow_runtime_precision:
+            raise UsageError("--option INFERENCE_PRECISION_HINT overrides the precision dbench pins; "
+                             "add --allow-runtime-precision to run it (recorded as the runtime's choice)")
+        config = {"PERFORMANCE_HINT": "LATENCY", "NUM_STREAMS": "1"}
+        if self._supports("INFERENCE_NUM_THREADS"):
+            config["INFERENCE_NUM_THREADS"] = str(self.options.thread_count)
+        if precision is not None and not self.options.allow_runtime_precision:
+            config["INFERENCE_PRECISION_HINT"] = PINNED[precision][0]
+        return {**config, **self.options.extra}
+
+    def compile(self, model_bytes: bytes, spec: GraphSpec, perf_count: bool):
+        """Read and compile a graph; check the compiled model kept the pinned precision. The timed
+        model's (not the profiling one's) properties are kept for `describe`."""
+        ov = _ov()
+        config = self.config(spec.precision)
+        if perf_count:
+            config["PERF_COUNT"] = "YES"
+        try:
+            model = self.core.read_model(model_bytes, ov.Tensor(np.empty(0, dtype=np.uint8)))
+            compiled = self.core.compile_model(model, self.device, config)
+        except Exception as err:  # OpenVINO raises RuntimeError and its own types; classify by message
+            message = _message(err)
+            if any(word in message.lower() for word in OOM_WORDS):
+                raise MemoryError(message) from None
+            raise UnsupportedError(f"OpenVINO cannot compile this graph on {self.device}: {message}") from None
+        properties = self._read_back(compiled)
+        if not self.options.allow_runtime_precision:
+            self._check_precision(spec.precision, properties)
+        if not perf_count:
+            self.properties = properties
+        return compiled
+
+    @staticmethod
+    def _read_back(compiled) -> dict[str, str]:
+        """Every property the compiled model reports, as text; a virtual device's per-device
+        properties flattened as `DEVICE_PROPERTIES.CPU.INFERENCE_PRECISION_HINT`."""
+        properties = {}
+
+        def add(key: str, value: Any) -> None:
+            if isinstance(value, dict):
+                for name, inner in value.items():
+                    if name not in NOT_READ_BACK:
+                        add(f"{key}.{name}", inner)
+            else:
+                properties[key] = _text(value)
+
+        for key in compiled.get_property("SUPPORTED_PROPERTIES"):
+            if key not in NOT_READ_BACK:
+                add(key, compiled.get_property(key))
+        return properties
+
+    def _check_precision(self, precision: str, properties: dict[str, str]) -> None:
+        """UnsupportedError when the device cannot run `precision` or compiled another one instead:
+        OpenVINO silently turns an f16 hint into bf16 on CPUs without f16, for example."""
+        hint, capability = PINNED[precision]
+        devices = properties.get("EXECUTION_DEVICES", self.device).split(",")
+        missing = [d for d in devices if capability not in self.core.get_property(d, "OPTIMIZATION_CAPABILITIES")]
+        compiled = ",".join(sorted({properties.get(f"DEVICE_PROPERTIES.{d}.INFERENCE_PRECISION_HINT",
+                                                   properties.get("INFERENCE_PRECISION_HINT", hint)) for d in devices}))
+        if missing or compiled != hint:
+            capabilities = ", ".join(self.core.get_property(devices[0], "OPTIMIZATION_CAPABILITIES"))
+            raise UnsupportedError(
+                f"OpenVINO device {','.join(devices)} does not execute {precision} (capabilities: {capabilities}; "
+                f"INFERENCE_PRECISION_HINT {hint} compiles as {compiled}); --allow-runtime-precision runs it "
+                "in the precision OpenVINO picks, recorded as such")
+
+    def prepare(self, model: onnx.ModelProto, spec: GraphSpec) -> Session:
+        return OpenVinoSession(self, model, spec)
+
+    def describe(self) -> dict[str, Any]:
+        rule = ("runtime default" if self.options.allow_runtime_precision
+                else "pinned to the graph's: " + ", ".join(f"{p}->{h}" for p, (h, _) in PINNED.items()))
+        described = {**super().describe(), "device": self.device, "config": self.config(None),
+                     "inference_precision": rule}
+        if self.hardware:
+            # What OpenVINO would pick by itself (bf16 on CPUs with bf16): the precision dbench overrides.
+            described["device_default_precision"] = {
+                d: _text(self.core.get_property(d, "INFERENCE_PRECISION_HINT")) for d in self.hardware}
+        if self.properties:
+            described["compiled"] = dict(self.properties)
+        return described

@@ -1,0 +1,256 @@
+"""The OpenVINO adapter on the real OpenVINO CPU plugin: every family verified against its numpy
+reference at shrunk sizes, the precision pinned (fp32 runs f32 kernels although this CPU's default is
+bf16), kernel names and executed precision from the profile, bad input, and `dbench run` end to end."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import onnx
+import pytest
+from typer.testing import CliRunner
+
+from dbench.bench.verify import compare
+from dbench.catalog import ConvKernel, GemmKernel, RnnKernel, SparseKernel
+from dbench.catalog.kernels import Origin
+from dbench.cli import app
+from dbench.errors import DbenchError, UnsupportedError, UsageError
+from dbench.gen import conv, gemm
+from dbench.gen.build import GenOptions, GraphRequest, build, plan, reference, tolerance
+from dbench.gen.feeds import make_feeds
+from dbench.gen.graph import Graph
+from dbench.gen.weights import activation_feeds, embed_weights
+from dbench.runtimes.base import NodeProfile, RuntimeOptions
+from dbench.runtimes.openvino import KERNEL_PRECISION, OpenVino, kernel_precision
+from dbench.runtimes.registry import status
+from dbench.store.schema import executed_precision
+from tests.conftest import write_csv
+
+CONV = ConvKernel(w=9, h=7, c=3, n=2, k=4, s=3, r=2, pad_w=1, pad_h=0, wstride=2, hstride=1)
+GEMM = GemmKernel(m=64, n=32, k=48, a_t=True, b_t=False)
+TRAIN = (Origin(suite="train", app="test", line=1),)
+
+
+def capabilities() -> list[str]:
+    import openvino
+
+    return openvino.Core().get_property("CPU", "OPTIMIZATION_CAPABILITIES")
+
+
+def execute(graph: Graph, seed: int, weights: str = "const", **options) -> tuple[OpenVino, list[NodeProfile], object]:
+    """Prepare, bind, run, verify against the family's reference, and profile, as the worker does."""
+    feeds = make_feeds(graph.spec, seed)
+    model = embed_weights(graph.model, graph.spec, feeds) if weights == "const" else graph.model
+    runtime = OpenVino(RuntimeOptions(threads=1, weights=weights, **options))
+    session = runtime.prepare(model, graph.spec)
+    session.bind(activation_feeds(graph.spec, feeds, weights))
+    session.run()
+    verdict = compare(session.outputs(), reference(graph.spec, feeds), tolerance(graph.spec))
+    nodes = session.profile(5)
+    session.close()
+    return runtime, nodes, verdict
+
+
+def precision_of(nodes: list[NodeProfile]) -> str:
+    return executed_precision([vars(n) for n in nodes])
+
+
+def compute(nodes: list[NodeProfile]) -> list[NodeProfile]:
+    return [n for n in nodes if n.precision]
+
+
+@pytest.mark.parametrize("kernel,pass_name,form,weights", [
+    (GEMM, "fwd", "gemm", "const"),
+    (GEMM, "fwd", "gemm", "input"),
+    (GEMM, "fwd", "matmul", "const"),
+    (CONV, "fwd", "conv", "const"),
+    (CONV, "bwd_data", "convtranspose", "input"),
+    (CONV, "bwd_filter", "conv_dilated", "input"),
+], ids=lambda v: v if isinstance(v, str) else v.family)
+def test_fp32_gemm_and_conv_verify_and_run_f32_kernels(kernel, pass_name, form, weights, seed):
+    graph = build(GraphRequest(kernel, "fp32", pass_name, form))
+    runtime, nodes, verdict = execute(graph, seed, weights)
+    assert verdict.ok, verdict
+    assert compute(nodes) and all(n.kernel.endswith("_f32") and n.provider == "CPU" for n in compute(nodes))
+    assert precision_of(nodes) == "fp32"
+    heavy = max(compute(nodes), key=lambda n: n.time_us)
+    assert heavy.op_type in ("FullyConnected", "MatMul", "Convolution", "ConvolutionBackpropData")
+    compiled = runtime.describe()["compiled"]
+    assert compiled["INFERENCE_PRECISION_HINT"] == "f32" and compiled["PERFORMANCE_HINT"] == "LATENCY"
+    assert compiled["NUM_STREAMS"] == "1" and compiled["INFERENCE_NUM_THREADS"] == "1"
+    assert compiled["PERF_COUNT"] == "NO"  # the timed model carries no counters; profiling compiles its own
+
+
+def test_fp32_request_runs_f32_although_the_cpu_default_is_bf16(seed):
+    """The precision lie this adapter exists to prevent: left alone, OpenVINO runs an fp32 graph in bf16."""
+    if "BF16" not in capabilities():
+        pytest.skip("this CPU has no bf16, so OpenVINO's default is already f32: nothing to pin against")
+    graph = gemm.build(GEMM, "fp32", "fwd", "gemm")
+    runtime, nodes, verdict = execute(graph, seed, allow_runtime_precision=True)
+    assert runtime.describe()["device_default_precision"] == {"CPU": "bf16"}
+    assert runtime.describe()["compiled"]["INFERENCE_PRECISION_HINT"] == "bf16"
+    assert precision_of(nodes) == "bf16" and any(n.kernel.endswith("_bf16") for n in compute(nodes))
+    pinned, nodes, verdict = execute(graph, seed)
+    assert verdict.ok and verdict.error < 1e-5  # bf16 arithmetic would be ~1e-3 off
+    assert precision_of(nodes) == "fp32" and not any("bf16" in n.kernel for n in nodes)
+    assert pinned.describe()["compiled"]["INFERENCE_PRECISION_HINT"] == "f32"
+
+
+def test_bf16_graph_runs_bf16_kernels_or_is_unsupported(seed):
+    graph = gemm.build(GEMM, "bf16", "fwd", "gemm")
+    if "BF16" not in capabilities():
+        with pytest.raises(UnsupportedError, match="does not execute bf16"):
+            execute(graph, seed)
+        return
+    _, nodes, verdict = execute(graph, seed)
+    assert verdict.ok, verdict
+    assert precision_of(nodes) == "bf16"
+
+
+def test_fp16_without_f16_hardware_is_unsupported_unless_the_runtime_may_choose(seed):
+    """OpenVINO turns an f16 hint into bf16 on this CPU without a word: dbench refuses, or with
+    --allow-runtime-precision runs it and records what really ran."""
+    graph = conv.build(CONV, "fp16", "fwd")
+    if "FP16" in capabilities():
+        _, nodes, verdict = execute(graph, seed)
+        assert verdict.ok and precision_of(nodes) == "fp16"
+        return
+    with pytest.raises(UnsupportedError, match="does not execute fp16.*--allow-runtime-precision"):
+        execute(graph, seed)
+    runtime, nodes, verdict = execute(graph, seed, allow_runtime_precision=True)
+    assert verdict.ok, verdict
+    chosen = runtime.describe()["compiled"]["INFERENCE_PRECISION_HINT"]
+    assert chosen != "f16" and precision_of(nodes) == KERNEL_PRECISION[chosen]
+
+
+def test_auto_device_pins_the_precision_of_the_device_it_picks(seed):
+    runtime, nodes, verdict = execute(gemm.build(GEMM, "fp32", "fwd", "gemm"), seed, device="AUTO")
+    assert verdict.ok and precision_of(nodes) == "fp32"
+    compiled = runtime.describe()["compiled"]
+    assert compiled["EXECUTION_DEVICES"] == "CPU" and compiled["DEVICE_PROPERTIES.CPU.INFERENCE_PRECISION_HINT"] == "f32"
+    if "FP16" not in capabilities():
+        with pytest.raises(UnsupportedError, match="does not execute fp16"):
+            execute(gemm.build(GEMM, "fp16", "fwd", "gemm"), seed, device="AUTO")
+
+
+RNN_CASES = [(cell, pass_name, form) for cell in ("vanilla", "lstm", "gru")
+             for pass_name, form in (("fwd", "op"), ("fwd", "recurrence"), ("bwd_weights", "bptt"))]
+RNN_CASES += [("gru", "fwd", "op_relu"), ("gru", "fwd", "recurrence_relu")]  # DeepBench README's ReLU candidate
+
+
+@pytest.mark.parametrize("cell,pass_name,form", RNN_CASES)
+def test_rnn_both_forms_and_bptt_verify(cell, pass_name, form, seed):
+    kernel = RnnKernel(cell=cell, hidden=8, batch=2, timesteps=3, origins=TRAIN)
+    graph = build(GraphRequest(kernel, "fp32", pass_name, form))
+    _, nodes, verdict = execute(graph, seed, "const" if pass_name == "fwd" else "input")
+    assert verdict.ok, verdict
+    if form == "op":
+        (layer,) = compute(nodes)
+        assert layer.op_type.endswith("Sequence") and layer.kernel.endswith("_f32") and precision_of(nodes) == "fp32"
+    else:
+        # A Scan, or a GRU with a ReLU candidate (no oneDNN cell for it), becomes one TensorIterator/Loop
+        # layer whose body is not profiled: no precision is claimed for it.
+        loops = [n for n in nodes if n.op_type in ("TensorIterator", "Loop")]
+        assert loops and all(n.precision == "" for n in loops)
+        assert all(n.kernel.endswith("_f32") for n in compute(nodes))
+
+
+@pytest.mark.parametrize("kernel", [GemmKernel(m=16, n=8, k=32, a_t=False, b_t=False),
+                                    ConvKernel(w=9, h=7, c=4, n=2, k=8, s=3, r=2, pad_w=1, pad_h=0, wstride=2, hstride=1)],
+                         ids=["gemm", "conv"])
+def test_int8_qdq_runs_int8_kernels_and_verifies(kernel, seed):
+    (request,) = plan([kernel], (), GenOptions(precision="int8", int8_form=OpenVino.int8_form))
+    _, nodes, verdict = execute(build(request), seed)
+    assert verdict.ok, verdict
+    (layer,) = [n for n in nodes if n.op_type in ("FullyConnected", "Convolution")]
+    assert layer.kernel.lower().endswith(("_i8", "_u8")) and layer.precision == "int8"
+    # The (de)quantising element-wise layers around it are conversions, not the kernel's math.
+    assert [n.kernel for n in compute(nodes)] == [layer.kernel] and precision_of(nodes) == "int8"
+
+
+@pytest.mark.parametrize("form", ["sparse", "dense"])
+def test_sparse_verifies(form, seed):
+    kernel = SparseKernel(m=32, n=8, k=16, a_t=False, b_t=False, sparsity=0.9)
+    graph = build(GraphRequest(kernel, "fp32", "fwd", form))
+    _, nodes, verdict = execute(graph, seed)
+    assert verdict.ok, verdict
+    assert precision_of(nodes) == "fp32"
+
+
+@pytest.mark.parametrize("node_type,exec_type,fused,precision", [
+    ("FullyConnected", "brgemm_avx512_bf16", (), "bf16"),
+    ("Convolution", "brgconv_avx512_I8", (), "int8"),
+    ("FullyConnected", "gemm_mlas_f32", (), "fp32"),
+    ("Reorder", "jit_uni_f32", (), ""),
+    ("Subgraph", "jit_avx512_f16", ("Convert_3673",), ""),  # a Convert OpenVINO inserted
+    ("Subgraph", "jit_avx512_f32", ("quantize_x", "Convert_11902"), ""),  # the graph's QuantizeLinear
+    ("Subgraph", "jit_avx512_f32", ("Convert_3674", "Y", "Y.0"), "fp32"),  # a Convert fused into the Gemm's + C
+    ("TensorIterator", "unknown_i32", (), ""),
+])
+def test_kernel_names_give_the_precision(node_type, exec_type, fused, precision):
+    sources = {"quantize_x": "QuantizeLinear", "Y": "Gemm"}
+    assert kernel_precision(node_type, exec_type, fused, sources) == precision
+
+
+def test_unknown_device_lists_the_devices_openvino_sees():
+    with pytest.raises(DbenchError, match=r"device 'NOSUCH' is not available here; devices OpenVINO sees: CPU"):
+        OpenVino(RuntimeOptions(device="NOSUCH")).describe()
+
+
+def test_graph_openvino_cannot_compile_is_unsupported_with_its_message():
+    graph = gemm.build(GemmKernel(m=8, n=4, k=4, a_t=False, b_t=False), "fp32", "fwd", "matmul")
+    model = onnx.ModelProto()
+    model.CopyFrom(graph.model)
+    model.graph.node[0].op_type = "NoSuchOp"
+    with pytest.raises(UnsupportedError, match="OpenVINO cannot compile this graph on CPU: .*NoSuchOp"):
+        OpenVino(RuntimeOptions(weights="input")).prepare(model, graph.spec)
+
+
+def test_precision_hint_option_needs_allow_runtime_precision():
+    with pytest.raises(UsageError, match="--allow-runtime-precision"):
+        OpenVino(RuntimeOptions(extra={"INFERENCE_PRECISION_HINT": "bf16"})).describe()
+
+
+def test_missing_openvino_names_the_extra(monkeypatch, tmp_path):
+    monkeypatch.setitem(sys.modules, "openvino", None)  # what `import openvino` sees when it is not installed
+    assert OpenVino.availability() == (False, "openvino is not installed: pip install 'dbench[openvino]'")
+    assert not status("openvino").available
+    result = CliRunner().invoke(app, ["run", "--runtime", "openvino", "--out", str(tmp_path)])
+    assert result.exit_code == 1 and "pip install 'dbench[openvino]'" in result.output
+
+
+def rows_of(out: Path) -> list[dict]:
+    (log,) = out.glob("*/*.jsonl")
+    return [json.loads(line) for line in log.read_text().splitlines()[1:]]
+
+
+def test_dbench_run_on_openvino_end_to_end(tmp_path):
+    kernels = write_csv(tmp_path / "k.csv", "m,n,k,a_t,b_t", "16,8,32,0,0", "32,8,32,1,0", "48,8,32,0,1")
+    out = tmp_path / "res"
+    result = CliRunner().invoke(app, ["run", "--runtime", "openvino", "--kernels", str(kernels), "--quick",
+                                      "--profile-runs", "2", "--threads", "1", "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    rows = rows_of(out)
+    assert len(rows) == 3
+    for row in rows:
+        assert row["status"] == "ok" and row["verified"] is True, row["message"]
+        assert row["precision_executed"] == "fp32" and not row["precision_fallback"]
+        assert row["runtime"] == "openvino" and row["median_us"] > 0
+        kernels_run = [n["kernel"] for n in row["nodes"] if n["precision"]]
+        assert kernels_run and all(k.endswith("_f32") for k in kernels_run)
+        assert all(n["provider"] == "CPU" for n in row["nodes"])
+        options = row["runtime_options"]
+        assert options["config"]["PERFORMANCE_HINT"] == "LATENCY" and options["config"]["NUM_STREAMS"] == "1"
+        assert options["config"]["INFERENCE_NUM_THREADS"] == "1" and options["inference_precision"].startswith("pinned")
+        # What the compiled model reported, per graph, in the worker (not only what was asked).
+        assert options["compiled"]["INFERENCE_PRECISION_HINT"] == "f32" and options["compiled"]["PERF_COUNT"] == "NO"
+
+
+def test_dbench_run_with_an_unknown_device_is_one_line(tmp_path):
+    kernels = write_csv(tmp_path / "k.csv", "m,n,k,a_t,b_t", "16,8,32,0,0")
+    result = CliRunner().invoke(app, ["run", "--runtime", "openvino", "--device", "GPU", "--kernels", str(kernels),
+                                      "--quick", "--out", str(tmp_path / "res")])
+    assert result.exit_code == 1
+    assert "device 'GPU' is not available here; devices OpenVINO sees: CPU" in result.output and "Traceback" not in result.output
