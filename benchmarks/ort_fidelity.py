@@ -1,0 +1,99 @@
+"""Fidelity and overhead of dbench's timing on ONNX Runtime CPU, measured in one run.
+
+For each kernel, dbench's median (the real path: worker process, IOBinding, calibrated sampling)
+is compared with the median of a tight `run_with_iobinding` loop written here, on the same graph
+with the same session options and constant weights. The harness overhead is the difference on the
+smallest kernel, plus the cost of the timing loop around a call that does nothing."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+from dbench.bench.runner import RunConfig, Runner, items_from_requests
+from dbench.bench.timing import TimingConfig, measure
+from dbench.catalog import Selection, load_catalog, select
+from dbench.gen.build import GenOptions, build, plan
+from dbench.gen.feeds import make_feeds
+from dbench.gen.weights import activation_feeds, embed_weights
+from dbench.runtimes.base import RuntimeOptions
+from dbench.store.log import RunLog
+
+KERNELS = [
+    "gemm_m64_n1_k1216_nn", "gemm_m128_n1_k1024_nn", "gemm_m3072_n1_k1024_nn", "gemm_m35_n700_k2048_nn",
+    "gemm_m128_n1500_k1280_nn", "gemm_m3072_n1500_k128_nn",
+    "conv_w7_h7_c512_n1_k512_s3_r3_pw1_ph1_sw1_sh1", "conv_w56_h56_c64_n1_k256_s1_r1_pw0_ph0_sw1_sh1",
+    "conv_w28_h28_c512_n1_k128_s1_r1_pw0_ph0_sw1_sh1", "conv_w14_h14_c256_n1_k1024_s1_r1_pw0_ph0_sw1_sh1",
+    "conv_w112_h112_c64_n1_k64_s1_r1_pw0_ph0_sw1_sh1", "conv_w7_h7_c2048_n1_k512_s1_r1_pw0_ph0_sw1_sh1",
+]
+
+
+def tight_loop(graph, seconds: float) -> float:
+    """Median µs of back-to-back run_with_iobinding calls, written without dbench's runner."""
+    import onnxruntime as ort
+
+    feeds = make_feeds(graph.spec)
+    model = embed_weights(graph.model, graph.spec, feeds)
+    so = ort.SessionOptions()
+    so.intra_op_num_threads = os.cpu_count()
+    so.inter_op_num_threads = 1
+    so.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+    so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    session = ort.InferenceSession(model.SerializeToString(), so, providers=["CPUExecutionProvider"])
+    binding = session.io_binding()
+    for name, array in activation_feeds(graph.spec, feeds, "const").items():
+        binding.bind_ortvalue_input(name, ort.OrtValue.ortvalue_from_numpy(array))
+    binding.bind_output(graph.spec.outputs[0].name, "cpu")
+    run = session.run_with_iobinding
+    for _ in range(5):
+        run(binding)
+    times = []
+    end = time.perf_counter() + seconds
+    while time.perf_counter() < end or len(times) < 10:
+        t0 = time.perf_counter_ns()
+        run(binding)
+        times.append(time.perf_counter_ns() - t0)
+    return statistics.median(times) / 1e3
+
+
+def dbench_medians(kernel_ids: list[str]) -> dict[str, float]:
+    kernels = [k for k in select(load_catalog(), Selection("inference", ops=("gemm", "conv"))) if k.id in kernel_ids]
+    items = items_from_requests(plan(kernels, ("inference_server", "inference_device"), GenOptions()))
+    with tempfile.TemporaryDirectory() as out:
+        log = RunLog.create(Path(out), "fidelity", {"kind": "benchmark"})
+        config = RunConfig("ort-cpu", RuntimeOptions(), TimingConfig(), weights="const", verify=False, profile_runs=0)
+        rows = Runner(config, log, "fidelity").run(items, set(), lambda item, row: None)
+    return {row["kernel_id"]: row["median_us"] for row in rows}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--seconds", type=float, default=1.0, help="sampling time of the tight loop per kernel")
+    args = parser.parse_args()
+    kernels = {k.id: k for k in load_catalog() if k.id in KERNELS}
+    loop_before = {kid: tight_loop(build(plan([k], ("inference_server",), GenOptions())[0]), args.seconds) for kid, k in kernels.items()}
+    ours = dbench_medians(list(kernels))
+    loop_after = {kid: tight_loop(build(plan([k], ("inference_server",), GenOptions())[0]), args.seconds) for kid, k in kernels.items()}
+    print(f"{'kernel':<52}{'dbench µs':>12}{'loop µs':>12}{'ratio':>8}")
+    ratios = []
+    for kid in KERNELS:
+        loop = (loop_before[kid] + loop_after[kid]) / 2
+        ratio = ours[kid] / loop
+        ratios.append(ratio)
+        print(f"{kid:<52}{ours[kid]:>12.1f}{loop:>12.1f}{ratio:>8.3f}")
+    within = sum(abs(r - 1) <= 0.03 for r in ratios)
+    print(f"within 3%: {within} of {len(ratios)}; median ratio {statistics.median(ratios):.3f}")
+    smallest = min(KERNELS, key=lambda kid: kernels[kid].flops())
+    print(f"overhead on the smallest kernel ({smallest}): {ours[smallest] - (loop_before[smallest] + loop_after[smallest]) / 2:+.2f} µs per call")
+    empty = measure(lambda: None, TimingConfig(min_time=0.5))
+    print(f"timing loop around an empty call: {empty.median_us * 1e3:.0f} ns per call ({empty.calls_per_sample} calls per sample)")
+
+
+if __name__ == "__main__":
+    main()
