@@ -17,9 +17,9 @@ from dbench.bench.stats import CV_THRESHOLD, Stats, summarize
 class TimingConfig:
     """Measurement settings (seconds unless named otherwise); recorded with every run."""
 
-    warmup_calls: int = 3
-    warmup_time: float = 0.1
-    min_time: float = 0.5
+    warmup_calls: int = 1
+    warmup_time: float = 0.05
+    min_time: float = 1.0
     min_samples: int = 10
     max_time: float = 10.0
     min_sample_ns: int = 20_000
