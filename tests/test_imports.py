@@ -1,0 +1,28 @@
+"""The core (catalog, gen, store, CLI) works without any runtime: importing it loads none."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+CORE = ["dbench.cli", "dbench.catalog", "dbench.gen.build", "dbench.gen.gemm", "dbench.gen.conv", "dbench.gen.rnn",
+        "dbench.gen.int8", "dbench.gen.sparse", "dbench.gen.writer", "dbench.store.export", "dbench.store.compare",
+        "dbench.runtimes.registry"]
+RUNTIMES = ["onnxruntime", "openvino", "tensorrt", "mpi4py", "cupy"]
+
+
+def test_core_imports_no_runtime():
+    code = (f"import sys, importlib\nfor m in {CORE!r}: importlib.import_module(m)\n"
+            f"loaded = [m for m in {RUNTIMES!r} if m in sys.modules]\nprint(loaded)\nsys.exit(1 if loaded else 0)")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_gen_runs_with_runtimes_hidden(tmp_path):
+    """`dbench gen` and `dbench list` with onnxruntime, openvino and mpi4py made unimportable."""
+    code = ("import sys\nfor m in ('onnxruntime', 'openvino', 'mpi4py'): sys.modules[m] = None\n"
+            "from dbench.cli import app\nsys.argv = ['dbench', 'gen', '--suite', 'inference-device', '--out', sys.argv[1]]\n"
+            "app()")
+    done = subprocess.run([sys.executable, "-c", code, str(tmp_path)], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert len(list((tmp_path / "inference-device").glob("*.onnx"))) > 40
