@@ -30,7 +30,6 @@ class Worker:
         self.memory_limit = memory_limit
         self.process = None
         self.connection = None
-        self.started = 0
 
     def _start(self) -> None:
         parent, child = socket.socketpair()
@@ -40,7 +39,6 @@ class Worker:
         self.process = subprocess.Popen(command, pass_fds=[child.fileno()], stdin=subprocess.DEVNULL)
         child.close()
         self.connection = Connection(parent.detach())
-        self.started += 1
 
     def alive(self) -> bool:
         return self.process is not None and self.process.poll() is None

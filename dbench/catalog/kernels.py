@@ -8,7 +8,7 @@ the graph reports that separately as executed FLOPs.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, fields
+from dataclasses import dataclass, fields
 from typing import Any, ClassVar
 
 
@@ -63,19 +63,6 @@ class Kernel:
     def min_bytes(self, itemsize: int) -> int:
         """Bytes the forward problem must move at least: every operand read once, result written once."""
         raise NotImplementedError
-
-    def describe(self) -> dict[str, Any]:
-        """A flat, JSON-ready description for listings and manifests."""
-        return {
-            "id": self.id,
-            "family": self.family,
-            "op": self.op,
-            "params": self.params(),
-            "suites": list(self.suites),
-            "apps": list(self.apps),
-            "flops": self.flops(),
-            "origins": [asdict(o) for o in self.origins],
-        }
 
 
 def _t(flag: bool) -> str:

@@ -18,8 +18,6 @@ OPSET = 22
 IR_VERSION = 10
 PRODUCER = "dbench"
 
-ROLES = ("activation", "weight", "output")
-
 
 @dataclass(frozen=True)
 class TensorSpec:
