@@ -189,11 +189,13 @@ def test_manifest_that_does_not_match_its_graph(graph_folder, tmp_path):
     (("run", "--runtime", "ort-cuda"), 1, "pip install 'dbench[gpu]'"),
     (("run", "--resume", "run-nope"), 1, "unknown run 'run-nope'"),
     (("run", "--weights", "maybe"), 2, "unknown weights mode"),
+    (("run", "--graph-opt", "max"), 2, "unknown graph optimisation level 'max'; valid: disable, basic"),
 ])
 def test_run_bad_input_is_one_line(args, code, needle, tmp_path):
     result = runner.invoke(app, [*args, "--out", str(tmp_path)])
     assert result.exit_code == code, result.output
     assert needle in result.output and "Traceback" not in result.output
+    assert not list(tmp_path.glob("*/*.jsonl")), "no run log is started for input that cannot run"
 
 
 def test_graphs_folder_without_manifest(tmp_path):

@@ -13,7 +13,7 @@ from typing import Any, ClassVar
 import numpy as np
 import onnx
 
-from dbench.errors import DbenchError, UnsupportedError
+from dbench.errors import DbenchError, UnsupportedError, UsageError
 from dbench.gen.graph import GraphSpec
 from dbench.gen.precision import DTYPES
 from dbench.runtimes.base import NodeProfile, Runtime, Session
@@ -165,11 +165,13 @@ class OrtRuntime(Runtime):
     def provider_options(self) -> dict[str, str]:
         return dict(self.options.extra)
 
+    def __init__(self, options) -> None:
+        if options.graph_optimization not in OPT_LEVELS:
+            raise UsageError(f"unknown graph optimisation level {options.graph_optimization!r}; valid: {', '.join(OPT_LEVELS)}")
+        super().__init__(options)
+
     def session_options(self, profiling: bool):
         ort = _ort()
-        level = self.options.graph_optimization
-        if level not in OPT_LEVELS:
-            raise DbenchError(f"unknown graph optimisation level {level!r}; valid: {', '.join(OPT_LEVELS)}")
         so = ort.SessionOptions()
         so.intra_op_num_threads = self.options.thread_count
         so.inter_op_num_threads = 1
@@ -179,7 +181,7 @@ class OrtRuntime(Runtime):
             "basic": ort.GraphOptimizationLevel.ORT_ENABLE_BASIC,
             "extended": ort.GraphOptimizationLevel.ORT_ENABLE_EXTENDED,
             "all": ort.GraphOptimizationLevel.ORT_ENABLE_ALL,
-        }[level]
+        }[self.options.graph_optimization]
         so.log_severity_level = 3
         if profiling:
             so.enable_profiling = True
