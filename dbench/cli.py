@@ -82,18 +82,10 @@ def _kernels(suite: Optional[str], ops, apps, pattern, kernels_file: Optional[Pa
     return selection, select(source, selection)
 
 
-def _gen_options(precision: str, passes, gemm_form: str, rnn_form: str, gru_activation: str, int8_form, no_pad: bool):
-    from dbench.gen.build import ALL_PASSES, GenOptions
-
-    return GenOptions(
-        precision=precision,
-        passes=_split(passes) or ALL_PASSES,
-        gemm_form=gemm_form,
-        rnn_form=rnn_form,
-        gru_activation=gru_activation,
-        int8_form=int8_form or "qdq",
-        int8_pad=not no_pad,
-    )
+def _gen_fields(precision: str, passes, gemm_form: str, rnn_form: str, gru_activation: str, int8_form, no_pad: bool) -> dict:
+    """The generation options as JSON-ready fields (int8_form None: the runtime's preferred form)."""
+    return dict(precision=precision, passes=list(_split(passes)), gemm_form=gemm_form, rnn_form=rnn_form,
+                gru_activation=gru_activation, int8_form=int8_form, int8_pad=not no_pad)
 
 
 @app.command("list")
@@ -143,11 +135,11 @@ def gen(
     """Write one small .onnx per kernel (no weight data inside) plus a manifest to run it anywhere."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    from dbench.gen.build import plan
+    from dbench.gen.build import GenOptions, plan
     from dbench.gen.writer import prepare_folder, write_graphs
 
     selection, selected = _kernels(suite, ops, app_, pattern, kernels, "inference")
-    options = _gen_options(precision, passes, gemm_form, rnn_form, gru_activation, int8_form, no_pad)
+    options = GenOptions.from_fields(_gen_fields(precision, passes, gemm_form, rnn_form, gru_activation, int8_form, no_pad), "qdq")
     folder = prepare_folder(out_dir / selection.suite)
     requests = plan(selected, selection.suite_tags, options)
     counts: dict[str, int] = {}
@@ -216,8 +208,7 @@ def run(
     request = RunRequest(
         suite=suite, ops=_split(ops), apps=_split(app_), pattern=pattern,
         kernels=str(kernels) if kernels else None, graphs=str(graphs) if graphs else None,
-        gen=dict(precision=precision, passes=list(_split(passes)), gemm_form=gemm_form, rnn_form=rnn_form,
-                 gru_activation=gru_activation, int8_form=int8_form, int8_pad=not no_pad),
+        gen=_gen_fields(precision, passes, gemm_form, rnn_form, gru_activation, int8_form, no_pad),
         runtime=runtime, device=device, threads=threads, weights=weights, graph_optimization=graph_opt,
         allow_runtime_precision=allow_runtime_precision, extra=_pairs(option), quick=quick, min_time=min_time,
         max_time=max_time, warmup=warmup, verify=not no_verify, profile_runs=profile_runs, timeout=timeout,

@@ -97,17 +97,11 @@ def build_items(request: RunRequest, int8_form: str) -> list[Item]:
     if request.graphs:
         return _folder_items(request)
     from dbench.catalog import Selection, load_catalog, load_kernel_file, select
-    from dbench.gen.build import ALL_PASSES, GenOptions, plan
+    from dbench.gen.build import GenOptions, plan
 
     source = load_kernel_file(Path(request.kernels)) if request.kernels else load_catalog()
     selection = Selection(request.suite or ("all" if request.kernels else "inference"), request.ops, request.apps, request.pattern)
-    gen = dict(request.gen)
-    options = GenOptions(
-        precision=gen.get("precision", "fp32"), passes=tuple(gen.get("passes") or ALL_PASSES),
-        gemm_form=gen.get("gemm_form", "gemm"), rnn_form=gen.get("rnn_form", "op"),
-        gru_activation=gen.get("gru_activation", "tanh"), int8_form=gen.get("int8_form") or int8_form,
-        int8_pad=gen.get("int8_pad", True),
-    )
+    options = GenOptions.from_fields(request.gen, int8_form)
     return items_from_requests(plan(select(source, selection), selection.suite_tags, options))
 
 

@@ -59,6 +59,13 @@ class GenOptions:
                 raise UsageError(f"unknown pass {p!r}; valid passes: {', '.join(ALL_PASSES)}")
 
 
+    @classmethod
+    def from_fields(cls, fields: dict[str, Any], int8_form: str) -> "GenOptions":
+        """From JSON-ready fields (the CLI's, or a run header's): empty `passes` means all passes,
+        an empty `int8_form` means `int8_form` (the runtime's preferred form)."""
+        return cls(**{**fields, "passes": tuple(fields["passes"]) or ALL_PASSES, "int8_form": fields["int8_form"] or int8_form})
+
+
 @dataclass(frozen=True)
 class Tolerance:
     """How outputs are checked against the reference.
