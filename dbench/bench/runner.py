@@ -138,8 +138,9 @@ class Runner:
                     continue
                 on_row(item, None)
                 options = dataclasses.replace(self.config.options, weights=weights_for(item.spec, self.config.weights))
-                info = {**self.runtime_info, "options": self.runtime_cls(options).describe()}
                 outcome = self._outcome(worker, item, options)
+                # The worker reports the settings in force after prepare; describe here only when it could not.
+                info = {**self.runtime_info, "options": outcome.get("runtime_options") or self.runtime_cls(options).describe()}
                 row = make_row(self.run_id, seq, item.spec, info, outcome)
                 self.log.append(row)
                 rows.append(row)

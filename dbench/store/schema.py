@@ -24,8 +24,7 @@ def executed_precision(nodes: list[dict[str, Any]]) -> str:
 
 def make_row(run_id: str, seq: int, spec: GraphSpec, runtime: dict[str, Any], outcome: dict[str, Any]) -> dict[str, Any]:
     """A result row. `runtime` holds name, version, device and options; `outcome` is the worker's
-    Outcome as a dict (a parent-side failure has just status and message). The worker's account of
-    the runtime's settings, taken after prepare, wins over the parent's."""
+    Outcome as a dict (a parent-side failure has just status and message)."""
     stats = outcome.get("stats") or {}
     nodes = outcome.get("nodes") or []
     verification = outcome.get("verification") or {}
@@ -52,7 +51,7 @@ def make_row(run_id: str, seq: int, spec: GraphSpec, runtime: dict[str, Any], ou
         "runtime": runtime["name"],
         "runtime_version": runtime["version"],
         "device": runtime.get("device"),
-        "runtime_options": outcome.get("runtime_options") or runtime["options"],
+        "runtime_options": runtime["options"],
         "status": outcome["status"],
         "message": outcome.get("message", ""),
         **{f: stats.get(f) for f in STAT_FIELDS},
