@@ -35,6 +35,13 @@ def rows_of(out: Path) -> list[dict]:
     return [json.loads(line) for line in log.read_text().splitlines()[1:]]
 
 
+def wait_for_rows(out: Path, count: int, seconds: float = 60) -> None:
+    """Poll until the run log under `out` holds `count` rows (the run goes on in another process)."""
+    deadline = time.time() + seconds
+    while time.time() < deadline and not (list(out.glob("*/*.jsonl")) and len(rows_of(out)) >= count):
+        time.sleep(0.2)
+
+
 def dbench(*args: str, env: dict | None = None, **kwargs) -> subprocess.Popen:
     return subprocess.Popen([sys.executable, "-m", "dbench", *args], env={**os.environ, **(env or {})},
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True, **kwargs)
@@ -111,9 +118,7 @@ def test_out_of_memory_becomes_an_oom_row(kernels, tmp_path):
 def test_killed_run_resumes_with_every_graph_exactly_once(kernels, tmp_path):
     out = tmp_path / "res"
     proc = dbench("run", "--kernels", str(kernels), *FAST, "--out", str(out), env={"DBENCH_WORKER_HANG_ON": "gemm_m64_"})
-    deadline = time.time() + 60
-    while time.time() < deadline and not (list(out.glob("*/*.jsonl")) and len(rows_of(out)) >= 3):
-        time.sleep(0.2)
+    wait_for_rows(out, 3)
     os.killpg(proc.pid, signal.SIGKILL)  # parent and worker, mid-run
     proc.wait()
     assert len(rows_of(out)) == 3
@@ -128,9 +133,7 @@ def test_killed_run_resumes_with_every_graph_exactly_once(kernels, tmp_path):
 def test_ctrl_c_keeps_finished_rows(kernels, tmp_path):
     out = tmp_path / "res"
     proc = dbench("run", "--kernels", str(kernels), *FAST, "--out", str(out), env={"DBENCH_WORKER_HANG_ON": "gemm_m48_"})
-    deadline = time.time() + 60
-    while time.time() < deadline and not (list(out.glob("*/*.jsonl")) and len(rows_of(out)) >= 2):
-        time.sleep(0.2)
+    wait_for_rows(out, 2)
     proc.send_signal(signal.SIGINT)
     _, stderr = proc.communicate(timeout=30)
     assert proc.returncode == 130
