@@ -117,8 +117,13 @@ def verdict(statuses: dict[int, RankStatus], ranks: int, returncode: int, output
     unfinished = [r for r in range(ranks) if r not in statuses or statuses[r].state != "done"]
     if unfinished:
         deaths = _named_deaths(statuses, output)
+        if deaths and len(unfinished) == 1:
+            raise DbenchError(f"{deaths[0]}; mpiexec ended the job")
         if deaths:
-            raise DbenchError(f"{'; '.join(deaths)}; mpiexec ended the job")
+            # When one rank is killed, mpiexec kills the others with the same signal and may report any
+            # of them first: name what it reported and every rank that did not finish, claim no cause.
+            raise DbenchError(f"mpiexec reported: {'; '.join(deaths)}; ranks {', '.join(map(str, unfinished))} did not finish "
+                              "(the first rank mpiexec reports is not necessarily the one that died first)")
         raise DbenchError(f"ranks {', '.join(map(str, unfinished))} did not finish (mpiexec exit code {returncode}); "
                           "see the messages above")
     if returncode != 0:
