@@ -29,7 +29,7 @@ import onnx
 
 from dbench.gen.feeds import make_feeds
 from dbench.gen.manifest import Entry, read_manifest, write_manifest
-from dbench.gen.weights import embed_weights
+from dbench.gen.weights import embed_weights, split_feeds
 
 BENCHMARK_APP = Path(sys.executable).with_name("benchmark_app")
 MEDIAN_LINE = re.compile(r"Median:\s+([\d.]+) (ms|us)")
@@ -63,7 +63,8 @@ def subset(source: Path, entries: list[Entry], target: Path, weights: str) -> di
         if weights == "const":
             model = onnx.load(source / entry.file)
             files[entry.spec.id] = target / f"{entry.spec.id}.const.onnx"
-            onnx.save(embed_weights(model, entry.spec, make_feeds(entry.spec)), files[entry.spec.id])
+            constants, _ = split_feeds(entry.spec, make_feeds(entry.spec), "const")
+            onnx.save(embed_weights(model, constants), files[entry.spec.id])
         else:
             files[entry.spec.id] = target / entry.file
     write_manifest(target, entries)

@@ -21,7 +21,7 @@ from dbench.bench.timing import TimingConfig, measure
 from dbench.catalog import Selection, load_catalog, select
 from dbench.gen.build import GenOptions, build, plan
 from dbench.gen.feeds import make_feeds
-from dbench.gen.weights import activation_feeds, embed_weights
+from dbench.gen.weights import embed_weights, split_feeds
 from dbench.runtimes.base import RuntimeOptions
 from dbench.store.log import RunLog
 
@@ -39,7 +39,8 @@ def tight_loop(graph, seconds: float) -> float:
     import onnxruntime as ort
 
     feeds = make_feeds(graph.spec)
-    model = embed_weights(graph.model, graph.spec, feeds)
+    constants, per_call = split_feeds(graph.spec, feeds, "const")
+    model = embed_weights(graph.model, constants)
     so = ort.SessionOptions()
     so.intra_op_num_threads = os.cpu_count()
     so.inter_op_num_threads = 1
@@ -47,7 +48,7 @@ def tight_loop(graph, seconds: float) -> float:
     so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
     session = ort.InferenceSession(model.SerializeToString(), so, providers=["CPUExecutionProvider"])
     binding = session.io_binding()
-    for name, array in activation_feeds(graph.spec, feeds, "const").items():
+    for name, array in per_call.items():
         binding.bind_ortvalue_input(name, ort.OrtValue.ortvalue_from_numpy(array))
     binding.bind_output(graph.spec.outputs[0].name, "cpu")
     run = session.run_with_iobinding

@@ -1,5 +1,6 @@
 """Wall time of a full `dbench run` with default settings, and the share of it spent outside timed
-calls (start-up, graph building, preparing sessions, warm-up, verification, profiling, logging).
+calls, split into the phases the worker reports (drawing inputs, preparing sessions, warm-up,
+verification, profiling) and the rest (start-up, building graphs, worker round trips, logging).
 Default: the inference suite's GEMM and convolution kernels in fp32 on ort-cpu."""
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ def main() -> None:
     parser.add_argument("--suite", default="inference")
     parser.add_argument("--ops", default="gemm,conv")
     parser.add_argument("--runtime", default="ort-cpu")
+    parser.add_argument("--keep", help="write the run's rows (JSON lines) to this file, for a per-graph look")
     parser.add_argument("extra", nargs="*", help="more `dbench run` options, after --")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as out:
@@ -31,14 +33,17 @@ def main() -> None:
     phases = defaultdict(float)
     for row in rows:
         phases["timed calls"] += row.get("timed_s") or 0.0
-        for key in ("prepare_s", "verify_s", "profile_s"):
+        for key in ("inputs_s", "prepare_s", "warmup_s", "verify_s", "profile_s"):
             phases[key.removesuffix("_s")] += row.get(key) or 0.0
     statuses = defaultdict(int)
     for row in rows:
         statuses[row["status"]] += 1
     print(f"{len(rows)} graphs ({dict(statuses)}) on {args.runtime}: wall {wall:.1f} s")
+    phases["rest"] = wall - sum(phases.values())
     for name, seconds in phases.items():
         print(f"  {name:<12}{seconds:8.1f} s  {100 * seconds / wall:5.1f} %")
+    if args.keep:
+        Path(args.keep).write_text("\n".join(json.dumps(row) for row in rows) + "\n")
     print(f"share outside timed calls: {100 * (1 - phases['timed calls'] / wall):.1f} %")
 
 

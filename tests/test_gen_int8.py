@@ -19,7 +19,7 @@ from dbench.gen import int8
 from dbench.gen.feeds import make_feeds
 from dbench.gen.graph import GraphSpec
 from dbench.gen.int8_quant import FORMS, INT_LIMITS, reduction_length
-from dbench.gen.weights import embed_weights
+from dbench.gen.weights import embed_weights, split_feeds
 
 # Shrunk kernels with the catalog's filter sizes, strides and pads; unaligned M / C / H / W so padding runs.
 SHRUNK = {
@@ -71,9 +71,11 @@ def test_forms_match_reference_on_every_runtime(name, form, tmp_path, seed):
     onnx.checker.check_model(graph.model, full_check=True)
     feeds = make_feeds(graph.spec, seed)
     _check(graph, feeds, _ort(graph.model, feeds), "onnxruntime", seed)
-    _check(graph, feeds, _ort(embed_weights(graph.model, graph.spec, feeds), {"X": feeds["X"]}), "onnxruntime const", seed)
+    constants, per_call = split_feeds(graph.spec, feeds, "const")
+    assert list(per_call) == ["X"]
+    _check(graph, feeds, _ort(embed_weights(graph.model, constants), per_call), "onnxruntime const", seed)
     _check(graph, feeds, _openvino(graph.model, feeds, tmp_path), "openvino", seed)
-    _check(graph, feeds, _openvino(embed_weights(graph.model, graph.spec, feeds), {"X": feeds["X"]}, tmp_path),
+    _check(graph, feeds, _openvino(embed_weights(graph.model, constants), per_call, tmp_path),
            "openvino const", seed)
     _check(graph, feeds, ReferenceEvaluator(graph.model).run(None, feeds)[0], "onnx reference", seed)
 

@@ -377,13 +377,13 @@ def test_weights_as_constants(cell, activation, pass_name, base, rng, tmp_path):
     """`--weights const` (weights embedded as initializers at load time) runs on ONNX Runtime and OpenVINO."""
     import openvino as ov
 
-    from dbench.gen.weights import activation_feeds, embed_weights
+    from dbench.gen.weights import embed_weights, split_feeds
 
     graph = _graph(_kernel(cell, rng), activation, pass_name, base)
     feeds = make_feeds(graph.spec, _seed(rng))
     ref = rnn.reference(graph.spec, feeds)
-    model = embed_weights(graph.model, graph.spec, feeds)
-    remaining = activation_feeds(graph.spec, feeds, "const")
+    constants, remaining = split_feeds(graph.spec, feeds, "const")
+    model = embed_weights(graph.model, constants)
     assert set(remaining) == {t.name for t in graph.spec.inputs if t.role == "activation"}
     _check_outputs(graph, _ort_run(_ort_session(model), remaining), ref, f"onnxruntime const {graph.id}")
     path = tmp_path / f"{graph.id}.onnx"

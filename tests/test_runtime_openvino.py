@@ -21,7 +21,7 @@ from dbench.gen import conv, gemm
 from dbench.gen.build import GenOptions, GraphRequest, build, plan, reference, tolerance
 from dbench.gen.feeds import make_feeds
 from dbench.gen.graph import Graph
-from dbench.gen.weights import activation_feeds, embed_weights
+from dbench.gen.weights import split_feeds
 from dbench.runtimes.base import NodeProfile, RuntimeOptions
 from dbench.runtimes.openvino import KERNEL_PRECISION, OpenVino, kernel_precision
 from dbench.runtimes.registry import status
@@ -42,10 +42,10 @@ def capabilities() -> list[str]:
 def execute(graph: Graph, seed: int, weights: str = "const", **options) -> tuple[OpenVino, list[NodeProfile], object]:
     """Prepare, bind, run, verify against the family's reference, and profile, as the worker does."""
     feeds = make_feeds(graph.spec, seed)
-    model = embed_weights(graph.model, graph.spec, feeds) if weights == "const" else graph.model
+    constants, per_call = split_feeds(graph.spec, feeds, weights)
     runtime = OpenVino(RuntimeOptions(threads=1, weights=weights, **options))
-    session = runtime.prepare(model, graph.spec)
-    session.bind(activation_feeds(graph.spec, feeds, weights))
+    session = runtime.prepare(graph.model, graph.spec, constants)
+    session.bind(per_call)
     session.run()
     verdict = compare(session.outputs(), reference(graph.spec, feeds), tolerance(graph.spec))
     nodes = session.profile(5)
@@ -81,6 +81,22 @@ def test_fp32_gemm_and_conv_verify_and_run_f32_kernels(kernel, pass_name, form, 
     assert compiled["INFERENCE_PRECISION_HINT"] == "f32" and compiled["PERFORMANCE_HINT"] == "LATENCY"
     assert compiled["NUM_STREAMS"] == "1" and compiled["INFERENCE_NUM_THREADS"] == "1"
     assert compiled["PERF_COUNT"] == "NO"  # the timed model carries no counters; profiling compiles its own
+
+
+@pytest.mark.parametrize("precision", ["fp32", "bf16"])
+def test_constant_weights_are_constants_not_inputs(precision, seed):
+    """`weights=const`: the weight parameters are replaced by Constants holding the arrays (no ONNX
+    serialisation), so the compiled model's only inputs are the activations, and the answer holds."""
+    if precision == "bf16" and "BF16" not in capabilities():
+        pytest.skip("this CPU has no bf16")
+    graph = conv.build(CONV, precision, "fwd")
+    feeds = make_feeds(graph.spec, seed)
+    constants, per_call = split_feeds(graph.spec, feeds, "const")
+    session = OpenVino(RuntimeOptions(threads=1)).prepare(graph.model, graph.spec, constants)
+    assert [i.get_any_name() for i in session.compiled.inputs] == list(per_call) == ["X"]
+    session.bind(per_call)
+    session.run()
+    assert compare(session.outputs(), reference(graph.spec, feeds), tolerance(graph.spec)).ok
 
 
 def test_fp32_request_runs_f32_although_the_cpu_default_is_bf16(seed):
@@ -205,7 +221,7 @@ def test_graph_openvino_cannot_compile_is_unsupported_with_its_message():
     model.CopyFrom(graph.model)
     model.graph.node[0].op_type = "NoSuchOp"
     with pytest.raises(UnsupportedError, match="OpenVINO cannot compile this graph on CPU: .*NoSuchOp"):
-        OpenVino(RuntimeOptions(weights="input")).prepare(model, graph.spec)
+        OpenVino(RuntimeOptions(weights="input")).prepare(model, graph.spec, {})
 
 
 def test_precision_hint_option_needs_allow_runtime_precision():

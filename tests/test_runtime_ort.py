@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import numpy as np
+import onnx
 import pytest
 
 from dbench.catalog import ConvKernel, GemmKernel
 from dbench.errors import UnsupportedError
 from dbench.gen import conv, gemm
 from dbench.gen.feeds import make_feeds
-from dbench.gen.weights import activation_feeds, embed_weights
+from dbench.gen.precision import DTYPES
+from dbench.gen.weights import embed_weights, split_feeds
 from dbench.runtimes.base import RuntimeOptions
 from dbench.runtimes.onnxruntime import OrtCpu
 from dbench.runtimes.registry import RUNTIMES, runtime_class, status
@@ -23,9 +25,9 @@ KERNEL = ConvKernel(w=9, h=7, c=3, n=2, k=4, s=3, r=2, pad_w=1, pad_h=0, wstride
 def test_fp32_conv_runs_verifies_and_profiles(weights, seed):
     graph = conv.build(KERNEL, "fp32", "fwd")
     feeds = make_feeds(graph.spec, seed)
-    model = embed_weights(graph.model, graph.spec, feeds) if weights == "const" else graph.model
-    session = OrtCpu(RuntimeOptions(threads=1, weights=weights)).prepare(model, graph.spec)
-    session.bind(activation_feeds(graph.spec, feeds, weights))
+    constants, per_call = split_feeds(graph.spec, feeds, weights)
+    session = OrtCpu(RuntimeOptions(threads=1, weights=weights)).prepare(graph.model, graph.spec, constants)
+    session.bind(per_call)
     session.run()
     out = session.outputs()["Y"]
     assert normalized_error(out, conv.reference(graph.spec, feeds)["Y"]) < 1e-5
@@ -35,10 +37,43 @@ def test_fp32_conv_runs_verifies_and_profiles(weights, seed):
     assert executed_precision([vars(n) for n in nodes]) == "fp32"
 
 
+@pytest.mark.parametrize("precision", ["fp32", "fp16"])
+def test_constants_in_memory_act_as_embedded_weights(precision, seed):
+    """Weights handed over as in-memory external initializers: the model ORT parses holds no weight
+    data, the weights are no longer inputs, and the optimised graph and outputs equal the embedded way's."""
+    graph = conv.build(KERNEL, precision, "fwd")
+    constants, per_call = split_feeds(graph.spec, make_feeds(graph.spec, seed), "const")
+    runtime = OrtCpu(RuntimeOptions(threads=1))
+    sessions = [runtime.prepare(graph.model, graph.spec, constants),
+                runtime.prepare(embed_weights(graph.model, constants), graph.spec, {})]
+    assert [i.name for i in sessions[0].session.get_inputs()] == list(per_call)
+    results = []
+    for session in sessions:
+        session.bind(per_call)
+        session.run()
+        results.append((session.outputs()["Y"], [(n.op_type, n.precision) for n in session.profile(2)]))
+    in_memory = sessions[0]
+    parsed = onnx.load_model_from_string(in_memory.model_bytes)
+    assert [(t.name, t.data_location, t.raw_data) for t in parsed.graph.initializer if t.name in constants] == [
+        (name, onnx.TensorProto.EXTERNAL, b"") for name in constants]
+    np.testing.assert_array_equal(results[0][0], results[1][0])
+    assert results[0][1] == results[1][1]
+
+
+def test_bf16_constants_are_shared_not_copied():
+    """bfloat16 has no numpy type in ORT: the OrtValue wraps the array's 16-bit words in place."""
+    from dbench.runtimes.onnxruntime import _ortvalue
+
+    array = np.zeros((2, 3), dtype=DTYPES["bfloat16"])
+    value = _ortvalue(array, "cpu", 0)
+    array[0, 0] = 5
+    assert value.data_type() == "tensor(bfloat16)" and value.data_ptr() == array.ctypes.data
+
+
 def test_fp16_on_cpu_reports_the_fp32_it_really_ran(seed):
     """ORT CPU has no fp16 Conv: it inserts Casts and runs fp32. The profile must say so."""
     graph = conv.build(KERNEL, "fp16", "fwd")
-    session = OrtCpu(RuntimeOptions()).prepare(graph.model, graph.spec)
+    session = OrtCpu(RuntimeOptions(weights="input")).prepare(graph.model, graph.spec, {})
     session.bind(make_feeds(graph.spec, seed))
     session.run()
     nodes = [vars(n) for n in session.profile(2)]
@@ -49,7 +84,7 @@ def test_fp16_on_cpu_reports_the_fp32_it_really_ran(seed):
 def test_bf16_is_unsupported_with_the_runtime_message():
     graph = gemm.build(GemmKernel(m=4, n=4, k=4, a_t=False, b_t=False), "bf16", "fwd", "gemm")
     with pytest.raises(UnsupportedError, match="NOT_IMPLEMENTED"):
-        OrtCpu(RuntimeOptions()).prepare(graph.model, graph.spec)
+        OrtCpu(RuntimeOptions(weights="input")).prepare(graph.model, graph.spec, {})
 
 
 def test_registry_lists_every_runtime_without_importing_unavailable_ones():
@@ -68,7 +103,7 @@ def test_cuda_provider_runs_and_verifies(seed):
         pytest.skip(f"no CUDA execution provider here: {reason}")
     graph = gemm.build(GemmKernel(m=64, n=32, k=48, a_t=True, b_t=False), "fp16", "fwd", "gemm")
     feeds = make_feeds(graph.spec, seed)
-    session = runtime_class("ort-cuda")(RuntimeOptions(weights="input")).prepare(graph.model, graph.spec)
+    session = runtime_class("ort-cuda")(RuntimeOptions(weights="input")).prepare(graph.model, graph.spec, {})
     session.bind(feeds)
     session.run()
     assert normalized_error(session.outputs()["Y"], gemm.reference(graph.spec, feeds)["Y"]) < 1e-2

@@ -27,6 +27,8 @@ class Stats:
     unstable: bool
     timed_s: float
     """Wall time spent inside the sampled calls (for the tool's own overhead accounting)."""
+    warmup_s: float = 0.0
+    """Wall time of the warm-up before sampling (same purpose)."""
 
     def to_dict(self) -> dict:
         return asdict(self)

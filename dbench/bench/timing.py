@@ -4,6 +4,7 @@ than `min_sample_ns` are batched so that the clock's own cost stays negligible."
 
 from __future__ import annotations
 
+import dataclasses
 import gc
 import math
 import time
@@ -18,6 +19,7 @@ class TimingConfig:
     """Measurement settings (seconds unless named otherwise); recorded with every run."""
 
     warmup_calls: int = 1
+    """Untimed calls before sampling, at least; the first is the cold call right after preparing."""
     warmup_time: float = 0.05
     min_time: float = 1.0
     min_samples: int = 10
@@ -51,7 +53,9 @@ def warm_up(call: Callable[[], None], config: TimingConfig) -> float:
 
 def measure(call: Callable[[], None], config: TimingConfig) -> Stats:
     """Warm up, then collect per-call samples; the garbage collector is off while sampling."""
+    warm_start = time.perf_counter()
     estimate = warm_up(call, config)
+    warmup_s = time.perf_counter() - warm_start
     batch = max(1, math.ceil(config.min_sample_ns / max(estimate, 1)))
     clock = time.perf_counter_ns
     min_ns, max_ns = config.min_time * 1e9, config.max_time * 1e9
@@ -79,4 +83,4 @@ def measure(call: Callable[[], None], config: TimingConfig) -> Stats:
     finally:
         if gc_was_enabled:
             gc.enable()
-    return summarize(samples, batch, config.cv_threshold)
+    return dataclasses.replace(summarize(samples, batch, config.cv_threshold), warmup_s=warmup_s)

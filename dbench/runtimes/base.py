@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Mapping
 
 import numpy as np
 import onnx
@@ -67,7 +67,9 @@ class Session(ABC):
 
     @abstractmethod
     def profile(self, runs: int) -> list[NodeProfile]:
-        """Per-node kernel time, kernel name and executed precision over `runs` untimed runs."""
+        """Per-node kernel time, kernel name and executed precision over `runs` untimed runs. It is the
+        session's last use: an adapter that needs a second, profiling model may release the timed one
+        first, so that its memory (pre-packed weights) is reused rather than doubled."""
 
     def device_memory(self) -> int | None:
         """Device memory the session holds, in bytes, where the runtime can tell (GPUs); None on CPU."""
@@ -100,9 +102,11 @@ class Runtime(ABC):
         """The runtime's version string (only called when available)."""
 
     @abstractmethod
-    def prepare(self, model: onnx.ModelProto, spec: GraphSpec) -> Session:
-        """Load and compile a graph (weights already embedded when `weights=const`).
-        Raises UnsupportedError with the runtime's own message when it cannot run the graph."""
+    def prepare(self, model: onnx.ModelProto, spec: GraphSpec, constants: Mapping[str, np.ndarray]) -> Session:
+        """Load and compile a graph whose inputs named in `constants` become constant weights holding
+        those arrays (empty for `weights=input`), so the runtime may pre-pack them; the arrays must stay
+        alive as long as the session. Raises UnsupportedError with the runtime's own message when it
+        cannot run the graph."""
 
     def describe(self) -> dict[str, Any]:
         """The runtime settings actually in force (provider/session options, threads, device)."""

@@ -1,5 +1,7 @@
 """ONNX Runtime adapters: CPU, CUDA and TensorRT execution providers. Inputs and outputs are bound
-once as OrtValues through IOBinding, so a timed call is `run_with_iobinding` and nothing else."""
+once as OrtValues through IOBinding, so a timed call is `run_with_iobinding` and nothing else.
+Constant weights reach the session as external initializers that share the caller's arrays: no copy
+through the model's protobuf, which for the multi-GB GEMMs cost more than timing them."""
 
 from __future__ import annotations
 
@@ -8,7 +10,7 @@ import json
 import os
 import tempfile
 from collections import defaultdict
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Iterable, Mapping
 
 import numpy as np
 import onnx
@@ -16,6 +18,7 @@ import onnx
 from dbench.errors import DbenchError, UnsupportedError, UsageError
 from dbench.gen.graph import GraphSpec
 from dbench.gen.precision import DTYPES
+from dbench.gen.weights import embed_weights
 from dbench.runtimes.base import NodeProfile, Runtime, Session
 
 # ONNX Runtime's profiler type names -> our precision names.
@@ -45,14 +48,17 @@ def _is_unsupported(message: str) -> bool:
 
 
 def _ortvalue(array: np.ndarray, device: str, device_id: int):
-    """An OrtValue on `device` holding `array`; bfloat16 (no numpy type in ORT) is copied in as raw 16-bit words."""
+    """An OrtValue on `device` holding `array` (on the CPU it shares the array's memory); bfloat16 (no
+    numpy type in ORT) goes in as raw 16-bit words tagged bfloat16."""
     ort = _ort()
     array = np.ascontiguousarray(array)
-    if array.dtype == DTYPES["bfloat16"]:
-        value = ort.OrtValue.ortvalue_from_shape_and_type(list(array.shape), onnx.TensorProto.BFLOAT16, device, device_id)
-        value.update_inplace(array.view(np.uint16))
-        return value
-    return ort.OrtValue.ortvalue_from_numpy(array, device, device_id)
+    if array.dtype != DTYPES["bfloat16"]:
+        return ort.OrtValue.ortvalue_from_numpy(array, device, device_id)
+    if device == "cpu":
+        return ort.OrtValue.ortvalue_from_numpy_with_onnx_type(array.view(np.uint16), onnx.TensorProto.BFLOAT16)
+    value = ort.OrtValue.ortvalue_from_shape_and_type(list(array.shape), onnx.TensorProto.BFLOAT16, device, device_id)
+    value.update_inplace(array.view(np.uint16))
+    return value
 
 
 def _numpy(value, dtype_name: str) -> np.ndarray:
@@ -60,14 +66,38 @@ def _numpy(value, dtype_name: str) -> np.ndarray:
     return array.view(DTYPES["bfloat16"]) if dtype_name == "bfloat16" else array
 
 
+NOT_ON_DISK = "dbench-constant-supplied-in-memory"
+"""External-data location of a constant weight's declaration; ORT never reads it, the OrtValue replaces it."""
+
+
+def declare_constants(model: onnx.ModelProto, names: Iterable[str]) -> onnx.ModelProto:
+    """A copy of `model` in which the named graph inputs become initializers with external data (their
+    type and shape only), to be filled in memory by `SessionOptions.add_external_initializers`."""
+    declared = onnx.ModelProto()
+    declared.CopyFrom(model)
+    graph = declared.graph
+    names = set(names)
+    constant = [i for i in graph.input if i.name in names]
+    kept = [i for i in graph.input if i.name not in names]
+    del graph.input[:]
+    graph.input.extend(kept)
+    for value in constant:
+        tensor = graph.initializer.add(name=value.name, data_type=value.type.tensor_type.elem_type,
+                                       dims=[d.dim_value for d in value.type.tensor_type.shape.dim],
+                                       data_location=onnx.TensorProto.EXTERNAL)
+        tensor.external_data.add(key="location", value=NOT_ON_DISK)
+    return declared
+
+
 class OrtSession(Session):
     """One InferenceSession with its inputs and outputs bound once."""
 
-    def __init__(self, runtime: "OrtRuntime", model_bytes: bytes, spec: GraphSpec) -> None:
+    def __init__(self, runtime: "OrtRuntime", model_bytes: bytes, spec: GraphSpec, constants: dict[str, Any]) -> None:
         self.runtime = runtime
         self.model_bytes = model_bytes
         self.spec = spec
-        self.session = runtime.make_session(model_bytes, profiling=False)
+        self.constants = constants  # OrtValues sharing the caller's arrays; they must outlive the sessions
+        self.session = runtime.make_session(model_bytes, constants, profiling=False)
         self.binding = None
         self.feeds: dict[str, np.ndarray] = {}
 
@@ -95,7 +125,8 @@ class OrtSession(Session):
         return {t.name: _numpy(v, t.dtype) for t, v in zip(self.spec.outputs, values)}
 
     def profile(self, runs: int) -> list[NodeProfile]:
-        session = self.runtime.make_session(self.model_bytes, profiling=True)
+        self.binding = self.session = None  # profiling is the last use: free the timed session's packed weights
+        session = self.runtime.make_session(self.model_bytes, self.constants, profiling=True)
         binding = self._bind(session, self.feeds)
         for _ in range(runs):
             session.run_with_iobinding(binding)
@@ -113,6 +144,7 @@ class OrtSession(Session):
     def close(self) -> None:
         self.binding = None
         self.session = None
+        self.constants = {}
 
 
 def parse_profile(events: list[dict[str, Any]], runs: int) -> list[NodeProfile]:
@@ -144,6 +176,8 @@ class OrtRuntime(Runtime):
     extra: ClassVar[str] = "cpu"
     provider: ClassVar[str] = "CPUExecutionProvider"
     int8_form: ClassVar[str] = "qlinear"
+    constants_in_memory: ClassVar[bool] = True
+    """Constant weights as in-memory external initializers (else serialised into the model)."""
 
     @classmethod
     def availability(cls) -> tuple[bool, str]:
@@ -188,19 +222,27 @@ class OrtRuntime(Runtime):
             so.profile_file_prefix = os.path.join(tempfile.gettempdir(), f"dbench-ort-{os.getpid()}")
         return so
 
-    def make_session(self, model_bytes: bytes, profiling: bool):
+    def make_session(self, model_bytes: bytes, constants: dict[str, Any], profiling: bool):
+        """An InferenceSession; `constants` (name -> OrtValue) fill the model's external initializers."""
         ort = _ort()
+        options = self.session_options(profiling)
+        if constants:
+            options.add_external_initializers(list(constants), list(constants.values()))
         try:
-            return ort.InferenceSession(model_bytes, self.session_options(profiling),
-                                        providers=[(self.provider, self.provider_options())])
+            return ort.InferenceSession(model_bytes, options, providers=[(self.provider, self.provider_options())])
         except Exception as err:  # ORT raises its own exception types; classify by message
             message = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
             if _is_unsupported(message):
                 raise UnsupportedError(message) from None
             raise GraphLoadError(message) from None
 
-    def prepare(self, model: onnx.ModelProto, spec: GraphSpec) -> Session:
-        return OrtSession(self, model.SerializeToString(), spec)
+    def prepare(self, model: onnx.ModelProto, spec: GraphSpec, constants: Mapping[str, np.ndarray]) -> Session:
+        if not constants:
+            return OrtSession(self, model.SerializeToString(), spec, {})
+        if not self.constants_in_memory:
+            return OrtSession(self, embed_weights(model, constants).SerializeToString(), spec, {})
+        values = {name: _ortvalue(array, "cpu", 0) for name, array in constants.items()}
+        return OrtSession(self, declare_constants(model, constants).SerializeToString(), spec, values)
 
     def device_memory(self) -> int | None:
         return None
@@ -249,6 +291,9 @@ class OrtTensorrt(OrtCuda):
     name: ClassVar[str] = "ort-trt"
     provider: ClassVar[str] = "TensorrtExecutionProvider"
     int8_form: ClassVar[str] = "qdq"
+    # The TensorRT EP hands TensorRT's parser a serialised copy of its subgraph; whether that keeps
+    # in-memory external initializers is untested here (no GPU), so its weights go into the model.
+    constants_in_memory: ClassVar[bool] = False
 
     def provider_options(self) -> dict[str, str]:
         options = {"device_id": str(self.options.device or 0)}

@@ -7,9 +7,10 @@ from __future__ import annotations
 
 import importlib.util
 import re
+from contextlib import contextmanager
 from collections import defaultdict
 from functools import cache, cached_property
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Mapping
 
 import numpy as np
 import onnx
@@ -144,15 +145,38 @@ def _fill(tensor, array: np.ndarray) -> None:
     target[...] = source.view(target.dtype)
 
 
+def _constant(array: np.ndarray):
+    """An OpenVINO Constant holding `array`: sharing its memory, or a copy for bfloat16 (no numpy type in OpenVINO)."""
+    ov = _ov()
+    if array.dtype == DTYPES["bfloat16"]:
+        tensor = ov.Tensor(ov.Type.bf16, ov.Shape(list(array.shape)))
+        _fill(tensor, array)
+        return ov.op.Constant(tensor)
+    return ov.op.Constant(np.ascontiguousarray(array), shared_memory=True)
+
+
+def make_constant(model, constants: Mapping[str, np.ndarray]) -> None:
+    """Turn the model's parameters named in `constants` into Constants holding those arrays, in place
+    (the weights never pass through the ONNX protobuf)."""
+    for parameter in list(model.get_parameters()):
+        name = parameter.get_friendly_name()
+        if name in constants:
+            parameter.output(0).replace(_constant(constants[name]).output(0))
+            model.remove_parameter(parameter)
+    model.validate_nodes_and_infer_types()
+
+
 class OpenVinoSession(Session):
     """One compiled model and its infer request, inputs bound once into the request's tensors."""
 
-    def __init__(self, runtime: "OpenVino", model: onnx.ModelProto, spec: GraphSpec) -> None:
+    def __init__(self, runtime: "OpenVino", model: onnx.ModelProto, spec: GraphSpec,
+                 constants: Mapping[str, np.ndarray]) -> None:
         self.runtime = runtime
         self.model_bytes = model.SerializeToString()
+        self.constants = constants
         self.sources = source_types(model)
         self.spec = spec
-        self.compiled = runtime.compile(self.model_bytes, spec, perf_count=False)
+        self.compiled = runtime.compile(self.model_bytes, spec, constants, perf_count=False)
         self.request = self.compiled.create_infer_request()
         self.feeds: dict[str, np.ndarray] = {}
 
@@ -173,7 +197,8 @@ class OpenVinoSession(Session):
         return {t.name: _host_array(self.request.get_tensor(t.name)) for t in self.spec.outputs}
 
     def profile(self, runs: int) -> list[NodeProfile]:
-        compiled = self.runtime.compile(self.model_bytes, self.spec, perf_count=True)
+        self.request = self.compiled = None  # profiling is the last use: free the timed model's memory
+        compiled = self.runtime.compile(self.model_bytes, self.spec, self.constants, perf_count=True)
         request = compiled.create_infer_request()
         self._bind(request, self.feeds)
         samples = []
@@ -186,6 +211,7 @@ class OpenVinoSession(Session):
     def close(self) -> None:
         self.request = None
         self.compiled = None
+        self.constants = {}
 
 
 class OpenVino(Runtime):
@@ -251,27 +277,35 @@ class OpenVino(Runtime):
             config["INFERENCE_PRECISION_HINT"] = PINNED[precision][0]
         return {**config, **self.options.extra}
 
-    def compile(self, model_bytes: bytes, spec: GraphSpec, perf_count: bool):
-        """Read and compile a graph; check the compiled model kept the pinned precision. The timed
-        model's (not the profiling one's) properties are kept for `describe`."""
+    def compile(self, model_bytes: bytes, spec: GraphSpec, constants: Mapping[str, np.ndarray], perf_count: bool):
+        """Read a graph, make `constants` its constant weights, compile it, and check the compiled model
+        kept the pinned precision. The timed model's (not the profiling one's) properties are kept for `describe`."""
         ov = _ov()
         config = self.config(spec.precision)
         if perf_count:
             config["PERF_COUNT"] = "YES"
-        try:
+        with self._classified():
             model = self.core.read_model(model_bytes, ov.Tensor(np.empty(0, dtype=np.uint8)))
+        make_constant(model, constants)
+        with self._classified():
             compiled = self.core.compile_model(model, self.device, config)
-        except Exception as err:  # OpenVINO raises RuntimeError and its own types; classify by message
-            message = _message(err)
-            if any(word in message.lower() for word in OOM_WORDS):
-                raise MemoryError(message) from None
-            raise UnsupportedError(f"OpenVINO cannot compile this graph on {self.device}: {message}") from None
         properties = self._read_back(compiled)
         if not self.options.allow_runtime_precision:
             self._check_precision(spec.precision, properties)
         if not perf_count:
             self.properties = properties
         return compiled
+
+    @contextmanager
+    def _classified(self):
+        """OpenVINO's errors (RuntimeError and its own types) as MemoryError or UnsupportedError, by message."""
+        try:
+            yield
+        except Exception as err:
+            message = _message(err)
+            if any(word in message.lower() for word in OOM_WORDS):
+                raise MemoryError(message) from None
+            raise UnsupportedError(f"OpenVINO cannot compile this graph on {self.device}: {message}") from None
 
     @staticmethod
     def _read_back(compiled) -> dict[str, str]:
@@ -307,8 +341,8 @@ class OpenVino(Runtime):
                 f"INFERENCE_PRECISION_HINT {hint} compiles as {compiled}); --allow-runtime-precision runs it "
                 "in the precision OpenVINO picks, recorded as such")
 
-    def prepare(self, model: onnx.ModelProto, spec: GraphSpec) -> Session:
-        return OpenVinoSession(self, model, spec)
+    def prepare(self, model: onnx.ModelProto, spec: GraphSpec, constants: Mapping[str, np.ndarray]) -> Session:
+        return OpenVinoSession(self, model, spec, constants)
 
     def describe(self) -> dict[str, Any]:
         rule = ("runtime default" if self.options.allow_runtime_precision

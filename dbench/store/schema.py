@@ -10,7 +10,7 @@ from dbench.gen.graph import GraphSpec
 
 STATUSES = ("ok", "unsupported", "mismatch", "failed", "crashed", "timeout", "oom")
 STAT_FIELDS = ("median_us", "p10_us", "p90_us", "p99_us", "min_us", "mean_us", "std_us", "cv", "samples",
-               "calls_per_sample", "unstable", "timed_s")
+               "calls_per_sample", "unstable", "timed_s", "warmup_s")
 
 
 def executed_precision(nodes: list[dict[str, Any]]) -> str:
@@ -73,6 +73,7 @@ def make_row(run_id: str, seq: int, spec: GraphSpec, runtime: dict[str, Any], ou
         "tolerance_metric": verification.get("metric"),
         "tolerance": verification.get("bound"),
         "verified_rows": verification.get("rows_checked"),
+        "inputs_s": outcome.get("inputs_s"),
         "prepare_s": outcome.get("prepare_s"),
         "verify_s": outcome.get("verify_s"),
         "profile_s": outcome.get("profile_s"),
