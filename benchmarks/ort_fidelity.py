@@ -3,8 +3,9 @@
 For each kernel, dbench's median (the real path: worker process, IOBinding, calibrated sampling)
 is compared with the median of a tight `run_with_iobinding` loop written here, on the same graph
 with the same session options and constant weights. ONNX Runtime CPU sessions of the same graph can
-differ by more than 3% (this VM has slow spells lasting seconds), so each side runs several fresh
-sessions, back to back per kernel, and the medians over sessions are compared. The harness overhead is the difference on the
+differ by more than 3% (this VM has slow spells lasting seconds to minutes), so each side runs several
+fresh sessions, the two sides of a kernel back to back in each round, and the ratio reported is the
+median over rounds of the paired ratios (dbench / loop within a round). The harness overhead is the difference on the
 smallest kernel, plus the cost of the timing loop around a call that does nothing."""
 
 from __future__ import annotations
@@ -78,7 +79,8 @@ def dbench_medians(kernel_ids: list[str]) -> dict[str, float]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--seconds", type=float, default=1.0, help="sampling time of the tight loop per kernel")
+    parser.add_argument("--seconds", type=float, default=TimingConfig().min_time,
+                        help="sampling time of the tight loop per kernel (default: dbench's own)")
     parser.add_argument("--rounds", type=int, default=5, help="fresh sessions per kernel on each side")
     args = parser.parse_args()
     kernels = {k.id: k for k in load_catalog() if k.id in KERNELS}
@@ -94,21 +96,22 @@ def main() -> None:
                     loop[kid].append(tight_loop(graphs[kid], args.seconds))
                 else:
                     ours[kid].append(dbench_medians([kid])[kid])
-    print(f"{'kernel':<52}{'dbench µs':>11}{'loop µs':>10}{'ratio':>7}  loop sessions (µs)")
+    print(f"{'kernel':<52}{'dbench µs':>11}{'loop µs':>10}{'ratio':>7}  per-round ratios (loop µs)")
     ratios, spreads = [], []
     for kid in KERNELS:
-        ratio = statistics.median(ours[kid]) / statistics.median(loop[kid])
-        ratios.append(ratio)
+        # Paired: each round's two sessions ran back to back, so they most likely shared the machine's state.
+        paired = [a / b for a, b in zip(ours[kid], loop[kid])]
+        ratios.append(statistics.median(paired))
         spreads.append((max(loop[kid]) - min(loop[kid])) / statistics.median(loop[kid]))
-        sessions = " ".join(f"{v:.1f}" for v in loop[kid])
-        print(f"{kid:<52}{statistics.median(ours[kid]):>11.1f}{statistics.median(loop[kid]):>10.1f}{ratio:>7.3f}  {sessions}")
+        rounds = " ".join(f"{r:.3f}({v:.1f})" for r, v in zip(paired, loop[kid]))
+        print(f"{kid:<52}{statistics.median(ours[kid]):>11.1f}{statistics.median(loop[kid]):>10.1f}{ratios[-1]:>7.3f}  {rounds}")
     within = sum(abs(r - 1) <= 0.03 for r in ratios)
     steady = sum(s <= 0.03 for s in spreads)
     print(f"within 3%: {within} of {len(ratios)}; median ratio {statistics.median(ratios):.3f}; "
           f"the loop's own sessions agreed within 3% on {steady} of {len(ratios)} kernels")
     smallest = min(KERNELS, key=lambda kid: kernels[kid].flops())
     print(f"overhead on the smallest kernel ({smallest}): "
-          f"{statistics.median(ours[smallest]) - statistics.median(loop[smallest]):+.2f} µs per call")
+          f"{statistics.median(a - b for a, b in zip(ours[smallest], loop[smallest])):+.2f} µs per call (median of the rounds' differences)")
     empty = measure(lambda: None, TimingConfig(min_time=0.5))
     print(f"timing loop around an empty call: {empty.median_us * 1e3:.0f} ns per call ({empty.calls_per_sample} calls per sample)")
 

@@ -192,7 +192,7 @@ def run(
     allow_runtime_precision: Annotated[bool, typer.Option("--allow-runtime-precision", help="Let the runtime pick its execution precision (recorded as such).")] = False,
     option: Annotated[Optional[list[str]], typer.Option("--option", help="Runtime option KEY=VALUE (provider options, config keys); repeatable.")] = None,
     quick: Annotated[bool, typer.Option("--quick", help="Smoke run: minimal warm-up and sampling.")] = False,
-    min_time: Annotated[Optional[float], typer.Option("--min-time", help="Minimum sampling time per graph, seconds (default 1).")] = None,
+    min_time: Annotated[Optional[float], typer.Option("--min-time", help="Minimum sampling time per graph, seconds (default 2).")] = None,
     max_time: Annotated[Optional[float], typer.Option("--max-time", help="Maximum sampling time per graph, seconds (default 10).")] = None,
     warmup: Annotated[Optional[float], typer.Option("--warmup", help="Minimum warm-up time per graph, seconds (default 0.05).")] = None,
     no_verify: Annotated[bool, typer.Option("--no-verify", help="Skip the comparison with the numpy reference.")] = False,

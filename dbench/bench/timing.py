@@ -21,7 +21,7 @@ class TimingConfig:
     warmup_calls: int = 1
     """Untimed calls before sampling, at least; the first is the cold call right after preparing."""
     warmup_time: float = 0.05
-    min_time: float = 1.0
+    min_time: float = 2.0
     min_samples: int = 10
     max_time: float = 10.0
     min_sample_ns: int = 20_000
