@@ -60,6 +60,23 @@ def test_constants_in_memory_act_as_embedded_weights(precision, seed):
     assert results[0][1] == results[1][1]
 
 
+def test_runtimes_that_take_a_self_contained_model_get_the_weights_embedded(seed):
+    """`constants_in_memory = False` (the TensorRT EP's setting) serialises the weights into the model."""
+
+    class Embedding(OrtCpu):
+        constants_in_memory = False
+
+    graph = conv.build(KERNEL, "fp32", "fwd")
+    feeds = make_feeds(graph.spec, seed)
+    constants, per_call = split_feeds(graph.spec, feeds, "const")
+    session = Embedding(RuntimeOptions(threads=1)).prepare(graph.model, graph.spec, constants)
+    parsed = onnx.load_model_from_string(session.model_bytes)
+    assert {t.name for t in parsed.graph.initializer if t.raw_data} >= set(constants) and not session.constants
+    session.bind(per_call)
+    session.run()
+    assert normalized_error(session.outputs()["Y"], conv.reference(graph.spec, feeds)["Y"]) < 1e-5
+
+
 def test_bf16_constants_are_shared_not_copied():
     """bfloat16 has no numpy type in ORT: the OrtValue wraps the array's 16-bit words in place."""
     from dbench.runtimes.onnxruntime import _ortvalue

@@ -1,7 +1,8 @@
 """ONNX Runtime adapters: CPU, CUDA and TensorRT execution providers. Inputs and outputs are bound
 once as OrtValues through IOBinding, so a timed call is `run_with_iobinding` and nothing else.
-Constant weights reach the session as external initializers that share the caller's arrays: no copy
-through the model's protobuf, which for the multi-GB GEMMs cost more than timing them."""
+Constant weights reach the session as external initializers made from the caller's arrays
+(`add_external_initializers`), not through the model's protobuf, which for the multi-GB GEMMs cost
+more than timing them (ONNX Runtime 1.31 still copies them once into the session, then pre-packs)."""
 
 from __future__ import annotations
 
@@ -96,7 +97,7 @@ class OrtSession(Session):
         self.runtime = runtime
         self.model_bytes = model_bytes
         self.spec = spec
-        self.constants = constants  # OrtValues sharing the caller's arrays; they must outlive the sessions
+        self.constants = constants  # OrtValues over the caller's arrays, kept for the profiling session
         self.session = runtime.make_session(model_bytes, constants, profiling=False)
         self.binding = None
         self.feeds: dict[str, np.ndarray] = {}
