@@ -210,6 +210,23 @@ def test_kernel_names_give_the_precision(node_type, exec_type, fused, precision)
     assert kernel_precision(node_type, exec_type, fused, sources) == precision
 
 
+def test_profile_drops_the_cold_first_run():
+    """With the minimum of two profiled runs, a median would be half the cold run: it is dropped instead."""
+    from datetime import timedelta
+    from types import SimpleNamespace
+
+    import openvino
+
+    from dbench.runtimes.openvino import parse_profile
+
+    def run(us: float) -> list:
+        return [SimpleNamespace(node_name="mm", node_type="FullyConnected", exec_type="brgemm_avx512_f32",
+                                status=openvino.ProfilingInfo.Status.EXECUTED, real_time=timedelta(microseconds=us))]
+
+    (node,) = parse_profile([run(100), run(10)], "CPU", {}, {})
+    assert node.time_us == 10 and node.precision == "fp32" and node.kernel == "brgemm_avx512_f32"
+
+
 def test_unknown_device_lists_the_devices_openvino_sees():
     with pytest.raises(DbenchError, match=r"device 'NOSUCH' is not available here; devices OpenVINO sees: CPU"):
         OpenVino(RuntimeOptions(device="NOSUCH")).describe()

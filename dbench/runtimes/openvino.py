@@ -113,11 +113,11 @@ def fused_layers(compiled) -> dict[str, tuple[str, ...]]:
 def parse_profile(samples: list[list[Any]], device: str, fused: dict[str, tuple[str, ...]],
                   sources: dict[str, str]) -> list[NodeProfile]:
     """ProfilingInfo lists of several runs -> one NodeProfile per executed layer, with its median
-    time per run (the median drops the first, cold runs of the fresh profiling request)."""
+    time per run; the first run of the fresh profiling request is cold and dropped when there are later ones."""
     times: dict[str, list[float]] = defaultdict(list)
     info: dict[str, Any] = {}
     executed = _ov().ProfilingInfo.Status.EXECUTED
-    for run in samples:
+    for run in samples[1:] or samples:
         for layer in run:
             if layer.status != executed:
                 continue
