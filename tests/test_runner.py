@@ -250,3 +250,26 @@ def test_compare_two_runs_side_by_side(kernels, tmp_path):
     assert f"{ratio:.3f}" in result.stdout
     missing = runner.invoke(app, ["compare", first, "run-nope", "--out", str(out)])
     assert missing.exit_code == 1 and "unknown run 'run-nope'" in missing.output
+
+
+@pytest.mark.parametrize("resets", [True, False])
+def test_memory_is_reported_only_when_the_peak_could_be_reset(resets, monkeypatch):
+    """Without a reset, VmHWM would be the largest earlier kernel's peak: the row says nothing instead."""
+    import dataclasses
+
+    from dbench.bench import memory, worker
+    from dbench.bench.timing import QUICK
+    from dbench.catalog import GemmKernel
+    from dbench.gen import gemm
+    from dbench.runtimes.base import RuntimeOptions
+
+    monkeypatch.setattr(memory, "reset_peak", lambda: resets)
+    graph = gemm.build(GemmKernel(m=32, n=8, k=16, a_t=False, b_t=False), "fp32", "fwd", "gemm")
+    job = worker.Job(spec=graph.spec.to_dict(), model=graph.model.SerializeToString(), sha256=None, runtime="ort-cpu",
+                     options=dataclasses.asdict(RuntimeOptions(threads=1)), timing=QUICK.to_dict(), profile_runs=2)
+    outcome = worker.execute(job)
+    assert outcome.status == "ok" and outcome.stats["median_us"] > 0
+    if resets:
+        assert outcome.peak_rss_bytes > 0 and outcome.memory_bytes is not None
+    else:
+        assert outcome.peak_rss_bytes is None and outcome.memory_bytes is None

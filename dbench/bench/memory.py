@@ -6,7 +6,6 @@ from __future__ import annotations
 import ctypes
 import ctypes.util
 import gc
-import resource
 from pathlib import Path
 
 import psutil
@@ -32,15 +31,15 @@ def reset_peak() -> bool:
         return False
 
 
-def peak_rss() -> int:
-    """Peak resident bytes since the last reset (VmHWM), or since start where resets are unsupported."""
+def peak_rss() -> int | None:
+    """Peak resident bytes since the last `reset_peak` (VmHWM); None where /proc does not say."""
     try:
         for line in Path("/proc/self/status").read_text().splitlines():
             if line.startswith("VmHWM:"):
                 return int(line.split()[1]) * 1024
     except OSError:
         pass
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    return None
 
 
 def current_rss() -> int:

@@ -144,7 +144,7 @@ def execute(job: Job) -> Outcome:
         runtime = runtime_class(job.runtime)(options)
         memory.trim()
         baseline = memory.current_rss()
-        memory.reset_peak()
+        peak_resets = memory.reset_peak()  # else the peak would be an earlier kernel's: not reported
         t0 = time.perf_counter()
         feeds = make_feeds(spec)
         constants, per_call = split_feeds(spec, feeds, options.weights)
@@ -156,8 +156,9 @@ def execute(job: Job) -> Outcome:
         outcome.runtime_options = runtime.describe()  # after prepare: includes what the runtime read back
         stats = measure(session.run, TimingConfig(**job.timing))
         outcome.stats = stats.to_dict()
-        outcome.peak_rss_bytes = memory.peak_rss()
-        outcome.memory_bytes = max(0, outcome.peak_rss_bytes - baseline)
+        if peak_resets and (peak := memory.peak_rss()) is not None:
+            outcome.peak_rss_bytes = peak
+            outcome.memory_bytes = max(0, peak - baseline)
         outcome.device_memory_bytes = session.device_memory()
         if job.verify:
             t0 = time.perf_counter()
