@@ -7,7 +7,6 @@ from __future__ import annotations
 import dataclasses
 import sys
 from dataclasses import dataclass, field
-from fnmatch import fnmatchcase
 from pathlib import Path
 from typing import Any
 
@@ -73,23 +72,11 @@ class RunRequest:
 
 def _folder_items(request: RunRequest) -> list[Item]:
     """A gen folder's graphs, filtered by the same selectors as the catalog (suite only if given)."""
-    from dbench.catalog.select import SUITES, Selection
+    from dbench.catalog.select import Selection
 
     selection = Selection(request.suite or "all", request.ops, request.apps, request.pattern)
-    tags = set(SUITES[selection.suite])
-    items = []
-    for item in items_from_folder(Path(request.graphs)):
-        spec = item.spec
-        if request.suite and not tags & set(spec.suites):
-            continue
-        if request.ops and spec.family not in request.ops and spec.op not in request.ops:
-            continue
-        if request.pattern and not fnmatchcase(spec.kernel_id, request.pattern):
-            continue
-        if request.apps and not {a.lower() for a in spec.apps} & {a.lower() for a in request.apps}:
-            continue
-        items.append(item)
-    return items
+    return [item for item in items_from_folder(Path(request.graphs))
+            if selection.admits(item.spec.kernel_id, item.spec.family, item.spec.op, item.spec.suites, item.spec.apps)]
 
 
 def build_items(request: RunRequest, int8_form: str) -> list[Item]:

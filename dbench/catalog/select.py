@@ -43,13 +43,17 @@ class Selection:
         return SUITES[self.suite]
 
     def matches(self, kernel: Kernel) -> bool:
-        if not set(kernel.suites) & set(self.suite_tags):
+        return self.admits(kernel.id, kernel.family, kernel.op, kernel.suites, kernel.apps)
+
+    def admits(self, kernel_id: str, family: str, op: str, suites: Iterable[str], apps: Iterable[str]) -> bool:
+        """Whether a kernel with these fields is selected (a graph's spec carries the same fields)."""
+        if not set(suites) & set(self.suite_tags):
             return False
-        if self.ops and kernel.family not in self.ops and kernel.op not in self.ops:
+        if self.ops and family not in self.ops and op not in self.ops:
             return False
-        if self.apps and not any(a.lower() in (x.lower() for x in self.apps) for a in kernel.apps):
+        if self.apps and not any(a.lower() in (x.lower() for x in self.apps) for a in apps):
             return False
-        return self.pattern is None or fnmatchcase(kernel.id, self.pattern)
+        return self.pattern is None or fnmatchcase(kernel_id, self.pattern)
 
 
 def select(kernels: Iterable[Kernel], selection: Selection) -> list[Kernel]:
