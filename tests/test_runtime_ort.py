@@ -87,6 +87,17 @@ def test_bf16_constants_are_shared_not_copied():
     assert value.data_type() == "tensor(bfloat16)" and value.data_ptr() == array.ctypes.data
 
 
+def test_profile_drops_the_cold_first_run():
+    from dbench.runtimes.onnxruntime import parse_profile
+
+    def event(dur: int) -> dict:
+        return {"cat": "Node", "name": "gemm_kernel_time", "dur": dur,
+                "args": {"op_name": "Gemm", "provider": "CPUExecutionProvider", "input_type_shape": [{"float": [2, 2]}]}}
+
+    (node,) = parse_profile([event(100), event(10), event(12)])
+    assert node.time_us == 11 and node.precision == "fp32" and node.kernel == "Gemm:CPUExecutionProvider"
+
+
 def test_fp16_on_cpu_reports_the_fp32_it_really_ran(seed):
     """ORT CPU has no fp16 Conv: it inserts Casts and runs fp32. The profile must say so."""
     graph = conv.build(KERNEL, "fp16", "fwd")

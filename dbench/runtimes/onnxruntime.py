@@ -137,7 +137,7 @@ class OrtSession(Session):
                 events = json.load(fh)
         finally:
             os.unlink(path)
-        return parse_profile(events, runs)
+        return parse_profile(events)
 
     def device_memory(self) -> int | None:
         return self.runtime.device_memory()
@@ -148,7 +148,7 @@ class OrtSession(Session):
         self.constants = {}
 
 
-def parse_profile(events: list[dict[str, Any]], runs: int) -> list[NodeProfile]:
+def parse_profile(events: list[dict[str, Any]]) -> list[NodeProfile]:
     """ONNX Runtime profiler events -> one NodeProfile per node with its median kernel time per run;
     the first run of the fresh profiling session is cold and dropped when there are later ones."""
     durations: dict[str, list[float]] = defaultdict(list)
