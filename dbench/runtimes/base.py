@@ -3,6 +3,8 @@ runs synchronously, returns outputs and profiles per node. The runner times `Ses
 
 from __future__ import annotations
 
+import importlib
+import importlib.util
 import os
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
@@ -83,6 +85,8 @@ class Runtime(ABC):
     """A runtime family adapter, registered by name in `dbench.runtimes.registry`."""
 
     name: ClassVar[str]
+    module: ClassVar[str]
+    """The runtime's Python package (looked up, not imported, to tell whether it is installed)."""
     extra: ClassVar[str]
     """The pip extra that installs this runtime (`pip install 'dbench[<extra>]'`)."""
     int8_form: ClassVar[str] = "qdq"
@@ -92,14 +96,17 @@ class Runtime(ABC):
         self.options = options
 
     @classmethod
-    @abstractmethod
     def availability(cls) -> tuple[bool, str]:
-        """(usable here, reason when not), without raising; imports the runtime's module if present."""
+        """(usable here, reason when not), without raising. Here: whether the package is installed;
+        adapters add their own checks (an execution provider in the build)."""
+        if importlib.util.find_spec(cls.module) is None:
+            return False, f"{cls.module} is not installed: pip install 'dbench[{cls.extra}]'"
+        return True, ""
 
     @classmethod
-    @abstractmethod
     def version(cls) -> str:
         """The runtime's version string (only called when available)."""
+        return importlib.import_module(cls.module).__version__
 
     @abstractmethod
     def prepare(self, model: onnx.ModelProto, spec: GraphSpec, constants: Mapping[str, np.ndarray]) -> Session:

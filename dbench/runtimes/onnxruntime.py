@@ -6,7 +6,6 @@ more than timing them (ONNX Runtime 1.31 still copies them once into the session
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import tempfile
@@ -174,6 +173,7 @@ def parse_profile(events: list[dict[str, Any]]) -> list[NodeProfile]:
 class OrtRuntime(Runtime):
     """Shared ONNX Runtime adapter; subclasses choose the execution provider."""
 
+    module: ClassVar[str] = "onnxruntime"
     extra: ClassVar[str] = "cpu"
     provider: ClassVar[str] = "CPUExecutionProvider"
     int8_form: ClassVar[str] = "qlinear"
@@ -182,16 +182,13 @@ class OrtRuntime(Runtime):
 
     @classmethod
     def availability(cls) -> tuple[bool, str]:
-        if importlib.util.find_spec("onnxruntime") is None:
-            return False, f"onnxruntime is not installed: pip install 'dbench[{cls.extra}]'"
+        installed, reason = super().availability()
+        if not installed:
+            return installed, reason
         providers = _ort().get_available_providers()
         if cls.provider not in providers:
             return False, f"{cls.provider} is not in this onnxruntime build ({', '.join(providers)}): pip install 'dbench[{cls.extra}]' in its own environment"
         return True, ""
-
-    @classmethod
-    def version(cls) -> str:
-        return _ort().__version__
 
     @property
     def io_device(self) -> tuple[str, int]:

@@ -5,7 +5,6 @@ profiles with PERF_COUNT: per-layer kernel names (`exec_type`) and the precision
 
 from __future__ import annotations
 
-import importlib.util
 import re
 from contextlib import contextmanager
 from collections import defaultdict
@@ -218,6 +217,7 @@ class OpenVino(Runtime):
     """OpenVINO on a device (`CPU` by default; `GPU`, `NPU`, `AUTO`... passed through)."""
 
     name: ClassVar[str] = "openvino"
+    module: ClassVar[str] = "openvino"
     extra: ClassVar[str] = "openvino"
     int8_form: ClassVar[str] = "qdq"
 
@@ -225,16 +225,6 @@ class OpenVino(Runtime):
         super().__init__(options)
         self.properties: dict[str, str] = {}
         """The last compiled model's properties as read back (empty before `prepare`)."""
-
-    @classmethod
-    def availability(cls) -> tuple[bool, str]:
-        if importlib.util.find_spec("openvino") is None:
-            return False, f"openvino is not installed: pip install 'dbench[{cls.extra}]'"
-        return True, ""
-
-    @classmethod
-    def version(cls) -> str:
-        return _ov().__version__
 
     @property
     def core(self):
