@@ -70,11 +70,11 @@ def main() -> None:
     print(f"share outside timed calls: {100 * (1 - phases['timed calls'] / wall):.1f} %")
     huge = [r for r in rows if r.get("min_bytes", 0) >= HUGE_BYTES]
     if huge:
-        rest = wall - sum(outside(r) + (r.get("timed_s") or 0.0) for r in huge)
+        others_wall = wall - sum(outside(r) + (r.get("timed_s") or 0.0) for r in huge)
         timed = sum(r.get("timed_s") or 0.0 for r in rows if r not in huge)
         print(f"graphs moving >= 0.5 GiB: {len(huge)}, {sum(outside(r) for r in huge):.1f} s outside timed calls "
               f"for {sum(r.get('timed_s') or 0.0 for r in huge):.1f} s timed; the other {len(rows) - len(huge)} graphs: "
-              f"{100 * (1 - timed / rest):.1f} % outside timed calls")
+              f"{100 * (1 - timed / others_wall):.1f} % outside timed calls")
     print(f"memory first touch on this machine: {fresh:.2f} s per GiB (written again: {again:.2f} s)")
 
 
