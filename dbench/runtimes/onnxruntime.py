@@ -61,11 +61,6 @@ def _ortvalue(array: np.ndarray, device: str, device_id: int):
     return value
 
 
-def _numpy(value, dtype_name: str) -> np.ndarray:
-    array = value.numpy()
-    return array.view(DTYPES["bfloat16"]) if dtype_name == "bfloat16" else array
-
-
 NOT_ON_DISK = "dbench-constant-supplied-in-memory"
 """External-data location of a constant weight's declaration; ORT never reads it, the OrtValue replaces it."""
 
@@ -118,11 +113,8 @@ class OrtSession(Session):
         self.session.run_with_iobinding(self.binding)
 
     def outputs(self) -> dict[str, np.ndarray]:
-        if self.runtime.io_device[0] != "cpu":  # device memory: copy back through the binding
-            arrays = self.binding.copy_outputs_to_cpu()
-            return {t.name: a.view(DTYPES["bfloat16"]) if t.dtype == "bfloat16" else a for t, a in zip(self.spec.outputs, arrays)}
-        values = self.binding.get_outputs()
-        return {t.name: _numpy(v, t.dtype) for t, v in zip(self.spec.outputs, values)}
+        arrays = self.binding.copy_outputs_to_cpu()  # host copies, from CPU or device memory alike
+        return {t.name: a.view(DTYPES["bfloat16"]) if t.dtype == "bfloat16" else a for t, a in zip(self.spec.outputs, arrays)}
 
     def profile(self, runs: int) -> list[NodeProfile]:
         self.binding = self.session = None  # profiling is the last use: free the timed session's packed weights
