@@ -160,6 +160,35 @@ def gen(
 
 @app.command()
 @friendly
+def export(
+    out_path: Annotated[Path, typer.Option("--out", help="bundle.tar.gz (or .tgz) for an archive; any other name is a new folder.")],
+    suite: SuiteOpt = None,
+    ops: OpsOpt = None,
+    app_: AppOpt = None,
+    pattern: IdOpt = None,
+    kernels: KernelsOpt = None,
+    precision: PrecisionOpt = "fp32",
+    passes: PassesOpt = None,
+    gemm_form: GemmFormOpt = "gemm",
+    rnn_form: RnnFormOpt = "op",
+    gru_activation: GruActOpt = "tanh",
+    int8_form: Int8FormOpt = None,
+    no_pad: NoPadOpt = False,
+) -> None:
+    """Pack graphs, manifest, checksums and a README into a bundle for another machine (an ARM board)."""
+    from dbench.bundle.export import export_bundle
+    from dbench.gen.build import GenOptions, plan
+
+    selection, selected = _kernels(suite, ops, app_, pattern, kernels, "inference-device")
+    options = GenOptions.from_fields(_gen_fields(precision, passes, gemm_form, rnn_form, gru_activation, int8_form, no_pad), "qdq")
+    exported = export_bundle(plan(selected, selection.suite_tags, options), selection.suite, out_path)
+    out.print(f"{exported.path}: {exported.graphs} graphs + manifest, SHA256SUMS, README.txt; run with: dbench run --graphs {exported.path.name}", highlight=False)
+    for reason, n in exported.skipped.items():
+        out.print(f"[yellow]skipped {n}:[/] {escape(reason)}")
+
+
+@app.command()
+@friendly
 def runtimes() -> None:
     """List every known runtime, whether it is usable here, its version, and why not."""
     from dbench.runtimes.registry import RUNTIMES, status

@@ -1,0 +1,102 @@
+"""Verify a bundle before anything in it runs: every file listed in SHA256SUMS and matching it, a
+manifest this dbench understands naming only files of the bundle, and no graph whose external data
+points anywhere but inside it. `open_graphs` turns a `--graphs` path into a verified folder."""
+
+from __future__ import annotations
+
+import atexit
+import json
+import shutil
+import tempfile
+from pathlib import Path
+
+import onnx
+
+from dbench.bundle.checksums import CHECKSUMS, digest, parse_checksums
+from dbench.bundle.external import external_locations
+from dbench.bundle.members import check_name, read_folder, read_tar
+from dbench.errors import DbenchError
+from dbench.gen.manifest import MANIFEST, check_version
+
+REEXPORT = "copy the bundle again or re-export it with `dbench export`"
+
+
+def _check_checksums(members: dict[str, bytes], where: str) -> None:
+    if CHECKSUMS not in members:
+        raise DbenchError(f"{where} has no {CHECKSUMS}, so it cannot be verified; make bundles with `dbench export`")
+    try:
+        sums = parse_checksums(members[CHECKSUMS].decode("utf-8"))
+    except UnicodeDecodeError:
+        raise DbenchError(f"{where}: {CHECKSUMS} is not text; {REEXPORT}") from None
+    for name in sorted(set(members) - set(sums) - {CHECKSUMS}):
+        raise DbenchError(f"{where}: {name!r} is not listed in {CHECKSUMS} (added after export?); remove it or re-export the bundle")
+    for name in sorted(set(sums) - set(members)):
+        raise DbenchError(f"{where}: {CHECKSUMS} lists {name!r}, which is missing; {REEXPORT}")
+    for name, expected in sorted(sums.items()):
+        check_name(name, f"{where}: {CHECKSUMS}")
+        if digest(members[name]) != expected:
+            raise DbenchError(f"{where}: {name!r} does not match its checksum in {CHECKSUMS} (changed or damaged since export); {REEXPORT}")
+
+
+def _check_manifest(members: dict[str, bytes], where: str) -> None:
+    if MANIFEST not in members:
+        raise DbenchError(f"{where} has no {MANIFEST}; make bundles with `dbench export`")
+    try:
+        data = json.loads(members[MANIFEST])
+        check_version(data.get("manifest_version"), Path(where) / MANIFEST)
+        files = [entry["file"] for entry in data["graphs"]]
+    except (json.JSONDecodeError, UnicodeDecodeError, KeyError, TypeError, AttributeError) as err:
+        raise DbenchError(f"{where}: {MANIFEST} is malformed ({type(err).__name__}: {err}); {REEXPORT}") from None
+    for name in files:
+        if not isinstance(name, str) or name not in members or name in (MANIFEST, CHECKSUMS):
+            raise DbenchError(f"{where}: {MANIFEST} names graph file {name!r}, which is not a graph of the bundle; {REEXPORT}")
+
+
+def _check_graphs(members: dict[str, bytes], where: str) -> None:
+    for name, data in sorted(members.items()):
+        if not name.endswith(".onnx"):
+            continue
+        try:
+            model = onnx.load_model_from_string(data)
+        except Exception as err:  # protobuf's DecodeError and friends
+            raise DbenchError(f"{where}: {name!r} is not a readable ONNX graph ({type(err).__name__}); {REEXPORT}") from None
+        for location in external_locations(model):
+            check_name(location, f"{where}: {name} external data")
+            if location not in members:
+                raise DbenchError(f"{where}: {name!r} reads external data from {location!r}, which is not a file of the bundle; {REEXPORT}")
+
+
+def verify_members(members: dict[str, bytes], where: str) -> None:
+    """Raise a one-line DbenchError unless the members form an intact bundle."""
+    _check_checksums(members, where)
+    _check_manifest(members, where)
+    _check_graphs(members, where)
+
+
+def _unpack(members: dict[str, bytes]) -> Path:
+    """Write verified members to a private folder removed when this process exits."""
+    folder = Path(tempfile.mkdtemp(prefix="dbench-bundle-"))  # mode 0700: nobody else reads or swaps files
+    atexit.register(shutil.rmtree, folder, True)
+    for name, data in members.items():
+        (folder / name).write_bytes(data)
+    return folder
+
+
+def is_bundle(path: Path) -> bool:
+    """A tar archive, or a folder holding SHA256SUMS (a plain `dbench gen` folder has none)."""
+    return path.is_file() or (path / CHECKSUMS).exists() or (path / CHECKSUMS).is_symlink()
+
+
+def open_graphs(path: Path) -> Path:
+    """The folder to run graphs from: a verified bundle (an archive is unpacked into a private
+    temporary folder), or `path` itself when it is a plain graph folder."""
+    if not path.exists():
+        raise DbenchError(f"--graphs {path} does not exist; give a folder made by `dbench gen` or a bundle made by `dbench export`")
+    if not is_bundle(path):
+        return path
+    if path.is_file():
+        members = read_tar(path)
+        verify_members(members, str(path))
+        return _unpack(members)
+    verify_members(read_folder(path), str(path))
+    return path
