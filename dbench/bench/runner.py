@@ -15,7 +15,7 @@ from dbench.errors import DbenchError, UnsupportedError
 from dbench.gen.build import GraphRequest, build
 from dbench.gen.feeds import default_seed
 from dbench.gen.graph import GraphSpec, graph_id
-from dbench.gen.manifest import read_manifest
+from dbench.gen.manifest import Entry
 from dbench.runtimes.base import RuntimeOptions
 from dbench.runtimes.registry import require
 from dbench.store.log import RunLog
@@ -73,16 +73,17 @@ def items_from_requests(requests: Iterable[GraphRequest]) -> list[Item]:
     return items
 
 
-def items_from_folder(folder: Path) -> list[Item]:
-    """The graphs listed in a folder's manifest; each file is read (and checked) only when run."""
+def items_from_folder(path: Path) -> list[Item]:
+    """The graphs of a gen folder or of a bundle (verified first: archive or folder); each graph's
+    bytes are read (and checked against the manifest's hash) only when run."""
+    from dbench.bundle.verify import open_graphs
 
-    def loader(path: Path, digest: str) -> Callable[[], tuple[bytes, str | None]]:
-        def load() -> tuple[bytes, str | None]:
-            return path.read_bytes(), digest
+    entries, read = open_graphs(path)
 
-        return load
+    def loader(entry: Entry) -> Callable[[], tuple[bytes, str | None]]:
+        return lambda: (read(entry), entry.sha256)
 
-    return [Item(e.spec, loader(folder / e.file, e.sha256)) for e in read_manifest(folder)]
+    return [Item(e.spec, loader(e)) for e in entries]
 
 
 def weights_for(spec: GraphSpec, mode: str) -> str:

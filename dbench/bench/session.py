@@ -71,14 +71,11 @@ class RunRequest:
 
 
 def _folder_items(request: RunRequest) -> list[Item]:
-    """A gen folder's (or a verified bundle's) graphs, filtered by the same selectors as the catalog
-    (suite only if given)."""
+    """A gen folder's graphs, filtered by the same selectors as the catalog (suite only if given)."""
     from dbench.catalog.select import Selection
 
-    from dbench.bundle.verify import open_graphs
-
     selection = Selection(request.suite or "all", request.ops, request.apps, request.pattern)
-    return [item for item in items_from_folder(open_graphs(Path(request.graphs)))
+    return [item for item in items_from_folder(Path(request.graphs))
             if selection.admits(item.spec.kernel_id, item.spec.family, item.spec.op, item.spec.suites, item.spec.apps)]
 
 

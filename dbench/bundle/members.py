@@ -77,7 +77,8 @@ def read_tar(path: Path) -> dict[str, bytes]:
                     raise DbenchError(f"{where}: member {member.name!r} is truncated; copy the bundle again")
                 members[member.name] = data
     except (tarfile.TarError, EOFError, OSError, ValueError) as err:  # FilterError is a TarError
-        raise DbenchError(f"{where} is not a readable bundle ({type(err).__name__}: {err}); copy it again or re-export it with `dbench export`") from None
+        reason = str(err).splitlines()[0].rstrip(":") if str(err) else type(err).__name__
+        raise DbenchError(f"{where} is not a readable bundle ({reason}); copy it again or re-export it with `dbench export`") from None
     return members
 
 

@@ -1,14 +1,12 @@
 """Verify a bundle before anything in it runs: every file listed in SHA256SUMS and matching it, a
 manifest this dbench understands naming only files of the bundle, and no graph whose external data
-points anywhere but inside it. `open_graphs` turns a `--graphs` path into a verified folder."""
+points anywhere but inside it. `open_graphs` turns a `--graphs` path into verified graphs."""
 
 from __future__ import annotations
 
-import atexit
 import json
-import shutil
-import tempfile
 from pathlib import Path
+from typing import Callable
 
 import onnx
 
@@ -16,7 +14,7 @@ from dbench.bundle.checksums import CHECKSUMS, digest, parse_checksums
 from dbench.bundle.external import external_locations
 from dbench.bundle.members import check_name, read_folder, read_tar
 from dbench.errors import DbenchError
-from dbench.gen.manifest import MANIFEST, check_version
+from dbench.gen.manifest import MANIFEST, Entry, check_version, parse_manifest, read_manifest
 
 REEXPORT = "copy the bundle again or re-export it with `dbench export`"
 
@@ -73,30 +71,19 @@ def verify_members(members: dict[str, bytes], where: str) -> None:
     _check_graphs(members, where)
 
 
-def _unpack(members: dict[str, bytes]) -> Path:
-    """Write verified members to a private folder removed when this process exits."""
-    folder = Path(tempfile.mkdtemp(prefix="dbench-bundle-"))  # mode 0700: nobody else reads or swaps files
-    atexit.register(shutil.rmtree, folder, True)
-    for name, data in members.items():
-        (folder / name).write_bytes(data)
-    return folder
-
-
 def is_bundle(path: Path) -> bool:
     """A tar archive, or a folder holding SHA256SUMS (a plain `dbench gen` folder has none)."""
     return path.is_file() or (path / CHECKSUMS).exists() or (path / CHECKSUMS).is_symlink()
 
 
-def open_graphs(path: Path) -> Path:
-    """The folder to run graphs from: a verified bundle (an archive is unpacked into a private
-    temporary folder), or `path` itself when it is a plain graph folder."""
+def open_graphs(path: Path) -> tuple[list[Entry], Callable[[Entry], bytes]]:
+    """A `--graphs` path's manifest entries and how to read an entry's graph. A bundle (archive or
+    folder) is read into memory and verified whole first, so nothing of it is unpacked anywhere and
+    what runs is what was checked; a plain graph folder is confined to itself by its manifest reader."""
     if not path.exists():
         raise DbenchError(f"--graphs {path} does not exist; give a folder made by `dbench gen` or a bundle made by `dbench export`")
     if not is_bundle(path):
-        return path
-    if path.is_file():
-        members = read_tar(path)
-        verify_members(members, str(path))
-        return _unpack(members)
-    verify_members(read_folder(path), str(path))
-    return path
+        return read_manifest(path), lambda entry: (path / entry.file).read_bytes()
+    members = read_tar(path) if path.is_file() else read_folder(path)
+    verify_members(members, str(path))
+    return parse_manifest(members[MANIFEST], path / MANIFEST), lambda entry: members[entry.file]

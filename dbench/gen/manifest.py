@@ -52,19 +52,25 @@ def check_version(version: Any, where: Path) -> None:
                           f"upgrade dbench on this machine (pip install -U dbench) or export with the same dbench version")
 
 
+def parse_manifest(text: str | bytes, path: Path) -> list[Entry]:
+    """The entries of a manifest's text (read from `path`, named in errors), or a clear error when it
+    is malformed or newer than this dbench."""
+    try:
+        data = json.loads(text)
+        check_version(data.get("manifest_version"), path)
+        return [Entry(GraphSpec.from_dict({k: v for k, v in e.items() if k not in ("file", "sha256")}), e["file"], e["sha256"])
+                for e in data["graphs"]]
+    except (json.JSONDecodeError, UnicodeDecodeError, KeyError, TypeError, AttributeError, ValueError) as err:
+        raise DbenchError(f"{path} is malformed ({type(err).__name__}: {err}); regenerate it with `dbench gen --force`") from None
+
+
 def read_manifest(folder: Path) -> list[Entry]:
     """The entries of `folder/manifest.json`, or a clear error when it is missing, malformed, newer
     than this dbench, or names a file outside the folder."""
     path = folder / MANIFEST
     if not path.is_file():
         raise DbenchError(f"no {MANIFEST} in {folder}; generate the graphs with `dbench gen --out {folder.parent}` or point --graphs at a folder made by dbench gen")
-    try:
-        data = json.loads(path.read_text())
-        check_version(data.get("manifest_version"), path)
-        entries = [Entry(GraphSpec.from_dict({k: v for k, v in e.items() if k not in ("file", "sha256")}), e["file"], e["sha256"])
-                   for e in data["graphs"]]
-    except (json.JSONDecodeError, UnicodeDecodeError, KeyError, TypeError, AttributeError, ValueError) as err:
-        raise DbenchError(f"{path} is malformed ({type(err).__name__}: {err}); regenerate it with `dbench gen --force`") from None
+    entries = parse_manifest(path.read_bytes(), path)
     for entry in entries:
         confined_file(folder, entry.file)
     return entries

@@ -179,8 +179,13 @@ class OrtRuntime(Runtime):
             return installed, reason
         providers = _ort().get_available_providers()
         if cls.provider not in providers:
-            return False, f"{cls.provider} is not in this onnxruntime build ({', '.join(providers)}): pip install 'dbench[{cls.extra}]' in its own environment"
+            return False, f"{cls.provider} is not in this onnxruntime build ({', '.join(providers)}): {cls.missing_provider()}"
         return True, ""
+
+    @classmethod
+    def missing_provider(cls) -> str:
+        """How to get this adapter's execution provider when the installed build lacks it."""
+        return f"pip install 'dbench[{cls.extra}]' in its own environment"
 
     @property
     def io_device(self) -> tuple[str, int]:

@@ -14,6 +14,8 @@ RUNTIMES: dict[str, str] = {
     "ort-cuda": "dbench.runtimes.onnxruntime:OrtCuda",
     "ort-trt": "dbench.runtimes.onnxruntime:OrtTensorrt",
     "openvino": "dbench.runtimes.openvino:OpenVino",
+    "ort-xnnpack": "dbench.runtimes.onnxruntime_arm:OrtXnnpack",
+    "ort-acl": "dbench.runtimes.onnxruntime_arm:OrtAcl",
 }
 
 

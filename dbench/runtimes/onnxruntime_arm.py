@@ -1,0 +1,42 @@
+"""ONNX Runtime's ARM execution providers, XNNPACK and the Arm Compute Library: the CPU adapter with
+another provider, usable only where the installed onnxruntime build has it (PyPI's wheels have
+neither, on x86 or aarch64), with a message naming what provides it."""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from dbench.runtimes.onnxruntime import OrtCpu
+
+
+class OrtArmProvider(OrtCpu):
+    """ORT with an execution provider that only some builds hold; nodes it lacks fall back to CPU."""
+
+    provided_by: ClassVar[str]
+    """What provides the execution provider when the installed build lacks it."""
+
+    @classmethod
+    def missing_provider(cls) -> str:
+        return cls.provided_by
+
+
+class OrtXnnpack(OrtArmProvider):
+    """ONNX Runtime, XnnpackExecutionProvider (NEON kernels for fp32/fp16 on ARM)."""
+
+    name: ClassVar[str] = "ort-xnnpack"
+    provider: ClassVar[str] = "XnnpackExecutionProvider"
+    provided_by: ClassVar[str] = ("onnxruntime's PyPI wheels do not include the XNNPACK EP: build onnxruntime with --use_xnnpack "
+                                  "(or install a build that has it)")
+
+    def provider_options(self) -> dict[str, str]:
+        # XNNPACK runs its own thread pool; the session's intra-op pool should then stay small.
+        return {"intra_op_num_threads": str(self.options.thread_count), **self.options.extra}
+
+
+class OrtAcl(OrtArmProvider):
+    """ONNX Runtime, ACLExecutionProvider (Arm Compute Library kernels)."""
+
+    name: ClassVar[str] = "ort-acl"
+    provider: ClassVar[str] = "ACLExecutionProvider"
+    provided_by: ClassVar[str] = ("onnxruntime's PyPI wheels for aarch64 do not include the ACL EP: build onnxruntime with --use_acl "
+                                  "(or install a build that has it)")
