@@ -227,6 +227,7 @@ def run(
     no_verify: Annotated[bool, typer.Option("--no-verify", help="Skip the comparison with the numpy reference.")] = False,
     profile_runs: Annotated[int, typer.Option("--profile-runs", help="Runs of the untimed per-node profiling pass (0 = none).")] = 10,
     timeout: Annotated[float, typer.Option("--timeout", help="Seconds one graph may take before its worker is killed.")] = 300.0,
+    cpus: Annotated[Optional[str], typer.Option("--cpus", help="Pin the worker to these CPUs, e.g. 4-7 (a board's big cluster); default threads = their count.")] = None,
     memory_limit: Annotated[Optional[float], typer.Option("--memory-limit", help="Address-space limit of the worker in GiB (out-of-memory becomes an `oom` row).")] = None,
     out_dir: Annotated[Path, typer.Option("--out", help="Results folder; the run goes to <out>/<machine>/<run-id>.jsonl.")] = Path("results"),
     resume: Annotated[Optional[str], typer.Option("--resume", help="Complete an interrupted run by its id; other selection options are taken from it.")] = None,
@@ -241,7 +242,7 @@ def run(
         runtime=runtime, device=device, threads=threads, weights=weights, graph_optimization=graph_opt,
         allow_runtime_precision=allow_runtime_precision, extra=_pairs(option), quick=quick, min_time=min_time,
         max_time=max_time, warmup=warmup, verify=not no_verify, profile_runs=profile_runs, timeout=timeout,
-        memory_limit=int(memory_limit * 2**30) if memory_limit else None,
+        memory_limit=int(memory_limit * 2**30) if memory_limit else None, cpus=cpus,
     )
     run_session(request, out_dir, resume, out, err)
 

@@ -26,16 +26,17 @@ class Worker:
     """One persistent worker process: `python -m dbench.bench.worker` on a socketpair, so it starts
     clean of the parent's state and never re-imports the caller's main module."""
 
-    def __init__(self, memory_limit: int | None = None) -> None:
+    def __init__(self, memory_limit: int | None = None, cpus: tuple[int, ...] | None = None) -> None:
         self.memory_limit = memory_limit
+        self.cpus = cpus
         self.process = None
         self.connection = None
 
     def _start(self) -> None:
         parent, child = socket.socketpair()
-        command = [sys.executable, "-m", "dbench.bench.worker", str(child.fileno())]
-        if self.memory_limit:
-            command.append(str(self.memory_limit))
+        command = [sys.executable, "-m", "dbench.bench.worker", str(child.fileno()), str(self.memory_limit or 0)]
+        if self.cpus:
+            command.append(",".join(map(str, self.cpus)))
         self.process = subprocess.Popen(command, pass_fds=[child.fileno()], stdin=subprocess.DEVNULL)
         child.close()
         self.connection = Connection(parent.detach())

@@ -35,6 +35,8 @@ class RunConfig:
     profile_runs: int = 10
     timeout: float = 300.0
     memory_limit: int | None = None
+    cpus: tuple[int, ...] | None = None
+    """CPUs the worker is pinned to (None: wherever the parent may run)."""
 
 
 @dataclass(frozen=True)
@@ -131,7 +133,7 @@ class Runner:
         """Run every item whose graph id is not in `done`; `on_row(item, None)` is called when an
         item starts and `on_row(item, row)` when its row is logged."""
         rows = []
-        worker = Worker(self.config.memory_limit)
+        worker = Worker(self.config.memory_limit, self.config.cpus)
         seq = len(done)
         try:
             for item in items:

@@ -14,6 +14,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
 from dbench.bench.runner import Item, RunConfig, Runner, items_from_folder, items_from_requests
+from dbench.affinity import parse_cpus
 from dbench.bench.timing import QUICK, TimingConfig
 from dbench.errors import UsageError
 from dbench.runtimes.base import WEIGHT_MODES, RuntimeOptions
@@ -51,6 +52,7 @@ class RunRequest:
     profile_runs: int = 10
     timeout: float = 300.0
     memory_limit: int | None = None
+    cpus: str | None = None
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "RunRequest":
@@ -67,7 +69,7 @@ class RunRequest:
         options = RuntimeOptions(threads=self.threads, device=self.device, graph_optimization=self.graph_optimization,
                                  allow_runtime_precision=self.allow_runtime_precision, extra=dict(self.extra))
         return RunConfig(self.runtime, options, self.timing(), self.weights, self.verify, self.profile_runs,
-                         self.timeout, self.memory_limit)
+                         self.timeout, self.memory_limit, parse_cpus(self.cpus) if self.cpus else None)
 
 
 def _folder_items(request: RunRequest) -> list[Item]:

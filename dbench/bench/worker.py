@@ -191,10 +191,15 @@ def execute(job: Job) -> Outcome:
     return outcome
 
 
-def serve(connection, memory_limit: int | None = None) -> None:
+def serve(connection, memory_limit: int | None = None, cpus: tuple[int, ...] | None = None) -> None:
     """Worker main loop: receive Jobs, send Outcomes, until the parent closes the pipe.
-    SIGINT is ignored so that Ctrl-C is handled once, by the parent."""
+    SIGINT is ignored so that Ctrl-C is handled once, by the parent. `cpus` pins this process
+    before any runtime starts its threads."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    if cpus:
+        from dbench.affinity import pin
+
+        pin(cpus)
     if memory_limit:
         import resource
 
@@ -218,4 +223,6 @@ if __name__ == "__main__":
     import sys
     from multiprocessing.connection import Connection
 
-    serve(Connection(int(sys.argv[1])), int(sys.argv[2]) if len(sys.argv) > 2 else None)
+    limit = int(sys.argv[2]) if len(sys.argv) > 2 else 0
+    pinned = tuple(int(cpu) for cpu in sys.argv[3].split(",")) if len(sys.argv) > 3 else None
+    serve(Connection(int(sys.argv[1])), limit or None, pinned)

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
-import os
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Mapping
@@ -13,6 +12,7 @@ from typing import Any, ClassVar, Mapping
 import numpy as np
 import onnx
 
+from dbench.affinity import available_cpus, format_cpus
 from dbench.gen.graph import GraphSpec
 
 WEIGHT_MODES = ("const", "input")
@@ -37,7 +37,8 @@ class RuntimeOptions:
 
     @property
     def thread_count(self) -> int:
-        return self.threads or os.cpu_count() or 1
+        """The threads asked for, else one per CPU this process may run on (its pinned CPUs)."""
+        return self.threads or len(available_cpus())
 
 
 @dataclass(frozen=True)
@@ -117,4 +118,4 @@ class Runtime(ABC):
 
     def describe(self) -> dict[str, Any]:
         """The runtime settings actually in force (provider/session options, threads, device)."""
-        return {"threads": self.options.thread_count, "weights": self.options.weights}
+        return {"threads": self.options.thread_count, "weights": self.options.weights, "cpus": format_cpus(available_cpus())}

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import dbench
+from dbench.store.board import board_metadata
 
 PACKAGES = (
     "numpy", "onnx", "onnxruntime", "onnxruntime-gpu", "openvino", "tensorrt", "mpi4py", "mpich",
@@ -97,5 +98,6 @@ def host_metadata() -> dict[str, Any]:
         "packages": package_versions(),
         "dbench_version": dbench.__version__,
         "git_commit": _git_commit(),
+        "board": board_metadata(),
         "env": {k: v for k, v in sorted(os.environ.items()) if THREAD_ENV.match(k)},
     }
