@@ -134,3 +134,22 @@ def test_bad_cpus_is_one_line_before_any_file(tmp_path):
                                       "--out", str(results)])
     assert result.exit_code == 2 and "not available here" in result.output and "Traceback" not in result.output
     assert len(result.output.strip().splitlines()) == 1 and not results.exists()
+
+
+@pytest.mark.slow
+def test_run_without_pyarrow_writes_csv_and_says_why_no_parquet(tmp_path, monkeypatch):
+    """A light board install has no pyarrow (nor pandas): the run still ends with its .jsonl and .csv."""
+    import csv
+    import sys
+
+    monkeypatch.setitem(sys.modules, "pyarrow", None)  # `import pyarrow` raises ImportError, as where it is absent
+    monkeypatch.setitem(sys.modules, "pandas", None)
+    results = tmp_path / "results"
+    result = CliRunner().invoke(app, ["run", "--suite", "inference-device", "--ops", "gemm", "--id", "gemm_m128_n1_k1024_*",
+                                      "--quick", "--profile-runs", "0", "--out", str(results)])
+    assert result.exit_code == 0, result.output
+    assert "Parquet not written: pyarrow is not installed" in result.output
+    log = next(results.rglob("*.jsonl"))
+    assert not log.with_suffix(".parquet").exists()
+    (row,) = csv.DictReader(log.with_suffix(".csv").open())
+    assert row["status"] == "ok" and row["runtime_options.cpus"] and row["params.m"] == "128"

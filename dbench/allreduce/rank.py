@@ -141,14 +141,16 @@ def report(log: Any, results: list[Result], library: str, crowded: bool = False)
     `crowded`: more ranks than cores on this host, which inflates times (ranks busy-wait)."""
     from dbench.store.export import export_run
 
-    parquet, csv = export_run(log)
+    written, note = export_run(log)
     out = console()
     out.print(results_table(results, library))
     out.print(best_table(results))
     if crowded:
         out.print("[yellow]note:[/] more ranks than cores on this host: ranks busy-wait for messages, so times "
                   "include waiting for the OS scheduler", highlight=False)
-    out.print(f"results: {log.path} (+ {parquet.suffix}, {csv.suffix})", highlight=False)
+    out.print(f"results: {log.path} (+ {', '.join(p.suffix for p in written)})", highlight=False)
+    if note:
+        out.print(f"note: {note}", highlight=False)
     bad = [r for r in results if r.status != "ok"]
     if not bad:
         return None

@@ -136,7 +136,7 @@ def run_session(request: RunRequest, out_dir: Path, resume: str | None, out: Con
 
         rows = runner.run(items, done, on_row)
     all_rows = log.rows()
-    parquet, csv = export_run(log)
+    written, note = export_run(log)
     out.print(results_table(all_rows, f"{run_id} · {request.runtime} · {header['host']['cpu_model']}"))
     speedups = sparse_speedups(all_rows)
     if speedups:
@@ -144,5 +144,7 @@ def run_session(request: RunRequest, out_dir: Path, resume: str | None, out: Con
     counts: dict[str, int] = {}
     for row in all_rows:
         counts[row["status"]] = counts.get(row["status"], 0) + 1
-    out.print(", ".join(f"{n} {s}" for s, n in sorted(counts.items())) + f" · log {log.path} · {parquet.name}, {csv.name}", highlight=False)
+    out.print(", ".join(f"{n} {s}" for s, n in sorted(counts.items())) + f" · log {log.path} · {', '.join(p.name for p in written)}", highlight=False)
+    if note:
+        err.print(f"note: {note}", highlight=False)
     return rows

@@ -1,29 +1,67 @@
-"""A finished run as Parquet and CSV beside its JSONL log (nested fields flattened to columns)."""
+"""A finished run as CSV (always) and Parquet (where pyarrow is installed) beside its JSONL log, nested
+fields flattened to dotted columns. Neither pandas nor pyarrow is needed on a board: CSV is written
+with the standard library, and Parquet is skipped there with a one-line note."""
 
 from __future__ import annotations
 
+import csv
 import json
 from pathlib import Path
-
-import pandas as pd
+from typing import Any
 
 from dbench.store.derived import with_derived
 from dbench.store.log import RunLog
 
-
-def rows_frame(rows: list[dict]) -> pd.DataFrame:
-    """Rows as a flat table: nested dicts become dotted columns, lists become JSON strings."""
-    frame = pd.json_normalize(rows, sep=".")
-    for column in frame.columns:
-        if frame[column].map(lambda v: isinstance(v, (list, dict))).any():
-            frame[column] = frame[column].map(lambda v: json.dumps(v, default=str) if isinstance(v, (list, dict)) else v)
-    return frame
+PARQUET_SKIPPED = "Parquet not written: pyarrow is not installed (pip install 'dbench[parquet]'); the .jsonl and .csv hold every row"
 
 
-def export_run(log: RunLog) -> tuple[Path, Path]:
-    """Write `<run>.parquet` and `<run>.csv` (with derived columns); returns their paths."""
-    frame = rows_frame(with_derived(log.rows()))
-    parquet, csv = log.path.with_suffix(".parquet"), log.path.with_suffix(".csv")
-    frame.to_parquet(parquet, index=False)
-    frame.to_csv(csv, index=False)
-    return parquet, csv
+def flat_row(row: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    """Nested dicts become dotted columns (`runtime_options.threads`; an empty one, none), lists
+    become JSON strings: the columns pandas.json_normalize made before."""
+    flat: dict[str, Any] = {}
+    for key, value in row.items():
+        name = f"{prefix}{key}"
+        if isinstance(value, dict):
+            flat.update(flat_row(value, name + "."))
+        elif isinstance(value, list):
+            flat[name] = json.dumps(value, default=str)
+        else:
+            flat[name] = value
+    return flat
+
+
+def columns_of(rows: list[dict[str, Any]]) -> dict[str, list[Any]]:
+    """Flat rows as columns: every column any row has, in order of first appearance (None where absent)."""
+    names: dict[str, None] = {}
+    for row in rows:
+        names.update(dict.fromkeys(row))
+    return {name: [row.get(name) for row in rows] for name in names}
+
+
+def write_csv(columns: dict[str, list[Any]], path: Path) -> None:
+    with open(path, "w", newline="") as fh:
+        writer = csv.writer(fh)
+        writer.writerow(columns)
+        writer.writerows(zip(*columns.values()))
+
+
+def write_parquet(columns: dict[str, list[Any]], path: Path) -> bool:
+    """Write the columns as Parquet; False (nothing written) where pyarrow is not installed."""
+    try:
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+    except ImportError:
+        return False
+    pq.write_table(pa.table(columns), path)
+    return True
+
+
+def export_run(log: RunLog) -> tuple[list[Path], str]:
+    """Write `<run>.csv` and, with pyarrow, `<run>.parquet` (derived columns included); returns the
+    files written and a note ("" or why Parquet was skipped)."""
+    columns = columns_of([flat_row(row) for row in with_derived(log.rows())])
+    csv_path, parquet = log.path.with_suffix(".csv"), log.path.with_suffix(".parquet")
+    write_csv(columns, csv_path)
+    if not write_parquet(columns, parquet):
+        return [csv_path], PARQUET_SKIPPED
+    return [parquet, csv_path], ""
