@@ -150,7 +150,7 @@ def report(log: Any, results: list[Result], library: str, crowded: bool = False)
                   "include waiting for the OS scheduler", highlight=False)
     out.print(f"results: {log.path} (+ {', '.join(p.suffix for p in written)})", highlight=False)
     if note:
-        out.print(f"note: {note}", highlight=False)
+        out.print(f"note: {note}", highlight=False, markup=False)
     bad = [r for r in results if r.status != "ok"]
     if not bad:
         return None

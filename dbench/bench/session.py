@@ -146,5 +146,5 @@ def run_session(request: RunRequest, out_dir: Path, resume: str | None, out: Con
         counts[row["status"]] = counts.get(row["status"], 0) + 1
     out.print(", ".join(f"{n} {s}" for s, n in sorted(counts.items())) + f" · log {log.path} · {', '.join(p.name for p in written)}", highlight=False)
     if note:
-        err.print(f"note: {note}", highlight=False)
+        err.print(f"note: {note}", highlight=False, markup=False)
     return rows
