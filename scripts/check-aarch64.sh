@@ -115,9 +115,10 @@ if board -m dbench run --graphs "$CACHE/tampered" --quick --out "$CACHE/board-re
 fi
 say "refused: $(grep 'error:' "$CACHE/tampered.err")"
 for runtime in ort-cpu openvino; do
-    say "board run: $runtime (emulated: slow, and its timings mean nothing)"
+    # One thread: under qemu-user, runtime threads that spin-wait for each other crawl (minutes per graph).
+    say "board run: $runtime, 1 thread (emulated: slow, and its timings mean nothing)"
     board -m dbench run --graphs "$CACHE/bundle.tar.gz" \
-        --runtime "$runtime" --quick --profile-runs 2 --timeout 900 --out "$CACHE/board-results" >/dev/null
+        --runtime "$runtime" --threads 1 --quick --profile-runs 2 --timeout 900 --out "$CACHE/board-results" >/dev/null
 done
 
 # 5. Home again: the board's runs beside the server's, compared kernel by kernel, and checked.
