@@ -8,6 +8,7 @@ import json
 import sys
 from pathlib import Path
 
+import numpy as np
 import onnx
 import pytest
 from typer.testing import CliRunner
@@ -318,3 +319,24 @@ def test_dbench_run_with_an_unknown_device_is_one_line(tmp_path):
                                       "--quick", "--out", str(tmp_path / "res")])
     assert result.exit_code == 1
     assert "device 'GPU' is not available here; devices OpenVINO sees: CPU" in result.output and "Traceback" not in result.output
+
+
+def test_graph_input_nothing_reads_is_fed_to_openvino_without_error(seed):
+    """OpenVINO removes a graph input no node reads; binding every feed by name used to fail with
+    "Port for tensor name ... was not found" (a T = 1 GRU backward graph, or a user's graph)."""
+    from onnx import helper
+
+    from dbench.gen.graph import GraphSpec, TensorSpec, make_model
+
+    a = TensorSpec("A", (3, 4), "float32", "activation")
+    unused = TensorSpec("U", (2,), "float32", "activation")
+    y = TensorSpec("Y", (3, 4), "float32", "activation")
+    model = make_model("relu", [helper.make_node("Relu", ["A"], ["Y"])], [a, unused], [y])
+    spec = GraphSpec(id="relu.fwd.op.fp32", kernel_id="relu", family="test", op="relu", params={}, suites=(), apps=(),
+                     pass_name="fwd", form="op", precision="fp32", flops=0, flops_executed=0, inputs=(a, unused),
+                     outputs=(y,), seed=seed)
+    feeds = make_feeds(spec, seed)
+    session = OpenVino(RuntimeOptions()).prepare(model, spec, {})
+    session.bind(feeds)
+    session.run()
+    np.testing.assert_array_equal(session.outputs()["Y"], np.maximum(feeds["A"], 0))
