@@ -7,6 +7,7 @@ from datetime import datetime, timezone
 from typing import Any
 
 from dbench.gen.graph import GraphSpec
+from dbench.store.invariants import violations
 
 STATUSES = ("ok", "unsupported", "mismatch", "failed", "crashed", "timeout", "oom")
 STAT_FIELDS = ("median_us", "p10_us", "p90_us", "p99_us", "min_us", "mean_us", "std_us", "cv", "samples",
@@ -89,4 +90,5 @@ def make_row(run_id: str, seq: int, spec: GraphSpec, runtime: dict[str, Any], ou
         "profile_s": outcome.get("profile_s"),
         "finished_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
     }
+    row["invariant_violations"] = violations(row)
     return row
