@@ -9,9 +9,11 @@ import json
 from pathlib import Path
 from typing import Any
 
+from dbench.errors import DbenchError
 from dbench.store.derived import with_derived
-from dbench.store.log import RunLog
+from dbench.store.log import RunLog, resume_command
 
+INT64_LIMIT = 2**63
 PARQUET_SKIPPED = "Parquet not written: pyarrow is not installed (pip install 'dbench[parquet]'); the .jsonl and .csv hold every row"
 
 
@@ -31,11 +33,17 @@ def flat_row(row: dict[str, Any], prefix: str = "") -> dict[str, Any]:
 
 
 def columns_of(rows: list[dict[str, Any]]) -> dict[str, list[Any]]:
-    """Flat rows as columns: every column any row has, in order of first appearance (None where absent)."""
+    """Flat rows as columns: every column any row has, in order of first appearance (None where
+    absent). A column holding an integer beyond int64 (FLOP counts of huge user kernels) becomes
+    floats, which Parquet can store."""
     names: dict[str, None] = {}
     for row in rows:
         names.update(dict.fromkeys(row))
-    return {name: [row.get(name) for row in rows] for name in names}
+    columns = {name: [row.get(name) for row in rows] for name in names}
+    for name, values in columns.items():
+        if any(isinstance(v, int) and not isinstance(v, bool) and not -INT64_LIMIT <= v < INT64_LIMIT for v in values):
+            columns[name] = [float(v) if isinstance(v, int) and not isinstance(v, bool) else v for v in values]
+    return columns
 
 
 def write_csv(columns: dict[str, list[Any]], path: Path) -> None:
@@ -58,10 +66,15 @@ def write_parquet(columns: dict[str, list[Any]], path: Path) -> bool:
 
 def export_run(log: RunLog) -> tuple[list[Path], str]:
     """Write `<run>.csv` and, with pyarrow, `<run>.parquet` (derived columns included); returns the
-    files written and a note ("" or why Parquet was skipped)."""
+    files written and a note ("" or why Parquet was skipped). A write failure is one line naming
+    the file and the command that exports the run again."""
     columns = columns_of([flat_row(row) for row in with_derived(log.rows())])
     csv_path, parquet = log.path.with_suffix(".csv"), log.path.with_suffix(".parquet")
-    write_csv(columns, csv_path)
-    if not write_parquet(columns, parquet):
-        return [csv_path], PARQUET_SKIPPED
+    try:
+        write_csv(columns, csv_path)
+        if not write_parquet(columns, parquet):
+            return [csv_path], PARQUET_SKIPPED
+    except OSError as err:
+        raise DbenchError(f"cannot write {err.filename or log.path.parent}: {err.strerror}; every row is in {log.path}, "
+                          f"export it again with: {resume_command(log.path)}") from None
     return [parquet, csv_path], ""
