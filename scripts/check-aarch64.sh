@@ -10,7 +10,7 @@
 # EMULATED TIMINGS MEAN NOTHING: qemu translates every instruction. What this proves is correctness
 # (every row verified against numpy), the workflow, the light install and the board metadata.
 #
-# Usage: scripts/check-aarch64.sh            (env: HOST_PYTHON, OPS, SUITE, DBENCH_AARCH64_CACHE)
+# Usage: scripts/check-aarch64.sh            (env: HOST_PYTHON, OPS, IDS, SUITE, DBENCH_AARCH64_CACHE)
 # Needs: mmdebstrap qemu-user-static proot (apt-get install mmdebstrap qemu-user-static proot), network
 # for the first run. Downloads are cached under .cache/aarch64/ (git-ignored). Exit 0 when every
 # board row is ok and the tampered bundle was refused; 3 when a tool is missing.
@@ -19,7 +19,9 @@ set -euo pipefail
 REPO=$(cd "$(dirname "$0")/.." && pwd)
 CACHE=${DBENCH_AARCH64_CACHE:-$REPO/.cache/aarch64}
 HOST_PYTHON=${HOST_PYTHON:-python3}
-OPS=${OPS:-gemm}
+# The device suite's GEMV and RNN kernels with batch 1 (9 graphs): emulated, the big GEMMs take minutes each.
+OPS=${OPS:-gemm,rnn}
+IDS=${IDS:-*_n1_*}
 SUITE=${SUITE:-bookworm}
 ROOT=$CACHE/root
 START=$(date +%s)
@@ -101,8 +103,8 @@ say "light install, dbench[board] + onnxruntime for aarch64: $(du -sh "$CACHE/si
 
 # 3. A bundle exported here, a tampered copy, and the server's run of the same bundle.
 rm -rf "$CACHE/bundle.tar.gz" "$CACHE/tampered" "$CACHE/results" "$CACHE/board-results"
-dbench export --suite inference-device --ops "$OPS" --out "$CACHE/bundle.tar.gz"
-dbench export --suite inference-device --ops "$OPS" --out "$CACHE/tampered" >/dev/null
+dbench export --suite inference-device --ops "$OPS" --id "$IDS" --out "$CACHE/bundle.tar.gz"
+dbench export --suite inference-device --ops "$OPS" --id "$IDS" --out "$CACHE/tampered" >/dev/null
 graph=$(ls "$CACHE"/tampered/*.onnx | head -1) && printf '\0' >> "$graph"
 say "server run (this x86 machine, ort-cpu)"
 dbench run --graphs "$CACHE/bundle.tar.gz" --runtime ort-cpu --quick --out "$CACHE/results" >/dev/null
