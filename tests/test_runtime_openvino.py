@@ -43,7 +43,7 @@ def execute(graph: Graph, seed: int, weights: str = "const", **options) -> tuple
     """Prepare, bind, run, verify against the family's reference, and profile, as the worker does."""
     feeds = make_feeds(graph.spec, seed)
     constants, per_call = split_feeds(graph.spec, feeds, weights)
-    runtime = OpenVino(RuntimeOptions(threads=1, weights=weights, **options))
+    runtime = OpenVino(RuntimeOptions(threads=1, **options))
     session = runtime.prepare(graph.model, graph.spec, constants)
     session.bind(per_call)
     session.run()
@@ -238,12 +238,12 @@ def test_graph_openvino_cannot_compile_is_unsupported_with_its_message():
     model.CopyFrom(graph.model)
     model.graph.node[0].op_type = "NoSuchOp"
     with pytest.raises(UnsupportedError, match="OpenVINO cannot compile this graph on CPU: .*NoSuchOp"):
-        OpenVino(RuntimeOptions(weights="input")).prepare(model, graph.spec, {})
+        OpenVino(RuntimeOptions()).prepare(model, graph.spec, {})
 
 
 def test_precision_hint_option_needs_allow_runtime_precision():
     with pytest.raises(UsageError, match="--allow-runtime-precision"):
-        OpenVino(RuntimeOptions(extra={"INFERENCE_PRECISION_HINT": "bf16"})).describe()
+        OpenVino.validate(RuntimeOptions(extra={"INFERENCE_PRECISION_HINT": "bf16"}))
 
 
 def test_missing_openvino_names_the_extra(monkeypatch, tmp_path):

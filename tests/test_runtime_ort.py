@@ -26,7 +26,7 @@ def test_fp32_conv_runs_verifies_and_profiles(weights, seed):
     graph = conv.build(KERNEL, "fp32", "fwd")
     feeds = make_feeds(graph.spec, seed)
     constants, per_call = split_feeds(graph.spec, feeds, weights)
-    session = OrtCpu(RuntimeOptions(threads=1, weights=weights)).prepare(graph.model, graph.spec, constants)
+    session = OrtCpu(RuntimeOptions(threads=1)).prepare(graph.model, graph.spec, constants)
     session.bind(per_call)
     session.run()
     out = session.outputs()["Y"]
@@ -101,7 +101,7 @@ def test_profile_drops_the_cold_first_run():
 def test_fp16_on_cpu_reports_the_fp32_it_really_ran(seed):
     """ORT CPU has no fp16 Conv: it inserts Casts and runs fp32. The profile must say so."""
     graph = conv.build(KERNEL, "fp16", "fwd")
-    session = OrtCpu(RuntimeOptions(weights="input")).prepare(graph.model, graph.spec, {})
+    session = OrtCpu(RuntimeOptions()).prepare(graph.model, graph.spec, {})
     session.bind(make_feeds(graph.spec, seed))
     session.run()
     nodes = [vars(n) for n in session.profile(2)]
@@ -112,16 +112,22 @@ def test_fp16_on_cpu_reports_the_fp32_it_really_ran(seed):
 def test_bf16_is_unsupported_with_the_runtime_message():
     graph = gemm.build(GemmKernel(m=4, n=4, k=4, a_t=False, b_t=False), "bf16", "fwd", "gemm")
     with pytest.raises(UnsupportedError, match="NOT_IMPLEMENTED"):
-        OrtCpu(RuntimeOptions(weights="input")).prepare(graph.model, graph.spec, {})
+        OrtCpu(RuntimeOptions()).prepare(graph.model, graph.spec, {})
 
 
-def test_registry_lists_every_runtime_without_importing_unavailable_ones():
-    assert {"ort-cpu", "ort-cuda", "ort-trt"} <= set(RUNTIMES)
-    cpu = status("ort-cpu")
-    assert cpu.available and cpu.version
-    cuda = status("ort-cuda")
-    assert not cuda.available and "dbench[gpu]" in cuda.reason
-    assert runtime_class("ort-cpu").int8_form in ("qlinear", "qdq", "integer")
+def test_registry_reports_what_each_runtime_says_of_itself():
+    """Whatever this machine has (a GPU or not): every runtime's status is its availability, with a
+    version when usable and the pip extra that installs it when not."""
+    assert {"ort-cpu", "ort-cuda", "ort-trt", "openvino"} <= set(RUNTIMES)
+    for name in RUNTIMES:
+        cls = runtime_class(name)
+        usable, reason = cls.availability()
+        shown = status(name)
+        assert (shown.available, shown.reason) == (usable, reason)
+        assert bool(shown.version) == usable
+        assert usable or f"dbench[{cls.extra}]" in reason
+        assert cls.int8_form in ("qlinear", "qdq", "integer")
+    assert status("ort-cpu").available
 
 
 @pytest.mark.gpu
@@ -131,7 +137,7 @@ def test_cuda_provider_runs_and_verifies(seed):
         pytest.skip(f"no CUDA execution provider here: {reason}")
     graph = gemm.build(GemmKernel(m=64, n=32, k=48, a_t=True, b_t=False), "fp16", "fwd", "gemm")
     feeds = make_feeds(graph.spec, seed)
-    session = runtime_class("ort-cuda")(RuntimeOptions(weights="input")).prepare(graph.model, graph.spec, {})
+    session = runtime_class("ort-cuda")(RuntimeOptions()).prepare(graph.model, graph.spec, {})
     session.bind(feeds)
     session.run()
     assert normalized_error(session.outputs()["Y"], gemm.reference(graph.spec, feeds)["Y"]) < 1e-2
