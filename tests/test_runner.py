@@ -17,7 +17,7 @@ from typer.testing import CliRunner
 
 from dbench.cli import app
 from dbench.gen.manifest import read_manifest, sha256, write_manifest
-from tests.conftest import write_csv
+from tests.helpers import write_csv
 
 runner = CliRunner()
 FAST = ("--quick", "--profile-runs", "2")
@@ -45,6 +45,27 @@ def wait_for_rows(out: Path, count: int, seconds: float = 60) -> None:
 def dbench(*args: str, env: dict | None = None, **kwargs) -> subprocess.Popen:
     return subprocess.Popen([sys.executable, "-m", "dbench", *args], env={**os.environ, **(env or {})},
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True, **kwargs)
+
+
+def children(pid: int) -> list[int]:
+    """The live processes whose parent is `pid` (from /proc)."""
+    found = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[1]) == pid and fields[0] != "Z":
+            found.append(int(stat.parent.name))
+    return found
+
+
+def alive(pid: int) -> bool:
+    """Whether `pid` exists and is not a zombie."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
 
 
 def test_run_logs_verified_rows_with_metadata(kernels, tmp_path):
@@ -128,6 +149,72 @@ def test_killed_run_resumes_with_every_graph_exactly_once(kernels, tmp_path):
     ids = [r["graph_id"] for r in rows_of(out)]
     assert len(ids) == 6 and len(set(ids)) == 6
     assert {r["status"] for r in rows_of(out)} == {"ok"}
+
+
+@pytest.mark.slow
+def test_sigkilled_run_leaves_no_worker_behind(kernels, tmp_path):
+    """SIGKILL of `dbench run` alone (not its group): the worker, in its own process group, dies with
+    it (PR_SET_PDEATHSIG) instead of hanging on."""
+    proc = dbench("run", "--kernels", str(kernels), *FAST, "--out", str(tmp_path / "res"),
+                  env={"DBENCH_WORKER_HANG_ON": "gemm_m16_"})
+    workers: list[int] = []
+    try:
+        deadline = time.time() + 60
+        while time.time() < deadline and not workers:
+            workers = children(proc.pid)
+            time.sleep(0.2)
+        assert workers, "the run started no worker"
+        assert all(os.getpgid(w) != os.getpgid(proc.pid) for w in workers), "the worker has its own process group"
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait(10)
+        deadline = time.time() + 10
+        while time.time() < deadline and any(alive(w) for w in workers):
+            time.sleep(0.1)
+        assert not [w for w in workers if alive(w)], "a worker outlived its killed parent"
+    finally:
+        for pid in [proc.pid, *workers]:
+            try:
+                os.killpg(pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+        proc.communicate()
+
+
+def test_weights_are_fed_for_training_graphs_and_constant_for_inference(tmp_path):
+    """`--weights auto`: the train-only GEMM feeds its weights per call, the inference one holds them as
+    constants; the row says which, and `--weights input` overrides both."""
+    kernels = write_csv(tmp_path / "k.csv", "m,n,k,a_t,b_t,suite", "16,8,32,0,0,train", "32,8,32,0,0,inference_server")
+    for mode, expected in (("auto", {"gemm_m16_n8_k32_nn": "input", "gemm_m32_n8_k32_nn": "const"}),
+                           ("input", {"gemm_m16_n8_k32_nn": "input", "gemm_m32_n8_k32_nn": "input"})):
+        out = tmp_path / mode
+        result = runner.invoke(app, ["run", "--kernels", str(kernels), "--weights", mode, *FAST, "--out", str(out)])
+        assert result.exit_code == 0, result.output
+        assert {r["kernel_id"]: r["weights"] for r in rows_of(out)} == expected
+
+
+@pytest.mark.parametrize("weights", ["const", "input"])
+def test_the_runtime_receives_the_jobs_weights_mode(weights, monkeypatch):
+    """The Job's weights mode reaches the runtime: the weight arrays as constants, or none (fed per call)."""
+    from dbench.catalog import GemmKernel
+    from dbench.gen import gemm
+    from dbench.runtimes.base import RuntimeOptions
+    from dbench.runtimes.onnxruntime import OrtCpu
+    from dbench.worker import main as worker
+    from dbench.worker.timing import QUICK
+
+    received: list[list[str]] = []
+    prepare = OrtCpu.prepare
+
+    def recording_prepare(self, model, spec, constants):
+        received.append(sorted(constants))
+        return prepare(self, model, spec, constants)
+
+    monkeypatch.setattr(OrtCpu, "prepare", recording_prepare)
+    graph = gemm.build(GemmKernel(m=32, n=8, k=16, a_t=False, b_t=False), "fp32", "fwd", "gemm")
+    job = worker.Job(spec=graph.spec, model=graph.model.SerializeToString(), sha256=None, runtime="ort-cpu",
+                     options=RuntimeOptions(threads=1), timing=QUICK, weights=weights, profile_runs=0)
+    assert graph.spec.weights and worker.execute(job).status == "ok"
+    assert received == [sorted(t.name for t in graph.spec.weights) if weights == "const" else []]
 
 
 def test_ctrl_c_keeps_finished_rows(kernels, tmp_path):

@@ -26,7 +26,7 @@ from dbench.runtimes.base import NodeProfile, RuntimeOptions
 from dbench.runtimes.openvino import KERNEL_PRECISION, OpenVino, kernel_precision
 from dbench.runtimes.registry import status
 from dbench.store.schema import executed_precision
-from tests.conftest import write_csv
+from tests.helpers import write_csv
 
 CONV = ConvKernel(w=9, h=7, c=3, n=2, k=4, s=3, r=2, pad_w=1, pad_h=0, wstride=2, hstride=1)
 GEMM = GemmKernel(m=64, n=32, k=48, a_t=True, b_t=False)

@@ -16,7 +16,7 @@ from dbench.runtimes.base import RuntimeOptions
 from dbench.runtimes.onnxruntime import OrtCpu
 from dbench.runtimes.registry import RUNTIMES, runtime_class, status
 from dbench.store.schema import executed_precision
-from tests.conftest import normalized_error
+from tests.helpers import normalized_error
 
 KERNEL = ConvKernel(w=9, h=7, c=3, n=2, k=4, s=3, r=2, pad_w=1, pad_h=0, wstride=2, hstride=1)
 
