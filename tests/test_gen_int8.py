@@ -156,6 +156,7 @@ def test_weights_are_int8_graph_inputs_and_only_scalars_are_embedded():
 
 
 @pytest.mark.parametrize("form", ["qlinear", "qdq"])
+@pytest.mark.slow
 def test_output_scale_keeps_catalog_extremes_off_saturation(form, seed):
     """The output scale follows the reduction length: the smallest and largest inference reductions
     in the catalog requantise to values that mostly stay inside the 8-bit range."""

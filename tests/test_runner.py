@@ -106,6 +106,7 @@ def test_unsupported_precision_is_a_row_not_a_crash(kernels, tmp_path):
     assert row["status"] == "unsupported" and "NOT_IMPLEMENTED" in row["message"]
 
 
+@pytest.mark.slow
 def test_crashing_kernel_is_recorded_and_the_run_goes_on(kernels, tmp_path):
     out = tmp_path / "res"
     proc = dbench("run", "--kernels", str(kernels), *FAST, "--out", str(out), env={"DBENCH_WORKER_CRASH_ON": "gemm_m48_"})
@@ -116,6 +117,7 @@ def test_crashing_kernel_is_recorded_and_the_run_goes_on(kernels, tmp_path):
     assert sum(r["status"] == "ok" for r in rows.values()) == 5
 
 
+@pytest.mark.slow
 def test_hanging_kernel_times_out_and_the_run_goes_on(kernels, tmp_path):
     out = tmp_path / "res"
     proc = dbench("run", "--kernels", str(kernels), *FAST, "--timeout", "5", "--out", str(out),
@@ -126,6 +128,7 @@ def test_hanging_kernel_times_out_and_the_run_goes_on(kernels, tmp_path):
     assert sum(r["status"] == "ok" for r in rows.values()) == 5
 
 
+@pytest.mark.slow
 def test_out_of_memory_becomes_an_oom_row(kernels, tmp_path):
     big = write_csv(tmp_path / "big.csv", "m,n,k,a_t,b_t", "16384,16384,16384,0,0", "16,8,32,0,0")
     out = tmp_path / "res"
@@ -136,6 +139,7 @@ def test_out_of_memory_becomes_an_oom_row(kernels, tmp_path):
     assert rows["gemm_m16_n8_k32_nn"]["status"] == "ok"
 
 
+@pytest.mark.slow
 def test_killed_run_resumes_with_every_graph_exactly_once(kernels, tmp_path):
     out = tmp_path / "res"
     proc = dbench("run", "--kernels", str(kernels), *FAST, "--out", str(out), env={"DBENCH_WORKER_HANG_ON": "gemm_m64_"})
@@ -180,6 +184,7 @@ def test_sigkilled_run_leaves_no_worker_behind(kernels, tmp_path):
         proc.communicate()
 
 
+@pytest.mark.slow
 def test_weights_are_fed_for_training_graphs_and_constant_for_inference(tmp_path):
     """`--weights auto`: the train-only GEMM feeds its weights per call, the inference one holds them as
     constants; the row says which, and `--weights input` overrides both."""
@@ -217,6 +222,7 @@ def test_the_runtime_receives_the_jobs_weights_mode(weights, monkeypatch):
     assert received == [sorted(t.name for t in graph.spec.weights) if weights == "const" else []]
 
 
+@pytest.mark.slow
 def test_ctrl_c_keeps_finished_rows(kernels, tmp_path):
     out = tmp_path / "res"
     proc = dbench("run", "--kernels", str(kernels), *FAST, "--out", str(out), env={"DBENCH_WORKER_HANG_ON": "gemm_m48_"})
@@ -235,6 +241,7 @@ def graph_folder(tmp_path, kernels) -> Path:
     return tmp_path / "g" / "all"
 
 
+@pytest.mark.slow
 def test_corrupt_graph_fails_alone(graph_folder, tmp_path):
     entries = read_manifest(graph_folder)
     (graph_folder / entries[0].file).write_bytes(b"\x08\x07not a protobuf")
@@ -247,6 +254,7 @@ def test_corrupt_graph_fails_alone(graph_folder, tmp_path):
     assert sum(r["status"] == "ok" for r in rows.values()) == 5
 
 
+@pytest.mark.slow
 def test_wrong_answer_is_a_mismatch(graph_folder, tmp_path):
     """A graph that computes 2·A·B + C where the manifest promises A·B + C must not pass as ok."""
     entries = read_manifest(graph_folder)
@@ -265,6 +273,7 @@ def test_wrong_answer_is_a_mismatch(graph_folder, tmp_path):
     assert wrong["status"] == "mismatch" and wrong["verified"] is False and wrong["error"] > 0.1
 
 
+@pytest.mark.slow
 def test_manifest_that_does_not_match_its_graph(graph_folder, tmp_path):
     entries = read_manifest(graph_folder)
     (graph_folder / entries[0].file).write_bytes((graph_folder / entries[2].file).read_bytes())
@@ -300,6 +309,7 @@ def test_unwritable_results_folder(kernels, tmp_path):
     assert result.exit_code == 1 and "cannot write results to" in result.output
 
 
+@pytest.mark.slow
 def test_int8_run_shows_what_ran_in_int8_and_sparse_speedup(tmp_path):
     gemm_file = write_csv(tmp_path / "g.csv", "m,n,k,a_t,b_t", "35,16,64,0,0")
     out = tmp_path / "res"
@@ -323,6 +333,7 @@ def test_int8_run_shows_what_ran_in_int8_and_sparse_speedup(tmp_path):
     assert speedup == pytest.approx(medians["dense"] / medians["sparse"])
 
 
+@pytest.mark.slow
 def test_compare_two_runs_side_by_side(kernels, tmp_path):
     out = tmp_path / "res"
     for threads in ("1", "2"):

@@ -259,6 +259,7 @@ def rows_of(out: Path) -> list[dict]:
     return [json.loads(line) for line in log.read_text().splitlines()[1:]]
 
 
+@pytest.mark.slow
 def test_dbench_run_on_openvino_end_to_end(tmp_path):
     kernels = write_csv(tmp_path / "k.csv", "m,n,k,a_t,b_t", "16,8,32,0,0", "32,8,32,1,0", "48,8,32,0,1")
     out = tmp_path / "res"
@@ -281,6 +282,7 @@ def test_dbench_run_on_openvino_end_to_end(tmp_path):
         assert options["compiled"]["INFERENCE_PRECISION_HINT"] == "f32" and options["compiled"]["PERF_COUNT"] == "NO"
 
 
+@pytest.mark.slow
 def test_dbench_run_with_an_unknown_device_is_one_line(tmp_path):
     kernels = write_csv(tmp_path / "k.csv", "m,n,k,a_t,b_t", "16,8,32,0,0")
     result = CliRunner().invoke(app, ["run", "--runtime", "openvino", "--device", "GPU", "--kernels", str(kernels),
