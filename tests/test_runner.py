@@ -140,6 +140,30 @@ def test_out_of_memory_becomes_an_oom_row(kernels, tmp_path):
 
 
 @pytest.mark.slow
+def test_worker_killed_from_outside_is_crashed_not_oom(kernels, tmp_path):
+    """A SIGKILL with no out-of-memory record in the cgroup is not called oom: the row says crashed
+    and who killed it, and the run goes on."""
+    out = tmp_path / "res"
+    proc = dbench("run", "--kernels", str(kernels), *FAST, "--out", str(out), env={"DBENCH_WORKER_HANG_ON": "gemm_m32_"})
+    try:
+        wait_for_rows(out, 1)
+        deadline = time.time() + 30
+        while time.time() < deadline and not children(proc.pid):
+            time.sleep(0.1)
+        time.sleep(1)  # the worker has the hanging graph by now
+        for worker in children(proc.pid):
+            os.kill(worker, signal.SIGKILL)
+        proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.communicate()
+    row = {r["kernel_id"]: r for r in rows_of(out)}["gemm_m32_n8_k32_nn"]
+    assert row["status"] == "crashed" and "SIGKILL from outside dbench (no out-of-memory record found)" in row["message"]
+    assert len(rows_of(out)) == 6 and proc.returncode == 3
+
+
+@pytest.mark.slow
 def test_killed_run_resumes_with_every_graph_exactly_once(kernels, tmp_path):
     out = tmp_path / "res"
     proc = dbench("run", "--kernels", str(kernels), *FAST, "--out", str(out), env={"DBENCH_WORKER_HANG_ON": "gemm_m64_"})
