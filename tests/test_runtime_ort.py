@@ -7,13 +7,13 @@ import onnx
 import pytest
 
 from dbench.catalog import ConvKernel, GemmKernel
-from dbench.errors import UnsupportedError
+from dbench.errors import DbenchError, OutOfMemory, UnsupportedError
 from dbench.gen import conv, gemm
 from dbench.gen.feeds import make_feeds
 from dbench.gen.precision import DTYPES
 from dbench.gen.weights import embed_weights, split_feeds
 from dbench.runtimes.base import RuntimeOptions
-from dbench.runtimes.onnxruntime import OrtCpu
+from dbench.runtimes.onnxruntime import GraphLoadError, OrtCpu, classified
 from dbench.runtimes.registry import RUNTIMES, runtime_class, status
 from dbench.store.schema import executed_precision
 from tests.helpers import normalized_error
@@ -143,3 +143,23 @@ def test_cuda_provider_runs_and_verifies(seed):
     assert normalized_error(session.outputs()["Y"], gemm.reference(graph.spec, feeds)["Y"]) < 1e-2
     assert executed_precision([vars(n) for n in session.profile(3)]) == "fp16"
     assert session.device_memory() > 0
+
+
+@pytest.mark.parametrize("raised,expected,message", [
+    (lambda s: s.RuntimeException("[ONNXRuntimeError] : 6 : RUNTIME_EXCEPTION : Exception during initialization: std::bad_alloc"),
+     OutOfMemory, "bad_alloc"),
+    (lambda s: MemoryError("std::bad_alloc"), OutOfMemory, "out of memory: std::bad_alloc"),
+    (lambda s: s.NotImplemented("[ONNXRuntimeError] : 9 : NOT_IMPLEMENTED : Could not find an implementation"),
+     UnsupportedError, "NOT_IMPLEMENTED"),
+    (lambda s: s.InvalidGraph("[ONNXRuntimeError] : 10 : INVALID_GRAPH : bad"), GraphLoadError, "InvalidGraph"),
+    (lambda s: s.Fail("[ONNXRuntimeError] : 1 : FAIL : something"), DbenchError, "FAIL : something"),
+])
+def test_ort_exceptions_are_classified_by_type(raised, expected, message):
+    """ORT's own exception types (and MemoryError, std::bad_alloc at the Python boundary) become
+    dbench's; only an allocation failure ORT reports as a plain RuntimeException is told by its text."""
+    from onnxruntime.capi import onnxruntime_pybind11_state as state
+
+    with pytest.raises(expected, match=message) as caught:
+        with classified():
+            raise raised(state)
+    assert type(caught.value) is expected
