@@ -5,7 +5,7 @@ UnsupportedError, OutOfMemory, or DbenchError."""
 
 from __future__ import annotations
 
-import importlib
+import importlib.metadata
 import importlib.util
 import os
 from abc import ABC, abstractmethod
@@ -93,6 +93,8 @@ class Runtime(ABC):
     """The runtime's Python package (looked up, not imported, to tell whether it is installed)."""
     extra: ClassVar[str]
     """The pip extra that installs this runtime (`pip install 'dbench[<extra>]'`)."""
+    distributions: ClassVar[tuple[str, ...]] = ()
+    """The pip distributions that may provide `module` (their metadata gives the version)."""
     int8_form: ClassVar[str] = "qdq"
     """The int8 graph form this runtime runs best (`qlinear`, `qdq` or `integer`)."""
     supported_options: ClassVar[frozenset[str]] = frozenset()
@@ -111,8 +113,14 @@ class Runtime(ABC):
 
     @classmethod
     def version(cls) -> str:
-        """The runtime's version string (only called when available)."""
-        return importlib.import_module(cls.module).__version__
+        """The installed package's version, from its metadata: the parent records it without importing
+        the runtime (only called when available)."""
+        for distribution in cls.distributions:
+            try:
+                return importlib.metadata.version(distribution)
+            except importlib.metadata.PackageNotFoundError:
+                continue
+        return "unknown"
 
     @classmethod
     def validate(cls, options: RuntimeOptions) -> None:

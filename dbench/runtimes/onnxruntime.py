@@ -6,10 +6,12 @@ more than timing them (ONNX Runtime 1.31 still copies them once into the session
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import tempfile
 from collections import defaultdict
+from pathlib import Path
 from contextlib import AbstractContextManager, contextmanager
 from typing import Any, ClassVar, Iterable, Mapping
 
@@ -211,8 +213,13 @@ class OrtRuntime(Runtime):
     """Shared ONNX Runtime adapter; subclasses choose the execution provider."""
 
     module: ClassVar[str] = "onnxruntime"
+    distributions: ClassVar[tuple[str, ...]] = ("onnxruntime", "onnxruntime-gpu", "onnxruntime-openvino",
+                                                 "onnxruntime-directml", "onnxruntime-qnn")
     extra: ClassVar[str] = "cpu"
     provider: ClassVar[str] = "CPUExecutionProvider"
+    provider_library: ClassVar[str | None] = None
+    """The execution provider's shared library in onnxruntime/capi (None: built into the core
+    library), looked for on disk so that telling availability imports nothing."""
     int8_form: ClassVar[str] = "qlinear"
     constants_in_memory: ClassVar[bool] = True
     """Constant weights as in-memory external initializers (else serialised into the model)."""
@@ -220,11 +227,12 @@ class OrtRuntime(Runtime):
     @classmethod
     def availability(cls) -> tuple[bool, str]:
         installed, reason = super().availability()
-        if not installed:
+        if not installed or cls.provider_library is None:
             return installed, reason
-        providers = _ort().get_available_providers()
-        if cls.provider not in providers:
-            return False, f"{cls.provider} is not in this onnxruntime build ({', '.join(providers)}): pip install 'dbench[{cls.extra}]' in its own environment"
+        capi = Path(importlib.util.find_spec(cls.module).submodule_search_locations[0]) / "capi"
+        if not any(capi.glob(f"*{cls.provider_library}.*")):
+            return False, (f"{cls.provider} is not in this onnxruntime build (no {cls.provider_library} library in {capi}): "
+                           f"pip install 'dbench[{cls.extra}]' in its own environment")
         return True, ""
 
     @property
@@ -312,6 +320,7 @@ class OrtCuda(OrtRuntime):
     name: ClassVar[str] = "ort-cuda"
     extra: ClassVar[str] = "gpu"
     provider: ClassVar[str] = "CUDAExecutionProvider"
+    provider_library: ClassVar[str | None] = "onnxruntime_providers_cuda"
     supported_options: ClassVar[frozenset[str]] = frozenset({"threads", "device", "graph_optimization", "extra"})
     provider_option_names: ClassVar[frozenset[str]] = CUDA_PROVIDER_OPTIONS
 
@@ -339,6 +348,7 @@ class OrtTensorrt(OrtCuda):
 
     name: ClassVar[str] = "ort-trt"
     provider: ClassVar[str] = "TensorrtExecutionProvider"
+    provider_library: ClassVar[str | None] = "onnxruntime_providers_tensorrt"
     supported_options: ClassVar[frozenset[str]] = frozenset(
         {"threads", "device", "graph_optimization", "allow_runtime_precision", "extra"})
     provider_option_names: ClassVar[frozenset[str]] = TRT_PROVIDER_OPTIONS

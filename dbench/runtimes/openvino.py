@@ -243,6 +243,7 @@ class OpenVino(Runtime):
 
     name: ClassVar[str] = "openvino"
     module: ClassVar[str] = "openvino"
+    distributions: ClassVar[tuple[str, ...]] = ("openvino", "openvino-nightly")
     extra: ClassVar[str] = "openvino"
     int8_form: ClassVar[str] = "qdq"
     supported_options: ClassVar[frozenset[str]] = frozenset({"threads", "device", "allow_runtime_precision", "extra"})
@@ -399,8 +400,8 @@ class OpenVino(Runtime):
     def describe(self) -> dict[str, Any]:
         rule = ("runtime default" if self.options.allow_runtime_precision
                 else "pinned to the graph's: " + ", ".join(f"{p}->{h}" for p, (h, _) in PINNED.items()))
-        described = {**super().describe(), "device": self.device, "config": self.config(None),
-                     "inference_precision": rule}
+        described = {**super().describe(), "build": _ov().__version__, "device": self.device,
+                     "config": self.config(None), "inference_precision": rule}
         if self.hardware:
             # What OpenVINO would pick by itself (bf16 on CPUs with bf16): the precision dbench overrides.
             described["device_default_precision"] = {
