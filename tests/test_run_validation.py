@@ -79,3 +79,9 @@ def test_bad_run_input_is_one_line_before_anything_is_written(args, code, phrase
     assert "Traceback" not in result.output and result.exception is None or isinstance(result.exception, SystemExit)
     assert not list(tmp_path.glob("res/*/*.jsonl")), "no run log for input that cannot run"
     assert {p: p.read_bytes() for p in inputs} == inputs, "input files are left as they were"
+
+
+def test_gen_refuses_an_unknown_gemm_form_before_writing(tmp_path):
+    result = runner.invoke(app, ["gen", "--gemm-form", "mm", "--out", str(tmp_path / "g")])
+    assert result.exit_code == 2 and "unknown gemm form 'mm'; valid: gemm, matmul" in result.output
+    assert not (tmp_path / "g").exists(), "no folder is left for input that cannot run"
