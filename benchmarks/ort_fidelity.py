@@ -73,9 +73,9 @@ def dbench_medians(kernel_ids: list[str]) -> dict[str, float]:
     kernels = [k for k in select(load_catalog(), Selection("inference", ops=("gemm", "conv"))) if k.id in kernel_ids]
     items = items_from_requests(plan(kernels, ("inference_server", "inference_device"), GenOptions()))
     with tempfile.TemporaryDirectory() as out:
-        log = RunLog.create(Path(out), "fidelity", {"kind": "benchmark"})
-        config = RunConfig("ort-cpu", RuntimeOptions(), TimingConfig(), weights="const", verify=False, profile_runs=0)
-        rows = Runner(config, require("ort-cpu"), log, "fidelity", "").run(items, set(), lambda item: None, lambda row: None)
+        with RunLog.create(Path(out), "fidelity", {"kind": "benchmark"}) as log:
+            config = RunConfig("ort-cpu", RuntimeOptions(), TimingConfig(), weights="const", verify=False, profile_runs=0)
+            rows = Runner(config, require("ort-cpu"), log, "fidelity").run(items, set(), lambda item: None, lambda row: None)
     return {row.kernel_id: row.median_us for row in rows}
 
 

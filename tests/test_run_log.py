@@ -35,7 +35,7 @@ def _copy(tmp_path: Path, drop: str | None = None, torn: bool = False) -> Path:
 
 
 def test_reference_rows_match_the_row_schema():
-    log = RunLog.open(REFERENCE)
+    log = RunLog.read(REFERENCE)
     rows = log.rows()
     keys = set(Row.__dataclass_fields__) - {"pass_name"} | {"pass", "type"}
     assert rows and all(set(r) == keys - {"invariant_violations"} for r in rows), "old rows: the same keys, less the later invariants"
@@ -44,9 +44,9 @@ def test_reference_rows_match_the_row_schema():
 
 def test_torn_last_line_is_cut_before_appending(tmp_path):
     path = _copy(tmp_path, drop=CHEAPEST, torn=True)
-    log = RunLog.open(path)
-    row = dict(log.rows()[0], seq=46, graph_id="appended")
-    log.append({k: v for k, v in row.items() if k != "type"})
+    with RunLog.resume(path) as log:
+        row = dict(log.rows()[0], seq=46, graph_id="appended")
+        log.append({k: v for k, v in row.items() if k != "type"})
     rows = RunLog(path).rows()
     assert [r["graph_id"] for r in rows][-1] == "appended" and len(rows) == 47
 

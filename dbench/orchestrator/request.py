@@ -8,6 +8,7 @@ import dataclasses
 import math
 import os
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from dbench.errors import DbenchError, UsageError
@@ -59,13 +60,19 @@ class RunRequest:
     memory_limit: int | None = None
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> "RunRequest":
-        """A request as stored in a run header (every field must be there: a header is never guessed)."""
+    def from_dict(cls, data: dict[str, Any], source: Path) -> "RunRequest":
+        """The request stored in a run header (every field must be there: a header is never guessed);
+        one line naming the log when it is not one this dbench wrote."""
         names = [f.name for f in dataclasses.fields(cls)]
         missing = [n for n in names if n not in data]
         if missing:
-            raise DbenchError(f"the run header's request lacks {', '.join(missing)}; this log cannot be resumed, start a new run")
-        return cls(**{**{n: data[n] for n in names}, "ops": tuple(data["ops"]), "apps": tuple(data["apps"])})
+            raise DbenchError(f"{source}: its run header does not hold a request this dbench can resume "
+                              f"(missing: {', '.join(missing)}); start a new run")
+        try:
+            return cls(**{**{n: data[n] for n in names}, "ops": tuple(data["ops"]), "apps": tuple(data["apps"])})
+        except TypeError as err:
+            raise DbenchError(f"{source}: its run header does not hold a request this dbench can resume ({err}); "
+                              "start a new run") from None
 
     def timing(self) -> TimingConfig:
         base = QUICK if self.quick else TimingConfig()

@@ -35,7 +35,6 @@ class PlannedRun:
     header: dict[str, Any]
     items: list[Item]
     done: set[str]
-    resume_hint: str
 
     @property
     def pending(self) -> list[Item]:
@@ -58,25 +57,23 @@ class RunResult:
         return 0 if all(Status(r["status"]) in PASSING for r in self.rows) else FAILING_EXIT_CODE
 
 
-def _resume_hint(run_id: str, out_dir: Path) -> str:
-    out = "" if out_dir == Path("results") else f" --out {out_dir}"
-    return f"dbench run --resume {run_id}{out}"
-
-
 def plan_run(request: RunRequest, out_dir: Path, resume: str | None) -> PlannedRun:
-    """Check the request and build its graphs before anything is written; then create (or reopen) the log."""
+    """Check the request and build its graphs before anything is written; then create the log, or
+    reopen it locked for appending (a torn last line set aside). The caller runs it with execute_run,
+    which releases the lock."""
     done: set[str] = set()
     if resume:
         check_resume(request)
-        log = RunLog.open(find_run(out_dir, resume))
-        header = log.header()
-        request = RunRequest.from_dict(header["request"])
-        done = {row["graph_id"] for row in log.rows()}
+        stored = RunLog.read(find_run(out_dir, resume))
+        header = stored.header()
+        request = RunRequest.from_dict(header.get("request", {}), stored.path)
     runtime_cls = validate(request)
     config = request.config()
     items = build_items(request, runtime_cls.int8_form)
     if resume:
         run_id = resume
+        log = RunLog.resume(stored.path)
+        done = {row["graph_id"] for row in log.rows()}
     else:
         folder = ensure_writable(out_dir / machine_name())
         run_id = new_run_id()
@@ -91,11 +88,12 @@ def plan_run(request: RunRequest, out_dir: Path, resume: str | None) -> PlannedR
         }
         log = RunLog.create(folder, run_id, header)
     header = {**header, "run_id": run_id}
-    return PlannedRun(request, config, runtime_cls, log, run_id, header, items, done, _resume_hint(run_id, out_dir))
+    return PlannedRun(request, config, runtime_cls, log, run_id, header, items, done)
 
 
 def execute_run(planned: PlannedRun, on_start: Callable[[Item], None], on_row: Callable[[Row], None]) -> RunResult:
     """Run the pending graphs, logging each row as it is made, then export the whole run."""
-    runner = Runner(planned.config, planned.runtime_cls, planned.log, planned.run_id, planned.resume_hint)
-    runner.run(planned.items, planned.done, on_start, on_row)
-    return RunResult(planned.run_id, planned.header, planned.log.path, planned.log.rows(), export_run(planned.log))
+    with planned.log:  # the log stays locked until the run is exported
+        runner = Runner(planned.config, planned.runtime_cls, planned.log, planned.run_id)
+        runner.run(planned.items, planned.done, on_start, on_row)
+        return RunResult(planned.run_id, planned.header, planned.log.path, planned.log.rows(), export_run(planned.log))

@@ -12,7 +12,7 @@ from dbench.gen.graph import GraphSpec
 from dbench.orchestrator.items import Item
 from dbench.orchestrator.worker_process import WorkerProcess
 from dbench.runtimes.base import Runtime, RuntimeOptions
-from dbench.store.log import RunLog
+from dbench.store.log import RunLog, resume_command
 from dbench.store.schema import Row, Status
 from dbench.worker.main import Job, Outcome
 from dbench.worker.timing import TimingConfig
@@ -53,11 +53,10 @@ def weights_for(spec: GraphSpec, mode: str) -> str:
 class Runner:
     """Runs items on one runtime through a persistent worker, logging each row as it is made."""
 
-    def __init__(self, config: RunConfig, runtime_cls: type[Runtime], log: RunLog, run_id: str, resume_hint: str) -> None:
+    def __init__(self, config: RunConfig, runtime_cls: type[Runtime], log: RunLog, run_id: str) -> None:
         self.config = config
         self.log = log
         self.run_id = run_id
-        self.resume_hint = resume_hint
         self.runtime_info = {"name": config.runtime, "version": runtime_cls.version(),
                              "device": config.options.device or "default"}
 
@@ -98,7 +97,7 @@ class Runner:
                 on_row(row)
             worker.close()
         except KeyboardInterrupt:
-            raise Interrupted(f"interrupted; {seq} rows are in {self.log.path}; finish with: {self.resume_hint}") from None
+            raise Interrupted(f"interrupted; {seq} rows are in {self.log.path}; finish with: {resume_command(self.log.path)}") from None
         finally:
             worker.stop()  # a no-op after close; on any error, the worker's group is killed
         return rows
