@@ -65,8 +65,10 @@ def _inputs(kernel: RnnKernel, base: str, dt: str) -> tuple[TensorSpec, ...]:
                 TensorSpec("B", (1, 2 * g * h), dt, "weight", -s, s), *states)
     if base == "recurrence":
         return (TensorSpec("XW", (t, n, g * h), dt, "activation"), r, TensorSpec("Rb", (1, g * h), dt, "weight", -s, s), *states)
-    recorded = [TensorSpec("dY", (t, n, h), dt, "activation"),
-                TensorSpec("Y", (t, n, h), dt, "activation", 0.0 if kernel.cell == "vanilla" else -1.0), states[0]]
+    recorded = [TensorSpec("dY", (t, n, h), dt, "activation")]
+    if kernel.cell == "vanilla" or t > 1:  # at T = 1 the LSTM and GRU backward read only initial_h, never Y
+        recorded.append(TensorSpec("Y", (t, n, h), dt, "activation", 0.0 if kernel.cell == "vanilla" else -1.0))
+    recorded.append(states[0])
     if lstm:
         recorded += [TensorSpec("C", (t, n, h), dt, "activation"), states[1]]
     if RECORDED_GATES[kernel.cell]:
@@ -126,7 +128,7 @@ def reference(spec: GraphSpec, feeds: dict[str, np.ndarray]) -> dict[str, np.nda
         return {"Y": trace.y[:, None]}
     if base == "recurrence":
         return {"Y": forward(kernel.cell, f["XW"], r, f["Rb"][0], h0, c0, activation).y}
-    trace = Trace(y=f["Y"], c=f.get("C"), gates=f.get("gates"))
+    trace = Trace(y=f.get("Y"), c=f.get("C"), gates=f.get("gates"))
     dr, db = backward(kernel.cell, f["dY"], r, h0, trace, c0, activation)
     return {"dR": dr[None], "dB": db[None]}
 
