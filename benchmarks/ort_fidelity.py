@@ -22,7 +22,7 @@ import numpy as np
 from dbench.bench.runner import RunConfig, Runner, items_from_requests
 from dbench.bench.timing import TimingConfig, measure
 from dbench.catalog import Selection, load_catalog, select
-from dbench.gen.build import GenOptions, build, plan
+from dbench.gen.plan import GenOptions, build, plan
 from dbench.gen.feeds import make_feeds
 from dbench.gen.weights import embed_weights, split_feeds
 from dbench.runtimes.base import RuntimeOptions

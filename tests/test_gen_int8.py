@@ -14,7 +14,7 @@ from onnx.reference import ReferenceEvaluator
 from dbench.catalog import load_catalog
 from dbench.catalog.kernels import ConvKernel, GemmKernel, SparseKernel
 from dbench.errors import UnsupportedError, UsageError
-from dbench.gen import build as gen_build
+from dbench.gen import plan as gen_plan
 from dbench.gen import int8
 from dbench.gen.feeds import make_feeds
 from dbench.gen.graph import GraphSpec
@@ -82,8 +82,8 @@ def test_forms_match_reference_on_every_runtime(name, form, tmp_path, seed):
 
 def test_exact_forms_have_zero_tolerance_and_qdq_one_output_step():
     kernel = SHRUNK["gemm_m_unaligned"]
-    assert int8.tolerance(int8.build(kernel, form="integer").spec) == gen_build.Tolerance("abs", 0.0)
-    assert int8.tolerance(int8.build(kernel, form="qlinear").spec) == gen_build.Tolerance("abs", 0.0)
+    assert int8.tolerance(int8.build(kernel, form="integer").spec) == gen_plan.Tolerance("abs", 0.0)
+    assert int8.tolerance(int8.build(kernel, form="qlinear").spec) == gen_plan.Tolerance("abs", 0.0)
     qdq = int8.build(kernel, form="qdq").spec
     assert int8.tolerance(qdq).bound == qdq.attrs["scales"]["y"] > 0
 
@@ -183,16 +183,16 @@ def test_every_inference_kernel_builds_a_valid_graph_in_every_form():
             onnx.checker.check_model(int8.build(kernel, "int8", "fwd", form).model)
 
 
-def test_dispatch_plans_builds_and_checks_through_gen_build():
+def test_dispatch_plans_builds_and_checks_through_gen_plan():
     kernel = SHRUNK["conv_3x3_s1_p1"]
-    options = gen_build.GenOptions(precision="int8", int8_form="qlinear", int8_pad=False)
-    (request,) = gen_build.plan([kernel], ["inference_server"], options)
+    options = gen_plan.GenOptions(precision="int8", int8_form="qlinear", int8_pad=False)
+    (request,) = gen_plan.plan([kernel], ["inference_server"], options)
     assert (request.pass_name, request.form, request.attrs) == ("fwd", "qlinear", {"pad": False})
-    graph = gen_build.build(request)
+    graph = gen_plan.build(request)
     assert graph.spec.form == "qlinear" and graph.spec.precision == "int8" and graph.spec.attrs["padded"] == {}
-    assert gen_build.tolerance(graph.spec) == gen_build.Tolerance("abs", 0.0)
+    assert gen_plan.tolerance(graph.spec) == gen_plan.Tolerance("abs", 0.0)
     feeds = make_feeds(graph.spec)
-    np.testing.assert_array_equal(gen_build.reference(graph.spec, feeds)["Y"], _ort(graph.model, feeds))
+    np.testing.assert_array_equal(gen_plan.reference(graph.spec, feeds)["Y"], _ort(graph.model, feeds))
 
 
 @pytest.mark.parametrize("form", FORMS)

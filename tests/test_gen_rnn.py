@@ -14,10 +14,10 @@ from onnx import shape_inference
 from dbench.catalog import RnnKernel, load_catalog, load_kernel_file
 from dbench.catalog.kernels import Origin
 from dbench.errors import KernelFileError, UnsupportedError
-from dbench.gen import build as gen_build
+from dbench.gen import plan as gen_plan
 from dbench.gen import rnn
 from dbench.gen.feeds import make_feeds
-from dbench.gen.rnn_cells import GATES, backward, forward
+from dbench.gen.rnn_math import GATES, backward, forward
 
 CELLS = ("vanilla", "lstm", "gru")
 # (cell, GRU candidate activation): the relu variant exists for GRU only.
@@ -58,7 +58,7 @@ def _rel_err(out: np.ndarray, ref: np.ndarray) -> float:
 
 
 def _check_outputs(graph, outputs: dict, ref: dict, context: str) -> None:
-    rule = gen_build.tolerance(graph.spec)
+    rule = gen_plan.tolerance(graph.spec)
     assert rule.metric == "rel"
     assert set(outputs) == set(ref)
     for name, value in ref.items():
@@ -336,7 +336,7 @@ def test_flops_executed_is_an_honest_count(cell, activation, rng):
 @pytest.mark.parametrize("form", rnn.FWD_FORMS)
 @pytest.mark.parametrize("activation", ["tanh", "relu"])
 def test_plan(cell, form, activation, rng):
-    options = gen_build.GenOptions(rnn_form=form, gru_activation=activation)
+    options = gen_plan.GenOptions(rnn_form=form, gru_activation=activation)
     kernel = _kernel(cell, rng, train=True)
     attrs = {"gru_activation": activation} if cell == "gru" else {}
     suffix = "_relu" if cell == "gru" and activation == "relu" else ""
@@ -364,11 +364,11 @@ def test_every_catalog_rnn_kernel_builds_in_both_forms():
     train = sum("train" in k.suites for k in kernels)
     assert train == sum(k.copies("train") for k in kernels) == 53
     for form in rnn.FWD_FORMS:
-        requests = gen_build.plan(kernels, ("train", "inference_server", "inference_device"), gen_build.GenOptions(rnn_form=form))
+        requests = gen_plan.plan(kernels, ("train", "inference_server", "inference_device"), gen_plan.GenOptions(rnn_form=form))
         assert sum(r.pass_name == "fwd" for r in requests) == len(kernels)
         assert sum(r.pass_name == "bwd_weights" for r in requests) == train
         for request in requests:
-            graph = gen_build.build(request)
+            graph = gen_plan.build(request)
             onnx.checker.check_model(graph.model, full_check=True)
             assert graph.model.ByteSize() < 32_000, graph.id
             assert graph.spec.flops_executed > graph.spec.flops, graph.id

@@ -12,7 +12,7 @@ from dbench.bench.pool import Failure, Worker
 from dbench.bench.timing import TimingConfig
 from dbench.bench.worker import Job
 from dbench.errors import DbenchError, UnsupportedError
-from dbench.gen.build import GraphRequest, build
+from dbench.gen.plan import GraphRequest, build
 from dbench.gen.feeds import default_seed
 from dbench.gen.graph import GraphSpec, graph_id
 from dbench.gen.manifest import read_manifest

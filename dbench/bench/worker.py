@@ -85,7 +85,7 @@ def _verify_rows(spec) -> "np.ndarray | None":
     """A seeded sample of output rows to verify when the output is large, else None (all rows)."""
     import numpy as np
 
-    from dbench.gen.build import ROW_SAMPLED
+    from dbench.gen.plan import ROW_SAMPLED
 
     rows = spec.outputs[0].shape[0] if spec.outputs else 0
     if spec.family not in ROW_SAMPLED or spec.precision == "int8" or rows <= VERIFY_ROWS:
@@ -115,7 +115,7 @@ def execute(job: Job) -> Outcome:
     from dbench.bench.timing import TimingConfig, measure
     from dbench.bench.verify import compare
     from dbench.errors import DbenchError, UnsupportedError
-    from dbench.gen.build import reference, tolerance
+    from dbench.gen.plan import reference, tolerance
     from dbench.gen.feeds import make_feeds
     from dbench.gen.graph import GraphSpec
     from dbench.gen.manifest import sha256

@@ -23,7 +23,7 @@ from onnx import helper, numpy_helper
 from dbench.catalog.kernels import ConvKernel, GemmKernel
 from dbench.errors import UnsupportedError, UsageError
 from dbench.gen import conv as conv_gen
-from dbench.gen.build import Tolerance
+from dbench.gen.plan import Tolerance
 from dbench.gen.feeds import default_seed
 from dbench.gen.graph import Graph, GraphSpec, TensorSpec, graph_id, make_model
 from dbench.gen.int8_quant import (

@@ -7,7 +7,7 @@ Forms of the forward pass (`--rnn-form`):
   recurrence  DeepBench's definition: a Loop over pre-projected inputs XW = X·W^T + Wb [T, N, G·H]
               doing only h_{t-1}·R^T + Rb and the gates each step
 Training pass `bwd_weights`, form `bptt`: the weight gradients dR and dB by back-propagation through
-time over the recorded forward (see rnn_graphs). GRU with a ReLU candidate (`--gru-activation relu`,
+time over the recorded forward (see rnn_onnx). GRU with a ReLU candidate (`--gru-activation relu`,
 DeepBench's README) gets the form suffix `_relu` and attrs {"gru_activation": ...}; tanh (what
 DeepBench's cuDNN code ran) is the default and has no suffix.
 """
@@ -23,8 +23,8 @@ from dbench.errors import UnsupportedError
 from dbench.gen.feeds import default_seed
 from dbench.gen.graph import Graph, GraphSpec, TensorSpec, graph_id, make_model
 from dbench.gen.precision import dtype_name, float_precision
-from dbench.gen.rnn_cells import RECORDED_GATES, Trace, backward, forward
-from dbench.gen.rnn_graphs import Dims, bptt_nodes, op_nodes, recurrence_nodes
+from dbench.gen.rnn_math import RECORDED_GATES, Trace, backward, forward
+from dbench.gen.rnn_onnx import Dims, bptt_nodes, op_nodes, recurrence_nodes
 
 FWD_FORMS = ("op", "recurrence")
 BWD_FORM = "bptt"
@@ -114,7 +114,7 @@ def build(kernel: RnnKernel, precision: str, pass_name: str = "fwd", form: str =
 
 
 def reference(spec: GraphSpec, feeds: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-    """float64 result from the cell equations (rnn_cells), independent of ONNX's ops."""
+    """float64 result from the cell equations (rnn_math), independent of ONNX's ops."""
     kernel = RnnKernel(**spec.params)
     activation = spec.attrs.get("gru_activation", "tanh")
     f = {name: np.asarray(v, dtype=np.float64) for name, v in feeds.items()}
