@@ -22,7 +22,8 @@ import numpy as np
 from dbench.bench.runner import RunConfig, Runner, items_from_requests
 from dbench.bench.timing import TimingConfig, measure
 from dbench.catalog import Selection, load_catalog, select
-from dbench.gen.plan import GenOptions, build, plan
+from dbench.gen.options import GenOptions
+from dbench.gen.plan import build, plan
 from dbench.gen.feeds import make_feeds
 from dbench.gen.weights import embed_weights, split_feeds
 from dbench.runtimes.base import RuntimeOptions

@@ -135,7 +135,8 @@ def gen(
     """Write one small .onnx per kernel (no weight data inside) plus a manifest to run it anywhere."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    from dbench.gen.plan import GenOptions, plan
+    from dbench.gen.options import GenOptions
+    from dbench.gen.plan import plan
     from dbench.gen.writer import prepare_folder, write_graphs
 
     selection, selected = _kernels(suite, ops, app_, pattern, kernels, "inference")

@@ -12,7 +12,8 @@ import pytest
 
 from dbench.catalog import load_catalog
 from dbench.errors import UnsupportedError
-from dbench.gen.plan import GenOptions, build, plan
+from dbench.gen.options import GenOptions
+from dbench.gen.plan import build, plan
 
 PINNED = json.loads((Path(__file__).parent / "data" / "graph_sha256.json").read_text())
 EVERY_SUITE = ("train", "inference_server", "inference_device")

@@ -9,7 +9,8 @@ import pytest
 
 from dbench.catalog import load_catalog
 from dbench.errors import UnsupportedError
-from dbench.gen.plan import GenOptions, build, plan
+from dbench.gen.options import GenOptions
+from dbench.gen.plan import build, plan
 
 EVERY_SUITE = ("train", "inference_server", "inference_device")
 # Two option sets per float precision reach every GEMM, RNN and GRU form; int8 in each form, padded or not.

@@ -10,7 +10,8 @@ import pytest
 
 from dbench.catalog import ConvKernel, GemmKernel, Selection, load_catalog, select
 from dbench.gen import conv, gemm
-from dbench.gen.plan import GenOptions, build, plan
+from dbench.gen.options import GenOptions
+from dbench.gen.plan import build, plan
 from dbench.gen.feeds import make_feeds
 from dbench.gen.graph import IR_VERSION, OPSET
 from dbench.gen.precision import PRECISIONS

@@ -17,6 +17,7 @@ from dbench.errors import KernelFileError, UnsupportedError
 from dbench.gen import plan as gen_plan
 from dbench.gen import rnn
 from dbench.gen.feeds import make_feeds
+from dbench.gen.options import RNN_FORMS, GenOptions
 from dbench.gen.rnn_math import GATES, backward, forward
 
 CELLS = ("vanilla", "lstm", "gru")
@@ -333,10 +334,10 @@ def test_flops_executed_is_an_honest_count(cell, activation, rng):
 
 
 @pytest.mark.parametrize("cell", CELLS)
-@pytest.mark.parametrize("form", rnn.FWD_FORMS)
+@pytest.mark.parametrize("form", RNN_FORMS)
 @pytest.mark.parametrize("activation", ["tanh", "relu"])
 def test_plan(cell, form, activation, rng):
-    options = gen_plan.GenOptions(rnn_form=form, gru_activation=activation)
+    options = GenOptions(rnn_form=form, gru_activation=activation)
     kernel = _kernel(cell, rng, train=True)
     attrs = {"gru_activation": activation} if cell == "gru" else {}
     suffix = "_relu" if cell == "gru" and activation == "relu" else ""
@@ -363,8 +364,8 @@ def test_every_catalog_rnn_kernel_builds_in_both_forms():
     assert sum(len(k.origins) for k in kernels) == 125
     train = sum("train" in k.suites for k in kernels)
     assert train == sum(k.copies("train") for k in kernels) == 53
-    for form in rnn.FWD_FORMS:
-        requests = gen_plan.plan(kernels, ("train", "inference_server", "inference_device"), gen_plan.GenOptions(rnn_form=form))
+    for form in RNN_FORMS:
+        requests = gen_plan.plan(kernels, ("train", "inference_server", "inference_device"), GenOptions(rnn_form=form))
         assert sum(r.pass_name == "fwd" for r in requests) == len(kernels)
         assert sum(r.pass_name == "bwd_weights" for r in requests) == train
         for request in requests:

@@ -14,6 +14,7 @@ from dbench.errors import UnsupportedError, UsageError
 from dbench.gen import plan as gen_plan
 from dbench.gen import sparse
 from dbench.gen.feeds import make_feeds
+from dbench.gen.options import GenOptions
 from dbench.gen.precision import PRECISIONS
 
 
@@ -79,7 +80,7 @@ def test_every_catalog_sparse_kernel_plans_builds_and_checks():
     kernels = [k for k in load_catalog() if k.family == "sparse"]
     rows = {suite: sum(k.copies(suite) for k in kernels) for suite in ("inference_server", "inference_device")}
     assert rows == {"inference_server": 24, "inference_device": 8} and len(kernels) == 24
-    requests = gen_plan.plan(kernels, ["inference_server", "inference_device"], gen_plan.GenOptions())
+    requests = gen_plan.plan(kernels, ["inference_server", "inference_device"], GenOptions())
     assert len(requests) == 2 * len(kernels)
     assert {(r.pass_name, r.form) for r in requests} == {("fwd", "sparse"), ("fwd", "dense")}
     for request in requests:
@@ -94,6 +95,6 @@ def test_bad_requests_raise_clear_errors():
         sparse.build(kernel, "fp32", "fwd", "csr")
     with pytest.raises(UnsupportedError, match="inference only"):
         sparse.build(kernel, "fp32", "bwd_data", "sparse")
-    (request,) = gen_plan.plan([kernel], ["inference_server"], gen_plan.GenOptions(precision="int8"))
+    (request,) = gen_plan.plan([kernel], ["inference_server"], GenOptions(precision="int8"))
     with pytest.raises(UnsupportedError, match="no int8 form"):
         gen_plan.build(request)

@@ -18,7 +18,8 @@ from dbench.catalog.kernels import Origin
 from dbench.cli import app
 from dbench.errors import DbenchError, UnsupportedError, UsageError
 from dbench.gen import conv, gemm
-from dbench.gen.plan import GenOptions, GraphRequest, build, plan, reference, tolerance
+from dbench.gen.options import GenOptions
+from dbench.gen.plan import GraphRequest, build, plan, reference, tolerance
 from dbench.gen.feeds import make_feeds
 from dbench.gen.graph import Graph
 from dbench.gen.weights import split_feeds

@@ -10,7 +10,7 @@ import pytest
 from dbench.bench.stats import summarize
 from dbench.bench.timing import TimingConfig, measure
 from dbench.bench.verify import compare
-from dbench.gen.plan import Tolerance
+from dbench.gen.tolerance import Tolerance
 
 
 def test_summary_statistics():

@@ -84,7 +84,8 @@ def build_items(request: RunRequest, int8_form: str) -> list[Item]:
     if request.graphs:
         return _folder_items(request)
     from dbench.catalog import Selection, load_catalog, load_kernel_file, select
-    from dbench.gen.plan import GenOptions, plan
+    from dbench.gen.options import GenOptions
+    from dbench.gen.plan import plan
 
     source = load_kernel_file(Path(request.kernels)) if request.kernels else load_catalog()
     selection = Selection(request.suite or ("all" if request.kernels else "inference"), request.ops, request.apps, request.pattern)

@@ -1,80 +1,25 @@
-"""Which graphs a selection of kernels yields (a cheap plan), and building each one on demand.
-
-Family modules are named here as strings and imported only when used; each provides
-`plan(kernel, options, train) -> [(pass, form, attrs)]`,
-`build(kernel, precision, pass_name, form, **attrs) -> Graph` and `reference(spec, feeds) -> outputs`,
-and optionally `tolerance(spec) -> Tolerance` where the per-precision relative bound does not apply.
-"""
+"""Which graphs a selection of kernels yields (a cheap plan), and building, referencing and
+checking each one through its family's module (see family.Family)."""
 
 from __future__ import annotations
 
-import importlib
 from dataclasses import dataclass, field
-from types import ModuleType
 from typing import Any, Iterable
 
+import numpy as np
+
 from dbench.catalog.kernels import Kernel
-from dbench.errors import UnsupportedError, UsageError
+from dbench.errors import UnsupportedError
+from dbench.gen import conv, gemm, rnn, sparse
+from dbench.gen.family import Family
 from dbench.gen.graph import Graph, GraphSpec
-from dbench.gen.precision import ALL_PRECISIONS, PRECISIONS
+from dbench.gen.options import GenOptions
+from dbench.gen.tolerance import Tolerance
 
-FAMILY_MODULES = {
-    "gemm": "dbench.gen.gemm",
-    "conv": "dbench.gen.conv",
-    "rnn": "dbench.gen.rnn",
-    "sparse": "dbench.gen.sparse",
-}
-INT8_MODULE = "dbench.gen.int8"
-INT8_FAMILIES = ("gemm", "conv")
-ALL_PASSES = ("fwd", "bwd_data", "bwd_filter", "bwd_weights")
-RNN_FORMS = ("op", "recurrence")
-INT8_FORMS = ("qlinear", "qdq", "integer")
-GRU_ACTIVATIONS = ("tanh", "relu")
+FAMILIES: dict[str, Family] = {"gemm": gemm, "conv": conv, "rnn": rnn, "sparse": sparse}
 
-
-@dataclass(frozen=True)
-class GenOptions:
-    """Generation choices that change the graph (and are recorded in its spec)."""
-
-    precision: str = "fp32"
-    passes: tuple[str, ...] = ALL_PASSES
-    gemm_form: str = "gemm"
-    rnn_form: str = "op"
-    gru_activation: str = "tanh"
-    int8_form: str = "qdq"
-    int8_pad: bool = True
-
-    def __post_init__(self) -> None:
-        if self.precision not in ALL_PRECISIONS:
-            raise UsageError(f"unknown precision {self.precision!r}; valid precisions: {', '.join(ALL_PRECISIONS)}")
-        for value, valid, what in [
-            (self.rnn_form, RNN_FORMS, "rnn form"),
-            (self.int8_form, INT8_FORMS, "int8 form"),
-            (self.gru_activation, GRU_ACTIVATIONS, "GRU activation"),
-        ]:
-            if value not in valid:
-                raise UsageError(f"unknown {what} {value!r}; valid: {', '.join(valid)}")
-        for p in self.passes:
-            if p not in ALL_PASSES:
-                raise UsageError(f"unknown pass {p!r}; valid passes: {', '.join(ALL_PASSES)}")
-
-
-    @classmethod
-    def from_fields(cls, fields: dict[str, Any], int8_form: str) -> "GenOptions":
-        """From JSON-ready fields (the CLI's, or a run header's): empty `passes` means all passes,
-        an empty `int8_form` means `int8_form` (the runtime's preferred form)."""
-        return cls(**{**fields, "passes": tuple(fields["passes"]) or ALL_PASSES, "int8_form": fields["int8_form"] or int8_form})
-
-
-@dataclass(frozen=True)
-class Tolerance:
-    """How outputs are checked against the reference.
-
-    metric `rel`: max|out - ref| / max|ref| <= bound (floating point; robust to near-zero elements).
-    metric `abs`: max|out - ref| <= bound (integer outputs: 0 = exact; one quantisation step for Q/DQ)."""
-
-    metric: str
-    bound: float
+ROW_SAMPLED = tuple(name for name, family in FAMILIES.items() if family.ROW_SAMPLED)
+"""Families whose float reference can compute a subset of output rows (`rows`), for huge outputs."""
 
 
 @dataclass(frozen=True)
@@ -88,14 +33,13 @@ class GraphRequest:
     attrs: dict[str, Any] = field(default_factory=dict)
 
 
-def family_module(family: str, precision: str = "fp32") -> ModuleType:
-    """The generator module for a family in a precision (imported on first use): int8 GEMM and
-    convolution have their own module; other families have no int8 form."""
-    if precision == "int8":
-        if family not in INT8_FAMILIES:
-            raise UnsupportedError(f"{family} kernels have no int8 form (int8 covers {', '.join(INT8_FAMILIES)})")
-        return importlib.import_module(INT8_MODULE)
-    return importlib.import_module(FAMILY_MODULES[family])
+def _family(name: str, precision: str) -> Family:
+    """The family's module, or UnsupportedError when it builds no graph in `precision`."""
+    family = FAMILIES[name]
+    if precision not in family.SUPPORTED_PRECISIONS:
+        covered = [n for n, f in FAMILIES.items() if precision in f.SUPPORTED_PRECISIONS]
+        raise UnsupportedError(f"{name} kernels have no {precision} form ({precision} covers {', '.join(covered)})")
+    return family
 
 
 def plan(kernels: Iterable[Kernel], suite_tags: Iterable[str], options: GenOptions) -> list[GraphRequest]:
@@ -106,12 +50,10 @@ def plan(kernels: Iterable[Kernel], suite_tags: Iterable[str], options: GenOptio
     requests = []
     for kernel in kernels:
         train = "train" in tags and "train" in kernel.suites
-        try:
-            module = family_module(kernel.family, options.precision)
-        except UnsupportedError:
+        if options.precision not in FAMILIES[kernel.family].SUPPORTED_PRECISIONS:
             requests.append(GraphRequest(kernel, options.precision, "fwd", "none"))
             continue
-        for pass_name, form, attrs in module.plan(kernel, options, train):
+        for pass_name, form, attrs in FAMILIES[kernel.family].plan(kernel, options, train):
             if pass_name in options.passes:
                 requests.append(GraphRequest(kernel, options.precision, pass_name, form, attrs))
     return requests
@@ -119,26 +61,16 @@ def plan(kernels: Iterable[Kernel], suite_tags: Iterable[str], options: GenOptio
 
 def build(request: GraphRequest) -> Graph:
     """Build one planned graph."""
-    module = family_module(request.kernel.family, request.precision)
-    return module.build(request.kernel, request.precision, request.pass_name, request.form, **request.attrs)
+    family = _family(request.kernel.family, request.precision)
+    return family.build(request.kernel, request.precision, request.pass_name, request.form, **request.attrs)
 
 
-ROW_SAMPLED = ("gemm", "sparse")
-"""Families whose float reference can compute a subset of output rows (`rows`), for huge outputs."""
-
-
-def reference(spec: GraphSpec, feeds: dict, rows=None) -> dict:
+def reference(spec: GraphSpec, feeds: dict[str, np.ndarray], rows: np.ndarray | None = None) -> dict[str, np.ndarray]:
     """The float64 (or exact integer) numpy reference outputs of a graph, from its spec alone;
     `rows` (families in ROW_SAMPLED, float precisions) limits it to those rows of the output."""
-    module = family_module(spec.family, spec.precision)
-    if rows is None:
-        return module.reference(spec, feeds)
-    return module.reference(spec, feeds, rows)
+    return _family(spec.family, spec.precision).reference(spec, feeds, rows)
 
 
 def tolerance(spec: GraphSpec) -> Tolerance:
-    """The verification rule for a graph: the family module's own, else the precision's relative bound."""
-    module = family_module(spec.family, spec.precision)
-    if hasattr(module, "tolerance"):
-        return module.tolerance(spec)
-    return Tolerance("rel", PRECISIONS[spec.precision].tolerance)
+    """The verification rule for a graph (its family's)."""
+    return _family(spec.family, spec.precision).tolerance(spec)
