@@ -141,8 +141,8 @@ def gen(
 
     selection, selected = _kernels(suite, ops, app_, pattern, kernels, "inference")
     options = GenOptions.from_fields(_gen_fields(precision, passes, gemm_form, rnn_form, gru_activation, int8_form, no_pad), "qdq")
-    folder = prepare_folder(out_dir / selection.suite)
     requests = plan(selected, selection.suite_tags, options)
+    folder = prepare_folder(out_dir / selection.suite)
     counts: dict[str, int] = {}
     skipped: dict[str, str] = {}
     columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
