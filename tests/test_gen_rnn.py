@@ -214,6 +214,23 @@ def test_single_step_sequence(cell, activation, pass_name, base, rng):
     _check_outputs(graph, _openvino_run(graph.model, feeds), ref, f"openvino {graph.id}")
 
 
+@pytest.mark.slow
+@pytest.mark.parametrize("runtime", ["ort-cpu", "openvino"])
+def test_single_step_backward_runs_and_verifies_through_dbench_run(runtime, tmp_path):
+    """`dbench run` of the T = 1 GRU (DeepBench's rnn_gru_h512_n32_t1, shrunk) and LSTM backward
+    graphs: every row `ok` with its outputs verified against the numpy reference."""
+    kernels = write_csv(tmp_path / "rnn.csv", "cell,hidden,batch,timesteps,suite", "gru,8,4,1,train", "lstm,8,4,1,train")
+    result = CliRunner().invoke(app, ["run", "--kernels", str(kernels), "--suite", "train", "--pass", "bwd_weights",
+                                      "--runtime", runtime, "--quick", "--out", str(tmp_path / "results")])
+    assert result.exit_code == 0, result.output
+    (log,) = (tmp_path / "results").rglob("*.jsonl")
+    rows = [r for r in map(json.loads, log.read_text().splitlines()) if "graph_id" in r]
+    assert sorted(r["graph_id"] for r in rows) == ["rnn_gru_h8_n4_t1.bwd_weights.bptt.fp32", "rnn_lstm_h8_n4_t1.bwd_weights.bptt.fp32"]
+    for row in rows:
+        assert row["status"] == "ok", row
+        assert row["verified"] is True, row
+
+
 @pytest.mark.parametrize("cell,activation", VARIANTS)
 def test_op_and_recurrence_forms_agree(cell, activation, rng):
     """Given the op form's X, W, B, the recurrence form fed XW = X·W^T + Wb and Rb gives the same Y."""
