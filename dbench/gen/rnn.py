@@ -131,7 +131,7 @@ def reference(spec: GraphSpec, feeds: dict[str, np.ndarray], rows: np.ndarray | 
     return {"dR": dr[None], "dB": db[None]}
 
 
-tolerance = float_tolerance
+tolerance = float_tolerance  # float precisions only: the precision's relative bound
 
 
 def plan(kernel: RnnKernel, options: GenOptions, train: bool) -> list[PlannedGraph]:

@@ -53,7 +53,7 @@ def reference(spec: GraphSpec, feeds: dict[str, np.ndarray], rows: np.ndarray | 
     return {"Y": cublas_reference(feeds["A"], feeds["B"], c, spec.params["a_t"], spec.params["b_t"], rows)}
 
 
-tolerance = float_tolerance
+tolerance = float_tolerance  # float precisions only: the precision's relative bound
 
 
 def plan(kernel: SparseKernel, options: GenOptions, train: bool) -> list[PlannedGraph]:
