@@ -17,8 +17,7 @@ from pathlib import Path
 from typing import IO
 
 from dbench.allreduce.options import Arguments, resolve
-from dbench.allreduce.rank import MPI_HELP, NEED_TWO
-from dbench.allreduce.status import LAUNCH_FILE, RankStatus, read_statuses
+from dbench.allreduce.rank import LAUNCH_FILE, MPI_HELP, NEED_TWO, RankStatus, read_statuses
 from dbench.errors import DbenchError, UsageError
 
 MPIEXEC_ENV = "DBENCH_MPIEXEC"  # use this mpiexec instead of the one beside the Python interpreter

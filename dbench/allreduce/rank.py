@@ -1,31 +1,28 @@
-"""One rank of the benchmark, under any MPI launcher: set up together, measure and check every (size,
-implementation, placement), and on rank 0 store the rows and print the tables."""
+"""One rank of the benchmark, under any MPI launcher: set up together, time and check every (size,
+implementation, placement), report its state to the launcher in a status file, and on rank 0 store the
+rows and print the tables. mpi4py is imported only when a rank runs."""
 
 from __future__ import annotations
 
+import json
 import os
 import signal
+import socket
 import sys
 import traceback
+from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable, TypeVar
 
-from dbench.allreduce.check import check
-from dbench.allreduce.collective import AgreedError, together
-from dbench.allreduce.data import expected_pattern, fill, rank_pattern
-from dbench.allreduce.devices import Device, Gpu, Host
+from dbench.allreduce.data import check, expected_pattern, fill, rank_pattern
+from dbench.allreduce.devices import Device, Gpu, Host, check_fits
 from dbench.allreduce.implementations import Implementation, implementation, require
-from dbench.allreduce.measure import time_calls
-from dbench.allreduce.memory import check_fits
-from dbench.allreduce.options import Arguments, Options, resolve
-from dbench.allreduce.output import console, print_error
-from dbench.allreduce.record import mpi_info, open_log
-from dbench.allreduce.results import Outcome, Result, summarize
-from dbench.allreduce.sizes import Size
-from dbench.allreduce.status import read_launch, write_status
-from dbench.allreduce.table import best_table, results_table
+from dbench.allreduce.options import Arguments, Options, Size, resolve
+from dbench.allreduce.results import Outcome, Result, mpi_info, open_log, print_error, report, summarize
 from dbench.errors import DbenchError, UsageError
 
+T = TypeVar("T")
+LAUNCH_FILE = "launch.json"
 MPI_HELP = "pip install 'dbench[mpi]'"
 NEED_TWO = "all-reduce needs at least two ranks: use --np 2 (or more), or start it with mpiexec -n 2 (or more)"
 SINGLETONS = ("mpiexec started ranks that each see a world of one: mpi4py's MPI library is not the one of this "
@@ -136,21 +133,71 @@ def _measure_size(comm: Any, impl: Implementation, size: Size, options: Options,
     return rows
 
 
-def report(log: Any, results: list[Result], library: str, crowded: bool = False) -> str | None:
-    """Rank 0: export the run, print the tables, and say what failed the checks (None when all exact).
-    `crowded`: more ranks than cores on this host, which inflates times (ranks busy-wait)."""
-    from dbench.store.export import export_run
+class AgreedError(DbenchError):
+    """A user-facing error every rank raises together; rank 0 prints it once."""
 
-    parquet, csv = export_run(log)
-    out = console()
-    out.print(results_table(results, library))
-    out.print(best_table(results))
-    if crowded:
-        out.print("[yellow]note:[/] more ranks than cores on this host: ranks busy-wait for messages, so times "
-                  "include waiting for the OS scheduler", highlight=False)
-    out.print(f"results: {log.path} (+ {parquet.suffix}, {csv.suffix})", highlight=False)
-    bad = [r for r in results if r.status != "ok"]
-    if not bad:
-        return None
-    return (f"{len(bad)} of {len(results)} results are not exact (see the check column), e.g. "
-            f"{bad[0].implementation} at {bad[0].elements} elements: {bad[0].wrong} wrong")
+    def __init__(self, message: str, exit_code: int) -> None:
+        super().__init__(message)
+        self.exit_code = exit_code
+
+
+def together(comm: Any, action: Callable[[], T]) -> T:
+    """Run `action` on every rank; if it raised a DbenchError on any rank, raise the first one everywhere."""
+    try:
+        result, problem = action(), None
+    except DbenchError as error:
+        result, problem = None, (str(error), error.exit_code)
+    problems = [p for p in comm.allgather(problem) if p is not None]
+    if problems:
+        raise AgreedError(*problems[0])
+    return result  # type: ignore[return-value]
+
+
+def time_calls(comm: Any, impl: Implementation, send: Any | None, recv: Any, warmup: int, iters: int) -> float:
+    """This rank's mean seconds per call over `iters` back-to-back calls (MPI_Wtime), after `warmup` calls
+    and a barrier so every rank starts the block together."""
+    from mpi4py import MPI
+
+    for _ in range(warmup):
+        impl.run(send, recv)
+    comm.Barrier()
+    start = MPI.Wtime()
+    for _ in range(iters):
+        impl.run(send, recv)
+    return (MPI.Wtime() - start) / iters
+
+
+@dataclass(frozen=True)
+class RankStatus:
+    """One rank's state: running (started, not finished), done (with its exit code) or failed (crashed)."""
+
+    rank: int
+    pid: int
+    host: str
+    state: str
+    code: int = 0
+    error: str = ""
+
+
+def write_status(folder: Path | None, rank: int, state: str, code: int = 0, error: str = "") -> None:
+    """Atomically (re)write rank `rank`'s status file in `folder`; no-op when not started by the launcher."""
+    if folder is None:
+        return
+    status = RankStatus(rank, os.getpid(), socket.gethostname(), state, code, error)
+    path = folder / f"rank-{rank}.json"
+    temporary = path.with_suffix(".tmp")
+    temporary.write_text(json.dumps(asdict(status)))
+    os.replace(temporary, path)
+
+
+def read_statuses(folder: Path) -> dict[int, RankStatus]:
+    """Every status file in `folder`, by rank."""
+    statuses = [RankStatus(**json.loads(p.read_text())) for p in folder.glob("rank-*.json")]
+    return {s.rank: s for s in statuses}
+
+
+def read_launch(folder: Path | None) -> dict:
+    """What the launcher recorded about itself (its command line, the mpiexec command), if anything."""
+    if folder is None or not (folder / LAUNCH_FILE).exists():
+        return {}
+    return json.loads((folder / LAUNCH_FILE).read_text())
