@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import csv
 import json
-import subprocess
 import sys
 from importlib import resources
 from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import run_tree
 
 from dbench.allreduce import data
 from dbench.allreduce.data import Verdict, check
@@ -254,7 +254,7 @@ def test_the_module_imports_neither_onnx_nor_mpi4py_nor_a_runtime():
             "[importlib.import_module(n) for n in names]; "
             "bad = [m for m in ('onnx', 'mpi4py', 'onnxruntime', 'openvino', 'tensorrt', 'cupy', 'dbench.gen') "
             "if m in sys.modules]; print(len(names), bad); sys.exit(1 if bad or len(names) < 8 else 0)")
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    done = run_tree([sys.executable, "-c", code], 60)
     assert done.returncode == 0, done.stdout + done.stderr
 
 

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from conftest import run_tree
 
 from dbench.allreduce.launch import find_mpiexec
 
@@ -27,8 +28,7 @@ def _env(**extra: str) -> dict[str, str]:
 
 def dbench_allreduce(*args: str, **env: str) -> subprocess.CompletedProcess:
     """`dbench allreduce ...` as a user runs it (the same command through python -m dbench.allreduce)."""
-    return subprocess.run([sys.executable, "-m", "dbench.allreduce", *args], capture_output=True, text=True,
-                          timeout=TIMEOUT, env=_env(**env))
+    return run_tree([sys.executable, "-m", "dbench.allreduce", *args], TIMEOUT, _env(**env))
 
 
 def _run_files(out: Path) -> tuple[dict, pd.DataFrame]:
@@ -102,9 +102,8 @@ def test_other_dtypes_are_exact(tmp_path, dtype, itemsize):
 
 def test_plain_mpiexec_runs_the_module(tmp_path):
     mpiexec = str(Path(sys.executable).parent / "mpiexec")
-    done = subprocess.run([mpiexec, "-n", "3", sys.executable, "-m", "dbench.allreduce", "--sizes", "1000,30001",
-                           "--iters", "2", "--out", str(tmp_path)], capture_output=True, text=True,
-                          timeout=TIMEOUT, env=_env())
+    done = run_tree([mpiexec, "-n", "3", sys.executable, "-m", "dbench.allreduce", "--sizes", "1000,30001",
+                     "--iters", "2", "--out", str(tmp_path)], TIMEOUT, _env())
     assert done.returncode == 0, done.stderr
     assert done.stdout.count("all-reduce sum, float32, 3 ranks") == 1  # rank 0 prints, the others do not
     header, frame = _run_files(tmp_path)
@@ -179,5 +178,5 @@ def test_cuda_awareness_is_read_from_the_loaded_mpi_library():
     """The query behind `--device gpu` finds MPIX_Query_cuda_support in the mpich wheel (no GPU support: False)."""
     code = ("from mpi4py import MPI; from dbench.allreduce.implementations import mpi_cuda_support; "
             "print(mpi_cuda_support())")
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=TIMEOUT, env=_env())
+    done = run_tree([sys.executable, "-c", code], TIMEOUT, _env())
     assert done.returncode == 0 and done.stdout.strip() == "False", done.stdout + done.stderr

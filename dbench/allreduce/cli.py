@@ -39,7 +39,7 @@ def run(ranks: int | None, args: Arguments, status_dir: Path | None = None) -> i
     """With `ranks`, start that many ranks with mpiexec; without, be one rank of the current MPI job.
     Returns the exit code."""
     from dbench.allreduce.launch import launch
-    from dbench.allreduce.rank import run_ranks
+    from dbench.allreduce.rank import INTERRUPTED, run_ranks
     from dbench.allreduce.results import print_error
 
     try:
@@ -49,3 +49,6 @@ def run(ranks: int | None, args: Arguments, status_dir: Path | None = None) -> i
     except DbenchError as error:
         print_error(error)
         return error.exit_code
+    except KeyboardInterrupt:  # before mpiexec started, or before MPI was up in a rank
+        print_error("interrupted")
+        return INTERRUPTED

@@ -4,6 +4,7 @@ rows and print the tables. mpi4py is imported only when a rank runs."""
 
 from __future__ import annotations
 
+import ctypes
 import json
 import os
 import signal
@@ -28,6 +29,19 @@ NEED_TWO = "all-reduce needs at least two ranks: use --np 2 (or more), or start 
 SINGLETONS = ("mpiexec started ranks that each see a world of one: mpi4py's MPI library is not the one of this "
               "mpiexec; set DBENCH_MPIEXEC to the mpiexec of mpi4py's MPI")
 FAIL_ENV = "DBENCH_ALLREDUCE_FAIL_RANK"  # testing: "R" makes rank R raise, "R:kill" makes it SIGKILL itself
+INTERRUPTED = 130  # exit code after Ctrl-C, as `dbench run`
+PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
+
+
+def die_with_parent(parent: int) -> None:
+    """Have Linux SIGKILL this process when its parent dies (PR_SET_PDEATHSIG, kept across exec), and exit
+    now if `parent` is already gone; nothing elsewhere than Linux. The launcher sets it in mpiexec before
+    exec, each rank for the MPI process that started it (Hydra's proxy), so no rank outlives its job."""
+    if not sys.platform.startswith("linux"):
+        return
+    ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    if os.getppid() != parent:
+        os._exit(1)
 
 
 def import_mpi() -> Any:
@@ -50,7 +64,9 @@ def fail_if_asked(rank: int) -> None:
 
 def run_ranks(args: Arguments, status_dir: Path | None) -> int:
     """This rank's part of the run; returns the exit code (0 when the launcher reads it from `status_dir`).
-    An unexpected exception aborts the whole job (MPI_Abort) instead of leaving the other ranks waiting."""
+    An unexpected exception aborts the whole job (MPI_Abort) instead of leaving the other ranks waiting;
+    Ctrl-C (a plain mpiexec forwards it to every rank) ends this rank quietly with one line on rank 0."""
+    die_with_parent(os.getppid())
     MPI = import_mpi()
     comm = MPI.COMM_WORLD
     write_status(status_dir, comm.rank, "running")
@@ -60,6 +76,12 @@ def run_ranks(args: Arguments, status_dir: Path | None) -> int:
         if comm.rank == 0:
             print_error(error)
         code = error.exit_code
+    except KeyboardInterrupt:
+        write_status(status_dir, comm.rank, "interrupted", INTERRUPTED)
+        if comm.rank == 0:
+            print_error("interrupted")
+        sys.stderr.flush()
+        os._exit(INTERRUPTED)  # not MPI_Finalize: the other ranks may be gone already; mpiexec ends the job
     except BaseException as error:
         first_line = (str(error).splitlines() or [""])[0]
         write_status(status_dir, comm.rank, "failed", 1, f"{type(error).__name__}: {first_line}")
