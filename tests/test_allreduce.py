@@ -270,6 +270,7 @@ def test_command_registers_on_a_typer_app(tmp_path):
     runner = CliRunner()
     helped = runner.invoke(app, ["allreduce", "--help"])
     assert helped.exit_code == 0 and "--np" in helped.output and "--status-dir" not in helped.output
+    assert "Exit status: 0 every result is exact; 3 any result is a mismatch" in " ".join(helped.output.split())
     one = runner.invoke(app, ["allreduce", "--np", "1"])
     assert one.exit_code == 2 and "all-reduce needs at least two ranks" in one.output
 

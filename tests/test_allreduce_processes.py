@@ -87,15 +87,15 @@ def test_ctrl_c_in_the_launcher_is_one_line_exit_130_and_no_process_left(tmp_pat
 
 @pytest.mark.slow
 def test_ctrl_c_on_a_plain_mpiexec_gives_no_rank_traceback(tmp_path):
-    """Hydra forwards SIGINT to every rank: each ends quietly, rank 0 says so once, the exit status says 130."""
+    """Hydra forwards SIGINT to every rank and says so in one line; the ranks end quietly with exit code 130
+    (the first to end makes Hydra kill the others, maybe before they can print, so none prints)."""
     mpiexec = str(Path(sys.executable).parent / "mpiexec")
     command = [mpiexec, "-n", "2", sys.executable, "-m", "dbench.allreduce", *LONG_RUN, "--out", str(tmp_path)]
     with process_tree(command, _env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) as job:
         _measuring(tmp_path, job)
         os.kill(job.pid, signal.SIGINT)
         out, err = job.communicate(timeout=TIMEOUT)
-    assert "Traceback" not in out + err and "KeyboardInterrupt" not in out + err
-    assert err.count("error: interrupted") == 1
+    assert err == "" and "Traceback" not in out and "KeyboardInterrupt" not in out
     assert job.returncode == 130, out + err
 
 

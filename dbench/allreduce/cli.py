@@ -30,7 +30,11 @@ def command(
     device: Annotated[str, typer.Option("--device", help="Buffers for mpi and ring: cpu | gpu (needs a CUDA-aware MPI). nccl always uses the GPU.")] = DEFAULT.device,
     status_dir: Annotated[Optional[Path], typer.Option("--status-dir", hidden=True, help="Set by the launcher: where ranks report.")] = None,
 ) -> None:
-    """All-reduce (sum) over DeepBench's message sizes with mpi4py: latency, algbw, busbw, DeepBench GB/s, exact check."""
+    """All-reduce (sum) over DeepBench's message sizes with mpi4py, checked exactly (--np N starts mpiexec).
+
+    Exit status: 0 every result is exact; 3 any result is a mismatch (the rule of `dbench run`);
+    2 a usage error; 1 the run could not finish (no mpiexec, a rank failed or died, too little memory);
+    130 Ctrl-C, which stops mpiexec and every rank."""
     args = Arguments(sizes, begin, end, factor, dtype, impl, iters, warmup, check_repeat, out, device)
     raise typer.Exit(run(np_, args, status_dir))
 

@@ -11,15 +11,16 @@ import signal
 import socket
 import sys
 import traceback
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any, Callable, TypeVar
 
-from dbench.allreduce.data import check, expected_pattern, fill, rank_pattern
+from dbench.allreduce.data import Verdict, check, expected_pattern, fill, rank_pattern
 from dbench.allreduce.devices import Device, Gpu, Host, check_fits
 from dbench.allreduce.implementations import Implementation, implementation, require
 from dbench.allreduce.options import Arguments, Options, Size, resolve
-from dbench.allreduce.results import Outcome, Result, mpi_info, open_log, print_error, report, summarize
+from dbench.allreduce.results import (ROWS_NOT_OK, Outcome, Result, mpi_info, open_log, print_error, report,
+                                      summarize)
 from dbench.errors import DbenchError, UsageError
 
 T = TypeVar("T")
@@ -28,7 +29,7 @@ MPI_HELP = "pip install 'dbench[mpi]'"
 NEED_TWO = "all-reduce needs at least two ranks: use --np 2 (or more), or start it with mpiexec -n 2 (or more)"
 SINGLETONS = ("mpiexec started ranks that each see a world of one: mpi4py's MPI library is not the one of this "
               "mpiexec; set DBENCH_MPIEXEC to the mpiexec of mpi4py's MPI")
-FAIL_ENV = "DBENCH_ALLREDUCE_FAIL_RANK"  # testing: "R" makes rank R raise, "R:kill" makes it SIGKILL itself
+FAIL_ENV = "DBENCH_ALLREDUCE_FAIL_RANK"  # testing: "R" makes rank R raise, "R:kill" SIGKILL itself, "R:wrong" miscount
 INTERRUPTED = 130  # exit code after Ctrl-C, as `dbench run`
 PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
 
@@ -53,19 +54,30 @@ def import_mpi() -> Any:
     return MPI
 
 
+def _asked(rank: int) -> str | None:
+    """What FAIL_ENV asks of this rank ("" to raise, "kill", "wrong"), None when it does not name it."""
+    target, _, how = os.environ.get(FAIL_ENV, "").partition(":")
+    return how if target == str(rank) else None
+
+
 def fail_if_asked(rank: int) -> None:
     """Die on purpose when FAIL_ENV names this rank, so tests can check that the job ends and who is named."""
-    target, _, how = os.environ.get(FAIL_ENV, "").partition(":")
-    if target == str(rank):
-        if how == "kill":
-            os.kill(os.getpid(), signal.SIGKILL)
+    how = _asked(rank)
+    if how == "kill":
+        os.kill(os.getpid(), signal.SIGKILL)
+    if how == "":
         raise RuntimeError(f"rank {rank} failed on purpose ({FAIL_ENV}={os.environ[FAIL_ENV]})")
+
+
+def miscount_if_asked(rank: int, verdict: Verdict) -> Verdict:
+    """One more wrong element under FAIL_ENV "R:wrong" on rank R, so tests reach a mismatch row and its exit."""
+    return replace(verdict, wrong=verdict.wrong + 1) if _asked(rank) == "wrong" else verdict
 
 
 def run_ranks(args: Arguments, status_dir: Path | None) -> int:
     """This rank's part of the run; returns the exit code (0 when the launcher reads it from `status_dir`).
     An unexpected exception aborts the whole job (MPI_Abort) instead of leaving the other ranks waiting;
-    Ctrl-C (a plain mpiexec forwards it to every rank) ends this rank quietly with one line on rank 0."""
+    Ctrl-C (a plain mpiexec forwards it to every rank) ends this rank quietly with exit code 130."""
     die_with_parent(os.getppid())
     MPI = import_mpi()
     comm = MPI.COMM_WORLD
@@ -76,12 +88,9 @@ def run_ranks(args: Arguments, status_dir: Path | None) -> int:
         if comm.rank == 0:
             print_error(error)
         code = error.exit_code
-    except KeyboardInterrupt:
+    except KeyboardInterrupt:  # quietly: mpiexec says it forwarded Ctrl-C, and kills the ranks that end later
         write_status(status_dir, comm.rank, "interrupted", INTERRUPTED)
-        if comm.rank == 0:
-            print_error("interrupted")
-        sys.stderr.flush()
-        os._exit(INTERRUPTED)  # not MPI_Finalize: the other ranks may be gone already; mpiexec ends the job
+        os._exit(INTERRUPTED)  # not MPI_Finalize: the other ranks may be gone already
     except BaseException as error:
         first_line = (str(error).splitlines() or [""])[0]
         write_status(status_dir, comm.rank, "failed", 1, f"{type(error).__name__}: {first_line}")
@@ -129,7 +138,7 @@ def _run(MPI: Any, comm: Any, args: Arguments, status_dir: Path | None) -> int:
     message = report(log, results, mpi["library"], crowded) if comm.rank == 0 else None
     message = comm.bcast(message, root=0)
     if message:
-        raise AgreedError(message, 1)
+        raise AgreedError(message, ROWS_NOT_OK)
     return 0
 
 
@@ -147,6 +156,7 @@ def _measure_size(comm: Any, impl: Implementation, size: Size, options: Options,
         recv.fill(0)  # in place, the timed calls sum their own output again and again: zeros cannot overflow
         seconds = time_calls(comm, impl, None if in_place else send, recv, warmup, iters)
         verdict = check(impl, impl.device, send, recv, in_place, values, expected, options.check_repeat)
+        verdict = miscount_if_asked(comm.rank, verdict)
         outcomes = comm.gather(Outcome(seconds, verdict), root=0)
         if comm.rank == 0:
             rows.append(summarize(outcomes, elements=n, itemsize=options.itemsize, dtype=dtype,

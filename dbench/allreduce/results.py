@@ -17,6 +17,7 @@ from dbench.allreduce.options import Options
 from dbench.store.log import RunLog, new_run_id
 from dbench.store.metadata import host_metadata, machine_name
 
+ROWS_NOT_OK = 3  # exit status when any row is not ok (a mismatch), the rule `dbench run` follows too
 PIPE_WIDTH = 160  # rich's default 80 columns would wrap the table when stdout is a pipe (as under mpiexec)
 CAPTION = ("time: per-rank mean per call, min/mean/max over ranks.  algbw = bytes/time;  busbw = algbw*2(n-1)/n "
            "(nccl-tests);  DeepBench GB/s = bytes*ranks/time (its result sheets).  Bandwidths use the mean time.")
