@@ -11,7 +11,6 @@ from pathlib import Path
 from typing import Any
 
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
 from dbench.bench.runner import Item, RunConfig, Runner, items_from_folder, items_from_requests
 from dbench.bench.timing import QUICK, TimingConfig
@@ -20,7 +19,9 @@ from dbench.runtimes.base import WEIGHT_MODES, RuntimeOptions
 from dbench.runtimes.registry import require
 from dbench.store.export import export_run
 from dbench.store.log import RunLog, ensure_writable, find_run, new_run_id
-from dbench.store.metadata import host_metadata, machine_name
+from dbench.render.run_progress import RunProgress
+from dbench.render.warnings import run_warnings
+from dbench.store.metadata import host_metadata, is_busy, load_average, machine_name
 from dbench.store.derived import sparse_speedups
 from dbench.store.tables import results_table, speedup_table
 
@@ -121,18 +122,10 @@ def run_session(request: RunRequest, out_dir: Path, resume: str | None, out: Con
     pending = [i for i in items if i.spec.id not in done]
     err.print(f"run {run_id}: {len(pending)} graphs on {request.runtime} ({len(done)} already done) -> {log.path}", highlight=False)
     runner = Runner(config, log, run_id)
-    columns = (TextColumn("{task.description}", style="cyan"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-               TextColumn("ETA"), TimeRemainingColumn())
-    with Progress(*columns, console=err, transient=True) as progress:
-        task = progress.add_task("starting", total=len(pending))
-
-        def on_row(item: Item, row: dict | None) -> None:
-            if row is None:
-                progress.update(task, description=item.spec.id[:60])
-            else:
-                progress.advance(task)
-
+    with RunProgress(err, len(pending)) as on_row:
         rows = runner.run(items, done, on_row)
+    load = load_average()
+    log.finish({"load_end": load, "busy_end": is_busy(load, header["host"].get("cpu_affinity"))})
     all_rows = log.rows()
     parquet, csv = export_run(log)
     out.print(results_table(all_rows, f"{run_id} · {request.runtime} · {header['host']['cpu_model']}"))
@@ -143,4 +136,6 @@ def run_session(request: RunRequest, out_dir: Path, resume: str | None, out: Con
     for row in all_rows:
         counts[row["status"]] = counts.get(row["status"], 0) + 1
     out.print(", ".join(f"{n} {s}" for s, n in sorted(counts.items())) + f" · log {log.path} · {parquet.name}, {csv.name}", highlight=False)
+    for line in run_warnings(all_rows, header["host"], log.end()):
+        err.print(f"[yellow]warning:[/] {line}", highlight=False, soft_wrap=True)
     return rows

@@ -1,5 +1,10 @@
 """The append-only run log: `results/<machine>/<run-id>.jsonl`, a header line then one line per
-result, each flushed and fsynced the moment it exists so a killed run loses nothing finished."""
+result, each flushed and fsynced the moment it exists so a killed run loses nothing finished, and an
+`end` line (load average at the end) when a run finishes.
+
+Schema 2 adds the per-sample times (`samples_us`), the median's confidence interval and robust spread,
+`first_call_us`, `runtime_median_us`, the machine key in the header and the `end` line. Version-1
+logs still open; they have no samples."""
 
 from __future__ import annotations
 
@@ -12,7 +17,8 @@ from typing import Any, Iterator
 
 from dbench.errors import DbenchError
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+READABLE_VERSIONS = (1, 2)
 
 
 def new_run_id(kind: str = "run") -> str:
@@ -52,9 +58,10 @@ class RunLog:
         """An existing log, its torn last line (from a kill mid-write) cut off so appends stay valid."""
         log = cls(path)
         log._repair()
-        header = log.header()
-        if header.get("schema_version") != SCHEMA_VERSION:
-            raise DbenchError(f"{path} has schema version {header.get('schema_version')}, this dbench reads {SCHEMA_VERSION}")
+        version = log.header().get("schema_version")
+        if version not in READABLE_VERSIONS:
+            raise DbenchError(f"{path} has schema version {version}; this dbench reads versions "
+                              f"{', '.join(map(str, READABLE_VERSIONS))}: use a dbench that writes version {version}")
         return log
 
     def _repair(self) -> None:
@@ -73,6 +80,10 @@ class RunLog:
 
     def append(self, row: dict[str, Any]) -> None:
         self._write({"type": "result", **row})
+
+    def finish(self, record: dict[str, Any]) -> None:
+        """Append the `end` line (e.g. the load average when the run finished)."""
+        self._write({"type": "end", **record})
 
     def _records(self) -> Iterator[dict[str, Any]]:
         with self.path.open() as fh:
@@ -93,6 +104,11 @@ class RunLog:
 
     def rows(self) -> list[dict[str, Any]]:
         return [r for r in self._records() if r.get("type") == "result"]
+
+    def end(self) -> dict[str, Any] | None:
+        """The last `end` line (a resumed run has one per invocation), or None if never finished."""
+        ends = [r for r in self._records() if r.get("type") == "end"]
+        return ends[-1] if ends else None
 
 
 def find_run(results: Path, run_id: str) -> Path:

@@ -9,8 +9,9 @@ from typing import Any
 from dbench.gen.graph import GraphSpec
 
 STATUSES = ("ok", "unsupported", "mismatch", "failed", "crashed", "timeout", "oom")
-STAT_FIELDS = ("median_us", "p10_us", "p90_us", "p99_us", "min_us", "mean_us", "std_us", "cv", "samples",
-               "calls_per_sample", "unstable", "timed_s", "warmup_s")
+STAT_FIELDS = ("median_us", "p10_us", "p90_us", "p99_us", "min_us", "mean_us", "std_us", "cv", "spread", "mad_us",
+               "ci_low_us", "ci_high_us", "ci_rel", "samples", "calls_per_sample", "unstable", "timed_s", "warmup_s",
+               "first_call_us", "runtime_median_us", "samples_us")
 
 
 def executed_precision(nodes: list[dict[str, Any]]) -> str:

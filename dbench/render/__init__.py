@@ -1,0 +1,1 @@
+"""Terminal rendering for the CLI: progress, per-graph lines, tables and warnings."""
