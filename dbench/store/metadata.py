@@ -81,6 +81,20 @@ def _gpus() -> list[str]:
     return [line.strip() for line in out.stdout.splitlines() if line.strip()] if out.returncode == 0 else []
 
 
+def cache_sizes() -> dict[str, int]:
+    """cpu0's caches in bytes by level, e.g. {"L1d": 32768, "L2": 524288, "L3": 33554432} (Linux sysfs)."""
+    sizes = {}
+    for index in sorted(Path("/sys/devices/system/cpu/cpu0/cache").glob("index*")):
+        try:
+            level, kind, size = ((index / name).read_text().strip() for name in ("level", "type", "size"))
+        except OSError:
+            continue
+        scale = {"K": 2**10, "M": 2**20, "G": 2**30}.get(size[-1:], 1)
+        suffix = {"Data": "d", "Instruction": "i"}.get(kind, "")
+        sizes[f"L{level}{suffix}"] = int(size.rstrip("KMG")) * scale
+    return sizes
+
+
 def load_average() -> list[float] | None:
     """The 1, 5 and 15 minute load averages (None where the OS has none)."""
     try:
@@ -131,6 +145,7 @@ def host_metadata() -> dict[str, Any]:
         "isa": identity["isa"],
         "gpus": identity["gpus"],
         "load_start": load,
+        "caches": cache_sizes(),
         "busy_start": is_busy(load, affinity),
         "hostname": socket.gethostname(),
         "cpu_model": cpu["model"],
