@@ -271,7 +271,7 @@ def peak(
     from dbench.runtimes.registry import RUNTIMES, status
 
     names = list(_split(runtime)) or [n for n in RUNTIMES if status(n).available]
-    peaks = measure_peaks(names, list(_split(precision)) or ["fp32"], log=lambda line: err.print(escape(line), highlight=False))
+    peaks = measure_peaks(names, list(_split(precision)) or ["fp32"], log=lambda line: err.print(escape(line), highlight=False, soft_wrap=True))
     out.print(f"wrote {save_peaks(peaks, out_dir)}", highlight=False)
 
 

@@ -68,7 +68,14 @@ def roofline(frame: pd.DataFrame, machine: str, precision: str, peaks: dict[str,
             fits = int((above.min_bytes <= llc).sum())
             notes.append(f"{len(above)} points above DRAM bandwidth: {fits} of them have a working set that fits in the "
                          f"{llc / 2**20:.0f} MiB last-level cache (hollow markers), so they run from cache")
+    if peak_tflops and (rows.tflops > peak_tflops).any():
+        load = peaks.get("load_start") or ["?"]
+        why = f"peak.json was measured on a busy machine (load {load[0]})" if peaks.get("busy_start") else \
+            "these kernels beat the square GEMMs dbench peak measured"
+        notes.append(f"{int((rows.tflops > peak_tflops).sum())} points above the GEMM ceiling: {why}")
     if notes:
+        top = max(float(rows.tflops.max()) if len(rows) else 1.0, peak_tflops or 0.0)
+        axes.set_ylim(top=top * 8)  # headroom for the notes
         axes.text(0.01, 0.99, "\n".join(notes), transform=axes.transAxes, va="top", fontsize=7, wrap=True,
                   bbox=dict(facecolor="white", alpha=0.8, edgecolor="#ccc"))
     if len(rows):

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import importlib.util
 import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from dbench.errors import DbenchError
 from dbench.report.build import Report
 from dbench.report.load import read_peaks
 from dbench.store.log import ensure_writable
@@ -53,8 +55,16 @@ def plot_all(report: Report) -> dict[str, bytes]:
     return images
 
 
+def require_extras() -> None:
+    """One line naming the missing packages of the report extra, before any work."""
+    missing = [name for name in ("matplotlib", "openpyxl") if importlib.util.find_spec(name) is None]
+    if missing:
+        raise DbenchError(f"dbench report needs {' and '.join(missing)}: pip install 'dbench[report]'")
+
+
 def write_report(report: Report, folder: Path) -> Written:
     """All outputs into `folder` (created), PNGs included; returns what was written."""
+    require_extras()
     from dbench.report.html import to_html
     from dbench.report.markdown import to_markdown
     from dbench.report.xlsx import write_xlsx
