@@ -10,8 +10,8 @@ import time
 import numpy as np
 import pytest
 
-from dbench.bench.stats import CI_THRESHOLD, KEPT_SAMPLES, kept, median_interval, summarize
-from dbench.bench.timing import QUICK, TimingConfig, measure
+from dbench.worker.stats import CI_THRESHOLD, KEPT_SAMPLES, kept, median_interval, summarize
+from dbench.worker.timing import QUICK, TimingConfig, measure
 
 
 def test_one_sample_has_no_spread_and_no_verdict():

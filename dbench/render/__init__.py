@@ -1,1 +1,1 @@
-"""Terminal rendering for the CLI: progress, per-graph lines, tables and warnings."""
+"""Terminal rendering (rich tables, progress, per-graph lines, warnings) used only by the CLI."""

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from dbench.bench.stats import CI_THRESHOLD
+from dbench.worker.stats import CI_THRESHOLD
 from dbench.store.metadata import BUSY_LOAD_PER_CORE
 
 

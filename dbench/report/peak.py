@@ -60,8 +60,8 @@ def measure_bandwidth(last_level_cache: int, repeats: int = 10) -> Bandwidth:
 
 def gemm_rate(runtime_name: str, precision: str, size: int) -> float:
     """TFLOP/s of one verified square GEMM on `runtime_name`; raises UnsupportedError / DbenchError."""
-    from dbench.bench.timing import TimingConfig, measure
-    from dbench.bench.verify import compare
+    from dbench.worker.timing import TimingConfig, measure
+    from dbench.worker.verify import compare
     from dbench.catalog.kernels import GemmKernel
     from dbench.gen.build import GraphRequest, build, reference, tolerance
     from dbench.gen.feeds import make_feeds

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
-from dbench.bench.stats import normal_quantile
+from dbench.worker.stats import normal_quantile
 from dbench.errors import DbenchError
 from dbench.store.log import RunLog, find_run
 

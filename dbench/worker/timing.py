@@ -14,7 +14,7 @@ from typing import Callable
 
 import numpy as np
 
-from dbench.bench.stats import CI_THRESHOLD, Stats, summarize
+from dbench.worker.stats import CI_THRESHOLD, Stats, summarize
 
 
 @dataclass(frozen=True)

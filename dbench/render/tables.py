@@ -34,10 +34,14 @@ def _ci(row: dict[str, Any]) -> str:
 
 
 def results_table(rows: list[dict[str, Any]], title: str) -> Table:
-    """The end-of-run summary, readable at 80 columns: one line per graph with status, precision
-    asked -> executed, median (adaptive units) and its 95% interval, p90, p99, the cold first call,
-    TFLOP/s and GB/s."""
-    table = Table(title=title, caption="±: 95% interval of the median; !: unstable (wider than ±2%)")
+    """The end-of-run summary, readable at 80 columns: one line per graph with status (! when it
+    breaks an invariant), precision asked -> executed, median (adaptive units) and its 95% interval,
+    p90, p99, the cold first call, TFLOP/s and GB/s."""
+    broken = sum(1 for r in rows if r.get("invariant_violations"))
+    caption = "±: 95% interval of the median; !: unstable (wider than ±2%)"
+    if broken:
+        caption += f"\n[bold red]{broken} rows marked ! break an invariant: see their invariant_violations[/]"
+    table = Table(title=title, caption=caption)
     for column, justify in [("graph", "left"), ("status", "left"), ("prec", "left"), ("median", "right"),
                             ("±", "right"), ("p90", "right"), ("p99", "right"), ("cold", "right"),
                             ("TFLOP/s", "right"), ("GB/s", "right")]:
@@ -48,7 +52,8 @@ def results_table(rows: list[dict[str, Any]], title: str) -> Table:
         if r.get("precision_fallback"):
             prec = f"[yellow]{prec}[/]"
         table.add_row(
-            r["graph_id"], f"[{STATUS_STYLE.get(r['status'], 'white')}]{r['status']}[/]", prec,
+            r["graph_id"], f"[{STATUS_STYLE.get(r['status'], 'white')}]{r['status']}[/]"
+            + ("[bold red]![/]" if r.get("invariant_violations") else ""), prec,
             format_time(r.get("median_us")), _ci(r), format_time(r.get("p90_us")), format_time(r.get("p99_us")),
             format_time(r.get("first_call_us")), significant(r.get("tflops")), significant(r.get("gbps")),
         )

@@ -12,8 +12,8 @@ from typing import Any
 
 from rich.console import Console
 
-from dbench.bench.runner import Item, RunConfig, Runner, items_from_folder, items_from_requests
-from dbench.bench.timing import QUICK, TimingConfig
+from dbench.orchestrator.runner import Item, RunConfig, Runner, items_from_folder, items_from_requests
+from dbench.worker.timing import QUICK, TimingConfig
 from dbench.errors import UsageError
 from dbench.runtimes.base import WEIGHT_MODES, RuntimeOptions
 from dbench.runtimes.registry import require
@@ -23,7 +23,7 @@ from dbench.render.run_progress import RunProgress
 from dbench.render.warnings import run_warnings
 from dbench.store.metadata import host_metadata, is_busy, load_average, machine_name
 from dbench.store.derived import sparse_speedups
-from dbench.store.tables import results_table, speedup_table
+from dbench.render.tables import results_table, speedup_table
 
 
 @dataclass(frozen=True)
