@@ -36,8 +36,7 @@ def test_rows_keep_samples_and_the_runtime_clock(two_runtimes):
         assert (row["runtime_median_us"] is not None and row["runtime_median_us"] > 0) == (row["runtime"] == "openvino")
     header = json.loads(next(two_runtimes.rglob("run-*.jsonl")).read_text().splitlines()[0])
     assert header["schema_version"] == 2 and header["host"]["machine_key"] in str(next(two_runtimes.rglob("run-*.jsonl")))
-    end = json.loads(next(two_runtimes.rglob("run-*.jsonl")).read_text().splitlines()[-1])
-    assert end["type"] == "end" and len(end["load_end"]) == 3
+    assert all(row["load_1m"] >= 0 for row in rows)
 
 
 def test_parquet_keeps_samples_as_a_list_column(two_runtimes):

@@ -21,7 +21,7 @@ from dbench.store.export import export_run
 from dbench.store.log import RunLog, ensure_writable, find_run, new_run_id
 from dbench.render.run_progress import RunProgress
 from dbench.render.warnings import run_warnings
-from dbench.store.metadata import host_metadata, is_busy, load_average, machine_name
+from dbench.store.metadata import host_metadata, machine_name
 from dbench.store.derived import sparse_speedups
 from dbench.render.tables import results_table, speedup_table
 
@@ -124,8 +124,6 @@ def run_session(request: RunRequest, out_dir: Path, resume: str | None, out: Con
     runner = Runner(config, log, run_id)
     with RunProgress(err, len(pending)) as on_row:
         rows = runner.run(items, done, on_row)
-    load = load_average()
-    log.finish({"load_end": load, "busy_end": is_busy(load, header["host"].get("cpu_affinity"))})
     all_rows = log.rows()
     parquet, csv = export_run(log)
     out.print(results_table(all_rows, f"{run_id} · {request.runtime} · {header['host']['cpu_model']}"))
@@ -136,6 +134,6 @@ def run_session(request: RunRequest, out_dir: Path, resume: str | None, out: Con
     for row in all_rows:
         counts[row["status"]] = counts.get(row["status"], 0) + 1
     out.print(", ".join(f"{n} {s}" for s, n in sorted(counts.items())) + f" · log {log.path} · {parquet.name}, {csv.name}", highlight=False)
-    for line in run_warnings(all_rows, header["host"], log.end()):
+    for line in run_warnings(all_rows, header["host"]):
         err.print(f"[yellow]warning:[/] {line}", highlight=False, soft_wrap=True)
     return rows

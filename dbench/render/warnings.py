@@ -5,10 +5,10 @@ from __future__ import annotations
 from typing import Any
 
 from dbench.worker.stats import CI_THRESHOLD
-from dbench.store.metadata import BUSY_LOAD_PER_CORE
+from dbench.store.metadata import BUSY_LOAD_PER_CORE, is_busy
 
 
-def run_warnings(rows: list[dict[str, Any]], host: dict[str, Any], end: dict[str, Any] | None) -> list[str]:
+def run_warnings(rows: list[dict[str, Any]], host: dict[str, Any]) -> list[str]:
     """One line per problem, each naming its fix."""
     lines = []
     unstable = [r["graph_id"] for r in rows if r.get("unstable")]
@@ -19,9 +19,9 @@ def run_warnings(rows: list[dict[str, Any]], host: dict[str, Any], end: dict[str
     if few:
         lines.append(f"{len(few)} rows have under 6 samples, so no interval (--quick?): raise --min-time for figures to publish")
     cores = host.get("cpu_affinity") or host.get("cpu_count")
-    for moment, load, busy in (("start", host.get("load_start"), host.get("busy_start")),
-                               ("end", (end or {}).get("load_end"), (end or {}).get("busy_end"))):
-        if busy:
+    end = [rows[-1]["load_1m"]] if rows and rows[-1].get("load_1m") is not None else None
+    for moment, load in (("start", host.get("load_start")), ("end", end)):
+        if is_busy(load, cores):
             lines.append(f"machine busy at the {moment} of the run: 1-minute load {load[0]} on {cores} cores (flagged above "
                          f"{BUSY_LOAD_PER_CORE} per core): stop other work and re-run for numbers to publish")
     fallback = [r for r in rows if r.get("precision_fallback")]

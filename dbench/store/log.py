@@ -1,10 +1,9 @@
 """The append-only run log: `results/<machine>/<run-id>.jsonl`, a header line then one line per
-result, each flushed and fsynced the moment it exists so a killed run loses nothing finished, and an
-`end` line (load average at the end) when a run finishes.
+result, each flushed and fsynced the moment it exists so a killed run loses nothing finished.
 
 Schema 2 adds the per-sample times (`samples_us`), the median's confidence interval and robust spread,
-`first_call_us`, `runtime_median_us`, the machine key in the header and the `end` line. Version-1
-logs still open; they have no samples."""
+`first_call_us`, `runtime_median_us`, the load average when each row was written (`load_1m`), and the
+machine key and load at the start in the header. Version-1 logs still open; they have no samples."""
 
 from __future__ import annotations
 
@@ -81,10 +80,6 @@ class RunLog:
     def append(self, row: dict[str, Any]) -> None:
         self._write({"type": "result", **row})
 
-    def finish(self, record: dict[str, Any]) -> None:
-        """Append the `end` line (e.g. the load average when the run finished)."""
-        self._write({"type": "end", **record})
-
     def _records(self) -> Iterator[dict[str, Any]]:
         with self.path.open() as fh:
             for number, line in enumerate(fh, start=1):
@@ -104,11 +99,6 @@ class RunLog:
 
     def rows(self) -> list[dict[str, Any]]:
         return [r for r in self._records() if r.get("type") == "result"]
-
-    def end(self) -> dict[str, Any] | None:
-        """The last `end` line (a resumed run has one per invocation), or None if never finished."""
-        ends = [r for r in self._records() if r.get("type") == "end"]
-        return ends[-1] if ends else None
 
 
 def find_run(results: Path, run_id: str) -> Path:

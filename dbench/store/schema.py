@@ -8,6 +8,7 @@ from typing import Any
 
 from dbench.gen.graph import GraphSpec
 from dbench.store.invariants import violations
+from dbench.store.metadata import load_average
 
 STATUSES = ("ok", "unsupported", "mismatch", "failed", "crashed", "timeout", "oom")
 STAT_FIELDS = ("median_us", "p10_us", "p90_us", "p99_us", "min_us", "mean_us", "std_us", "cv", "spread", "mad_us",
@@ -90,6 +91,7 @@ def make_row(run_id: str, seq: int, spec: GraphSpec, runtime: dict[str, Any], ou
         "verify_s": outcome.get("verify_s"),
         "profile_s": outcome.get("profile_s"),
         "finished_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "load_1m": (load_average() or [None])[0],
     }
     row["invariant_violations"] = violations(row)
     return row
