@@ -173,3 +173,23 @@ def test_version_1_runs_still_open_without_samples():
     log = str(next(reference.rglob("*.jsonl")))
     result = CliRunner().invoke(app, ["compare", log, log])
     assert result.exit_code == 0 and "no samples" in result.output
+
+
+def test_run_summary_shows_rows_as_a_fraction_of_peak(two_runtimes):
+    from dbench.render.warnings import peak_line
+
+    rows = rows_of(two_runtimes)
+    assert "run dbench peak" in peak_line(rows, None)
+    best = max(rows, key=lambda r: r["tflops"])
+    peaks = {"taken_at": "t", "triad_gbps": 1e12, "gemm_tflops": {"ort-cpu": {"fp32": best["tflops"]}}}
+    line = peak_line(rows, peaks)  # a GEMM ceiling equal to the best row's rate, bandwidth out of the way
+    assert f"best 100% ({best['graph_id']})" in line and "over 6 rows" in line
+
+
+def test_report_modules_do_not_import_matplotlib_until_plotting():
+    import subprocess
+    import sys
+
+    code = ("import sys\nimport dbench.cli, dbench.report.write, dbench.report.plots, dbench.report.build\n"
+            "sys.exit(1 if 'matplotlib' in sys.modules or 'openpyxl' in sys.modules else 0)")
+    assert subprocess.run([sys.executable, "-c", code], timeout=120).returncode == 0

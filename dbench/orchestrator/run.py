@@ -20,7 +20,8 @@ from dbench.runtimes.registry import require
 from dbench.store.export import export_run
 from dbench.store.log import RunLog, ensure_writable, find_run, new_run_id
 from dbench.render.run_progress import RunProgress
-from dbench.render.warnings import run_warnings
+from dbench.render.warnings import peak_line, run_warnings
+from dbench.report.peak import read_peak_file
 from dbench.store.metadata import host_metadata, machine_name
 from dbench.store.derived import sparse_speedups
 from dbench.render.tables import results_table, speedup_table
@@ -134,6 +135,7 @@ def run_session(request: RunRequest, out_dir: Path, resume: str | None, out: Con
     for row in all_rows:
         counts[row["status"]] = counts.get(row["status"], 0) + 1
     out.print(", ".join(f"{n} {s}" for s, n in sorted(counts.items())) + f" · log {log.path} · {parquet.name}, {csv.name}", highlight=False)
+    out.print(peak_line(all_rows, read_peak_file(log.path.parent)), highlight=False)
     for line in run_warnings(all_rows, header["host"]):
         err.print(f"[yellow]warning:[/] {line}", highlight=False, soft_wrap=True)
     return rows

@@ -49,7 +49,7 @@ class RunProgress:
     def __call__(self, item: Any, row: dict | None) -> None:
         if row is None:
             if self.progress is not None:
-                self.progress.update(self.task, description=f"{item.spec.id[:50]} · measuring")
+                self.progress.update(self.task, description=f"{item.spec.id[:50]} · in the worker")
             return
         self.done += 1
         if self.progress is not None:

@@ -31,3 +31,18 @@ def run_warnings(rows: list[dict[str, Any]], host: dict[str, Any]) -> list[str]:
                      f"{r['precision']} -> {r['precision_executed']}): their times are not {r['precision']} times; "
                      "check the runtime's precision options (--option) before comparing")
     return lines
+
+
+def peak_line(rows: list[dict[str, Any]], peaks: dict[str, Any] | None) -> str:
+    """Where the verified rows sit against this machine's roofline (`dbench peak`), or how to get one."""
+    from dbench.report.peak import roof_fraction
+
+    if not peaks:
+        return "no ceilings measured for this machine: run dbench peak to see rows as a fraction of peak"
+    fractions = [(f, r["graph_id"]) for r in rows if (f := roof_fraction(r, peaks)) is not None]
+    if not fractions:
+        return "no verified row in a precision dbench peak measured: no fraction of peak"
+    values = sorted(f for f, _ in fractions)
+    best = max(fractions)
+    return (f"against this machine's roofline (peak.json, {peaks.get('taken_at', '')}): median {values[len(values) // 2]:.0%}"
+            f" of the roof over {len(values)} rows, best {best[0]:.0%} ({best[1]})")

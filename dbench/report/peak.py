@@ -131,3 +131,18 @@ def ceilings(peaks: dict[str, Any] | None, precision: str) -> tuple[float | None
         return None, None
     rates = [r[precision] for r in peaks.get("gemm_tflops", {}).values() if precision in r]
     return (max(rates) if rates else None), peaks.get("triad_gbps")
+
+
+def roof_fraction(row: dict[str, Any], peaks: dict[str, Any]) -> float | None:
+    """A verified row's TFLOP/s as a fraction of its roofline: min(GEMM ceiling, triad x intensity)."""
+    peak_tflops, bandwidth = ceilings(peaks, row.get("precision", ""))
+    if not (row.get("status") == "ok" and row.get("verified") and row.get("tflops") and peak_tflops and bandwidth
+            and row.get("intensity")):
+        return None
+    return row["tflops"] / min(peak_tflops, bandwidth * row["intensity"] / 1e3)
+
+
+def read_peak_file(folder: Path) -> dict[str, Any] | None:
+    """The machine folder's peak.json, or None."""
+    path = folder / "peak.json"
+    return json.loads(path.read_text()) if path.is_file() else None
