@@ -33,10 +33,11 @@ def two_runtimes(tmp_path_factory) -> Path:
 
 def fake_log(folder: Path, run_id: str, host: dict, rows: list[dict], schema: int | None = None) -> Path:
     """A log written through RunLog (optionally with another schema version in its header)."""
-    log = RunLog.create(folder, run_id, {"kind": "kernels", "runtime": {"name": rows[0]["runtime"] if rows else "ort-cpu"}, "host": host})
+    with RunLog.create(folder, run_id, {"kind": "kernels", "runtime": {"name": rows[0]["runtime"] if rows else "ort-cpu"},
+                                        "host": host}) as log:
+        for row in rows:
+            log.append(row)
     if schema is not None:
         text = log.path.read_text().replace('"schema_version": 2', f'"schema_version": {schema}', 1)
         log.path.write_text(text)
-    for row in rows:
-        log.append(row)
     return log.path

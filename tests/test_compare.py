@@ -69,10 +69,10 @@ def test_geomean_and_summary(seed):
 
 
 def _log(folder, run_id: str, machine_key: str, rows: list[dict]) -> str:
-    log = RunLog.create(folder, run_id, {"kind": "kernels", "runtime": {"name": "ort-cpu"},
-                                         "host": {"machine": "box", "hostname": "box", "machine_key": machine_key}})
-    for r in rows:
-        log.append(r)
+    with RunLog.create(folder, run_id, {"kind": "kernels", "runtime": {"name": "ort-cpu"},
+                                        "host": {"machine": "box", "hostname": "box", "machine_key": machine_key}}) as log:
+        for r in rows:
+            log.append(r)
     return str(log.path)
 
 

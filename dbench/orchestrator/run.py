@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import sys
+from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -14,7 +15,7 @@ from rich.console import Console
 
 from dbench.orchestrator.runner import Item, RunConfig, Runner, items_from_folder, items_from_requests
 from dbench.worker.timing import QUICK, TimingConfig
-from dbench.errors import UsageError
+from dbench.errors import DbenchError, UsageError
 from dbench.runtimes.base import WEIGHT_MODES, RuntimeOptions
 from dbench.runtimes.registry import require
 from dbench.store.export import export_run
@@ -55,8 +56,13 @@ class RunRequest:
     memory_limit: int | None = None
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> "RunRequest":
-        return cls(**{**data, "ops": tuple(data["ops"]), "apps": tuple(data["apps"])})
+    def from_dict(cls, data: dict[str, Any], source: Path) -> "RunRequest":
+        """The request stored in a run header; one line naming the log when it is not one this dbench wrote."""
+        try:
+            return cls(**{**data, "ops": tuple(data["ops"]), "apps": tuple(data["apps"])})
+        except (KeyError, TypeError) as err:
+            raise DbenchError(f"{source}: its run header does not hold a request this dbench can resume ({err}); "
+                              "start a new run") from None
 
     def timing(self) -> TimingConfig:
         base = QUICK if self.quick else TimingConfig()
@@ -96,46 +102,47 @@ def build_items(request: RunRequest, int8_form: str) -> list[Item]:
 
 def run_session(request: RunRequest, out_dir: Path, resume: str | None, out: Console, err: Console) -> list[dict]:
     """Run (or resume) and return the rows written by this invocation."""
-    done: set[str] = set()
-    if resume:
-        log = RunLog.open(find_run(out_dir, resume))
-        header = log.header()
-        request = RunRequest.from_dict(header["request"])
-        done = {row["graph_id"] for row in log.rows()}
-        run_id = resume
-    runtime_cls = require(request.runtime)
-    config = request.config()
-    runtime_cls(config.options).describe()  # a bad device or option fails here, before a run log exists
-    items = build_items(request, runtime_cls.int8_form)
-    if not resume:
-        folder = ensure_writable(out_dir / machine_name())
-        run_id = new_run_id()
-        header = {
-            "kind": "kernels",
-            "request": dataclasses.asdict(request),
-            "runtime": {"name": request.runtime, "version": runtime_cls.version()},
-            "timing": config.timing.to_dict(),
-            "host": host_metadata(),
-            "command": sys.argv,
-            "graphs": len(items),
-        }
-        log = RunLog.create(folder, run_id, header)
-    pending = [i for i in items if i.spec.id not in done]
-    err.print(f"run {run_id}: {len(pending)} graphs on {request.runtime} ({len(done)} already done) -> {log.path}", highlight=False)
-    runner = Runner(config, log, run_id)
-    with RunProgress(err, len(pending)) as on_row:
-        rows = runner.run(items, done, on_row)
-    all_rows = log.rows()
-    parquet, csv = export_run(log)
-    out.print(results_table(all_rows, f"{run_id} · {request.runtime} · {header['host']['cpu_model']}"))
-    speedups = sparse_speedups(all_rows)
-    if speedups:
-        out.print(speedup_table(speedups))
-    counts: dict[str, int] = {}
-    for row in all_rows:
-        counts[row["status"]] = counts.get(row["status"], 0) + 1
-    out.print(", ".join(f"{n} {s}" for s, n in sorted(counts.items())) + f" · log {log.path} · {parquet.name}, {csv.name}", highlight=False)
-    out.print(peak_line(all_rows, read_peak_file(log.path.parent)), highlight=False)
-    for line in run_warnings(all_rows, header["host"]):
-        err.print(f"[yellow]warning:[/] {line}", highlight=False, soft_wrap=True)
-    return rows
+    with ExitStack() as held:  # the run log stays locked until the run ends
+        done: set[str] = set()
+        if resume:
+            log = held.enter_context(RunLog.resume(find_run(out_dir, resume)))
+            header = log.header()
+            request = RunRequest.from_dict(header.get("request", {}), log.path)
+            done = {row["graph_id"] for row in log.rows()}
+            run_id = resume
+        runtime_cls = require(request.runtime)
+        config = request.config()
+        runtime_cls(config.options).describe()  # a bad device or option fails here, before a run log exists
+        items = build_items(request, runtime_cls.int8_form)
+        if not resume:
+            folder = ensure_writable(out_dir / machine_name())
+            run_id = new_run_id()
+            header = {
+                "kind": "kernels",
+                "request": dataclasses.asdict(request),
+                "runtime": {"name": request.runtime, "version": runtime_cls.version()},
+                "timing": config.timing.to_dict(),
+                "host": host_metadata(),
+                "command": sys.argv,
+                "graphs": len(items),
+            }
+            log = held.enter_context(RunLog.create(folder, run_id, header))
+        pending = [i for i in items if i.spec.id not in done]
+        err.print(f"run {run_id}: {len(pending)} graphs on {request.runtime} ({len(done)} already done) -> {log.path}", highlight=False)
+        runner = Runner(config, log, run_id)
+        with RunProgress(err, len(pending)) as on_row:
+            rows = runner.run(items, done, on_row)
+        all_rows = log.rows()
+        parquet, csv = export_run(log)
+        out.print(results_table(all_rows, f"{run_id} · {request.runtime} · {header['host']['cpu_model']}"))
+        speedups = sparse_speedups(all_rows)
+        if speedups:
+            out.print(speedup_table(speedups))
+        counts: dict[str, int] = {}
+        for row in all_rows:
+            counts[row["status"]] = counts.get(row["status"], 0) + 1
+        out.print(", ".join(f"{n} {s}" for s, n in sorted(counts.items())) + f" · log {log.path} · {parquet.name}, {csv.name}", highlight=False)
+        out.print(peak_line(all_rows, read_peak_file(log.path.parent)), highlight=False)
+        for line in run_warnings(all_rows, header["host"]):
+            err.print(f"[yellow]warning:[/] {line}", highlight=False, soft_wrap=True)
+        return rows

@@ -79,7 +79,7 @@ def load(paths: list[Path]) -> Results:
     runs: list[Run] = []
     notes: list[str] = []
     for path in log_paths(paths):
-        log = RunLog.open(path)
+        log = RunLog.read(path)
         header = log.header()
         run = Run(header["run_id"], header.get("kind", "kernels"), machine_key(header), path, header, header["schema_version"])
         runs.append(run)
