@@ -41,10 +41,12 @@ def test_a_significant_shift_below_the_noise_floor_is_same(seed):
     assert shift.ratio - 1 < NOISE_FLOOR and verdict(shift) == "same"
 
 
-def test_noisy_ten_percent_shift_is_not_claimed(seed):
-    rng = np.random.default_rng(seed)
+def test_noisy_ten_percent_shift_is_not_claimed():
+    """Eight samples a side with a 60% log spread: the interval is wide and holds 1, so no verdict.
+    (A fixed seed: with fresh ones the test would detect the shift now and then, as it should.)"""
+    rng = np.random.default_rng(20261123)
     shift = hodges_lehmann(np.array(samples(rng, 100, 0.6, 8)), np.array(samples(rng, 110, 0.6, 8)))
-    assert verdict(shift) == "same"
+    assert shift.low < 1 < shift.high and shift.high / shift.low > 1.5 and verdict(shift) == "same"
 
 
 def test_rows_that_cannot_be_compared_say_why(seed):
