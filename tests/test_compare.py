@@ -57,6 +57,7 @@ def test_rows_that_cannot_be_compared_say_why(seed):
     assert compare_pair("g", row("g", good), None).verdict == "only in a"
     old = compare_pair("g", row("g", good), {**row("g", good), "samples_us": None})  # a version-1 row
     assert old.verdict == "no samples" and old.shift is None and old.ratio == pytest.approx(1.0)
+    assert compare_pair("g", row("g", good), row("g", good[:1])).verdict == "one sample"
 
 
 def test_geomean_and_summary(seed):

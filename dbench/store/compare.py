@@ -70,7 +70,7 @@ class Pair:
     b: dict | None
     shift: Shift | None = None
     verdict: str = ""
-    """slower | faster | same (b against a), `no samples` (a version-1 run), or why it was not compared."""
+    """slower | faster | same (b against a), `no samples` (a version-1 run), `one sample`, or why it was not compared."""
 
     @property
     def ratio(self) -> float | None:
@@ -90,8 +90,10 @@ def compare_pair(graph_id: str, a: dict | None, b: dict | None) -> Pair:
         why = [f"{side}: {row['status'] if row['status'] != 'ok' else 'unverified'}"
                for side, row in (("a", a), ("b", b)) if not verified(row)]
         return Pair(graph_id, a, b, verdict=", ".join(why))
-    if len(a.get("samples_us") or []) < 2 or len(b.get("samples_us") or []) < 2:
+    if not a.get("samples_us") or not b.get("samples_us"):
         return Pair(graph_id, a, b, verdict="no samples")
+    if len(a["samples_us"]) < 2 or len(b["samples_us"]) < 2:
+        return Pair(graph_id, a, b, verdict="one sample")
     shift = hodges_lehmann(np.array(a["samples_us"]), np.array(b["samples_us"]))
     return Pair(graph_id, a, b, shift, verdict(shift))
 
@@ -130,10 +132,10 @@ def summary_line(pairs: list[Pair]) -> str:
     """`b vs a: 3 faster, 1 slower, 8 same within noise, ...; geometric-mean ratio b/a 0.93 over 12 verified`."""
     counts: dict[str, int] = {}
     for pair in pairs:
-        key = pair.verdict if pair.verdict in ("faster", "slower", "same", "no samples") else "not compared"
+        key = pair.verdict if pair.verdict in ("faster", "slower", "same", "no samples", "one sample") else "not compared"
         counts[key] = counts.get(key, 0) + 1
     labels = {"same": "same within noise"}
-    parts = [f"{counts[k]} {labels.get(k, k)}" for k in ("faster", "slower", "same", "no samples", "not compared") if counts.get(k)]
+    parts = [f"{counts[k]} {labels.get(k, k)}" for k in ("faster", "slower", "same", "no samples", "one sample", "not compared") if counts.get(k)]
     mean = geomean_ratio(pairs)
     verified_both = sum(1 for p in pairs if p.ratio)
     tail = f"geometric-mean time ratio b/a {mean:.3f} over {verified_both} verified graphs" if mean else "no graph verified in both runs"
