@@ -12,7 +12,7 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
-from dbench.errors import DbenchError
+from dbench.errors import DbenchError, UsageError
 
 app = typer.Typer(
     help="DeepBench's kernels as tiny ONNX graphs, timed per op on every inference runtime.",
@@ -70,21 +70,27 @@ Int8FormOpt = Annotated[
 NoPadOpt = Annotated[bool, typer.Option("--no-pad", help="int8: do not round dims up to multiples of 4 (DeepBench pads by default).")]
 
 
-def _split(values: Optional[list[str]]) -> tuple[str, ...]:
-    return tuple(v.strip() for value in values or [] for v in value.split(",") if v.strip())
+def _split(values: Optional[list[str]], flag: str = "--option") -> tuple[str, ...]:
+    """Repeated or comma-separated values; a flag given only empty values (`--ops ''`) is an error,
+    not a silent "all"."""
+    split = tuple(v.strip() for value in values or [] for v in value.split(",") if v.strip())
+    if values and not split:
+        raise UsageError(f"{flag} was given no value; name one (see --help) or leave {flag} out for all")
+    return split
 
 
-def _kernels(suite: Optional[str], ops, apps, pattern, kernels_file: Optional[Path], default_suite: str):
+def _kernels(command: str, suite: Optional[str], ops, apps, pattern, kernels_file: Optional[Path]):
     from dbench.catalog import Selection, load_catalog, load_kernel_file, select
+    from dbench.catalog.select import suite_for
 
     source = load_kernel_file(kernels_file) if kernels_file else load_catalog()
-    selection = Selection(suite or ("all" if kernels_file else default_suite), _split(ops), _split(apps), pattern)
+    selection = Selection(suite_for(command, suite, from_catalog=not kernels_file), _split(ops, "--ops"), _split(apps, "--app"), pattern)
     return selection, select(source, selection)
 
 
 def _gen_fields(precision: str, passes, gemm_form: str, rnn_form: str, gru_activation: str, int8_form, no_pad: bool) -> dict:
     """The generation options as JSON-ready fields (int8_form None: the runtime's preferred form)."""
-    return dict(precision=precision, passes=list(_split(passes)), gemm_form=gemm_form, rnn_form=rnn_form,
+    return dict(precision=precision, passes=list(_split(passes, "--pass")), gemm_form=gemm_form, rnn_form=rnn_form,
                 gru_activation=gru_activation, int8_form=int8_form, int8_pad=not no_pad)
 
 
@@ -102,7 +108,7 @@ def list_kernels(
     from dbench.catalog.listing import kernel_rows, to_csv
     from dbench.render.tables import kernels_table
 
-    selection, selected = _kernels(suite, ops, app_, pattern, kernels, "all")
+    selection, selected = _kernels("list", suite, ops, app_, pattern, kernels)
     rows = kernel_rows(selected, selection.suite_tags)
     if fmt == "json":
         sys.stdout.write(json.dumps(rows, indent=1) + "\n")
@@ -135,13 +141,14 @@ def gen(
     """Write one small .onnx per kernel (no weight data inside) plus a manifest to run it anywhere."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    from dbench.gen.build import GenOptions, plan
+    from dbench.gen.options import GenOptions
+    from dbench.gen.plan import plan
     from dbench.gen.writer import prepare_folder, write_graphs
 
-    selection, selected = _kernels(suite, ops, app_, pattern, kernels, "inference")
+    selection, selected = _kernels("gen", suite, ops, app_, pattern, kernels)
     options = GenOptions.from_fields(_gen_fields(precision, passes, gemm_form, rnn_form, gru_activation, int8_form, no_pad), "qdq")
-    folder = prepare_folder(out_dir / selection.suite)
     requests = plan(selected, selection.suite_tags, options)
+    folder = prepare_folder(out_dir / selection.suite)
     counts: dict[str, int] = {}
     skipped: dict[str, str] = {}
     columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
@@ -177,9 +184,10 @@ def export(
 ) -> None:
     """Pack graphs, manifest, checksums and a README into a bundle for another machine (an ARM board)."""
     from dbench.bundle.export import export_bundle
-    from dbench.gen.build import GenOptions, plan
+    from dbench.gen.options import GenOptions
+    from dbench.gen.plan import plan
 
-    selection, selected = _kernels(suite, ops, app_, pattern, kernels, "inference-device")
+    selection, selected = _kernels("export", suite, ops, app_, pattern, kernels)
     options = GenOptions.from_fields(_gen_fields(precision, passes, gemm_form, rnn_form, gru_activation, int8_form, no_pad), "qdq")
     exported = export_bundle(plan(selected, selection.suite_tags, options), selection.suite, out_path)
     out.print(f"{exported.path}: {exported.graphs} graphs + manifest, SHA256SUMS, README.txt; run with: dbench run --graphs {exported.path.name}", highlight=False)
@@ -230,21 +238,30 @@ def run(
     cpus: Annotated[Optional[str], typer.Option("--cpus", help="Pin the worker to these CPUs, e.g. 4-7 (a board's big cluster); default threads = their count.")] = None,
     memory_limit: Annotated[Optional[float], typer.Option("--memory-limit", help="Address-space limit of the worker in GiB (out-of-memory becomes an `oom` row).")] = None,
     out_dir: Annotated[Path, typer.Option("--out", help="Results folder; the run goes to <out>/<machine>/<run-id>.jsonl.")] = Path("results"),
-    resume: Annotated[Optional[str], typer.Option("--resume", help="Complete an interrupted run by its id; other selection options are taken from it.")] = None,
+    resume: Annotated[Optional[str], typer.Option("--resume", help="Complete an interrupted run by its id; it takes every selection, runtime and timing option from the run (giving one is an error); only --out applies.")] = None,
 ) -> None:
-    """Time every selected graph on a runtime, verify it, and log one row per graph as it finishes."""
-    from dbench.orchestrator.run import RunRequest, run_session
+    """Time every selected graph on a runtime, verify it, and log one row per graph as it finishes.
+
+    Exit status: 0 when every row is ok or unsupported, 3 when any is mismatch, failed, crashed,
+    timeout or oom, 2 for bad input, 1 for other errors, 130 on Ctrl-C."""
+    from dbench.orchestrator.request import RunRequest
+    from dbench.orchestrator.run import execute_run, plan_run
+    from dbench.render.run import RunProgress, print_run
 
     request = RunRequest(
-        suite=suite, ops=_split(ops), apps=_split(app_), pattern=pattern,
+        suite=suite, ops=_split(ops, "--ops"), apps=_split(app_, "--app"), pattern=pattern,
         kernels=str(kernels) if kernels else None, graphs=str(graphs) if graphs else None,
         gen=_gen_fields(precision, passes, gemm_form, rnn_form, gru_activation, int8_form, no_pad),
         runtime=runtime, device=device, threads=threads, weights=weights, graph_optimization=graph_opt,
         allow_runtime_precision=allow_runtime_precision, extra=_pairs(option), quick=quick, min_time=min_time,
         max_time=max_time, warmup=warmup, verify=not no_verify, profile_runs=profile_runs, timeout=timeout,
-        memory_limit=int(memory_limit * 2**30) if memory_limit else None, cpus=cpus,
+        memory_limit=int(memory_limit * 2**30) if memory_limit is not None else None, cpus=cpus,
     )
-    run_session(request, out_dir, resume, out, err)
+    planned = plan_run(request, out_dir, resume)
+    with RunProgress(err, planned) as progress:
+        result = execute_run(planned, progress.on_start, progress.on_row)
+    print_run(out, result)
+    raise typer.Exit(result.exit_code)
 
 
 @app.command()
@@ -254,13 +271,68 @@ def compare(
     run_b: Annotated[str, typer.Argument(help="Second run, compared with the first.")],
     out_dir: Annotated[Path, typer.Option("--out", help="Results folder to look run ids up in.")] = Path("results"),
 ) -> None:
-    """Two runs side by side, joined on graph id: status, executed precision, medians and their ratio."""
-    from dbench.store.compare import open_run, pair_rows
+    """Two runs kernel by kernel: time ratio b/a with its 95% interval and a faster/slower/same verdict."""
     from dbench.render.tables import compare_table
+    from dbench.store.compare import machine_of, open_run, pair_rows, summary_line
 
     a, b = open_run(out_dir, run_a), open_run(out_dir, run_b)
-    names = [f"{log.header()['run_id']} ({log.header().get('runtime', {}).get('name', '')}, {log.header()['host']['machine']})" for log in (a, b)]
-    out.print(compare_table(pair_rows(a.rows(), b.rows()), *names))
+    headers = [log.header() for log in (a, b)]
+    names = [f"{h['run_id']} ({h.get('runtime', {}).get('name', '')}, {machine_of(h)})" for h in headers]
+    pairs = pair_rows(a.rows(), b.rows())
+    out.print(compare_table(pairs, *names))
+    out.print(summary_line(pairs), highlight=False)
+    if machine_of(headers[0]) != machine_of(headers[1]):
+        err.print(f"[bold red]warning: the runs are from different machines ({machine_of(headers[0])} vs "
+                  f"{machine_of(headers[1])}): the ratios include the hardware, not only the software[/]", highlight=False)
+
+
+@app.command()
+@friendly
+def report(
+    results: Annotated[list[Path], typer.Argument(help="Run logs (.jsonl) or folders of them: any runs, runtimes, machines.")],
+    out_dir: Annotated[Path, typer.Option("--out", help="Folder for report.md/.html/.xlsx, CSVs and PNGs.")] = Path("report"),
+    baseline: Annotated[Optional[str], typer.Option("--baseline", help="Column group (or runtime name) speedups are relative to; default the first.")] = None,
+) -> None:
+    """Side-by-side tables, summary, support matrix, plots; terminal, Markdown, CSV, xlsx and HTML."""
+    from dbench.report.build import build_report
+    from dbench.report.load import load
+    from dbench.report.terminal import terminal_report
+    from dbench.report.write import write_report
+
+    built = build_report(load(results), baseline)
+    out.print(terminal_report(built))
+    written = write_report(built, out_dir)
+    out.print(f"wrote {written.html}, {written.markdown.name}, {written.xlsx.name}, "
+              f"{len(written.csv)} CSV and {len(written.images)} PNG files in {out_dir}", highlight=False)
+
+
+@app.command()
+@friendly
+def peak(
+    runtime: Annotated[Optional[list[str]], typer.Option("--runtime", "-r", help="Runtimes to measure GEMM on (default: every usable one).")] = None,
+    precision: Annotated[Optional[list[str]], typer.Option("--precision", "-p", help="Precisions to try (default fp32).")] = None,
+    out_dir: Annotated[Path, typer.Option("--out", help="Results folder; writes <out>/<machine key>/peak.json.")] = Path("results"),
+) -> None:
+    """Measure this machine's ceilings (memory bandwidth, best GEMM rate per runtime and precision) for rooflines."""
+    from dbench.report.peak import measure_peaks, save_peaks
+    from dbench.runtimes.registry import RUNTIMES, status
+
+    names = list(_split(runtime)) or [n for n in RUNTIMES if status(n).available]
+    peaks = measure_peaks(names, list(_split(precision)) or ["fp32"], log=lambda line: err.print(escape(line), highlight=False, soft_wrap=True))
+    out.print(f"wrote {save_peaks(peaks, out_dir)}", highlight=False)
+
+
+@app.command()
+@friendly
+def env() -> None:
+    """Print what dbench records about this machine: host metadata, machine key, usable runtimes."""
+    from dbench.runtimes.registry import RUNTIMES, status
+    from dbench.store.metadata import host_metadata
+
+    host = host_metadata()
+    host["cpu_flags"] = " ".join(host["cpu_flags"])
+    host["runtimes"] = {name: (s.version if s.available else f"unusable: {s.reason}") for name in RUNTIMES for s in [status(name)]}
+    sys.stdout.write(json.dumps(host, indent=1, default=str) + "\n")
 
 
 def _pairs(values: Optional[list[str]]) -> dict[str, str]:
@@ -268,7 +340,7 @@ def _pairs(values: Optional[list[str]]) -> dict[str, str]:
     for value in values or []:
         key, sep, val = value.partition("=")
         if not sep or not key:
-            raise DbenchError(f"--option {value!r} is not KEY=VALUE")
+            raise UsageError(f"--option {value!r} is not KEY=VALUE; write it as --option KEY=VALUE")
         pairs[key.strip()] = val.strip()
     return pairs
 
@@ -277,7 +349,7 @@ def _register_allreduce() -> None:
     """`dbench allreduce`: the all-reduce module's own thin command (it prints its errors itself)."""
     from dbench.allreduce.cli import command
 
-    app.command("allreduce", help="All-reduce over DeepBench's message sizes with mpi4py (starts mpiexec with --np).")(command)
+    app.command("allreduce")(command)  # its help, exit statuses included, is the command's docstring
 
 
 _register_allreduce()

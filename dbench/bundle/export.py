@@ -17,7 +17,7 @@ from pathlib import Path
 from dbench.bundle.checksums import CHECKSUMS, format_checksums
 from dbench.bundle.readme import README, readme_text
 from dbench.errors import DbenchError
-from dbench.gen.build import GraphRequest
+from dbench.gen.plan import GraphRequest
 from dbench.gen.manifest import MANIFEST
 from dbench.gen.writer import write_graphs
 

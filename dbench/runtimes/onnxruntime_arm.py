@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from dbench.runtimes.onnxruntime import OrtCpu
+from dbench.runtimes.onnxruntime import OrtCpu, _ort
 
 
 class OrtArmProvider(OrtCpu):
@@ -16,8 +16,19 @@ class OrtArmProvider(OrtCpu):
     """What provides the execution provider when the installed build lacks it."""
 
     @classmethod
-    def missing_provider(cls) -> str:
-        return cls.provided_by
+    def availability(cls) -> tuple[bool, str]:
+        """These providers are linked into onnxruntime's core library (no provider library to look for on
+        disk), so the installed build is asked: this imports onnxruntime."""
+        installed, reason = super().availability()
+        if not installed:
+            return installed, reason
+        try:
+            providers = _ort().get_available_providers()
+        except Exception as err:  # a broken install: say so rather than raise
+            return False, f"onnxruntime does not load ({type(err).__name__}: {err})"
+        if cls.provider not in providers:
+            return False, f"{cls.provider} is not in this onnxruntime build ({', '.join(providers)}): {cls.provided_by}"
+        return True, ""
 
 
 class OrtXnnpack(OrtArmProvider):

@@ -14,18 +14,21 @@ from dbench.store.derived import with_derived
 from dbench.store.log import RunLog, resume_command
 
 INT64_LIMIT = 2**63
+LIST_COLUMNS = ("samples_us",)
+"""Kept as list columns in Parquet (JSON strings in CSV)."""
 PARQUET_SKIPPED = "Parquet not written: pyarrow is not installed (pip install 'dbench[parquet]'); the .jsonl and .csv hold every row"
 
 
-def flat_row(row: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+def flat_row(row: dict[str, Any], keep_lists: bool = False, prefix: str = "") -> dict[str, Any]:
     """Nested dicts become dotted columns (`runtime_options.threads`; an empty one, none), lists
-    become JSON strings: the columns pandas.json_normalize made before."""
+    become JSON strings (except LIST_COLUMNS when `keep_lists`, for Parquet): the columns
+    pandas.json_normalize made before."""
     flat: dict[str, Any] = {}
     for key, value in row.items():
         name = f"{prefix}{key}"
         if isinstance(value, dict):
-            flat.update(flat_row(value, name + "."))
-        elif isinstance(value, list):
+            flat.update(flat_row(value, keep_lists, name + "."))
+        elif isinstance(value, list) and not (keep_lists and name in LIST_COLUMNS):
             flat[name] = json.dumps(value, default=str)
         else:
             flat[name] = value
@@ -68,11 +71,11 @@ def export_run(log: RunLog) -> tuple[list[Path], str]:
     """Write `<run>.csv` and, with pyarrow, `<run>.parquet` (derived columns included); returns the
     files written and a note ("" or why Parquet was skipped). A write failure is one line naming
     the file and the command that exports the run again."""
-    columns = columns_of([flat_row(row) for row in with_derived(log.rows())])
+    rows = with_derived(log.rows())
     csv_path, parquet = log.path.with_suffix(".csv"), log.path.with_suffix(".parquet")
     try:
-        write_csv(columns, csv_path)
-        if not write_parquet(columns, parquet):
+        write_csv(columns_of([flat_row(row) for row in rows]), csv_path)
+        if not write_parquet(columns_of([flat_row(row, keep_lists=True) for row in rows]), parquet):
             return [csv_path], PARQUET_SKIPPED
     except OSError as err:
         raise DbenchError(f"cannot write {err.filename or log.path.parent}: {err.strerror}; every row is in {log.path}, "
