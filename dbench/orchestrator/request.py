@@ -30,6 +30,9 @@ FLAGS = {
 }
 GEN_FLAGS = {"precision": "--precision", "passes": "--pass", "gemm_form": "--gemm-form", "rnn_form": "--rnn-form",
              "gru_activation": "--gru-activation", "int8_form": "--int8-form", "int8_pad": "--no-pad"}
+ADDED_LATER = {"cpus": None}
+"""Request fields newer than the first run headers, with the value every run made before them had
+(no --cpus: not pinned), so those runs still resume."""
 MAX_THREADS_PER_CORE = 4
 """--threads above this many per core only oversubscribes the machine (and can hang every graph)."""
 
@@ -67,6 +70,7 @@ class RunRequest:
         """The request stored in a run header (every field must be there: a header is never guessed);
         one line naming the log when it is not one this dbench wrote."""
         names = [f.name for f in dataclasses.fields(cls)]
+        data = {**ADDED_LATER, **data}
         missing = [n for n in names if n not in data]
         if missing:
             raise DbenchError(f"{source}: its run header does not hold a request this dbench can resume "
