@@ -171,6 +171,7 @@ class OrtRuntime(Runtime):
     int8_form: ClassVar[str] = "qlinear"
     constants_in_memory: ClassVar[bool] = True
     """Constant weights as in-memory external initializers (else serialised into the model)."""
+    session_class: ClassVar[type[OrtSession]] = OrtSession
 
     @classmethod
     def availability(cls) -> tuple[bool, str]:
@@ -219,7 +220,8 @@ class OrtRuntime(Runtime):
         if constants:
             options.add_external_initializers(list(constants), list(constants.values()))
         try:
-            return ort.InferenceSession(model_bytes, options, providers=[(self.provider, self.provider_options())])
+            return ort.InferenceSession(model_bytes, options, providers=[(self.provider, self.provider_options())],
+                                        enable_fallback=0)  # never retry a failed provider on the CPU
         except Exception as err:  # ORT raises its own exception types; classify by message
             message = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
             if _is_unsupported(message):
@@ -228,11 +230,11 @@ class OrtRuntime(Runtime):
 
     def prepare(self, model: onnx.ModelProto, spec: GraphSpec, constants: Mapping[str, np.ndarray]) -> Session:
         if not constants:
-            return OrtSession(self, model.SerializeToString(), spec, {})
+            return self.session_class(self, model.SerializeToString(), spec, {})
         if not self.constants_in_memory:
-            return OrtSession(self, embed_weights(model, constants).SerializeToString(), spec, {})
+            return self.session_class(self, embed_weights(model, constants).SerializeToString(), spec, {})
         values = {name: _ortvalue(array, "cpu", 0) for name, array in constants.items()}
-        return OrtSession(self, declare_constants(model, constants).SerializeToString(), spec, values)
+        return self.session_class(self, declare_constants(model, constants).SerializeToString(), spec, values)
 
     def device_memory(self) -> int | None:
         return None
@@ -255,39 +257,3 @@ class OrtCpu(OrtRuntime):
     name: ClassVar[str] = "ort-cpu"
 
 
-class OrtCuda(OrtRuntime):
-    """ONNX Runtime, CUDAExecutionProvider; inputs and outputs live on the GPU."""
-
-    name: ClassVar[str] = "ort-cuda"
-    extra: ClassVar[str] = "gpu"
-    provider: ClassVar[str] = "CUDAExecutionProvider"
-
-    @property
-    def io_device(self) -> tuple[str, int]:
-        return "cuda", int(self.options.device or 0)
-
-    def provider_options(self) -> dict[str, str]:
-        return {"device_id": str(self.options.device or 0), **self.options.extra}
-
-    def device_memory(self) -> int | None:
-        from dbench.runtimes.gpu import device_memory_used
-
-        return device_memory_used(int(self.options.device or 0))
-
-
-class OrtTensorrt(OrtCuda):
-    """ONNX Runtime, TensorrtExecutionProvider (engines built at session creation, outside timing)."""
-
-    name: ClassVar[str] = "ort-trt"
-    provider: ClassVar[str] = "TensorrtExecutionProvider"
-    int8_form: ClassVar[str] = "qdq"
-    # The TensorRT EP hands TensorRT's parser a serialised copy of its subgraph; whether that keeps
-    # in-memory external initializers is untested here (no GPU), so its weights go into the model.
-    constants_in_memory: ClassVar[bool] = False
-
-    def provider_options(self) -> dict[str, str]:
-        options = {"device_id": str(self.options.device or 0)}
-        if not self.options.allow_runtime_precision:
-            options["trt_fp16_enable"] = "False"
-            options["trt_int8_enable"] = "False"
-        return {**options, **self.options.extra}
