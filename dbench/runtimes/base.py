@@ -73,6 +73,11 @@ class Session(ABC):
         session's last use: an adapter that needs a second, profiling model may release the timed one
         first, so that its memory (pre-packed weights) is reused rather than doubled."""
 
+    def device_time_us(self, iterations: int) -> float | None:
+        """Device time per run in µs from device events around `iterations` back-to-back runs (no host
+        synchronisation inside), where the runtime has a device clock (GPUs); None otherwise."""
+        return None
+
     def device_memory(self) -> int | None:
         """Device memory the session holds, in bytes, where the runtime can tell (GPUs); None on CPU."""
         return None

@@ -83,11 +83,6 @@ def device_time_us(enqueue: Callable[[], None], stream, iterations: int, warmup:
     return float(np.median(rounds))
 
 
-def device_iterations(host_median_us: float, budget_s: float = 0.05) -> int:
-    """Calls per event-timed round: about `budget_s` of work, at least 10, at most 10,000."""
-    return int(max(10, min(10_000, budget_s * 1e6 / max(host_median_us, 1.0))))
-
-
 def gpu_identity(device: int) -> dict[str, str]:
     """Name, UUID and compute capability of `device` as the CUDA runtime reports them (engine keys)."""
     props = _cupy().cuda.runtime.getDeviceProperties(device)

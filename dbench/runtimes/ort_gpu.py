@@ -222,6 +222,10 @@ class OrtCuda(OrtRuntime):
 
     def make_session(self, model_bytes: bytes, constants: dict[str, Any], profiling: bool):
         load_gpu_libraries(self.provider)
+        available = _ort().get_available_providers()
+        if self.provider not in available:  # ONNX Runtime would drop it with a warning and use the CPU
+            raise DbenchError(f"{self.provider} is not in this onnxruntime build ({', '.join(available)}): "
+                              f"refusing to run on the CPU instead; {INSTALL}")
         try:
             session = super().make_session(model_bytes, constants, profiling)
         except GraphLoadError as err:

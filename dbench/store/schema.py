@@ -68,6 +68,7 @@ def make_row(run_id: str, seq: int, spec: GraphSpec, runtime: dict[str, Any], ou
         "peak_rss_bytes": outcome.get("peak_rss_bytes"),
         "memory_bytes": outcome.get("memory_bytes"),
         "device_memory_bytes": outcome.get("device_memory_bytes"),
+        "device_median_us": outcome.get("device_median_us"),
         "verified": verification.get("ok"),
         "error": verification.get("error"),
         "tolerance_metric": verification.get("metric"),
