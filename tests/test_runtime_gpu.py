@@ -24,7 +24,7 @@ from dbench.gen import conv, gemm, int8, rnn, sparse
 from dbench.runtimes import gpu
 from dbench.runtimes.base import RuntimeOptions
 from dbench.runtimes.elf import needed_libraries
-from dbench.runtimes.ort_gpu import OrtCuda, OrtTensorrt, require_provider, tiny_model, trt_provider_options
+from dbench.runtimes.ort_gpu import OrtCuda, OrtTensorrt, ort_gpu_problem, require_provider, tiny_model, trt_provider_options
 from dbench.runtimes.registry import RUNTIMES, runtime_class
 from dbench.runtimes.tensorrt import Tensorrt
 from dbench.runtimes.tensorrt_options import parse_cuda_options, parse_tensorrt_options
@@ -65,6 +65,19 @@ def test_library_search_finds_a_library_on_ld_library_path_and_names_what_is_mis
     assert "pip install 'dbench[gpu]'" in gpu.missing_library(["libcudart.so.79"])
 
 
+def test_the_provider_libraries_missing_sonames_are_named():
+    """With onnxruntime-gpu installed but no CUDA libraries, the probe names the first missing .so."""
+    from dbench.runtimes.ort_gpu import provider_library
+
+    library = provider_library("TensorrtExecutionProvider")
+    if library is None:
+        pytest.skip("onnxruntime-gpu is not installed")
+    needed = needed_libraries(library)
+    assert "libnvinfer.so.10" in needed
+    missing = gpu.missing_library(needed)
+    assert missing is None or missing.split(" ")[0] in needed
+
+
 def test_driver_probe_says_no_driver_when_libcuda_cannot_load():
     assert gpu.driver_problem("libcuda-not-here.so.1") == (
         "no NVIDIA driver: libcuda-not-here.so.1 not found (install the NVIDIA driver; a container needs the GPU passed through)")
@@ -102,12 +115,12 @@ def test_tensorrt_probe_names_the_missing_package():
 
 def test_a_session_asked_for_cuda_never_runs_on_the_cpu():
     """The CPU onnxruntime silently drops a provider it lacks and builds a CPU session; ours refuses."""
-    import onnxruntime
-
-    if "CUDAExecutionProvider" in onnxruntime.get_available_providers() and gpu.driver_problem() is None:
+    reason = ort_gpu_problem("CUDAExecutionProvider")
+    if reason is None:
         pytest.skip("a real CUDA EP is here: covered by the gpu tests")
-    with pytest.raises(DbenchError, match=r"CUDAExecutionProvider is not in this onnxruntime build .*refusing to run on the CPU"):
+    with pytest.raises(DbenchError) as refused:
         OrtCuda(RuntimeOptions()).make_session(tiny_model(), {}, profiling=False)
+    assert str(refused.value) == f"CUDAExecutionProvider cannot run here, refusing to run on the CPU instead: {reason}"
 
 
 def test_each_refusal_layer_stops_a_cpu_session_on_its_own():
@@ -125,9 +138,7 @@ def test_each_refusal_layer_stops_a_cpu_session_on_its_own():
 
 
 def test_worker_records_a_cuda_job_here_as_failed_not_timed_on_the_cpu():
-    import onnxruntime
-
-    if "CUDAExecutionProvider" in onnxruntime.get_available_providers() and gpu.driver_problem() is None:
+    if ort_gpu_problem("CUDAExecutionProvider") is None:
         pytest.skip("a real CUDA EP is here")
     graph = gemm.build(GemmKernel(m=8, n=4, k=8, a_t=False, b_t=False), "fp32", "fwd", "gemm")
     job = worker.Job(spec=graph.spec.to_dict(), model=graph.model.SerializeToString(), sha256=None, runtime="ort-cuda",

@@ -222,18 +222,23 @@ class OrtCuda(OrtRuntime):
 
     def make_session(self, model_bytes: bytes, constants: dict[str, Any], profiling: bool):
         load_gpu_libraries(self.provider)
-        available = _ort().get_available_providers()
-        if self.provider not in available:  # ONNX Runtime would drop it with a warning and use the CPU
-            raise DbenchError(f"{self.provider} is not in this onnxruntime build ({', '.join(available)}): "
-                              f"refusing to run on the CPU instead; {INSTALL}")
+        if self.provider not in _ort().get_available_providers():  # ONNX Runtime would drop it and use the CPU
+            raise self.refusal()
         try:
             session = super().make_session(model_bytes, constants, profiling)
         except GraphLoadError as err:
-            if FALLBACK_REFUSED in str(err):
-                raise UnsupportedError(f"{self.provider} cannot run every node and CPU fallback is refused: {err}") from None
-            raise
+            if FALLBACK_REFUSED not in str(err):
+                raise
+            if ort_gpu_problem(self.provider):  # the provider did not load at all: not this graph's fault
+                raise self.refusal() from None
+            raise UnsupportedError(f"{self.provider} cannot run every node and CPU fallback is refused: {err}") from None
         require_provider(session, self.provider)
         return session
+
+    def refusal(self) -> DbenchError:
+        """The error for a session that could only run on the CPU, with the probe's reason."""
+        reason = ort_gpu_problem(self.provider) or "onnxruntime did not load it"
+        return DbenchError(f"{self.provider} cannot run here, refusing to run on the CPU instead: {reason}")
 
     def device_memory(self) -> int | None:
         return gpu.process_device_memory(self.device)
