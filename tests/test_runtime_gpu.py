@@ -15,8 +15,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from dbench.bench import worker
-from dbench.bench.timing import QUICK
+from dbench.worker import main as worker
+from dbench.worker.timing import QUICK
 from dbench.catalog import ConvKernel, GemmKernel
 from dbench.catalog.kernels import RnnKernel, SparseKernel
 from dbench.errors import DbenchError, UsageError
