@@ -103,7 +103,7 @@ def run_session(request: RunRequest, out_dir: Path, resume: str | None, out: Con
         run_id = resume
     runtime_cls = require(request.runtime)
     config = request.config()
-    runtime_cls(config.options).describe()  # a bad device or option fails here, before a run log exists
+    settings = runtime_cls(config.options).describe()  # a bad device or option fails here, before a run log exists
     items = build_items(request, runtime_cls.int8_form)
     if not resume:
         folder = ensure_writable(out_dir / machine_name())
@@ -111,7 +111,7 @@ def run_session(request: RunRequest, out_dir: Path, resume: str | None, out: Con
         header = {
             "kind": "kernels",
             "request": dataclasses.asdict(request),
-            "runtime": {"name": request.runtime, "version": runtime_cls.version()},
+            "runtime": {"name": request.runtime, "version": runtime_cls.version(), "settings": settings},
             "timing": config.timing.to_dict(),
             "host": host_metadata(),
             "command": sys.argv,
