@@ -12,7 +12,7 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
-from dbench.errors import DbenchError
+from dbench.errors import DbenchError, UsageError
 
 app = typer.Typer(
     help="DeepBench's kernels as tiny ONNX graphs, timed per op on every inference runtime.",
@@ -70,21 +70,27 @@ Int8FormOpt = Annotated[
 NoPadOpt = Annotated[bool, typer.Option("--no-pad", help="int8: do not round dims up to multiples of 4 (DeepBench pads by default).")]
 
 
-def _split(values: Optional[list[str]]) -> tuple[str, ...]:
-    return tuple(v.strip() for value in values or [] for v in value.split(",") if v.strip())
+def _split(values: Optional[list[str]], flag: str = "--option") -> tuple[str, ...]:
+    """Repeated or comma-separated values; a flag given only empty values (`--ops ''`) is an error,
+    not a silent "all"."""
+    split = tuple(v.strip() for value in values or [] for v in value.split(",") if v.strip())
+    if values and not split:
+        raise UsageError(f"{flag} was given no value; name one (see --help) or leave {flag} out for all")
+    return split
 
 
-def _kernels(suite: Optional[str], ops, apps, pattern, kernels_file: Optional[Path], default_suite: str):
+def _kernels(command: str, suite: Optional[str], ops, apps, pattern, kernels_file: Optional[Path]):
     from dbench.catalog import Selection, load_catalog, load_kernel_file, select
+    from dbench.catalog.select import suite_for
 
     source = load_kernel_file(kernels_file) if kernels_file else load_catalog()
-    selection = Selection(suite or ("all" if kernels_file else default_suite), _split(ops), _split(apps), pattern)
+    selection = Selection(suite_for(command, suite, from_catalog=not kernels_file), _split(ops, "--ops"), _split(apps, "--app"), pattern)
     return selection, select(source, selection)
 
 
 def _gen_fields(precision: str, passes, gemm_form: str, rnn_form: str, gru_activation: str, int8_form, no_pad: bool) -> dict:
     """The generation options as JSON-ready fields (int8_form None: the runtime's preferred form)."""
-    return dict(precision=precision, passes=list(_split(passes)), gemm_form=gemm_form, rnn_form=rnn_form,
+    return dict(precision=precision, passes=list(_split(passes, "--pass")), gemm_form=gemm_form, rnn_form=rnn_form,
                 gru_activation=gru_activation, int8_form=int8_form, int8_pad=not no_pad)
 
 
@@ -102,7 +108,7 @@ def list_kernels(
     from dbench.catalog.listing import kernel_rows, to_csv
     from dbench.render.tables import kernels_table
 
-    selection, selected = _kernels(suite, ops, app_, pattern, kernels, "all")
+    selection, selected = _kernels("list", suite, ops, app_, pattern, kernels)
     rows = kernel_rows(selected, selection.suite_tags)
     if fmt == "json":
         sys.stdout.write(json.dumps(rows, indent=1) + "\n")
@@ -138,7 +144,7 @@ def gen(
     from dbench.gen.build import GenOptions, plan
     from dbench.gen.writer import prepare_folder, write_graphs
 
-    selection, selected = _kernels(suite, ops, app_, pattern, kernels, "inference")
+    selection, selected = _kernels("gen", suite, ops, app_, pattern, kernels)
     options = GenOptions.from_fields(_gen_fields(precision, passes, gemm_form, rnn_form, gru_activation, int8_form, no_pad), "qdq")
     folder = prepare_folder(out_dir / selection.suite)
     requests = plan(selected, selection.suite_tags, options)
@@ -200,21 +206,30 @@ def run(
     timeout: Annotated[float, typer.Option("--timeout", help="Seconds one graph may take before its worker is killed.")] = 300.0,
     memory_limit: Annotated[Optional[float], typer.Option("--memory-limit", help="Address-space limit of the worker in GiB (out-of-memory becomes an `oom` row).")] = None,
     out_dir: Annotated[Path, typer.Option("--out", help="Results folder; the run goes to <out>/<machine>/<run-id>.jsonl.")] = Path("results"),
-    resume: Annotated[Optional[str], typer.Option("--resume", help="Complete an interrupted run by its id; other selection options are taken from it.")] = None,
+    resume: Annotated[Optional[str], typer.Option("--resume", help="Complete an interrupted run by its id; it takes every selection, runtime and timing option from the run (giving one is an error); only --out applies.")] = None,
 ) -> None:
-    """Time every selected graph on a runtime, verify it, and log one row per graph as it finishes."""
-    from dbench.orchestrator.run import RunRequest, run_session
+    """Time every selected graph on a runtime, verify it, and log one row per graph as it finishes.
+
+    Exit status: 0 when every row is ok or unsupported, 3 when any is mismatch, failed, crashed,
+    timeout or oom, 2 for bad input, 1 for other errors, 130 on Ctrl-C."""
+    from dbench.orchestrator.request import RunRequest
+    from dbench.orchestrator.run import execute_run, plan_run
+    from dbench.render.run import RunProgress, print_run
 
     request = RunRequest(
-        suite=suite, ops=_split(ops), apps=_split(app_), pattern=pattern,
+        suite=suite, ops=_split(ops, "--ops"), apps=_split(app_, "--app"), pattern=pattern,
         kernels=str(kernels) if kernels else None, graphs=str(graphs) if graphs else None,
         gen=_gen_fields(precision, passes, gemm_form, rnn_form, gru_activation, int8_form, no_pad),
         runtime=runtime, device=device, threads=threads, weights=weights, graph_optimization=graph_opt,
         allow_runtime_precision=allow_runtime_precision, extra=_pairs(option), quick=quick, min_time=min_time,
         max_time=max_time, warmup=warmup, verify=not no_verify, profile_runs=profile_runs, timeout=timeout,
-        memory_limit=int(memory_limit * 2**30) if memory_limit else None,
+        memory_limit=int(memory_limit * 2**30) if memory_limit is not None else None,
     )
-    run_session(request, out_dir, resume, out, err)
+    planned = plan_run(request, out_dir, resume)
+    with RunProgress(err, planned) as progress:
+        result = execute_run(planned, progress.on_start, progress.on_row)
+    print_run(out, result)
+    raise typer.Exit(result.exit_code)
 
 
 @app.command()
@@ -238,7 +253,7 @@ def _pairs(values: Optional[list[str]]) -> dict[str, str]:
     for value in values or []:
         key, sep, val = value.partition("=")
         if not sep or not key:
-            raise DbenchError(f"--option {value!r} is not KEY=VALUE")
+            raise UsageError(f"--option {value!r} is not KEY=VALUE; write it as --option KEY=VALUE")
         pairs[key.strip()] = val.strip()
     return pairs
 

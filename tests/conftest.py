@@ -1,12 +1,16 @@
-"""Shared test helpers: fresh random seeds, a tiny kernel-file writer, runtime sessions."""
+"""Fixtures shared by every test (helpers that are plain functions live in tests/helpers.py)."""
 
 from __future__ import annotations
 
+import os
 import secrets
+import signal
 from pathlib import Path
 
-import numpy as np
 import pytest
+
+MARKER = "DBENCH_TEST_SESSION"
+"""Set in the test process's environment, so every process a test starts carries it, orphans included."""
 
 
 @pytest.fixture
@@ -15,26 +19,33 @@ def seed() -> int:
     return secrets.randbits(31)
 
 
-def run_ort(model, feeds: dict[str, np.ndarray]) -> list[np.ndarray]:
-    """Run a model on ONNX Runtime CPU (plain `run`, independent of our adapter)."""
-    import onnxruntime as ort
-
-    session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
-    return session.run(None, feeds)
-
-
-def run_reference_evaluator(model, feeds: dict[str, np.ndarray]) -> list[np.ndarray]:
-    from onnx.reference import ReferenceEvaluator
-
-    return ReferenceEvaluator(model).run(None, feeds)
-
-
-def normalized_error(out: np.ndarray, ref: np.ndarray) -> float:
-    """max|out - ref| / max|ref| — the `rel` metric of dbench's verification."""
-    out64 = np.asarray(out).astype(np.float64)
-    return float(np.abs(out64 - ref).max() / np.abs(ref).max())
+def marked_processes(token: str) -> list[int]:
+    """Processes other than this one whose environment holds MARKER=token."""
+    needle = f"{MARKER}={token}".encode()
+    found = []
+    for environ in Path("/proc").glob("[0-9]*/environ"):
+        pid = int(environ.parent.name)
+        try:
+            if pid != os.getpid() and needle in environ.read_bytes().split(b"\0"):
+                state = (environ.parent / "stat").read_text().rsplit(")", 1)[1].split()[0]
+                if state != "Z":
+                    found.append(pid)
+        except OSError:
+            continue
+    return found
 
 
-def write_csv(path: Path, header: str, *rows: str) -> Path:
-    path.write_text("\n".join([header, *rows]) + "\n")
-    return path
+@pytest.fixture(scope="session", autouse=True)
+def no_process_left_behind():
+    """After the whole session, no process started by a test (workers, mpiexec, ranks) is alive;
+    any found are killed and the session errors, naming them."""
+    token = secrets.token_hex(8)
+    os.environ[MARKER] = token
+    yield
+    survivors = marked_processes(token) if Path("/proc").is_dir() else []
+    for pid in survivors:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    assert not survivors, f"processes started by the tests outlived them: {survivors}"

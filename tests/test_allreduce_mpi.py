@@ -14,6 +14,7 @@ import pytest
 
 from dbench.allreduce.launch import find_mpiexec
 
+pytestmark = pytest.mark.slow  # each test starts mpiexec and ranks: seconds, not milliseconds
 TIMEOUT = 120  # a hang fails the test instead of blocking the suite
 COLUMNS = ["elements", "bytes", "dtype", "ranks", "implementation", "device", "in_place", "iters", "warmup",
            "time_min_us", "time_mean_us", "time_max_us", "algbw_gbps", "busbw_gbps", "deepbench_gbps", "wrong",

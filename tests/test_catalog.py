@@ -9,7 +9,7 @@ import pytest
 from dbench.catalog import ConvKernel, GemmKernel, RnnKernel, Selection, SparseKernel, load_catalog, load_kernel_file, select
 from dbench.catalog.kernels import Origin
 from dbench.errors import KernelFileError, UsageError
-from tests.conftest import write_csv
+from tests.helpers import write_csv
 
 EXPECTED_ROWS = {
     ("gemm", "train"): 160, ("gemm", "inference_server"): 75, ("gemm", "inference_device"): 13,
@@ -66,8 +66,10 @@ def test_min_bytes_counts_every_operand_once():
 @pytest.mark.parametrize("suite,expected", [("train", {"train"}), ("inference", {"inference_server", "inference_device"}),
                                             ("inference-device", {"inference_device"})])
 def test_suite_selectors(suite, expected):
-    for kernel in select(load_catalog(), Selection(suite)):
-        assert set(kernel.suites) & expected
+    """A suite selects exactly the kernels with one of its tags: none missing, none extra, not none."""
+    catalog = load_catalog()
+    selected = select(catalog, Selection(suite))
+    assert selected and selected == [k for k in catalog if set(k.suites) & expected]
 
 
 def test_op_app_and_pattern_filters():

@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 
 from dbench.cli import app
 from dbench.gen.manifest import read_manifest, sha256
-from tests.conftest import write_csv
+from tests.helpers import write_csv
 
 runner = CliRunner()
 

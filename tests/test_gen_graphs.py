@@ -14,7 +14,7 @@ from dbench.gen.build import GenOptions, build, plan
 from dbench.gen.feeds import make_feeds
 from dbench.gen.graph import IR_VERSION, OPSET
 from dbench.gen.precision import PRECISIONS
-from tests.conftest import normalized_error, run_ort, run_reference_evaluator
+from tests.helpers import normalized_error, ort_session, run_ort, run_reference_evaluator
 
 TRANSPOSES = [(False, False), (True, False), (False, True), (True, True)]
 CATALOG_CONVS = select(load_catalog(), Selection("all", ops=("conv",)))
@@ -108,10 +108,8 @@ def test_fp16_graphs_on_onnxruntime(name, make, seed):
 def test_onnxruntime_cpu_has_no_bf16_gemm():
     """Known gap that the runner reports as `unsupported`; if ORT gains it, this tells us."""
     graph = gemm.build(GemmKernel(m=4, n=4, k=4, a_t=False, b_t=False), "bf16", "fwd", "gemm")
-    import onnxruntime as ort
-
     with pytest.raises(Exception, match="NOT_IMPLEMENTED"):
-        ort.InferenceSession(graph.model.SerializeToString(), providers=["CPUExecutionProvider"])
+        ort_session(graph.model)
 
 
 def graph_reference(graph, feeds):

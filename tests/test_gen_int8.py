@@ -20,6 +20,7 @@ from dbench.gen.feeds import make_feeds
 from dbench.gen.graph import GraphSpec
 from dbench.gen.int8_quant import FORMS, INT_LIMITS, reduction_length
 from dbench.gen.weights import embed_weights, split_feeds
+from tests.helpers import max_abs_error, run_ort
 
 # Shrunk kernels with the catalog's filter sizes, strides and pads; unaligned M / C / H / W so padding runs.
 SHRUNK = {
@@ -34,15 +35,8 @@ SHRUNK = {
 }
 
 
-def _max_error(out: np.ndarray, ref: np.ndarray) -> float:
-    return float(np.max(np.abs(out.astype(np.float64) - ref.astype(np.float64))))
-
-
 def _ort(model: onnx.ModelProto, feeds: dict) -> np.ndarray:
-    import onnxruntime as ort
-
-    session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
-    return session.run(None, feeds)[0]
+    return run_ort(model, feeds)[0]
 
 
 def _openvino(model: onnx.ModelProto, feeds: dict, tmp_path) -> np.ndarray:
@@ -60,7 +54,7 @@ def _check(graph, feeds: dict, out: np.ndarray, runtime: str, seed: int) -> None
     tol = int8.tolerance(graph.spec)
     assert tol.metric == "abs"
     assert out.shape == ref.shape and out.dtype == np.dtype(graph.spec.outputs[0].dtype), (runtime, out.dtype)
-    err = _max_error(out, ref)
+    err = max_abs_error(out, ref)
     assert err <= tol.bound, f"{graph.id} on {runtime}: max error {err} > {tol.bound} (seed {seed})"
 
 
@@ -162,6 +156,7 @@ def test_weights_are_int8_graph_inputs_and_only_scalars_are_embedded():
 
 
 @pytest.mark.parametrize("form", ["qlinear", "qdq"])
+@pytest.mark.slow
 def test_output_scale_keeps_catalog_extremes_off_saturation(form, seed):
     """The output scale follows the reduction length: the smallest and largest inference reductions
     in the catalog requantise to values that mostly stay inside the 8-bit range."""
@@ -204,7 +199,7 @@ def test_reference_needs_only_the_manifest_spec(form):
     assert spec.attrs["padded"] == {"c": 8, "h": 12, "w": 16}
     np.testing.assert_array_equal(int8.reference(spec, feeds)["Y"], int8.reference(graph.spec, feeds)["Y"])
     assert int8.tolerance(spec) == int8.tolerance(graph.spec)
-    assert _max_error(_ort(graph.model, feeds), int8.reference(spec, feeds)["Y"]) <= int8.tolerance(spec).bound
+    assert max_abs_error(_ort(graph.model, feeds), int8.reference(spec, feeds)["Y"]) <= int8.tolerance(spec).bound
 
 
 def test_transposed_gemm_uses_the_matmul_layout():

@@ -18,6 +18,7 @@ from dbench.gen import build as gen_build
 from dbench.gen import rnn
 from dbench.gen.feeds import make_feeds
 from dbench.gen.rnn_cells import GATES, backward, forward
+from tests.helpers import normalized_error, ort_session, run_ort_named
 
 CELLS = ("vanilla", "lstm", "gru")
 # (cell, GRU candidate activation): the relu variant exists for GRU only.
@@ -49,32 +50,14 @@ def _graph(kernel: RnnKernel, activation: str, pass_name: str, base: str, precis
     return rnn.build(kernel, precision, pass_name, rnn.form_name(base, kernel.cell, activation), gru_activation=gru_activation)
 
 
-def _rel_err(out: np.ndarray, ref: np.ndarray) -> float:
-    """max|out - ref| / max|ref|; absolute when the reference is all zeros (a ReLU layer with
-    H = 3 can be entirely inactive)."""
-    err = float(np.abs(np.asarray(out, dtype=np.float64) - ref).max())
-    scale = float(np.abs(ref).max())
-    return err / scale if scale else err
-
-
 def _check_outputs(graph, outputs: dict, ref: dict, context: str) -> None:
     rule = gen_build.tolerance(graph.spec)
     assert rule.metric == "rel"
     assert set(outputs) == set(ref)
     for name, value in ref.items():
         assert outputs[name].shape == value.shape, f"{context}: {name} shape"
-        err = _rel_err(outputs[name], value)
+        err = normalized_error(outputs[name], value)
         assert err <= rule.bound, f"{context}: {name} relative error {err:.2e} > {rule.bound:g}"
-
-
-def _ort_session(model: onnx.ModelProto):
-    import onnxruntime as ort
-
-    return ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
-
-
-def _ort_run(session, feeds: dict) -> dict:
-    return dict(zip([o.name for o in session.get_outputs()], session.run(None, feeds)))
 
 
 @pytest.fixture
@@ -139,12 +122,12 @@ def test_onnxruntime_matches_numpy(cell, activation, pass_name, base, precision,
     """fp32 must run; fp16/bf16 either match or fail at load with ORT's NOT_IMPLEMENTED."""
     graph = _graph(_kernel(cell, rng), activation, pass_name, base, precision)
     try:
-        session = _ort_session(graph.model)
+        session = ort_session(graph.model)
     except Exception as err:  # ORT raises its own exception types; only NOT_IMPLEMENTED is acceptable
         assert precision != "fp32" and "NOT_IMPLEMENTED" in str(err), f"{graph.id}: {err}"
         return
     feeds = make_feeds(graph.spec, _seed(rng))
-    _check_outputs(graph, _ort_run(session, feeds), rnn.reference(graph.spec, feeds), f"onnxruntime {graph.id}")
+    _check_outputs(graph, run_ort_named(session, feeds), rnn.reference(graph.spec, feeds), f"onnxruntime {graph.id}")
 
 
 @pytest.mark.parametrize("precision", ["fp32", "fp16"])
@@ -171,7 +154,7 @@ def test_single_step_sequence(cell, activation, pass_name, base, rng):
     """T = 1 (four catalog kernels): the backward has no earlier state to slice."""
     graph = _graph(_kernel(cell, rng, timesteps=1), activation, pass_name, base)
     feeds = make_feeds(graph.spec, _seed(rng))
-    _check_outputs(graph, _ort_run(_ort_session(graph.model), feeds), rnn.reference(graph.spec, feeds), graph.id)
+    _check_outputs(graph, run_ort_named(ort_session(graph.model), feeds), rnn.reference(graph.spec, feeds), graph.id)
 
 
 @pytest.mark.parametrize("cell,activation", VARIANTS)
@@ -186,12 +169,12 @@ def test_op_and_recurrence_forms_agree(cell, activation, rng):
     rec_feeds["XW"] = (feeds["X"] @ feeds["W"][0].T + feeds["B"][0, :gh]).astype(np.float32)
     rec_feeds["Rb"] = feeds["B"][:, gh:]
     assert set(rec_feeds) == {t.name for t in rec.spec.inputs}
-    y_op = _ort_run(_ort_session(op.model), feeds)["Y"]
-    y_rec = _ort_run(_ort_session(rec.model), rec_feeds)["Y"]
+    y_op = run_ort_named(ort_session(op.model), feeds)["Y"]
+    y_rec = run_ort_named(ort_session(rec.model), rec_feeds)["Y"]
     assert y_op.shape == (kernel.timesteps, 1, kernel.batch, kernel.hidden)
-    assert _rel_err(y_rec, y_op[:, 0].astype(np.float64)) < 1e-5
+    assert normalized_error(y_rec, y_op[:, 0].astype(np.float64)) < 1e-5
     ref_op = rnn.reference(op.spec, feeds)["Y"][:, 0]
-    assert _rel_err(rnn.reference(rec.spec, rec_feeds)["Y"], ref_op) < 1e-6
+    assert normalized_error(rnn.reference(rec.spec, rec_feeds)["Y"], ref_op) < 1e-6
 
 
 def _random_layer(cell: str, rng: np.random.Generator, hidden: int = 3, batch: int = 2, steps: int = 3) -> dict:
@@ -247,9 +230,9 @@ def test_onnx_backward_on_a_real_forward_trace(cell, activation, rng):
     feeds = {t.name: np.asarray(recorded[t.name], dtype=np.float32) for t in graph.spec.inputs}
     c0 = layer["c0"] if cell == "lstm" else None
     dr, db = backward(cell, layer["dy"], layer["r"], layer["h0"], trace, c0, activation)
-    out = _ort_run(_ort_session(graph.model), feeds)
-    assert _rel_err(out["dR"], dr[None]) < 1e-5
-    assert _rel_err(out["dB"], db[None]) < 1e-5
+    out = run_ort_named(ort_session(graph.model), feeds)
+    assert normalized_error(out["dR"], dr[None]) < 1e-5
+    assert normalized_error(out["dB"], db[None]) < 1e-5
 
 
 # --- FLOPs -----------------------------------------------------------------------------------
@@ -385,7 +368,7 @@ def test_weights_as_constants(cell, activation, pass_name, base, rng, tmp_path):
     constants, remaining = split_feeds(graph.spec, feeds, "const")
     model = embed_weights(graph.model, constants)
     assert set(remaining) == {t.name for t in graph.spec.inputs if t.role == "activation"}
-    _check_outputs(graph, _ort_run(_ort_session(model), remaining), ref, f"onnxruntime const {graph.id}")
+    _check_outputs(graph, run_ort_named(ort_session(model), remaining), ref, f"onnxruntime const {graph.id}")
     path = tmp_path / f"{graph.id}.onnx"
     path.write_bytes(model.SerializeToString())
     core = ov.Core()

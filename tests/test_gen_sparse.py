@@ -15,16 +15,11 @@ from dbench.gen import build as gen_build
 from dbench.gen import sparse
 from dbench.gen.feeds import make_feeds
 from dbench.gen.precision import PRECISIONS
-
-
-def _rel_error(out: np.ndarray, ref: np.ndarray) -> float:
-    return float(np.max(np.abs(out.astype(np.float64) - ref)) / np.max(np.abs(ref)))
+from tests.helpers import normalized_error, run_ort
 
 
 def _ort(model: onnx.ModelProto, feeds: dict) -> np.ndarray:
-    import onnxruntime as ort
-
-    return ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, feeds)[0]
+    return run_ort(model, feeds)[0]
 
 
 @pytest.mark.parametrize("form", sparse.FORMS)
@@ -47,7 +42,7 @@ def test_graph_matches_reference(precision, a_t, b_t, form, seed):
         runs["onnxruntime"] = _ort(graph.model, feeds)
     for runtime, out in runs.items():
         assert out.shape == ref.shape == graph.spec.outputs[0].shape
-        assert _rel_error(out, ref) <= bound.bound, f"{graph.id} on {runtime} (seed {seed})"
+        assert normalized_error(out, ref) <= bound.bound, f"{graph.id} on {runtime} (seed {seed})"
 
 
 def test_buffers_follow_the_column_major_mapping():

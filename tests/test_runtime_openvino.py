@@ -27,7 +27,7 @@ from dbench.runtimes.base import NodeProfile, RuntimeOptions
 from dbench.runtimes.openvino import KERNEL_PRECISION, OpenVino, kernel_precision
 from dbench.runtimes.registry import status
 from dbench.store.schema import executed_precision
-from tests.conftest import write_csv
+from tests.helpers import write_csv
 
 CONV = ConvKernel(w=9, h=7, c=3, n=2, k=4, s=3, r=2, pad_w=1, pad_h=0, wstride=2, hstride=1)
 GEMM = GemmKernel(m=64, n=32, k=48, a_t=True, b_t=False)
@@ -44,7 +44,7 @@ def execute(graph: Graph, seed: int, weights: str = "const", **options) -> tuple
     """Prepare, bind, run, verify against the family's reference, and profile, as the worker does."""
     feeds = make_feeds(graph.spec, seed)
     constants, per_call = split_feeds(graph.spec, feeds, weights)
-    runtime = OpenVino(RuntimeOptions(threads=1, weights=weights, **options))
+    runtime = OpenVino(RuntimeOptions(threads=1, **options))
     session = runtime.prepare(graph.model, graph.spec, constants)
     session.bind(per_call)
     session.run()
@@ -270,12 +270,12 @@ def test_graph_openvino_cannot_compile_is_unsupported_with_its_message():
     model.CopyFrom(graph.model)
     model.graph.node[0].op_type = "NoSuchOp"
     with pytest.raises(UnsupportedError, match="OpenVINO cannot compile this graph on CPU: .*NoSuchOp"):
-        OpenVino(RuntimeOptions(weights="input")).prepare(model, graph.spec, {})
+        OpenVino(RuntimeOptions()).prepare(model, graph.spec, {})
 
 
 def test_precision_hint_option_needs_allow_runtime_precision():
     with pytest.raises(UsageError, match="--allow-runtime-precision"):
-        OpenVino(RuntimeOptions(extra={"INFERENCE_PRECISION_HINT": "bf16"})).describe()
+        OpenVino.validate(RuntimeOptions(extra={"INFERENCE_PRECISION_HINT": "bf16"}))
 
 
 def test_missing_openvino_names_the_extra(monkeypatch, tmp_path):
@@ -291,6 +291,7 @@ def rows_of(out: Path) -> list[dict]:
     return [json.loads(line) for line in log.read_text().splitlines()[1:]]
 
 
+@pytest.mark.slow
 def test_dbench_run_on_openvino_end_to_end(tmp_path):
     kernels = write_csv(tmp_path / "k.csv", "m,n,k,a_t,b_t", "16,8,32,0,0", "32,8,32,1,0", "48,8,32,0,1")
     out = tmp_path / "res"
@@ -313,6 +314,7 @@ def test_dbench_run_on_openvino_end_to_end(tmp_path):
         assert options["compiled"]["INFERENCE_PRECISION_HINT"] == "f32" and options["compiled"]["PERF_COUNT"] == "NO"
 
 
+@pytest.mark.slow
 def test_dbench_run_with_an_unknown_device_is_one_line(tmp_path):
     kernels = write_csv(tmp_path / "k.csv", "m,n,k,a_t,b_t", "16,8,32,0,0")
     result = CliRunner().invoke(app, ["run", "--runtime", "openvino", "--device", "GPU", "--kernels", str(kernels),

@@ -27,6 +27,7 @@ FAMILY_MODULES = {
 INT8_MODULE = "dbench.gen.int8"
 INT8_FAMILIES = ("gemm", "conv")
 ALL_PASSES = ("fwd", "bwd_data", "bwd_filter", "bwd_weights")
+GEMM_FORMS = ("gemm", "matmul")
 RNN_FORMS = ("op", "recurrence")
 INT8_FORMS = ("qlinear", "qdq", "integer")
 GRU_ACTIVATIONS = ("tanh", "relu")
@@ -48,6 +49,7 @@ class GenOptions:
         if self.precision not in ALL_PRECISIONS:
             raise UsageError(f"unknown precision {self.precision!r}; valid precisions: {', '.join(ALL_PRECISIONS)}")
         for value, valid, what in [
+            (self.gemm_form, GEMM_FORMS, "gemm form"),
             (self.rnn_form, RNN_FORMS, "rnn form"),
             (self.int8_form, INT8_FORMS, "int8 form"),
             (self.gru_activation, GRU_ACTIVATIONS, "GRU activation"),
