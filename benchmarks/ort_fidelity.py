@@ -23,7 +23,8 @@ from dbench.orchestrator.items import items_from_requests
 from dbench.orchestrator.runner import RunConfig, Runner
 from dbench.worker.timing import TimingConfig, measure
 from dbench.catalog import Selection, load_catalog, select
-from dbench.gen.build import GenOptions, build, plan
+from dbench.gen.options import GenOptions
+from dbench.gen.plan import build, plan
 from dbench.gen.feeds import make_feeds
 from dbench.gen.weights import embed_weights, split_feeds
 from dbench.runtimes.base import RuntimeOptions

@@ -141,13 +141,14 @@ def gen(
     """Write one small .onnx per kernel (no weight data inside) plus a manifest to run it anywhere."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    from dbench.gen.build import GenOptions, plan
+    from dbench.gen.options import GenOptions
+    from dbench.gen.plan import plan
     from dbench.gen.writer import prepare_folder, write_graphs
 
     selection, selected = _kernels("gen", suite, ops, app_, pattern, kernels)
     options = GenOptions.from_fields(_gen_fields(precision, passes, gemm_form, rnn_form, gru_activation, int8_form, no_pad), "qdq")
-    folder = prepare_folder(out_dir / selection.suite)
     requests = plan(selected, selection.suite_tags, options)
+    folder = prepare_folder(out_dir / selection.suite)
     counts: dict[str, int] = {}
     skipped: dict[str, str] = {}
     columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())

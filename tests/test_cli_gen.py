@@ -49,6 +49,22 @@ def test_bad_choices_are_one_line_exit_2(args, needle):
     assert len(result.output.strip().splitlines()) == 1
 
 
+@pytest.mark.parametrize("option,value,needle", [
+    ("--gemm-form", "mm", "unknown gemm form 'mm'; valid: gemm, matmul"),
+    ("--rnn-form", "scan", "unknown rnn form 'scan'; valid: op, recurrence"),
+    ("--int8-form", "fake", "unknown int8 form 'fake'; valid: qlinear, qdq, integer"),
+    ("--gru-activation", "sigmoid", "unknown GRU activation 'sigmoid'; valid: tanh, relu"),
+])
+@pytest.mark.parametrize("command", ["gen", "run"])
+def test_bad_form_is_one_line_exit_2_before_any_folder(command, option, value, needle, tmp_path):
+    out = tmp_path / "out"
+    result = invoke(command, "--ops", "gemm", option, value, "--out", str(out))
+    assert result.exit_code == 2, result.output
+    assert needle in result.output and "Traceback" not in result.output
+    assert len(result.output.strip().splitlines()) == 1
+    assert not out.exists()
+
+
 def test_gen_writes_graphs_and_manifest_idempotently(tmp_path):
     args = ("gen", "--suite", "inference-device", "--ops", "gemm,conv", "--out", str(tmp_path))
     first = invoke(*args)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import subprocess
 import sys
 
-CORE = ["dbench.cli", "dbench.catalog", "dbench.gen.build", "dbench.gen.gemm", "dbench.gen.conv", "dbench.gen.rnn",
+CORE = ["dbench.cli", "dbench.catalog", "dbench.gen.plan", "dbench.gen.family", "dbench.gen.options", "dbench.gen.gemm", "dbench.gen.conv", "dbench.gen.rnn",
         "dbench.gen.int8", "dbench.gen.sparse", "dbench.gen.writer", "dbench.store.export", "dbench.store.compare",
         "dbench.runtimes.registry", "dbench.orchestrator.run", "dbench.render.run"]
 RUNTIMES = ["onnxruntime", "openvino", "tensorrt", "mpi4py", "cupy"]

@@ -8,9 +8,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Iterable
 
 from dbench.errors import UnsupportedError, UsageError
-from dbench.gen.build import GraphRequest, build
-from dbench.gen.feeds import default_seed
-from dbench.gen.graph import GraphSpec, graph_id
+from dbench.gen.family import make_spec
+from dbench.gen.plan import GraphRequest, build
+from dbench.gen.graph import GraphSpec
 from dbench.gen.manifest import read_manifest
 
 if TYPE_CHECKING:
@@ -34,12 +34,7 @@ def items_from_requests(requests: Iterable[GraphRequest]) -> list[Item]:
         try:
             graph = build(request)
         except UnsupportedError as err:
-            kernel = request.kernel
-            gid = graph_id(kernel.id, request.pass_name, request.form, request.precision)
-            spec = GraphSpec(id=gid, kernel_id=kernel.id, family=kernel.family, op=kernel.op, params=kernel.params(),
-                             suites=kernel.suites, apps=kernel.apps, pass_name=request.pass_name, form=request.form,
-                             precision=request.precision, flops=kernel.flops(), flops_executed=0, inputs=(), outputs=(),
-                             seed=default_seed(gid))
+            spec = make_spec(request.kernel, request.precision, request.pass_name, request.form)
             items.append(Item(spec, lambda: (b"", None), str(err)))
             continue
         data = graph.model.SerializeToString()
@@ -72,7 +67,8 @@ def build_items(request: "RunRequest", int8_form: str) -> list[Item]:
     memory from the catalog or a kernel file. Naming no graph at all is a UsageError."""
     from dbench.catalog import Selection, load_catalog, load_kernel_file, select
     from dbench.catalog.select import suite_for
-    from dbench.gen.build import GenOptions, plan
+    from dbench.gen.options import GenOptions
+    from dbench.gen.plan import plan
 
     suite = suite_for("run", request.suite, from_catalog=not (request.graphs or request.kernels))
     selection = Selection(suite, request.ops, request.apps, request.pattern)

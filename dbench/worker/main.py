@@ -87,7 +87,7 @@ def _verify_rows(spec: GraphSpec) -> "np.ndarray | None":
     """A seeded sample of output rows to verify when the output is large, else None (all rows)."""
     import numpy as np
 
-    from dbench.gen.build import ROW_SAMPLED
+    from dbench.gen.plan import ROW_SAMPLED
 
     rows = spec.outputs[0].shape[0] if spec.outputs else 0
     if spec.family not in ROW_SAMPLED or spec.precision == "int8" or rows <= VERIFY_ROWS:
@@ -128,7 +128,7 @@ def execute(job: Job) -> Outcome:
     import onnx
 
     from dbench.errors import DbenchError, OutOfMemory, RuntimeSetupError, UnsupportedError
-    from dbench.gen.build import reference, tolerance
+    from dbench.gen.plan import reference, tolerance
     from dbench.gen.feeds import make_feeds
     from dbench.gen.manifest import sha256
     from dbench.gen.weights import split_feeds
