@@ -1,16 +1,15 @@
-"""Fixtures shared by every test (helpers that are plain functions live in tests/helpers.py)."""
+"""Fixtures shared by every test (plain helpers live in tests/helpers.py, process helpers in
+tests/processes.py)."""
 
 from __future__ import annotations
 
 import os
 import secrets
-import signal
-from pathlib import Path
+from collections.abc import Iterator
 
 import pytest
 
-MARKER = "DBENCH_TEST_SESSION"
-"""Set in the test process's environment, so every process a test starts carries it, orphans included."""
+from tests.processes import SESSION_MARK, descendants, describe_process, end_processes, leftover_processes
 
 
 @pytest.fixture
@@ -19,33 +18,18 @@ def seed() -> int:
     return secrets.randbits(31)
 
 
-def marked_processes(token: str) -> list[int]:
-    """Processes other than this one whose environment holds MARKER=token."""
-    needle = f"{MARKER}={token}".encode()
-    found = []
-    for environ in Path("/proc").glob("[0-9]*/environ"):
-        pid = int(environ.parent.name)
-        try:
-            if pid != os.getpid() and needle in environ.read_bytes().split(b"\0"):
-                state = (environ.parent / "stat").read_text().rsplit(")", 1)[1].split()[0]
-                if state != "Z":
-                    found.append(pid)
-        except OSError:
-            continue
-    return found
-
-
 @pytest.fixture(scope="session", autouse=True)
-def no_process_left_behind():
-    """After the whole session, no process started by a test (workers, mpiexec, ranks) is alive;
-    any found are killed and the session errors, naming them."""
-    token = secrets.token_hex(8)
-    os.environ[MARKER] = token
+def no_leftover_processes() -> Iterator[None]:
+    """After the whole session, no process started by the tests may be alive: kill any and fail loudly.
+    Processes are attributed by descent and by an inherited mark, never by name: other people's test runs
+    on this machine start mpiexec and workers too, and must not be killed."""
+    session = secrets.token_hex(8)
+    before = {(p.pid, p.create_time()) for p in descendants(os.getpid())}
+    os.environ[SESSION_MARK] = session
     yield
-    survivors = marked_processes(token) if Path("/proc").is_dir() else []
-    for pid in survivors:
-        try:
-            os.kill(pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-    assert not survivors, f"processes started by the tests outlived them: {survivors}"
+    os.environ.pop(SESSION_MARK)
+    left = leftover_processes(session, before)
+    described = [describe_process(p) for p in left]
+    end_processes(left)
+    if described:
+        pytest.fail("the tests left these processes running (now killed):\n" + "\n".join(described), pytrace=False)
