@@ -82,6 +82,11 @@ class Session(ABC):
         session's last use: an adapter that needs a second, profiling model may release the timed one
         first, so that its memory (pre-packed weights) is reused rather than doubled."""
 
+    def runtime_latency_us(self) -> float | None:
+        """The runtime's own clock for the last run(), in µs, where it keeps one; None otherwise.
+        Read by the timing loop after a sample, outside the timed interval."""
+        return None
+
     def device_memory(self) -> int | None:
         """Device memory the session holds, in bytes, where the runtime can tell (GPUs); None on CPU."""
         return None

@@ -167,7 +167,7 @@ def execute(job: Job) -> Outcome:
             session.bind(per_call)
             outcome.prepare_s = time.perf_counter() - t0
             outcome.runtime_options = runtime.describe()  # after prepare: includes what the runtime read back
-            stats = measure(session.run, job.timing)
+            stats = measure(session.run, job.timing, session.runtime_latency_us)
             outcome.stats = stats.to_dict()
             if peak_resets and (peak := memory.peak_rss()) is not None:
                 outcome.peak_rss_bytes = peak
