@@ -147,6 +147,8 @@ def gen(
 
     selection, selected = _kernels("gen", suite, ops, app_, pattern, kernels)
     options = GenOptions.from_fields(_gen_fields(precision, passes, gemm_form, rnn_form, gru_activation, int8_form, no_pad), "qdq")
+    if not selected:
+        raise UsageError(selection.nothing_matches(f"--kernels {kernels}" if kernels else "the DeepBench catalog"))
     requests = plan(selected, selection.suite_tags, options)
     folder = prepare_folder(out_dir / selection.suite)
     counts: dict[str, int] = {}

@@ -193,3 +193,11 @@ def test_report_modules_do_not_import_matplotlib_until_plotting():
     code = ("import sys\nimport dbench.cli, dbench.report.write, dbench.report.plots, dbench.report.build\n"
             "sys.exit(1 if 'matplotlib' in sys.modules or 'openpyxl' in sys.modules else 0)")
     assert subprocess.run([sys.executable, "-c", code], timeout=120).returncode == 0
+
+
+@pytest.mark.parametrize("runtime", ["ort-cpu", "openvino"])
+def test_peak_gemm_rate_is_a_verified_fp32_rate(runtime):
+    """`dbench peak`'s GEMM ceiling goes through the adapter, verifies, and checks the precision it ran."""
+    from dbench.report.peak import gemm_rate
+
+    assert gemm_rate(runtime, "fp32", 64) > 0

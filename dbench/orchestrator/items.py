@@ -55,14 +55,6 @@ def items_from_folder(path: Path) -> list[Item]:
     return [Item(e.spec, loader(e)) for e in entries]
 
 
-def _selectors(request: "RunRequest", suite: str) -> str:
-    given = [f"--suite {suite}", *(f"--ops {op}" for op in request.ops), *(f"--app {app}" for app in request.apps)]
-    if request.pattern is not None:
-        given.append(f"--id {request.pattern!r}")
-    source = f"--graphs {request.graphs}" if request.graphs else f"--kernels {request.kernels}" if request.kernels else "the DeepBench catalog"
-    return f"{' '.join(given)} in {source}"
-
-
 def build_items(request: "RunRequest", int8_form: str) -> list[Item]:
     """The graphs a request names: from a gen folder (filtered by the same selectors), or generated in
     memory from the catalog or a kernel file. Naming no graph at all is a UsageError."""
@@ -86,6 +78,6 @@ def build_items(request: "RunRequest", int8_form: str) -> list[Item]:
         options = GenOptions.from_fields(request.gen, int8_form)
         items = items_from_requests(plan(select(source, selection), selection.suite_tags, options))
     if not items:
-        raise UsageError(f"no kernel matches {_selectors(request, suite)}; check the selectors with dbench list "
-                         "(an --id glob matches whole ids, e.g. 'gemm_m1760_*')")
+        source = f"--graphs {request.graphs}" if request.graphs else f"--kernels {request.kernels}" if request.kernels else "the DeepBench catalog"
+        raise UsageError(selection.nothing_matches(source))
     return items

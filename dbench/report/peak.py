@@ -63,7 +63,7 @@ def gemm_rate(runtime_name: str, precision: str, size: int) -> float:
     from dbench.worker.timing import TimingConfig, measure
     from dbench.worker.verify import compare
     from dbench.catalog.kernels import GemmKernel
-    from dbench.gen.build import GraphRequest, build, reference, tolerance
+    from dbench.gen.plan import GraphRequest, build, reference, tolerance
     from dbench.gen.feeds import make_feeds
     from dbench.gen.weights import split_feeds
     from dbench.runtimes.base import RuntimeOptions

@@ -105,6 +105,8 @@ class Row:
     warmup_s: float | None
     first_call_us: float | None
     runtime_median_us: float | None
+    device_median_us: float | None
+    """Device time per call from the runtime's device events (GPU runtimes), beside the host clock."""
     samples_us: list[float] | None
     kernel_time_us: float | None
     overhead_us: float | None
@@ -172,7 +174,7 @@ class Row:
             verified=verification.get("ok"), error=verification.get("error"),
             tolerance_metric=verification.get("metric"), tolerance=verification.get("bound"),
             verified_rows=verification.get("rows_checked"),
-            inputs_s=outcome.inputs_s, prepare_s=outcome.prepare_s,
+            device_median_us=outcome.device_median_us, inputs_s=outcome.inputs_s, prepare_s=outcome.prepare_s,
             verify_s=outcome.verify_s, profile_s=outcome.profile_s,
             finished_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
             load_1m=(load_average() or [None])[0],
