@@ -89,6 +89,7 @@ for minor in $(seq 17 "${GLIBC#2.}"); do PLATFORMS+=(--platform "manylinux_2_${m
 WHEEL_ARGS=(--only-binary=:all: "${PLATFORMS[@]}" --python-version "$PYVER" --implementation cp)
 rm -rf "$CACHE/dist" && "$HOST_PYTHON" -m pip wheel --quiet --no-deps -w "$CACHE/dist" "$REPO"
 DBENCH_WHEEL=$(ls "$CACHE"/dist/dbench-*.whl)
+rm -f "$CACHE"/wheels/dbench-*.whl  # only dist/ holds dbench: a stale copy of the same version would win
 install() {  # install() TARGET REQUIREMENT...: from the downloaded wheels only
     rm -rf "$1" && "$HOST_PYTHON" -m pip install --quiet --no-index --find-links "$CACHE/wheels" --find-links "$CACHE/dist" \
         --target "$1" "${WHEEL_ARGS[@]}" "${@:2}"
@@ -97,6 +98,7 @@ installed() { install "$CACHE/site-board" "dbench[board]" onnxruntime && install
 if ! installed 2>/dev/null; then  # the first time, or when a requirement changed: fetch, then install
     say "downloading aarch64 wheels (cached in $CACHE/wheels)"
     "$HOST_PYTHON" -m pip download --quiet -d "$CACHE/wheels" "${WHEEL_ARGS[@]}" "$DBENCH_WHEEL[board]" onnxruntime openvino
+    rm -f "$CACHE"/wheels/dbench-*.whl  # pip copies dbench's wheel there too: a later build has the same name
     installed
 fi
 say "light install, dbench[board] + onnxruntime for aarch64: $(du -sh "$CACHE/site-board" | cut -f1) ($(ls "$CACHE/site-board" | grep -c dist-info) packages; no pandas, no pyarrow: $(ls "$CACHE/site-board" | grep -ciE '^(pandas|pyarrow)' || true) found); openvino adds $(du -sh "$CACHE/site-openvino" | cut -f1)"
