@@ -7,6 +7,9 @@
   bwd_filter: dW[k,c,r,s] = a convolution of X^T[c,n,h,w] by dY^T[k,n,Q,P] dilated by the strides,
               sliced to r x s and transposed back. It computes R' x S' >= r x s taps when the
               stride does not divide evenly; those extra FLOPs are in `flops_executed`.
+Groups and dilations (beyond DeepBench's columns) become Conv/ConvTranspose's `group` and `dilations`
+attributes, written only when not 1 (DeepBench's graphs are unchanged); W is [k, c/groups, r, s].
+bwd_filter is built for groups = 1 and no dilation only.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ import numpy as np
 from onnx import helper
 
 from dbench.catalog.kernels import ConvKernel
+from dbench.errors import UnsupportedError
 from dbench.gen.feeds import default_seed
 from dbench.gen.graph import Graph, GraphSpec, TensorSpec, graph_id, make_model
 from dbench.gen.precision import dtype_name, float_precision
@@ -29,21 +33,32 @@ def _filter_extent(kernel: ConvKernel) -> tuple[int, int]:
     return (kernel.h + 2 * kernel.pad_h - kernel.hstride * (q - 1), kernel.w + 2 * kernel.pad_w - kernel.wstride * (p - 1))
 
 
+def grouping(kernel: ConvKernel) -> dict:
+    """`group` and `dilations` attributes, present only when not 1."""
+    attrs = {"group": kernel.groups} if kernel.groups != 1 else {}
+    if (kernel.dil_h, kernel.dil_w) != (1, 1):
+        attrs["dilations"] = [kernel.dil_h, kernel.dil_w]
+    return attrs
+
+
 def _nodes(kernel: ConvKernel, pass_name: str) -> tuple[list, int]:
     """ONNX nodes for one pass and the FLOPs they execute."""
     pads = [kernel.pad_h, kernel.pad_w, kernel.pad_h, kernel.pad_w]
     strides = [kernel.hstride, kernel.wstride]
     q, p = kernel.out_h, kernel.out_w
     if pass_name == "fwd":
-        node = helper.make_node("Conv", ["X", "W"], ["Y"], kernel_shape=[kernel.r, kernel.s], pads=pads, strides=strides)
+        node = helper.make_node("Conv", ["X", "W"], ["Y"], kernel_shape=[kernel.r, kernel.s], pads=pads, strides=strides,
+                                **grouping(kernel))
         return [node], kernel.flops()
     if pass_name == "bwd_data":
-        output_padding = [kernel.h - (kernel.hstride * (q - 1) + kernel.r - 2 * kernel.pad_h),
-                          kernel.w - (kernel.wstride * (p - 1) + kernel.s - 2 * kernel.pad_w)]
+        output_padding = [kernel.h - (kernel.hstride * (q - 1) + kernel.extent_h - 2 * kernel.pad_h),
+                          kernel.w - (kernel.wstride * (p - 1) + kernel.extent_w - 2 * kernel.pad_w)]
         node = helper.make_node("ConvTranspose", ["dY", "W"], ["dX"], kernel_shape=[kernel.r, kernel.s], pads=pads,
-                                strides=strides, output_padding=output_padding)
+                                strides=strides, output_padding=output_padding, **grouping(kernel))
         return [node], kernel.flops()
     if pass_name == "bwd_filter":
+        if grouping(kernel):
+            raise UnsupportedError("the backward-filter graph is built for groups = 1 and no dilation only")
         r_ext, s_ext = _filter_extent(kernel)
         nodes = [
             helper.make_node("Transpose", ["X"], ["Xt"], perm=[1, 0, 2, 3]),
@@ -65,7 +80,7 @@ def build(kernel: ConvKernel, precision: str, pass_name: str = "fwd", form: str 
     dt = dtype_name(prec.dtype)
     n, c, h, w, k, r, s = kernel.n, kernel.c, kernel.h, kernel.w, kernel.k, kernel.r, kernel.s
     x = TensorSpec("X", (n, c, h, w), dt, "activation")
-    wt = TensorSpec("W", (k, c, r, s), dt, "weight")
+    wt = TensorSpec("W", (k, kernel.group_c, r, s), dt, "weight")
     dy = TensorSpec("dY", (n, k, kernel.out_h, kernel.out_w), dt, "activation")
     inputs, output = {
         "fwd": ((x, wt), TensorSpec("Y", dy.shape, dt, "output")),
@@ -88,7 +103,19 @@ def _taps(kernel: ConvKernel):
     q, p = kernel.out_h, kernel.out_w
     for i in range(kernel.r):
         for j in range(kernel.s):
-            yield i, j, slice(i, i + kernel.hstride * (q - 1) + 1, kernel.hstride), slice(j, j + kernel.wstride * (p - 1) + 1, kernel.wstride)
+            top, left = i * kernel.dil_h, j * kernel.dil_w
+            yield (i, j, slice(top, top + kernel.hstride * (q - 1) + 1, kernel.hstride),
+                   slice(left, left + kernel.wstride * (p - 1) + 1, kernel.wstride))
+
+
+def _by_group(kernel: ConvKernel, tensor: np.ndarray) -> np.ndarray:
+    """[n, channels, ...] -> [n, groups, channels / groups, ...]."""
+    return tensor.reshape(tensor.shape[0], kernel.groups, tensor.shape[1] // kernel.groups, *tensor.shape[2:])
+
+
+def _tap_weights(kernel: ConvKernel, w: np.ndarray, i: int, j: int) -> np.ndarray:
+    """Tap (i, j) of W [k, c/g, r, s] as [g, k/g, c/g]."""
+    return w[:, :, i, j].reshape(kernel.groups, kernel.k // kernel.groups, kernel.group_c)
 
 
 def _pad(x: np.ndarray, kernel: ConvKernel) -> np.ndarray:
@@ -103,12 +130,14 @@ def reference(spec: GraphSpec, feeds: dict[str, np.ndarray]) -> dict[str, np.nda
         xp = _pad(f["X"], kernel)
         y = np.zeros((kernel.n, kernel.k, kernel.out_h, kernel.out_w))
         for i, j, rows, cols in _taps(kernel):
-            y += np.einsum("nchw,kc->nkhw", xp[:, :, rows, cols], f["W"][:, :, i, j], optimize=True)
+            part = np.einsum("ngchw,gkc->ngkhw", _by_group(kernel, xp[:, :, rows, cols]), _tap_weights(kernel, f["W"], i, j), optimize=True)
+            y += part.reshape(y.shape)
         return {"Y": y}
     if spec.pass_name == "bwd_data":
         dxp = _pad(np.zeros((kernel.n, kernel.c, kernel.h, kernel.w)), kernel)
         for i, j, rows, cols in _taps(kernel):
-            dxp[:, :, rows, cols] += np.einsum("nkhw,kc->nchw", f["dY"], f["W"][:, :, i, j], optimize=True)
+            part = np.einsum("ngkhw,gkc->ngchw", _by_group(kernel, f["dY"]), _tap_weights(kernel, f["W"], i, j), optimize=True)
+            dxp[:, :, rows, cols] += part.reshape(kernel.n, kernel.c, *part.shape[3:])
         return {"dX": dxp[:, :, kernel.pad_h:kernel.pad_h + kernel.h, kernel.pad_w:kernel.pad_w + kernel.w]}
     if spec.pass_name == "bwd_filter":
         xp = _pad(f["X"], kernel)

@@ -8,6 +8,8 @@ a column-major m x n matrix is the same memory as a row-major n x m one, so C^T 
   node:     Y[n, m] = Gemm(B, A, C, transA=b_t, transB=a_t)
 The `matmul` form is Y[n, m] = MatMul(X[n, k], W[k, m]): operands in MatMul's natural layout
 (a_t, b_t do not apply) and no C, for runtimes that treat Gemm and MatMul differently.
+A batched kernel (batch > 1, e.g. attention's Q·K^T) exists only in the `matmul` form, with a leading
+batch axis on X, W and Y; both operands are then activations (neither is a layer's weight).
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import numpy as np
 from onnx import helper
 
 from dbench.catalog.kernels import GemmKernel
+from dbench.errors import UnsupportedError
 from dbench.gen.graph import Graph, GraphSpec, TensorSpec, graph_id, make_model
 from dbench.gen.feeds import default_seed
 from dbench.gen.precision import float_precision, dtype_name
@@ -29,6 +32,9 @@ def build(kernel: GemmKernel, precision: str, pass_name: str = "fwd", form: str 
     prec = float_precision(precision)
     dt = dtype_name(prec.dtype)
     m, n, k = kernel.m, kernel.n, kernel.k
+    batch = (kernel.batch,) if kernel.batch != 1 else ()
+    if batch and form == "gemm":
+        raise UnsupportedError("ONNX Gemm has no batch axis; a batched GEMM is built in the matmul form (--gemm-form matmul)")
     if form == "gemm":
         a = TensorSpec("A", (m, k) if kernel.a_t else (k, m), dt, "weight")
         b = TensorSpec("B", (k, n) if kernel.b_t else (n, k), dt, "activation")
@@ -36,11 +42,12 @@ def build(kernel: GemmKernel, precision: str, pass_name: str = "fwd", form: str 
         inputs = (a, b, c)
         node = helper.make_node("Gemm", ["B", "A", "C"], ["Y"], transA=int(kernel.b_t), transB=int(kernel.a_t), alpha=1.0, beta=1.0)
     elif form == "matmul":
-        inputs = (TensorSpec("X", (n, k), dt, "activation"), TensorSpec("W", (k, m), dt, "weight"))
+        inputs = (TensorSpec("X", (*batch, n, k), dt, "activation"),
+                  TensorSpec("W", (*batch, k, m), dt, "activation" if batch else "weight"))
         node = helper.make_node("MatMul", ["X", "W"], ["Y"])
     else:
         raise ValueError(f"unknown gemm form {form!r}; valid: {', '.join(FORMS)}")
-    outputs = (TensorSpec("Y", (n, m), dt, "output"),)
+    outputs = (TensorSpec("Y", (*batch, n, m), dt, "output"),)
     gid = graph_id(kernel.id, pass_name, form, precision)
     spec = GraphSpec(
         id=gid, kernel_id=kernel.id, family=kernel.family, op=kernel.op, params=kernel.params(),
@@ -72,14 +79,17 @@ def cublas_reference(a: np.ndarray, b: np.ndarray, c: np.ndarray, a_t: bool, b_t
 
 
 def reference(spec: GraphSpec, feeds: dict[str, np.ndarray], rows: np.ndarray | None = None) -> dict[str, np.ndarray]:
-    """float64 numpy result for a GEMM graph (only output `rows` when given)."""
+    """float64 numpy result for a GEMM graph (only output `rows` when given: of a batched graph, batches)."""
     if spec.form == "matmul":
-        x = feeds["X"] if rows is None else feeds["X"][rows]
-        return {"Y": np.asarray(x, dtype=np.float64) @ np.asarray(feeds["W"], dtype=np.float64)}
+        x, w = feeds["X"], feeds["W"]
+        if rows is not None:
+            x, w = x[rows], (w[rows] if w.ndim == 3 else w)
+        return {"Y": np.asarray(x, dtype=np.float64) @ np.asarray(w, dtype=np.float64)}
     return {"Y": cublas_reference(feeds["A"], feeds["B"], feeds["C"], spec.params["a_t"], spec.params["b_t"], rows)}
 
 def plan(kernel: GemmKernel, options, train: bool) -> list[tuple[str, str, dict]]:
-    """A GEMM has one pass; the form is the user's choice (`--gemm-form`)."""
+    """A GEMM has one pass; the form is the user's choice (`--gemm-form`), except that a batched GEMM
+    exists only as a MatMul."""
     if options.gemm_form not in FORMS:
         raise ValueError(f"unknown gemm form {options.gemm_form!r}; valid: {', '.join(FORMS)}")
-    return [("fwd", options.gemm_form, {})]
+    return [("fwd", options.gemm_form if kernel.batch == 1 else "matmul", {})]
