@@ -67,6 +67,14 @@ Int8FormOpt = Annotated[
     Optional[str],
     typer.Option("--int8-form", help="qlinear | qdq | integer. Default: the runtime's preferred form (gen: qdq)."),
 ]
+FromModelOpt = Annotated[
+    Optional[Path],
+    typer.Option("--from-model", help="An ONNX model: its compute nodes become kernels (identical nodes counted once, with 'copies')."),
+]
+DimOpt = Annotated[
+    Optional[list[str]],
+    typer.Option("--dim", help="Symbolic dimension sizes of the model's inputs: NAME=N, comma-separated or repeated (e.g. batch=1,seq=128)."),
+]
 NoPadOpt = Annotated[bool, typer.Option("--no-pad", help="int8: do not round dims up to multiples of 4 (DeepBench pads by default).")]
 
 
@@ -97,11 +105,15 @@ def list_kernels(
     pattern: IdOpt = None,
     kernels: KernelsOpt = None,
     fmt: Annotated[str, typer.Option("--format", "-f", help="table | csv | json.")] = "table",
+    from_model: FromModelOpt = None,
+    dim: DimOpt = None,
 ) -> None:
     """List the kernels a selection holds (DeepBench's duplicates are one kernel with several copies)."""
     from dbench.catalog.listing import kernel_rows, to_csv
     from dbench.store.tables import kernels_table
 
+    if from_model:
+        return _list_model(from_model, dim, fmt)
     selection, selected = _kernels(suite, ops, app_, pattern, kernels, "all")
     rows = kernel_rows(selected, selection.suite_tags)
     if fmt == "json":
@@ -112,6 +124,42 @@ def list_kernels(
         out.print(kernels_table(rows, selection))
     else:
         raise typer.BadParameter(f"unknown format {fmt!r}; valid: table, csv, json", param_hint="--format")
+
+
+def _list_model(path: Path, dim: Optional[list[str]], fmt: str) -> None:
+    """`dbench list --from-model`: the model's kernels and the nodes that are not kernels."""
+    from dbench.frommodel.dims import parse_dims
+    from dbench.frommodel.output import kernel_rows, kernels_csv, skipped_rows
+    from dbench.frommodel.render import kernels_table, not_expressed_table
+    from dbench.frommodel.walk import model_kernels
+
+    if fmt not in ("table", "csv", "json"):
+        raise typer.BadParameter(f"unknown format {fmt!r}; valid: table, csv, json", param_hint="--format")
+    extraction = model_kernels(path, parse_dims(dim or []))
+    if fmt == "json":
+        sys.stdout.write(json.dumps({"kernels": kernel_rows(extraction), "not_kernels": skipped_rows(extraction)}, indent=1) + "\n")
+    elif fmt == "csv":
+        sys.stdout.write(kernels_csv(extraction))
+    else:
+        out.print(kernels_table(extraction))
+        if extraction.skipped:
+            out.print(not_expressed_table(extraction))
+
+
+def _gen_model(path: Path, dim: Optional[list[str]], out_dir: Path) -> None:
+    """`dbench gen --from-model`: kernels CSV, not-expressed sidecar and one graph per kernel in <out>/<model>/."""
+    from dbench.frommodel.dims import parse_dims
+    from dbench.frommodel.output import KERNELS_FILE, NOT_EXPRESSED_FILE, build_graphs, write_outputs
+    from dbench.frommodel.render import kernels_table, not_expressed_table
+    from dbench.frommodel.walk import model_kernels
+
+    extraction = model_kernels(path, parse_dims(dim or []))
+    folder = write_outputs(extraction, build_graphs(extraction), out_dir / extraction.model)
+    out.print(kernels_table(extraction))
+    if extraction.skipped:
+        out.print(not_expressed_table(extraction))
+    out.print(f"{folder}: {len(extraction.kernels)} graphs, {KERNELS_FILE} (for --kernels), "
+              f"{len(extraction.not_expressed)} nodes not expressed ({NOT_EXPRESSED_FILE})", highlight=False)
 
 
 @app.command()
@@ -131,8 +179,12 @@ def gen(
     no_pad: NoPadOpt = False,
     out_dir: Annotated[Path, typer.Option("--out", help="Output folder; graphs go to <out>/<suite>/.")] = Path("graphs"),
     force: Annotated[bool, typer.Option("--force", help="Rewrite every graph file even when unchanged.")] = False,
+    from_model: FromModelOpt = None,
+    dim: DimOpt = None,
 ) -> None:
     """Write one small .onnx per kernel (no weight data inside) plus a manifest to run it anywhere."""
+    if from_model:
+        return _gen_model(from_model, dim, out_dir)
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     from dbench.gen.build import GenOptions, plan

@@ -165,6 +165,15 @@ def _values(cls: type[Kernel], row: dict[str, str], path: str, row_number: int) 
     return values
 
 
+def _copies(row: dict[str, str], path: str, row_number: int) -> int:
+    """How many times the row's kernel occurs (optional `copies` column, e.g. identical nodes of a model)."""
+    text = (row.get("copies") or "").strip()
+    try:
+        return POS(text) if text else 1
+    except ValueError as err:
+        raise KernelFileError(path, row_number, "copies", str(err)) from None
+
+
 def parse_rows(rows: Iterable[dict[str, str]], header: list[str], path: str, source: str) -> list[Kernel]:
     """Validate every row of one CSV and build its kernels (duplicates merged, origins kept)."""
     if FAMILY_COLUMN not in header:
@@ -181,7 +190,7 @@ def parse_rows(rows: Iterable[dict[str, str]], header: list[str], path: str, sou
             raise KernelFileError(path, row_number, "suite", f"unknown suite {suite!r}; valid: {', '.join(KNOWN_SUITES + (USER_SUITE,))}")
         line = int(row["upstream_line"]) if source == "deepbench" else row_number
         origin = Origin(suite=suite, app=(row.get("app") or "").strip() or "user", line=line, source=source)
-        kernel = cls(**values, origins=(origin,))
+        kernel = cls(**values, origins=(origin,) * _copies(row, path, row_number))
         if isinstance(kernel, ConvKernel):
             _check_fits(kernel, path, row_number)
         previous = merged.get(kernel.id)

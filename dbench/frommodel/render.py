@@ -1,0 +1,37 @@
+"""Terminal tables for a model's kernels and the nodes that are not kernels (used by the CLI only)."""
+
+from __future__ import annotations
+
+from rich.markup import escape
+from rich.table import Table
+
+from dbench.frommodel.walk import Extraction
+
+
+def kernels_table(extraction: Extraction) -> Table:
+    """One line per kernel: id, precision, pass, form, copies, GFLOP per copy, nodes."""
+    copies = sum(k.copies for k in extraction.kernels)
+    table = Table(title=f"model {extraction.model}",
+                  caption=f"{len(extraction.kernels)} kernels for {copies} nodes (identical nodes are one kernel, see 'copies')")
+    for column, justify in [("kernel", "left"), ("prec", "left"), ("pass", "left"), ("form", "left"), ("copies", "right"),
+                            ("GFLOP", "right"), ("nodes", "left")]:
+        table.add_column(column, justify=justify, no_wrap=column == "kernel", overflow="fold")
+    for k in extraction.kernels:
+        nodes = list(dict.fromkeys(k.nodes))
+        shown = ", ".join(nodes[:3]) + (f" (+{len(nodes) - 3})" if len(nodes) > 3 else "")
+        table.add_row(k.kernel.id, k.precision, k.pass_name, k.form, str(k.copies), f"{k.kernel.flops() / 1e9:.4f}", escape(shown))
+    return table
+
+
+def not_expressed_table(extraction: Extraction) -> Table:
+    """The nodes that are not kernels, grouped by op and reason, with a count and an example node."""
+    groups: dict[tuple[str, str], list[str]] = {}
+    for s in extraction.skipped:
+        reason = "folded into an int8 kernel (Q/DQ)" if s.folded_into else s.reason
+        groups.setdefault((s.op, reason), []).append(s.node)
+    table = Table(title="nodes that are not kernels", caption="every node is listed in not_expressed.csv beside the graphs")
+    for column in ("op", "nodes", "reason", "example"):
+        table.add_column(column, overflow="fold", justify="right" if column == "nodes" else "left")
+    for (op, reason), nodes in groups.items():
+        table.add_row(op, str(len(nodes)), escape(reason), escape(nodes[0]))
+    return table
