@@ -19,8 +19,8 @@ from pathlib import Path
 
 import numpy as np
 
-from dbench.bench.runner import RunConfig, Runner, items_from_requests
-from dbench.bench.timing import TimingConfig, measure
+from dbench.orchestrator.runner import RunConfig, Runner, items_from_requests
+from dbench.worker.timing import TimingConfig, measure
 from dbench.catalog import Selection, load_catalog, select
 from dbench.gen.build import GenOptions, build, plan
 from dbench.gen.feeds import make_feeds

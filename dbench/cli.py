@@ -110,7 +110,7 @@ def list_kernels(
 ) -> None:
     """List the kernels a selection holds (DeepBench's duplicates are one kernel with several copies)."""
     from dbench.catalog.listing import kernel_rows, to_csv
-    from dbench.store.tables import kernels_table
+    from dbench.render.tables import kernels_table
 
     if from_model:
         return _list_model(from_model, dim, fmt)
@@ -215,7 +215,7 @@ def gen(
 def runtimes() -> None:
     """List every known runtime, whether it is usable here, its version, and why not."""
     from dbench.runtimes.registry import RUNTIMES, status
-    from dbench.store.tables import runtimes_table
+    from dbench.render.tables import runtimes_table
 
     out.print(runtimes_table([status(name) for name in RUNTIMES]))
 
@@ -255,7 +255,7 @@ def run(
     resume: Annotated[Optional[str], typer.Option("--resume", help="Complete an interrupted run by its id; other selection options are taken from it.")] = None,
 ) -> None:
     """Time every selected graph on a runtime, verify it, and log one row per graph as it finishes."""
-    from dbench.bench.session import RunRequest, run_session
+    from dbench.orchestrator.run import RunRequest, run_session
 
     request = RunRequest(
         suite=suite, ops=_split(ops), apps=_split(app_), pattern=pattern,
@@ -278,7 +278,7 @@ def compare(
 ) -> None:
     """Two runs side by side, joined on graph id: status, executed precision, medians and their ratio."""
     from dbench.store.compare import open_run, pair_rows
-    from dbench.store.tables import compare_table
+    from dbench.render.tables import compare_table
 
     a, b = open_run(out_dir, run_a), open_run(out_dir, run_b)
     names = [f"{log.header()['run_id']} ({log.header().get('runtime', {}).get('name', '')}, {log.header()['host']['machine']})" for log in (a, b)]

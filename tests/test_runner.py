@@ -257,8 +257,8 @@ def test_memory_is_reported_only_when_the_peak_could_be_reset(resets, monkeypatc
     """Without a reset, VmHWM would be the largest earlier kernel's peak: the row says nothing instead."""
     import dataclasses
 
-    from dbench.bench import memory, worker
-    from dbench.bench.timing import QUICK
+    from dbench.worker import main as worker, memory
+    from dbench.worker.timing import QUICK
     from dbench.catalog import GemmKernel
     from dbench.gen import gemm
     from dbench.runtimes.base import RuntimeOptions

@@ -7,9 +7,9 @@ import time
 import numpy as np
 import pytest
 
-from dbench.bench.stats import summarize
-from dbench.bench.timing import TimingConfig, measure
-from dbench.bench.verify import compare
+from dbench.worker.stats import summarize
+from dbench.worker.timing import TimingConfig, measure
+from dbench.worker.verify import compare
 from dbench.gen.build import Tolerance
 
 

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from typing import Any
 
-from dbench.bench.worker import Job
+from dbench.worker.main import Job
 
 
 @dataclass(frozen=True)
@@ -23,7 +23,7 @@ class Failure:
 
 
 class Worker:
-    """One persistent worker process: `python -m dbench.bench.worker` on a socketpair, so it starts
+    """One persistent worker process: `python -m dbench.worker` on a socketpair, so it starts
     clean of the parent's state and never re-imports the caller's main module."""
 
     def __init__(self, memory_limit: int | None = None) -> None:
@@ -33,7 +33,7 @@ class Worker:
 
     def _start(self) -> None:
         parent, child = socket.socketpair()
-        command = [sys.executable, "-m", "dbench.bench.worker", str(child.fileno())]
+        command = [sys.executable, "-m", "dbench.worker", str(child.fileno())]
         if self.memory_limit:
             command.append(str(self.memory_limit))
         self.process = subprocess.Popen(command, pass_fds=[child.fileno()], stdin=subprocess.DEVNULL)

@@ -8,9 +8,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterable
 
-from dbench.bench.pool import Failure, Worker
-from dbench.bench.timing import TimingConfig
-from dbench.bench.worker import Job
+from dbench.orchestrator.worker_process import Failure, Worker
+from dbench.worker.timing import TimingConfig
+from dbench.worker.main import Job
 from dbench.errors import DbenchError, UnsupportedError
 from dbench.gen.build import GraphRequest, build
 from dbench.gen.feeds import default_seed

@@ -13,8 +13,8 @@ from typing import Any
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
-from dbench.bench.runner import Item, RunConfig, Runner, items_from_folder, items_from_requests
-from dbench.bench.timing import QUICK, TimingConfig
+from dbench.orchestrator.runner import Item, RunConfig, Runner, items_from_folder, items_from_requests
+from dbench.worker.timing import QUICK, TimingConfig
 from dbench.errors import UsageError
 from dbench.runtimes.base import WEIGHT_MODES, RuntimeOptions
 from dbench.runtimes.registry import require
@@ -22,7 +22,7 @@ from dbench.store.export import export_run
 from dbench.store.log import RunLog, ensure_writable, find_run, new_run_id
 from dbench.store.metadata import host_metadata, machine_name
 from dbench.store.derived import sparse_speedups
-from dbench.store.tables import results_table, speedup_table
+from dbench.render.tables import results_table, speedup_table
 
 
 @dataclass(frozen=True)

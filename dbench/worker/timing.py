@@ -11,7 +11,7 @@ import time
 from dataclasses import asdict, dataclass
 from typing import Callable
 
-from dbench.bench.stats import CV_THRESHOLD, Stats, summarize
+from dbench.worker.stats import CV_THRESHOLD, Stats, summarize
 
 
 @dataclass(frozen=True)

@@ -111,9 +111,9 @@ def execute(job: Job) -> Outcome:
     """Run one job in this process (the worker loop calls this; tests may call it directly)."""
     import onnx
 
-    from dbench.bench import memory
-    from dbench.bench.timing import TimingConfig, measure
-    from dbench.bench.verify import compare
+    from dbench.worker import memory
+    from dbench.worker.timing import TimingConfig, measure
+    from dbench.worker.verify import compare
     from dbench.errors import DbenchError, UnsupportedError
     from dbench.gen.build import reference, tolerance
     from dbench.gen.feeds import make_feeds
@@ -214,7 +214,8 @@ def serve(connection, memory_limit: int | None = None) -> None:
         connection.send(execute(job).to_dict())
 
 
-if __name__ == "__main__":
+def main() -> None:
+    """Entry point of `python -m dbench.worker FD [MEMORY_LIMIT]`."""
     import sys
     from multiprocessing.connection import Connection
 

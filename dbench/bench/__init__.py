@@ -1,1 +1,0 @@
-"""Timing, statistics, verification, the worker process and the run loop."""

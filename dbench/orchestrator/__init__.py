@@ -1,0 +1,1 @@
+"""The parent process of `dbench run`: the request, the graphs to run, the run loop and the worker handle."""

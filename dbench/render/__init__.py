@@ -1,0 +1,1 @@
+"""Terminal rendering (rich tables and progress) used only by the CLI."""

@@ -1,0 +1,1 @@
+"""The worker process of `dbench run`: loads, times, verifies and profiles one graph at a time."""
