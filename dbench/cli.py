@@ -130,7 +130,7 @@ def _list_model(path: Path, dim: Optional[list[str]], fmt: str) -> None:
     """`dbench list --from-model`: the model's kernels and the nodes that are not kernels."""
     from dbench.frommodel.dims import parse_dims
     from dbench.frommodel.output import kernel_rows, kernels_csv, skipped_rows
-    from dbench.frommodel.render import kernels_table, not_expressed_table
+    from dbench.render.frommodel import kernels_table, not_expressed_table
     from dbench.frommodel.walk import model_kernels
 
     if fmt not in ("table", "csv", "json"):
@@ -150,14 +150,14 @@ def _gen_model(path: Path, dim: Optional[list[str]], out_dir: Path) -> None:
     """`dbench gen --from-model`: kernels CSV, not-expressed sidecar and one graph per kernel in <out>/<model>/."""
     from dbench.frommodel.dims import parse_dims
     from dbench.frommodel.output import KERNELS_FILE, NOT_EXPRESSED_FILE, build_graphs, write_outputs
-    from dbench.frommodel.render import kernels_table, not_expressed_table
+    from dbench.render.frommodel import kernels_table, not_expressed_table
     from dbench.frommodel.walk import model_kernels
 
     extraction = model_kernels(path, parse_dims(dim or []))
     folder = write_outputs(extraction, build_graphs(extraction), out_dir / extraction.model)
     out.print(kernels_table(extraction))
     if extraction.skipped:
-        out.print(not_expressed_table(extraction))
+        out.print(not_expressed_table(extraction, f"every node is listed in {folder / NOT_EXPRESSED_FILE}"))
     out.print(f"{folder}: {len(extraction.kernels)} graphs, {KERNELS_FILE} (for --kernels), "
               f"{len(extraction.not_expressed)} nodes not expressed ({NOT_EXPRESSED_FILE})", highlight=False)
 

@@ -23,13 +23,13 @@ def kernels_table(extraction: Extraction) -> Table:
     return table
 
 
-def not_expressed_table(extraction: Extraction) -> Table:
+def not_expressed_table(extraction: Extraction, caption: str = "") -> Table:
     """The nodes that are not kernels, grouped by op and reason, with a count and an example node."""
     groups: dict[tuple[str, str], list[str]] = {}
     for s in extraction.skipped:
         reason = "folded into an int8 kernel (Q/DQ)" if s.folded_into else s.reason
         groups.setdefault((s.op, reason), []).append(s.node)
-    table = Table(title="nodes that are not kernels", caption="every node is listed in not_expressed.csv beside the graphs")
+    table = Table(title="nodes that are not kernels", caption=caption or None)
     for column in ("op", "nodes", "reason", "example"):
         table.add_column(column, overflow="fold", justify="right" if column == "nodes" else "left")
     for (op, reason), nodes in groups.items():
