@@ -253,9 +253,14 @@ def run(
     memory_limit: Annotated[Optional[float], typer.Option("--memory-limit", help="Address-space limit of the worker in GiB (out-of-memory becomes an `oom` row).")] = None,
     out_dir: Annotated[Path, typer.Option("--out", help="Results folder; the run goes to <out>/<machine>/<run-id>.jsonl.")] = Path("results"),
     resume: Annotated[Optional[str], typer.Option("--resume", help="Complete an interrupted run by its id; other selection options are taken from it.")] = None,
+    model: Annotated[Optional[Path], typer.Option("--model", help="Time a whole ONNX model (inputs from its declared shapes, --dim for symbolic ones).")] = None,
+    dim: DimOpt = None,
+    kernels_run: Annotated[Optional[str], typer.Option("--kernels-run", help="With --model: a run of its `gen --from-model` kernels to print the model beside their sum.")] = None,
 ) -> None:
     """Time every selected graph on a runtime, verify it, and log one row per graph as it finishes."""
+    from dbench.frommodel.dims import parse_dims
     from dbench.orchestrator.run import RunRequest, run_session
+    from dbench.store.compare import open_run
 
     request = RunRequest(
         suite=suite, ops=_split(ops), apps=_split(app_), pattern=pattern,
@@ -265,8 +270,17 @@ def run(
         allow_runtime_precision=allow_runtime_precision, extra=_pairs(option), quick=quick, min_time=min_time,
         max_time=max_time, warmup=warmup, verify=not no_verify, profile_runs=profile_runs, timeout=timeout,
         memory_limit=int(memory_limit * 2**30) if memory_limit else None,
+        model=str(model) if model else None, dims=parse_dims(dim or []),
     )
-    run_session(request, out_dir, resume, out, err)
+    if kernels_run and not model:
+        raise typer.BadParameter("--kernels-run compares a whole model's run with its kernels; give --model too", param_hint="--kernels-run")
+    kernel_rows = open_run(out_dir, kernels_run).rows() if kernels_run else None  # a bad run id fails before timing
+    rows = run_session(request, out_dir, resume, out, err)
+    if kernel_rows is not None:
+        from dbench.frommodel.predict import model_vs_kernels
+        from dbench.render.frommodel import prediction_table
+
+        out.print(prediction_table(model_vs_kernels(rows, kernel_rows)))
 
 
 @app.command()

@@ -17,6 +17,7 @@ from dbench.orchestrator.runner import Item, RunConfig, Runner, items_from_folde
 from dbench.worker.timing import QUICK, TimingConfig
 from dbench.errors import UsageError
 from dbench.runtimes.base import WEIGHT_MODES, RuntimeOptions
+from dbench.gen.manifest import MANIFEST
 from dbench.runtimes.registry import require
 from dbench.store.export import export_run
 from dbench.store.log import RunLog, ensure_writable, find_run, new_run_id
@@ -51,6 +52,8 @@ class RunRequest:
     profile_runs: int = 10
     timeout: float = 300.0
     memory_limit: int | None = None
+    model: str | None = None
+    dims: dict[str, int] = field(default_factory=dict)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "RunRequest":
@@ -81,6 +84,10 @@ def _folder_items(request: RunRequest) -> list[Item]:
 
 def build_items(request: RunRequest, int8_form: str) -> list[Item]:
     """The graphs a request names: from a gen folder, or generated in memory from the catalog."""
+    if request.model or (request.graphs and not (Path(request.graphs) / MANIFEST).exists()):
+        from dbench.foreign.items import folder_items, model_item
+
+        return [model_item(Path(request.model), request.dims)] if request.model else folder_items(Path(request.graphs), request.dims)
     if request.graphs:
         return _folder_items(request)
     from dbench.catalog import Selection, load_catalog, load_kernel_file, select
@@ -109,7 +116,7 @@ def run_session(request: RunRequest, out_dir: Path, resume: str | None, out: Con
         folder = ensure_writable(out_dir / machine_name())
         run_id = new_run_id()
         header = {
-            "kind": "kernels",
+            "kind": "model" if request.model else "kernels",
             "request": dataclasses.asdict(request),
             "runtime": {"name": request.runtime, "version": runtime_cls.version()},
             "timing": config.timing.to_dict(),

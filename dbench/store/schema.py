@@ -69,6 +69,7 @@ def make_row(run_id: str, seq: int, spec: GraphSpec, runtime: dict[str, Any], ou
         "memory_bytes": outcome.get("memory_bytes"),
         "device_memory_bytes": outcome.get("device_memory_bytes"),
         "verified": verification.get("ok"),
+        "verified_by": verification.get("by"),
         "error": verification.get("error"),
         "tolerance_metric": verification.get("metric"),
         "tolerance": verification.get("bound"),
