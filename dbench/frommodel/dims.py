@@ -35,12 +35,8 @@ def symbolic_names(model: onnx.ModelProto) -> list[str]:
 
 def bind_dims(model: onnx.ModelProto, dims: dict[str, int]) -> None:
     """Give every fed input's dimension a size, in place: symbolic ones from `dims`. A dimension left
-    without a size, or a --dim the model does not declare, is one error naming the --dim to give."""
+    without a size is one error naming the --dim to give."""
     declared = symbolic_names(model)
-    unknown = [name for name in dims if name not in declared]
-    if unknown:
-        raise UsageError(f"--dim {unknown[0]} is not a symbolic dimension of this model; its symbolic dimensions: "
-                         f"{', '.join(declared) or 'none'}")
     for value in graph_inputs(model):
         if not value.type.HasField("tensor_type"):
             raise UsageError(f"model input {value.name!r} is not a tensor (sequence/map/optional inputs are not supported)")
@@ -58,3 +54,12 @@ def bind_dims(model: onnx.ModelProto, dims: dict[str, int]) -> None:
                                  f"give --dim {','.join(f'{n}=N' for n in missing)}")
             raise UsageError(f"input {value.name!r} axis {axis} has neither a size nor a name; re-export the model "
                              "with a named or fixed dimension there")
+
+
+def check_dims_used(dims: dict[str, int], declared: Iterable[str], what: str) -> None:
+    """A --dim no model declares is a typo: one error listing the names there are."""
+    names = list(dict.fromkeys(declared))
+    unknown = [name for name in dims if name not in names]
+    if unknown:
+        raise UsageError(f"--dim {unknown[0]} is not a symbolic dimension of {what}; its symbolic dimensions: "
+                         f"{', '.join(names) or 'none'}")

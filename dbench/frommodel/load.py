@@ -9,7 +9,7 @@ from pathlib import Path
 import onnx
 
 from dbench.errors import DbenchError
-from dbench.frommodel.dims import bind_dims
+from dbench.frommodel.dims import bind_dims, check_dims_used, symbolic_names
 
 MEMORY_FACTOR = 3
 """A model needs about this many times its weights in memory to be run and verified (weights, the
@@ -86,11 +86,14 @@ def infer_shapes(model: onnx.ModelProto, path: Path) -> onnx.ModelProto:
                           "(onnx.checker.check_model(..., full_check=True) shows the same)") from None
 
 
-def load_model(path: Path, dims: dict[str, int], weights: bool) -> LoadedModel:
-    """Read, check and bind a model; with `weights`, its external data is read too (after the checks)."""
+def load_model(path: Path, dims: dict[str, int], weights: bool, all_dims: bool = True) -> LoadedModel:
+    """Read, check and bind a model; with `weights`, it must fit in memory with its external data,
+    which is read too (after the checks). `all_dims`: every --dim must be one of the model's."""
     path = Path(path)
     model = _parse(path)
     external = check_external(model, path.parent)
+    if all_dims:
+        check_dims_used(dims, symbolic_names(model), f"model {path.name}")
     if weights:
         _check_memory(MEMORY_FACTOR * (path.stat().st_size + external), f"model {path.name} with its weights")
         if external:
@@ -99,3 +102,10 @@ def load_model(path: Path, dims: dict[str, int], weights: bool) -> LoadedModel:
             load_external_data_for_model(model, str(path.parent))
     bind_dims(model, dims)
     return LoadedModel(path.stem, path, infer_shapes(model, path), weights)
+
+
+def check_fits(path: Path) -> None:
+    """Refuse, before any run starts, a model that with its external data would not fit in memory."""
+    model = _parse(Path(path))
+    _check_memory(MEMORY_FACTOR * (Path(path).stat().st_size + check_external(model, Path(path).parent)),
+                  f"model {Path(path).name} with its weights")
