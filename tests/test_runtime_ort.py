@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import onnx
 import pytest
+from typer.testing import CliRunner
 
 from dbench.catalog import ConvKernel, GemmKernel
 from dbench.errors import UnsupportedError
@@ -87,15 +90,56 @@ def test_bf16_constants_are_shared_not_copied():
     assert value.data_type() == "tensor(bfloat16)" and value.data_ptr() == array.ctypes.data
 
 
+def _profile_events(runs: list[dict[str, list[int]]]) -> list[dict]:
+    """ORT-like profiler events: each run a `model_run` span holding node events (name -> durations)."""
+    events, ts = [], 0
+    for nodes in runs:
+        start = ts
+        for name, durations in nodes.items():
+            op = name.split("_")[0]
+            shape = [{"int64": []}] if op == "Loop" else [{"float": [2, 2]}]
+            for dur in durations:
+                events.append({"cat": "Node", "name": f"{name}_kernel_time", "ts": ts, "dur": dur,
+                               "args": {"op_name": op, "provider": "CPUExecutionProvider", "input_type_shape": shape}})
+                ts += dur + 1
+        events.append({"cat": "Session", "name": "model_run", "ts": start, "dur": ts - start})
+        ts += 5
+    return events
+
+
 def test_profile_drops_the_cold_first_run():
     from dbench.runtimes.onnxruntime import parse_profile
 
-    def event(dur: int) -> dict:
-        return {"cat": "Node", "name": "gemm_kernel_time", "dur": dur,
-                "args": {"op_name": "Gemm", "provider": "CPUExecutionProvider", "input_type_shape": [{"float": [2, 2]}]}}
-
-    (node,) = parse_profile([event(100), event(10), event(12)])
+    (node,) = parse_profile(_profile_events([{"Gemm_0": [100]}, {"Gemm_0": [10]}, {"Gemm_0": [12]}]))
     assert node.time_us == 11 and node.precision == "fp32" and node.kernel == "Gemm:CPUExecutionProvider"
+    assert node.calls == 1 and not node.container
+
+
+def test_loop_body_events_are_summed_per_run_and_the_loop_is_a_container():
+    """A Loop's body nodes log one event per iteration; the Loop's own input is its int64 trip count."""
+    from dbench.runtimes.onnxruntime import parse_profile
+    from dbench.store.schema import executed_precision, kernel_time
+
+    run = {"Gemm_1": [2, 3, 2], "Loop_0": [40]}
+    nodes = {n.name: n for n in parse_profile(_profile_events([run, run, run]))}
+    assert nodes["Gemm_1"].time_us == 7 and nodes["Gemm_1"].calls == 3 and nodes["Gemm_1"].precision == "fp32"
+    assert nodes["Loop_0"].container and nodes["Loop_0"].precision == ""
+    as_rows = [vars(n) for n in nodes.values()]
+    assert executed_precision(as_rows) == "fp32"
+    assert kernel_time(as_rows) is None  # per-iteration events: their sum would measure the profiler
+
+
+def test_recurrence_graph_reports_fp32_and_no_kernel_time_above_its_median(tmp_path):
+    """End to end on ORT: the Loop form of a vanilla RNN used to report int64 and 10-80x its median."""
+    from dbench.cli import app
+
+    result = CliRunner().invoke(app, ["run", "--suite", "inference", "--id", "rnn_vanilla_h64_*", "--rnn-form",
+                                      "recurrence", "--quick", "--out", str(tmp_path)])
+    assert result.exit_code == 0, result.output
+    (log,) = tmp_path.glob("*/*.jsonl")
+    (row,) = [json.loads(line) for line in log.read_text().splitlines()[1:]]
+    assert row["status"] == "ok" and row["precision_executed"] == "fp32" and not row["precision_fallback"]
+    assert row["kernel_time_us"] is None and any(n["calls"] > 1 for n in row["nodes"])
 
 
 def test_fp16_on_cpu_reports_the_fp32_it_really_ran(seed):

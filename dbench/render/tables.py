@@ -31,7 +31,9 @@ def _num(value, fmt: str) -> str:
 def results_table(rows: list[dict[str, Any]], title: str) -> Table:
     """The end-of-run summary: one line per graph with status, precision asked -> executed, median
     latency, spread, kernel time, TFLOP/s, GB/s, verification error and memory."""
-    table = Table(title=title)
+    broken = sum(1 for r in rows if r.get("invariant_violations"))
+    caption = f"[bold red]{broken} rows marked ! break an invariant: see their invariant_violations[/]" if broken else None
+    table = Table(title=title, caption=caption)
     for column, justify in [("graph", "left"), ("status", "left"), ("prec", "left"), ("median µs", "right"),
                             ("cv", "right"), ("kernel µs", "right"), ("TFLOP/s", "right"), ("GB/s", "right"),
                             ("error", "right"), ("mem MB", "right")]:
@@ -43,7 +45,8 @@ def results_table(rows: list[dict[str, Any]], title: str) -> Table:
             prec = f"[yellow]{prec}[/]"
         cv = _num(r.get("cv"), ".2f") + ("!" if r.get("unstable") else "")
         table.add_row(
-            r["graph_id"], f"[{STATUS_STYLE.get(r['status'], 'white')}]{r['status']}[/]", prec,
+            r["graph_id"], f"[{STATUS_STYLE.get(r['status'], 'white')}]{r['status']}[/]"
+            + ("[bold red]![/]" if r.get("invariant_violations") else ""), prec,
             _num(r.get("median_us"), ".1f"), cv, _num(r.get("kernel_time_us"), ".1f"), _num(r.get("tflops"), ".3f"),
             _num(r.get("gbps"), ".1f"), _num(r.get("error"), ".1e"),
             _num(r["memory_bytes"] / 1e6 if r.get("memory_bytes") is not None else None, ".1f"),

@@ -50,6 +50,11 @@ class NodeProfile:
     provider: str
     precision: str
     time_us: float
+    calls: int = 1
+    """Executions per call of the graph (more than one inside a loop body): `time_us` is their total."""
+    container: bool = False
+    """Its time includes other listed nodes (a Loop whose body's nodes the profiler reports too): it is
+    never added to a kernel-time sum and carries no precision (its inputs are trip counts and flags)."""
 
 
 class Session(ABC):

@@ -6,6 +6,7 @@ more than timing them (ONNX Runtime 1.31 still copies them once into the session
 
 from __future__ import annotations
 
+import bisect
 import json
 import os
 import tempfile
@@ -30,7 +31,9 @@ OPT_LEVELS = ("disable", "basic", "extended", "all")
 # Nodes that move or reshape data, not compute: their input type says nothing about the math.
 NON_COMPUTE_OPS = {"Cast", "Transpose", "Slice", "Reshape", "Constant", "Identity", "MemcpyToHost", "MemcpyFromHost",
                    "QuantizeLinear", "DequantizeLinear", "DynamicQuantizeLinear", "Squeeze", "Unsqueeze",
-                   "ReorderInput", "ReorderOutput"}
+                   "ReorderInput", "ReorderOutput", "Gather", "Concat", "Split", "Expand", "Pad", "Shape"}
+# Control flow: the profiler times the node and, separately, every node of its body.
+CONTROL_FLOW_OPS = {"Loop", "If", "Scan"}
 
 
 class GraphLoadError(DbenchError):
@@ -139,26 +142,47 @@ class OrtSession(Session):
         self.constants = {}
 
 
+def _run_index(events: list[dict[str, Any]]) -> tuple[list[int], list[int]]:
+    """The start and end times of each `model_run` (one `Session.run`), in order."""
+    runs = sorted((int(e["ts"]), int(e["ts"]) + int(e.get("dur", 0)))
+                  for e in events if e.get("cat") == "Session" and e.get("name") == "model_run")
+    if not runs:
+        raise DbenchError("ONNX Runtime's profile holds no model_run events; this onnxruntime cannot be profiled by dbench")
+    return [start for start, _ in runs], [end for _, end in runs]
+
+
 def parse_profile(events: list[dict[str, Any]]) -> list[NodeProfile]:
-    """ONNX Runtime profiler events -> one NodeProfile per node with its median kernel time per run;
-    the first run of the fresh profiling session is cold and dropped when there are later ones."""
-    durations: dict[str, list[float]] = defaultdict(list)
+    """ONNX Runtime profiler events -> one NodeProfile per node with its kernel time per run: the sum
+    of its events within each `model_run` (a node inside a Loop body has one event per iteration), the
+    median over runs (and how many events that was per run); the first run of the fresh profiling session is cold and dropped when there are
+    later ones. A control-flow node's time contains its body's nodes (listed too): it is a container."""
+    starts, ends = _run_index(events)
+    totals: dict[str, list[float]] = defaultdict(lambda: [0.0] * len(starts))
+    counts: dict[str, list[int]] = defaultdict(lambda: [0] * len(starts))
     info: dict[str, dict[str, Any]] = {}
     for event in events:
         if event.get("cat") != "Node" or not event.get("name", "").endswith("_kernel_time"):
             continue
+        run = bisect.bisect_right(starts, int(event["ts"])) - 1
+        if run < 0 or int(event["ts"]) > ends[run]:
+            continue  # outside every run: session set-up, not a kernel of a timed call
         name = event["name"][: -len("_kernel_time")]
-        durations[name].append(float(event.get("dur", 0)))
+        totals[name][run] += float(event.get("dur", 0))
+        counts[name][run] += 1
         info[name] = event.get("args", {})
+    warm = slice(1, None) if len(starts) > 1 else slice(None)
     nodes = []
     for name, args in info.items():
         types = [next(iter(t)) for t in args.get("input_type_shape", []) if t]
         op = args.get("op_name", "")
-        # Data-movement nodes (inserted Casts, Transposes...) get no precision: they do no math.
-        precision = ORT_TYPE_PRECISION.get(types[0], types[0]) if types and op not in NON_COMPUTE_OPS else ""
+        container = op in CONTROL_FLOW_OPS
+        # Data-movement nodes (inserted Casts, Transposes...) and control flow get no precision: no math.
+        compute = types and op not in NON_COMPUTE_OPS and not container
         nodes.append(NodeProfile(name=name, op_type=op, kernel=f"{op}:{args.get('provider', '')}",
-                                 provider=args.get("provider", ""), precision=precision,
-                                 time_us=float(np.median(durations[name][1:] or durations[name]))))
+                                 provider=args.get("provider", ""),
+                                 precision=ORT_TYPE_PRECISION.get(types[0], types[0]) if compute else "",
+                                 time_us=float(np.median(totals[name][warm])),
+                                 calls=int(np.median(counts[name][warm])), container=container))
     return nodes
 
 

@@ -109,22 +109,34 @@ def fused_layers(compiled) -> dict[str, tuple[str, ...]]:
     return fused
 
 
+def warm_time_us(reported: list[float], cumulative: bool) -> float:
+    """One layer's time per run from its reports after each of N runs, the first run (cold) left out.
+    OpenVINO's CPU plugin reports the average over every run since compile, so the warm runs' mean is
+    (N * last - first) / (N - 1); per-run reports (other devices) give the median of the warm ones."""
+    if len(reported) < 2:
+        return reported[0]
+    if cumulative:
+        return max(0.0, (len(reported) * reported[-1] - reported[0]) / (len(reported) - 1))
+    return float(np.median(reported[1:]))
+
+
 def parse_profile(samples: list[list[Any]], device: str, fused: dict[str, tuple[str, ...]],
                   sources: dict[str, str]) -> list[NodeProfile]:
-    """ProfilingInfo lists of several runs -> one NodeProfile per executed layer, with its median
-    time per run; the first run of the fresh profiling request is cold and dropped when there are later ones."""
+    """ProfilingInfo lists read after each of several runs of a fresh request -> one NodeProfile per
+    executed layer with its time per warm run (see `warm_time_us`)."""
     times: dict[str, list[float]] = defaultdict(list)
     info: dict[str, Any] = {}
     executed = _ov().ProfilingInfo.Status.EXECUTED
-    for run in samples[1:] or samples:
+    for run in samples:
         for layer in run:
             if layer.status != executed:
                 continue
             times[layer.node_name].append(layer.real_time.total_seconds() * 1e6)
             info[layer.node_name] = layer
+    cumulative = all(d.split(".")[0] == "CPU" for d in device.split(","))
     return [NodeProfile(name=name, op_type=layer.node_type, kernel=layer.exec_type, provider=device,
                         precision=kernel_precision(layer.node_type, layer.exec_type, fused.get(name, ()), sources),
-                        time_us=float(np.median(times[name])))
+                        time_us=warm_time_us(times[name], cumulative))
             for name, layer in info.items()]
 
 
@@ -180,13 +192,16 @@ class OpenVinoSession(Session):
         self.feeds: dict[str, np.ndarray] = {}
 
     @staticmethod
-    def _bind(request, feeds: dict[str, np.ndarray]) -> None:
+    def _bind(compiled, request, feeds: dict[str, np.ndarray]) -> None:
+        """Fill the inputs the compiled model has: OpenVINO drops a graph input that nothing reads."""
+        read = {name for port in compiled.inputs for name in port.get_names()}
         for name, array in feeds.items():
-            _fill(request.get_tensor(name), array)
+            if name in read:
+                _fill(request.get_tensor(name), array)
 
     def bind(self, feeds: dict[str, np.ndarray]) -> None:
         self.feeds = feeds
-        self._bind(self.request, feeds)
+        self._bind(self.compiled, self.request, feeds)
 
     def run(self) -> None:
         # share_outputs: no copy of the outputs into new numpy arrays inside the timed call.
@@ -199,7 +214,7 @@ class OpenVinoSession(Session):
         self.request = self.compiled = None  # profiling is the last use: free the timed model's memory
         compiled = self.runtime.compile(self.model_bytes, self.spec, self.constants, perf_count=True)
         request = compiled.create_infer_request()
-        self._bind(request, self.feeds)
+        self._bind(compiled, request, self.feeds)
         samples = []
         for _ in range(runs):
             request.infer(share_outputs=True)
