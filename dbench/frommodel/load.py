@@ -9,6 +9,7 @@ from pathlib import Path
 import onnx
 
 from dbench.errors import DbenchError
+from dbench.frommodel.fold import fold_shape_arithmetic, open_shapes
 from dbench.frommodel.dims import bind_dims, check_dims_used, symbolic_names
 
 MEMORY_FACTOR = 3
@@ -19,12 +20,14 @@ runtime's packed copy, the reference evaluator's)."""
 @dataclass(frozen=True)
 class LoadedModel:
     """A model with its dimensions bound and its shapes inferred; `weights` says whether initializer
-    data (and external data) was read."""
+    data (and external data) was read. `shapes` is the model whose value_info holds the most shapes
+    (shape arithmetic folded where inference alone left some open); `model` keeps every node."""
 
     name: str
     path: Path
     model: onnx.ModelProto
     weights: bool
+    shapes: onnx.ModelProto
 
 
 def _external(tensor: onnx.TensorProto) -> dict[str, str]:
@@ -101,7 +104,9 @@ def load_model(path: Path, dims: dict[str, int], weights: bool, all_dims: bool =
 
             load_external_data_for_model(model, str(path.parent))
     bind_dims(model, dims)
-    return LoadedModel(path.stem, path, infer_shapes(model, path), weights)
+    inferred = infer_shapes(model, path)
+    shapes = infer_shapes(fold_shape_arithmetic(inferred), path) if open_shapes(inferred) else inferred
+    return LoadedModel(path.stem, path, inferred, weights, shapes)
 
 
 def check_fits(path: Path) -> None:

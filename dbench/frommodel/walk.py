@@ -52,7 +52,7 @@ class Extraction:
 
 def extract(loaded: LoadedModel) -> Extraction:
     """Every node of the model's main graph as a kernel occurrence or a Skipped with its reason."""
-    shapes = Shapes(loaded.model)
+    shapes = Shapes(loaded.shapes)
     merged: dict[tuple[str, str, str, str], ModelKernel] = {}
     folded: dict[str, str] = {}
     reasons: dict[str, Skipped] = {}
