@@ -104,3 +104,21 @@ def save(m: onnx.ModelProto, folder, name: str):
     path = folder / f"{name}.onnx"
     onnx.save(m, str(path))
     return path
+
+
+def flatten_by_shape_arithmetic(rng) -> onnx.ModelProto:
+    """x [seq, batch, 16] reshaped to [seq·batch, 16] through Shape/Slice/Mul/Reshape/Concat (as PyTorch's
+    exporter writes it; ONNX data propagation leaves the result's first dim open), then MatMul 16 -> 8."""
+    i64 = lambda n, v: numpy_helper.from_array(np.array(v, dtype=np.int64), n)
+    nodes = [
+        helper.make_node("Shape", ["x"], ["shape"], name="shape"),
+        helper.make_node("Slice", ["shape", "zero", "one"], ["d0"], name="d0"),
+        helper.make_node("Slice", ["shape", "one", "two"], ["d1"], name="d1"),
+        helper.make_node("Mul", ["d0", "d1"], ["rows"], name="rows"),
+        helper.make_node("Reshape", ["rows", "one"], ["rows1"], name="rows1"),
+        helper.make_node("Concat", ["rows1", "width"], ["target"], name="target", axis=0),
+        helper.make_node("Reshape", ["x", "target"], ["flat"], name="flat"),
+        helper.make_node("MatMul", ["flat", "w"], ["y"], name="proj"),
+    ]
+    inits = [i64("zero", [0]), i64("one", [1]), i64("two", [2]), i64("width", [16]), weight("w", (16, 8), rng)]
+    return model(nodes, [value("x", ["seq", "batch", 16])], [value("y", [None, 8])], inits, "flatten")

@@ -89,3 +89,17 @@ def test_every_extracted_graph_verifies(tmp_path, name, runtime, seed):
         outcome = run_graph(graph, runtime)
         assert outcome["status"] == "ok", (graph.id, outcome["message"])
         assert outcome["verification"]["ok"] and outcome["verification"]["by"] == "numpy", graph.id
+
+
+def test_shape_arithmetic_is_folded_for_shapes(tmp_path, seed):
+    """ONNX inference alone leaves the Reshape's first dim open; folding the shape subgraph resolves it,
+    and the shape nodes are still accounted for."""
+    from dbench.frommodel.fold import open_shapes
+    from dbench.frommodel.load import load_model
+
+    path = mb.save(mb.flatten_by_shape_arithmetic(np.random.default_rng(seed)), tmp_path, "flatten")
+    loaded = load_model(path, {"seq": 5, "batch": 3}, weights=False)
+    assert open_shapes(loaded.model) and not open_shapes(loaded.shapes)
+    extraction = model_kernels(path, {"seq": 5, "batch": 3})
+    assert [(k.kernel.id, k.nodes) for k in extraction.kernels] == [("gemm_m8_n15_k16_nn", ("proj",))]
+    assert {s.node for s in extraction.skipped} == {"shape", "d0", "d1", "rows", "rows1", "target", "flat"}
