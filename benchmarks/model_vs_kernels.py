@@ -10,6 +10,8 @@ dbench.frommodel.predict.model_vs_kernels, plus the run ids so every figure can 
 from __future__ import annotations
 
 import argparse
+import os
+import statistics
 import subprocess
 import sys
 from pathlib import Path
@@ -34,7 +36,7 @@ def newest_log(folder: Path, before: set[Path]) -> RunLog:
     return RunLog.open(path)
 
 
-def measure(model: str, dims: str, runtime: str, out: Path, threads: str) -> tuple[dict, str, str]:
+def measure(model: str, dims: str, runtime: str, out: Path, threads: str) -> tuple[dict, RunLog, RunLog]:
     path = Path("examples/models") / f"{model}.onnx"
     dbench("gen", "--from-model", str(path), "--dim", dims, "--out", str(out / "graphs"))
     before = set(out.rglob("*.jsonl"))
@@ -44,7 +46,7 @@ def measure(model: str, dims: str, runtime: str, out: Path, threads: str) -> tup
     dbench("run", "--model", str(path), "--dim", dims, "--runtime", runtime, "--threads", threads, "--out", str(out / "results"))
     whole = newest_log(out / "results", before)
     (row,) = model_vs_kernels(whole.rows(), kernels.rows())
-    return row, kernels.header()["run_id"], whole.header()["run_id"]
+    return row, kernels, whole
 
 
 def main() -> None:
@@ -55,16 +57,20 @@ def main() -> None:
     parser.add_argument("--models", default=",".join(MODELS))
     args = parser.parse_args()
     host = host_metadata()
-    print(f"machine: {host['cpu_model']}, {host['cpu_count']} cores; --threads {args.threads}\n")
-    print("| model | --dim | runtime | model median µs | Σ kernels µs | share | kernels ok | nodes covered | model check | runs (kernels, model) |")
+    print(f"machine: {host['cpu_model']}, {host['cpu_count']} cores; --threads {args.threads}; "
+          f"load average at start {os.getloadavg()[0]:.1f}\n")
+    print("| model | --dim | runtime | model median µs (cv) | Σ kernels µs (median cv) | share | kernels ok | nodes covered | model check | runs (kernels, model) |")
     print("|---|---|---|---:|---:|---:|---:|---:|---|---|")
     for model in args.models.split(","):
         for runtime in args.runtimes.split(","):
-            row, kernels_id, model_id = measure(model, MODELS[model], runtime, args.out, args.threads)
+            row, kernels, whole = measure(model, MODELS[model], runtime, args.out, args.threads)
             check = row["model_verified_by"] if row["model_status"] == "ok" else row["model_status"]
-            print(f"| {model} | {MODELS[model]} | {runtime} | {row['model_us']:.0f} | {row['kernels_us']:.0f} | {row['share']:.0%} | "
-                  f"{row['kernels_timed']}/{row['kernels']} | {row['kernel_nodes_timed']}/{row['model_nodes']} | {check} | "
-                  f"{kernels_id}, {model_id} |", flush=True)
+            model_cv = whole.rows()[0]["cv"]
+            kernel_cv = statistics.median(r["cv"] for r in kernels.rows() if r.get("cv") is not None)
+            print(f"| {model} | {MODELS[model]} | {runtime} | {row['model_us']:.0f} ({model_cv:.2f}) | "
+                  f"{row['kernels_us']:.0f} ({kernel_cv:.2f}) | {row['share']:.0%} | {row['kernels_timed']}/{row['kernels']} | "
+                  f"{row['kernel_nodes_timed']}/{row['model_nodes']} | {check} | "
+                  f"{kernels.header()['run_id']}, {whole.header()['run_id']} |", flush=True)
 
 
 if __name__ == "__main__":

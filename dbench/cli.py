@@ -12,7 +12,7 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
-from dbench.errors import DbenchError
+from dbench.errors import DbenchError, UsageError
 
 app = typer.Typer(
     help="DeepBench's kernels as tiny ONNX graphs, timed per op on every inference runtime.",
@@ -113,6 +113,7 @@ def list_kernels(
     from dbench.render.tables import kernels_table
 
     if from_model:
+        _only_model("--from-model", suite=suite, ops=ops, app=app_, id=pattern, kernels=kernels)
         return _list_model(from_model, dim, fmt)
     selection, selected = _kernels(suite, ops, app_, pattern, kernels, "all")
     rows = kernel_rows(selected, selection.suite_tags)
@@ -124,6 +125,13 @@ def list_kernels(
         out.print(kernels_table(rows, selection))
     else:
         raise typer.BadParameter(f"unknown format {fmt!r}; valid: table, csv, json", param_hint="--format")
+
+
+def _only_model(option: str, **selectors) -> None:
+    """A model brings its own kernels: a catalog selector beside it would be silently ignored, so refuse it."""
+    given = [name for name, value in selectors.items() if value]
+    if given:
+        raise UsageError(f"{option} takes its kernels from the model; drop --{given[0].replace('_', '-')}")
 
 
 def _list_model(path: Path, dim: Optional[list[str]], fmt: str) -> None:
@@ -184,6 +192,7 @@ def gen(
 ) -> None:
     """Write one small .onnx per kernel (no weight data inside) plus a manifest to run it anywhere."""
     if from_model:
+        _only_model("--from-model", suite=suite, ops=ops, app=app_, id=pattern, kernels=kernels, passes=passes)
         return _gen_model(from_model, dim, out_dir)
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
@@ -272,6 +281,8 @@ def run(
         memory_limit=int(memory_limit * 2**30) if memory_limit else None,
         model=str(model) if model else None, dims=parse_dims(dim or []),
     )
+    if model:
+        _only_model("--model", suite=suite, ops=ops, app=app_, id=pattern, kernels=kernels, graphs=graphs, resume=resume)
     if kernels_run and not model:
         raise typer.BadParameter("--kernels-run compares a whole model's run with its kernels; give --model too", param_hint="--kernels-run")
     kernel_rows = open_run(out_dir, kernels_run).rows() if kernels_run else None  # a bad run id fails before timing

@@ -197,3 +197,9 @@ def test_too_large_for_memory(tmp_path):
         fh.truncate(256 * 2**30)
     one_error_line(invoke("run", "--model", path, "--out", tmp_path / "results"), "GiB available")
     assert not (tmp_path / "results").exists()
+
+
+def test_catalog_selectors_beside_a_model_are_refused(tmp_path):
+    path = mb.save(mb.mlp(np.random.default_rng(0)), tmp_path, "mlp")
+    one_error_line(invoke("gen", "--from-model", path, "--dim", "batch=1", "--ops", "conv"), "drop --ops")
+    one_error_line(invoke("run", "--model", path, "--dim", "batch=1", "--graphs", tmp_path), "drop --graphs")
