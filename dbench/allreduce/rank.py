@@ -142,6 +142,7 @@ def report(log: Any, results: list[Result], library: str, crowded: bool = False)
     from dbench.store.export import export_run
 
     parquet, csv = export_run(log)
+    log.close()  # release the run log's lock: nothing more is appended
     out = console()
     out.print(results_table(results, library))
     out.print(best_table(results))

@@ -222,7 +222,9 @@ def load_catalog() -> tuple[Kernel, ...]:
 def load_kernel_file(path: Path) -> tuple[Kernel, ...]:
     """A user's kernel CSV in the same columns as the shipped lists (`suite` and `app` optional)."""
     try:
-        text = Path(path).read_text()
+        text = Path(path).read_text(encoding="utf-8-sig")  # a BOM (spreadsheet exports) is not a column name
     except OSError as err:
         raise DbenchError(f"cannot read kernel file {path}: {err.strerror}; check the --kernels path") from None
+    except UnicodeDecodeError as err:
+        raise DbenchError(f"kernel file {path} is not UTF-8 text (byte {err.start}); save it as UTF-8 CSV") from None
     return tuple(_read_csv(text, str(path), str(path)))

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import sys
+from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -15,7 +16,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from dbench.orchestrator.runner import Item, RunConfig, Runner, items_from_folder, items_from_requests
 from dbench.worker.timing import QUICK, TimingConfig
-from dbench.errors import UsageError
+from dbench.errors import DbenchError, UsageError
 from dbench.runtimes.base import WEIGHT_MODES, RuntimeOptions
 from dbench.gen.manifest import MANIFEST
 from dbench.runtimes.registry import require
@@ -56,8 +57,13 @@ class RunRequest:
     dims: dict[str, int] = field(default_factory=dict)
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> "RunRequest":
-        return cls(**{**data, "ops": tuple(data["ops"]), "apps": tuple(data["apps"])})
+    def from_dict(cls, data: dict[str, Any], source: Path) -> "RunRequest":
+        """The request stored in a run header; one line naming the log when it is not one this dbench wrote."""
+        try:
+            return cls(**{**data, "ops": tuple(data["ops"]), "apps": tuple(data["apps"])})
+        except (KeyError, TypeError) as err:
+            raise DbenchError(f"{source}: its run header does not hold a request this dbench can resume ({err}); "
+                              "start a new run") from None
 
     def timing(self) -> TimingConfig:
         base = QUICK if self.quick else TimingConfig()
@@ -101,53 +107,54 @@ def build_items(request: RunRequest, int8_form: str) -> list[Item]:
 
 def run_session(request: RunRequest, out_dir: Path, resume: str | None, out: Console, err: Console) -> list[dict]:
     """Run (or resume) and return the rows written by this invocation."""
-    done: set[str] = set()
-    if resume:
-        log = RunLog.open(find_run(out_dir, resume))
-        header = log.header()
-        request = RunRequest.from_dict(header["request"])
-        done = {row["graph_id"] for row in log.rows()}
-        run_id = resume
-    runtime_cls = require(request.runtime)
-    config = request.config()
-    runtime_cls(config.options).describe()  # a bad device or option fails here, before a run log exists
-    items = build_items(request, runtime_cls.int8_form)
-    if not resume:
-        folder = ensure_writable(out_dir / machine_name())
-        run_id = new_run_id()
-        header = {
-            "kind": "model" if request.model else "kernels",
-            "request": dataclasses.asdict(request),
-            "runtime": {"name": request.runtime, "version": runtime_cls.version()},
-            "timing": config.timing.to_dict(),
-            "host": host_metadata(),
-            "command": sys.argv,
-            "graphs": len(items),
-        }
-        log = RunLog.create(folder, run_id, header)
-    pending = [i for i in items if i.spec.id not in done]
-    err.print(f"run {run_id}: {len(pending)} graphs on {request.runtime} ({len(done)} already done) -> {log.path}", highlight=False)
-    runner = Runner(config, log, run_id)
-    columns = (TextColumn("{task.description}", style="cyan"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-               TextColumn("ETA"), TimeRemainingColumn())
-    with Progress(*columns, console=err, transient=True) as progress:
-        task = progress.add_task("starting", total=len(pending))
+    with ExitStack() as held:  # the run log stays locked until the run ends
+        done: set[str] = set()
+        if resume:
+            log = held.enter_context(RunLog.resume(find_run(out_dir, resume)))
+            header = log.header()
+            request = RunRequest.from_dict(header.get("request", {}), log.path)
+            done = {row["graph_id"] for row in log.rows()}
+            run_id = resume
+        runtime_cls = require(request.runtime)
+        config = request.config()
+        runtime_cls(config.options).describe()  # a bad device or option fails here, before a run log exists
+        items = build_items(request, runtime_cls.int8_form)
+        if not resume:
+            folder = ensure_writable(out_dir / machine_name())
+            run_id = new_run_id()
+            header = {
+                "kind": "model" if request.model else "kernels",
+                "request": dataclasses.asdict(request),
+                "runtime": {"name": request.runtime, "version": runtime_cls.version()},
+                "timing": config.timing.to_dict(),
+                "host": host_metadata(),
+                "command": sys.argv,
+                "graphs": len(items),
+            }
+            log = held.enter_context(RunLog.create(folder, run_id, header))
+        pending = [i for i in items if i.spec.id not in done]
+        err.print(f"run {run_id}: {len(pending)} graphs on {request.runtime} ({len(done)} already done) -> {log.path}", highlight=False)
+        runner = Runner(config, log, run_id)
+        columns = (TextColumn("{task.description}", style="cyan"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                   TextColumn("ETA"), TimeRemainingColumn())
+        with Progress(*columns, console=err, transient=True) as progress:
+            task = progress.add_task("starting", total=len(pending))
 
-        def on_row(item: Item, row: dict | None) -> None:
-            if row is None:
-                progress.update(task, description=item.spec.id[:60])
-            else:
-                progress.advance(task)
+            def on_row(item: Item, row: dict | None) -> None:
+                if row is None:
+                    progress.update(task, description=item.spec.id[:60])
+                else:
+                    progress.advance(task)
 
-        rows = runner.run(items, done, on_row)
-    all_rows = log.rows()
-    parquet, csv = export_run(log)
-    out.print(results_table(all_rows, f"{run_id} · {request.runtime} · {header['host']['cpu_model']}"))
-    speedups = sparse_speedups(all_rows)
-    if speedups:
-        out.print(speedup_table(speedups))
-    counts: dict[str, int] = {}
-    for row in all_rows:
-        counts[row["status"]] = counts.get(row["status"], 0) + 1
-    out.print(", ".join(f"{n} {s}" for s, n in sorted(counts.items())) + f" · log {log.path} · {parquet.name}, {csv.name}", highlight=False)
-    return rows
+            rows = runner.run(items, done, on_row)
+        all_rows = log.rows()
+        parquet, csv = export_run(log)
+        out.print(results_table(all_rows, f"{run_id} · {request.runtime} · {header['host']['cpu_model']}"))
+        speedups = sparse_speedups(all_rows)
+        if speedups:
+            out.print(speedup_table(speedups))
+        counts: dict[str, int] = {}
+        for row in all_rows:
+            counts[row["status"]] = counts.get(row["status"], 0) + 1
+        out.print(", ".join(f"{n} {s}" for s, n in sorted(counts.items())) + f" · log {log.path} · {parquet.name}, {csv.name}", highlight=False)
+        return rows

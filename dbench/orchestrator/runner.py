@@ -18,7 +18,7 @@ from dbench.gen.graph import GraphSpec, graph_id
 from dbench.gen.manifest import read_manifest
 from dbench.runtimes.base import RuntimeOptions
 from dbench.runtimes.registry import require
-from dbench.store.log import RunLog
+from dbench.store.log import RunLog, resume_command
 from dbench.store.schema import make_row
 
 
@@ -148,6 +148,6 @@ class Runner:
                 on_row(item, row)
         except KeyboardInterrupt:
             worker.stop()
-            raise Interrupted(f"interrupted; {seq} rows are in {self.log.path}; finish with: dbench run --resume {self.run_id}") from None
+            raise Interrupted(f"interrupted; {seq} rows are in {self.log.path}; finish with: {resume_command(self.log.path)}") from None
         worker.close()
         return rows

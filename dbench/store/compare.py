@@ -32,8 +32,8 @@ def open_run(results: Path, name: str) -> RunLog:
     if path.suffix == ".jsonl":
         if not path.is_file():
             raise DbenchError(f"no run log at {path}")
-        return RunLog.open(path)
-    return RunLog.open(find_run(results, name))
+        return RunLog.read(path)
+    return RunLog.read(find_run(results, name))
 
 
 def pair_rows(a: list[dict], b: list[dict]) -> list[Pair]:

@@ -3,6 +3,7 @@ result, each flushed and fsynced the moment it exists so a killed run loses noth
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import secrets
@@ -32,64 +33,139 @@ def ensure_writable(folder: Path) -> Path:
     return folder
 
 
-class RunLog:
-    """One run's JSONL log. Lines are {"type": "run", ...} (first) and {"type": "result", ...}."""
+def resume_command(path: Path) -> str:
+    """The command that finishes the run logged at `path` (`results/<machine>/<run>.jsonl`)."""
+    out = path.parent.parent
+    return f"dbench run --resume {path.stem}" + ("" if out == Path("results") else f" --out {out}")
 
-    def __init__(self, path: Path) -> None:
+
+class RunLock:
+    """An advisory lock on one run log, so that two processes never append to it at once. The lock
+    file beside the log holds the writer's pid, to name it when a second writer is refused."""
+
+    def __init__(self, log: Path) -> None:
+        self.run_id = log.stem
+        self.path = log.with_name(f".{log.stem}.lock")
+        self.fd: int | None = None
+
+    def acquire(self) -> None:
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = os.read(fd, 32).decode(errors="replace").strip() or "unknown"
+            os.close(fd)
+            raise DbenchError(f"run {self.run_id} is being written by process {holder}; wait for it to "
+                              "finish or stop it, then resume") from None
+        os.ftruncate(fd, 0)
+        os.write(fd, str(os.getpid()).encode())
+        self.fd = fd
+
+    def release(self) -> None:
+        if self.fd is not None:
+            self.path.unlink(missing_ok=True)
+            os.close(self.fd)
+            self.fd = None
+
+
+class RunLog:
+    """One run's JSONL log. Lines are {"type": "run", ...} (first) and {"type": "result", ...}.
+    `read` opens it for reading only; `create` and `resume` open it for appending, under a lock,
+    until `close`."""
+
+    def __init__(self, path: Path, lock: RunLock | None = None) -> None:
         self.path = path
+        self.lock = lock
 
     @classmethod
     def create(cls, folder: Path, run_id: str, header: dict[str, Any]) -> "RunLog":
         ensure_writable(folder)
-        log = cls(folder / f"{run_id}.jsonl")
-        if log.path.exists():
-            raise DbenchError(f"run {run_id} already exists at {log.path}; use --resume {run_id} to complete it")
+        path = folder / f"{run_id}.jsonl"
+        if path.exists():
+            raise DbenchError(f"run {run_id} already exists at {path}; finish it with: {resume_command(path)}")
+        log = cls(path, RunLock(path))
+        log.lock.acquire()
         log._write({"type": "run", "schema_version": SCHEMA_VERSION, "run_id": run_id, **header})
         return log
 
     @classmethod
-    def open(cls, path: Path) -> "RunLog":
-        """An existing log, its torn last line (from a kill mid-write) cut off so appends stay valid."""
+    def read(cls, path: Path) -> "RunLog":
+        """An existing log, for reading only: nothing in the file is changed (a torn last line from a
+        kill mid-write is skipped by `rows`)."""
         log = cls(path)
-        log._repair()
         header = log.header()
         if header.get("schema_version") != SCHEMA_VERSION:
             raise DbenchError(f"{path} has schema version {header.get('schema_version')}, this dbench reads {SCHEMA_VERSION}")
         return log
 
-    def _repair(self) -> None:
+    @classmethod
+    def resume(cls, path: Path) -> "RunLog":
+        """An existing log, locked for appending. A torn last line (a kill mid-write) is moved to a
+        `.torn` file beside the log before the appends go on, so no byte is lost."""
+        log = cls.read(path)
+        log.lock = RunLock(path)
+        log.lock.acquire()
+        try:
+            log._set_torn_tail_aside()
+        except BaseException:
+            log.close()
+            raise
+        return log
+
+    def _set_torn_tail_aside(self) -> None:
         data = self.path.read_bytes()
         end = data.rfind(b"\n") + 1
-        if end != len(data):
-            with self.path.open("r+b") as fh:
-                fh.truncate(end)
+        if end == len(data):
+            return
+        aside = self.path.with_suffix(f".torn-{datetime.now(timezone.utc):%Y%m%d-%H%M%S}")
+        aside.write_bytes(data[end:])
+        with self.path.open("r+b") as fh:
+            fh.truncate(end)
+
+    def __enter__(self) -> "RunLog":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Release the lock of a log opened for appending."""
+        if self.lock is not None:
+            self.lock.release()
+            self.lock = None
 
     def _write(self, record: dict[str, Any]) -> None:
         line = json.dumps(record, default=str, allow_nan=True) + "\n"
-        with self.path.open("a") as fh:
-            fh.write(line)
-            fh.flush()
-            os.fsync(fh.fileno())
+        try:
+            with self.path.open("a") as fh:
+                fh.write(line)
+                fh.flush()
+                os.fsync(fh.fileno())
+        except OSError as err:
+            raise DbenchError(f"cannot write to {self.path}: {err.strerror}; every finished row is kept: fix that, "
+                              f"then finish with: {resume_command(self.path)}") from None
 
     def append(self, row: dict[str, Any]) -> None:
         self._write({"type": "result", **row})
 
     def _records(self) -> Iterator[dict[str, Any]]:
-        with self.path.open() as fh:
+        with self.path.open("rb") as fh:
             for number, line in enumerate(fh, start=1):
-                if not line.endswith("\n"):
+                if not line.endswith(b"\n"):
                     return  # torn last line of a killed run
                 try:
                     yield json.loads(line)
-                except json.JSONDecodeError as err:
-                    raise DbenchError(f"{self.path}, line {number} is not valid JSON ({err.msg}); the log is corrupt") from None
+                except (UnicodeDecodeError, json.JSONDecodeError) as err:
+                    reason = err.msg if isinstance(err, json.JSONDecodeError) else "not UTF-8 text"
+                    raise DbenchError(f"{self.path}, line {number} is not valid JSON ({reason}); the log is corrupt") from None
 
     def header(self) -> dict[str, Any]:
         for record in self._records():
             if record.get("type") == "run":
                 return record
             break
-        raise DbenchError(f"{self.path} has no run header; it is not a dbench run log")
+        raise DbenchError(f"{self.path} has no complete run header; it is not a dbench run log, or its run was "
+                          "killed before it began: start a new run")
 
     def rows(self) -> list[dict[str, Any]]:
         return [r for r in self._records() if r.get("type") == "result"]
