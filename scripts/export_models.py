@@ -17,7 +17,6 @@ import argparse
 import json
 from pathlib import Path
 
-import numpy as np
 import onnx
 import torch
 from onnx import numpy_helper

@@ -10,7 +10,10 @@ import signal
 import time
 import traceback
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from dbench.gen.build import Tolerance
 
 OUTCOME_VERSION = 1
 
@@ -107,7 +110,7 @@ def _estimate_bytes(spec, verify: bool, weights_const: bool) -> int:
     return need
 
 
-def _expected(model, spec, feeds: dict, rows) -> tuple[dict | None, str, "Tolerance"]:
+def _expected(model, spec, feeds: dict, rows) -> tuple[dict | None, str, Tolerance]:
     """(reference outputs, what computed them, tolerance rule): dbench's numpy reference for its own
     graphs; onnx.reference for a foreign model, or (None, why not, rule) when it cannot run it."""
     from dbench.foreign.spec import FAMILY
