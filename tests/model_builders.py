@@ -122,3 +122,20 @@ def flatten_by_shape_arithmetic(rng) -> onnx.ModelProto:
     ]
     inits = [i64("zero", [0]), i64("one", [1]), i64("two", [2]), i64("width", [16]), weight("w", (16, 8), rng)]
     return model(nodes, [value("x", ["seq", "batch", 16])], [value("y", [None, 8])], inits, "flatten")
+
+
+def int8_qlinear(rng) -> onnx.ModelProto:
+    """QLinearConv (3x3, pad 1), ConvInteger (3x3, stride 2) and QLinearMatMul on 8-bit inputs."""
+    scalar = lambda n, v, dt: numpy_helper.from_array(np.array(v, dtype=dt), n)
+    nodes = [
+        helper.make_node("QLinearConv", ["x", "s", "zu", "w1", "s", "zs", "s", "zu"], ["y1"], name="qconv",
+                         kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
+        helper.make_node("ConvInteger", ["x", "w2"], ["y2"], name="iconv", kernel_shape=[3, 3], strides=[2, 2]),
+        helper.make_node("QLinearMatMul", ["a", "s", "zu", "b", "s", "zs", "s", "zu"], ["y3"], name="qmatmul"),
+    ]
+    inits = [scalar("s", 0.05, np.float32), scalar("zu", 128, np.uint8), scalar("zs", 0, np.int8),
+             weight("w1", (8, 4, 3, 3), rng, np.int8), weight("w2", (8, 4, 3, 3), rng, np.int8), weight("b", (32, 16), rng, np.int8)]
+    inputs = [value("x", [1, 4, 8, 8], TensorProto.UINT8), value("a", [4, 32], TensorProto.UINT8)]
+    outputs = [value("y1", [1, 8, 8, 8], TensorProto.UINT8), value("y2", [1, 8, 3, 3], TensorProto.INT32),
+               value("y3", [4, 16], TensorProto.UINT8)]
+    return model(nodes, inputs, outputs, inits, "int8_qlinear")

@@ -37,10 +37,15 @@ EXPECTED = {
         ("gemm_m16_n4_k32_nn", "int8", "fwd", "qdq"): ("qdq_matmul",),
         ("gemm_m8_n4_k32_nn", "int8", "fwd", "integer"): ("integer_matmul",),
     }),
+    "int8_qlinear": ({}, {
+        ("conv_w8_h8_c4_n1_k8_s3_r3_pw1_ph1_sw1_sh1", "int8", "fwd", "qlinear"): ("qconv",),
+        ("conv_w8_h8_c4_n1_k8_s3_r3_pw0_ph0_sw2_sh2", "int8", "fwd", "integer"): ("iconv",),
+        ("gemm_m16_n4_k32_nn", "int8", "fwd", "qlinear"): ("qmatmul",),
+    }),
 }
-BUILDERS = {"mlp": mb.mlp, "cnn": mb.cnn, "lstm": mb.lstm, "attention": mb.attention, "int8": mb.int8_qdq}
+BUILDERS = {"mlp": mb.mlp, "cnn": mb.cnn, "lstm": mb.lstm, "attention": mb.attention, "int8": mb.int8_qdq, "int8_qlinear": mb.int8_qlinear}
 NOT_KERNELS = {"mlp": {"relu1", "relu2"}, "cnn": {"relu1"}, "lstm": {"squeeze1", "squeeze2"}, "attention": {"softmax"},
-               "int8": {"q_x", "dq_x", "dq_w", "q_y", "dq_y"}}
+               "int8": {"q_x", "dq_x", "dq_w", "q_y", "dq_y"}, "int8_qlinear": set()}
 
 
 def extracted(tmp_path, name: str, seed: int):
