@@ -33,7 +33,7 @@ def dbench(*args: str) -> None:
 
 def newest_log(folder: Path, before: set[Path]) -> RunLog:
     (path,) = set(folder.rglob("*.jsonl")) - before
-    return RunLog.open(path)
+    return RunLog.read(path)
 
 
 def measure(model: str, dims: str, runtime: str, out: Path, threads: str) -> tuple[dict, RunLog, RunLog]:
