@@ -59,8 +59,9 @@ def main() -> None:
     host = host_metadata()
     print(f"machine: {host['cpu_model']}, {host['cpu_count']} cores; --threads {args.threads}; "
           f"load average at start {os.getloadavg()[0]:.1f}\n")
-    print("| model | --dim | runtime | model median µs (cv) | Σ kernels µs (median cv) | share | kernels ok | nodes covered | model check | runs (kernels, model) |")
-    print("|---|---|---|---:|---:|---:|---:|---:|---|---|")
+    print("| model | --dim | runtime | model median µs (cv) | Σ kernel median x copies µs (median cv) | share | "
+          "model min µs | Σ kernel min x copies µs | share of min | kernels ok | nodes covered | model check | runs (kernels, model) |")
+    print("|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|---|")
     for model in args.models.split(","):
         for runtime in args.runtimes.split(","):
             row, kernels, whole = measure(model, MODELS[model], runtime, args.out, args.threads)
@@ -68,7 +69,8 @@ def main() -> None:
             model_cv = whole.rows()[0]["cv"]
             kernel_cv = statistics.median(r["cv"] for r in kernels.rows() if r.get("cv") is not None)
             print(f"| {model} | {MODELS[model]} | {runtime} | {row['model_us']:.0f} ({model_cv:.2f}) | "
-                  f"{row['kernels_us']:.0f} ({kernel_cv:.2f}) | {row['share']:.0%} | {row['kernels_timed']}/{row['kernels']} | "
+                  f"{row['kernels_us']:.0f} ({kernel_cv:.2f}) | {row['share']:.0%} | {row['model_min_us']:.0f} | "
+                  f"{row['kernels_min_us']:.0f} | {row['share_of_min']:.0%} | {row['kernels_timed']}/{row['kernels']} | "
                   f"{row['kernel_nodes_timed']}/{row['model_nodes']} | {check} | "
                   f"{kernels.header()['run_id']}, {whole.header()['run_id']} |", flush=True)
 

@@ -110,13 +110,14 @@ def test_too_large_for_the_reference_is_unverified_plainly(tmp_path):
 
 
 def test_model_vs_kernels_sums_median_times_copies():
-    model = {"family": "model", "kernel_id": "net", "runtime": "ort-cpu", "status": "ok", "median_us": 100.0,
+    model = {"family": "model", "kernel_id": "net", "runtime": "ort-cpu", "status": "ok", "median_us": 100.0, "min_us": 70.0,
              "verified_by": "onnx.reference", "params": {"nodes": 9}}
     kernel = lambda kid, us, copies, status="ok": {"kernel_id": kid, "runtime": "ort-cpu", "status": status, "median_us": us,
-                                                     "attrs": {"model": {"name": "net", "copies": copies}}}
+                                                     "min_us": us and us / 2, "attrs": {"model": {"name": "net", "copies": copies}}}
     other_runtime = {**kernel("c", 1000.0, 1), "runtime": "openvino"}
     (row,) = model_vs_kernels([model], [kernel("a", 10.0, 3), kernel("b", 20.0, 2), kernel("d", None, 1, "unsupported"), other_runtime])
     assert row["kernels_us"] == pytest.approx(70.0) and row["share"] == pytest.approx(0.7)
+    assert row["kernels_min_us"] == pytest.approx(35.0) and row["share_of_min"] == pytest.approx(0.5)
     assert (row["kernels_timed"], row["kernels"], row["kernel_nodes_timed"], row["model_nodes"]) == (2, 3, 5, 9)
     assert row["kernels_not_ok"] == ["d (unsupported)"]
 
@@ -203,3 +204,22 @@ def test_catalog_selectors_beside_a_model_are_refused(tmp_path):
     path = mb.save(mb.mlp(np.random.default_rng(0)), tmp_path, "mlp")
     one_error_line(invoke("gen", "--from-model", path, "--dim", "batch=1", "--ops", "conv"), "drop --ops")
     one_error_line(invoke("run", "--model", path, "--dim", "batch=1", "--graphs", tmp_path), "drop --graphs")
+
+
+@pytest.mark.slow
+def test_model_beside_its_kernels_end_to_end(tmp_path):
+    """gen --from-model, run its kernels, run the whole model with --kernels-run: the printed table is
+    model_vs_kernels over the two logs."""
+    path = mb.save(mb.mlp(np.random.default_rng(0)), tmp_path, "mlp")
+    common = ["--quick", "--profile-runs", "0", "--threads", "1", "--out", tmp_path / "results"]
+    assert invoke("gen", "--from-model", path, "--dim", "batch=4", "--out", tmp_path / "graphs").exit_code == 0
+    result = invoke("run", "--graphs", tmp_path / "graphs" / "mlp", *common)
+    assert result.exit_code == 0, result.output
+    (kernels_log,) = (tmp_path / "results").rglob("*.jsonl")
+    result = invoke("run", "--model", path, "--dim", "batch=4", "--kernels-run", kernels_log, *common)
+    assert result.exit_code == 0, result.output
+    model_log = next(p for p in (tmp_path / "results").rglob("*.jsonl") if p != kernels_log)
+    read = lambda p: [json.loads(line) for line in p.read_text().splitlines()[1:]]
+    (row,) = model_vs_kernels(read(model_log), read(kernels_log))
+    assert (row["kernels_timed"], row["kernels"], row["kernel_nodes_timed"], row["model_nodes"]) == (2, 2, 3, 5)
+    assert "whole model vs the sum of its kernels" in result.output and f"{row['share']:.0%}" in result.output

@@ -16,7 +16,7 @@ def _model_tag(row: dict[str, Any]) -> dict[str, Any]:
 
 def model_vs_kernels(model_rows: list[dict[str, Any]], kernel_rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """One row per timed model and runtime: measured median, predicted sum over its kernels, their
-    ratio (`share`), and how many kernels (and model nodes) the sum covers; kernels that did not run ok
+    ratio (`share`); the same over minimum times (`share_of_min`: less sensitive to a busy machine), and how many kernels (and model nodes) the sum covers; kernels that did not run ok
     are named, never counted as zero."""
     table = []
     for model in (r for r in model_rows if r.get("family") == FAMILY):
@@ -24,7 +24,9 @@ def model_vs_kernels(model_rows: list[dict[str, Any]], kernel_rows: list[dict[st
         kernels = [r for r in kernel_rows if _model_tag(r).get("name") == name and r["runtime"] == runtime]
         timed = [r for r in kernels if r["status"] == "ok" and r.get("median_us") is not None]
         predicted = sum(r["median_us"] * _model_tag(r)["copies"] for r in timed) if timed else None
+        fastest = sum(r["min_us"] * _model_tag(r)["copies"] for r in timed) if timed else None
         measured = model.get("median_us") if model["status"] == "ok" else None
+        measured_min = model.get("min_us") if model["status"] == "ok" else None
         table.append({
             "model": name,
             "runtime": runtime,
@@ -33,6 +35,9 @@ def model_vs_kernels(model_rows: list[dict[str, Any]], kernel_rows: list[dict[st
             "model_us": measured,
             "kernels_us": predicted,
             "share": predicted / measured if predicted is not None and measured else None,
+            "model_min_us": measured_min,
+            "kernels_min_us": fastest,
+            "share_of_min": fastest / measured_min if fastest is not None and measured_min else None,
             "kernels_timed": len(timed),
             "kernels": len(kernels),
             "kernel_nodes_timed": sum(_model_tag(r)["copies"] for r in timed),

@@ -40,12 +40,12 @@ def not_expressed_table(extraction: Extraction, caption: str = "") -> Table:
 def prediction_table(rows: list[dict]) -> Table:
     """`model_vs_kernels` rows: measured model median beside the sum of its kernels and the share explained."""
     table = Table(title="whole model vs the sum of its kernels",
-                  caption="kernels µs = Σ kernel median x copies; share = kernels µs / model µs")
-    for column in ("model", "runtime", "model µs", "kernels µs", "share", "kernels ok", "nodes covered", "model check"):
+                  caption="kernels µs = Σ kernel median x copies; share = kernels µs / model µs; share of min: the same over minimum times")
+    for column in ("model", "runtime", "model µs", "kernels µs", "share", "share of min", "kernels ok", "nodes covered", "model check"):
         table.add_column(column, justify="left" if column in ("model", "runtime", "model check") else "right")
     for r in rows:
         fmt = lambda v, f: "" if v is None else format(v, f)
-        table.add_row(r["model"], r["runtime"], fmt(r["model_us"], ".1f"), fmt(r["kernels_us"], ".1f"), fmt(r["share"], ".0%"),
+        table.add_row(r["model"], r["runtime"], fmt(r["model_us"], ".1f"), fmt(r["kernels_us"], ".1f"), fmt(r["share"], ".0%"), fmt(r["share_of_min"], ".0%"),
                       f"{r['kernels_timed']}/{r['kernels']}", f"{r['kernel_nodes_timed']}/{r['model_nodes']}",
                       r["model_verified_by"] if r["model_status"] == "ok" else r["model_status"])
     return table
