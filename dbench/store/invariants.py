@@ -6,10 +6,12 @@ from __future__ import annotations
 
 from typing import Any
 
-KERNEL_TIME_TOLERANCE = 0.5
-"""How far the profiled kernel time may exceed the end-to-end median: the profile comes from a second,
-freshly compiled session over a few runs, so it is noisier than the calibrated median, but a kernel
-time 1.5x the whole call's is no kernel time (the bugs this caught were 4.6x to 79x)."""
+KERNEL_TIME_TOLERANCE = 1.0
+"""How far the profiled kernel time may exceed the end-to-end median. The profile is taken seconds after
+the timed calls, in a second, freshly compiled session; on a shared 2-core VM a kernel's time moves by up
+to 75% between such moments (OpenVINO gemm_m35_n700_k2048: 1111 us timed, 1754 us profiled, with
+PERF_COUNT itself costing nothing measurable), so only a kernel time above twice the median is taken as
+a defect. The defects this catches were 4.6x to 79x."""
 
 COMPUTE_PRECISIONS = {
     "fp32": {"fp32", "fp16", "bf16"},
