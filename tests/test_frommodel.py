@@ -108,3 +108,18 @@ def test_shape_arithmetic_is_folded_for_shapes(tmp_path, seed):
     extraction = model_kernels(path, {"seq": 5, "batch": 3})
     assert [(k.kernel.id, k.nodes) for k in extraction.kernels] == [("gemm_m8_n15_k16_nn", ("proj",))]
     assert {s.node for s in extraction.skipped} == {"shape", "d0", "d1", "rows", "rows1", "target", "flat"}
+
+
+def test_extension_columns_are_optional_and_validated(tmp_path):
+    """batch/groups/dilations default to 1 (DeepBench's ids unchanged) and are checked when given."""
+    from dbench.errors import KernelFileError
+    from tests.conftest import write_csv
+
+    path = write_csv(tmp_path / "mixed.csv", "family,m,n,k,a_t,b_t,batch,w,h,c,s,r,pad_w,pad_h,wstride,hstride,groups,dil_w,dil_h,copies",
+                     "gemm,8,8,16,0,0,8,,,,,,,,,,,,,", "gemm,8,8,16,0,0,,,,,,,,,,,,,,3",
+                     "conv,,1,8,,,,12,12,8,3,3,2,2,1,1,8,2,2,")
+    kernels = {k.id: k.copies("user") for k in load_kernel_file(path)}
+    assert kernels == {"gemm_m8_n8_k16_nn_b8": 1, "gemm_m8_n8_k16_nn": 3, "conv_w12_h12_c8_n1_k8_s3_r3_pw2_ph2_sw1_sh1_g8_dw2_dh2": 1}
+    bad = write_csv(tmp_path / "bad.csv", "w,h,c,n,k,s,r,pad_w,pad_h,wstride,hstride,groups", "12,12,6,1,8,3,3,1,1,1,1,4")
+    with pytest.raises(KernelFileError, match="c=6 is not a multiple of groups=4"):
+        load_kernel_file(bad)
