@@ -32,7 +32,8 @@ def folder_items(folder: Path, dims: dict[str, int]) -> list[Item]:
     """Every .onnx file of a folder, in name order; each --dim must be declared by at least one of them."""
     paths = sorted(folder.glob("*.onnx"))
     if not paths:
-        raise DbenchError(f"{folder} holds neither a dbench manifest nor .onnx files; point --graphs at a folder of graphs")
+        raise DbenchError(f"no manifest.json in {folder} and no .onnx files either; point --graphs at a folder made by "
+                          "dbench gen or one holding .onnx models")
     items = [model_item(path, dims, all_dims=False) for path in paths]
     declared = [name for path in paths for name in symbolic_names(onnx.load(str(path), load_external_data=False))]
     check_dims_used(dims, declared, f"any model in {folder}")
