@@ -19,13 +19,16 @@ from pathlib import Path
 
 import numpy as np
 
-from dbench.orchestrator.runner import RunConfig, Runner, items_from_requests
+from dbench.orchestrator.items import items_from_requests
+from dbench.orchestrator.runner import RunConfig, Runner
 from dbench.worker.timing import TimingConfig, measure
 from dbench.catalog import Selection, load_catalog, select
-from dbench.gen.build import GenOptions, build, plan
+from dbench.gen.options import GenOptions
+from dbench.gen.plan import build, plan
 from dbench.gen.feeds import make_feeds
 from dbench.gen.weights import embed_weights, split_feeds
 from dbench.runtimes.base import RuntimeOptions
+from dbench.runtimes.registry import require
 from dbench.store.log import RunLog
 
 KERNELS = [
@@ -71,10 +74,10 @@ def dbench_medians(kernel_ids: list[str]) -> dict[str, float]:
     kernels = [k for k in select(load_catalog(), Selection("inference", ops=("gemm", "conv"))) if k.id in kernel_ids]
     items = items_from_requests(plan(kernels, ("inference_server", "inference_device"), GenOptions()))
     with tempfile.TemporaryDirectory() as out:
-        log = RunLog.create(Path(out), "fidelity", {"kind": "benchmark"})
-        config = RunConfig("ort-cpu", RuntimeOptions(), TimingConfig(), weights="const", verify=False, profile_runs=0)
-        rows = Runner(config, log, "fidelity").run(items, set(), lambda item, row: None)
-    return {row["kernel_id"]: row["median_us"] for row in rows}
+        with RunLog.create(Path(out), "fidelity", {"kind": "benchmark"}) as log:
+            config = RunConfig("ort-cpu", RuntimeOptions(), TimingConfig(), weights="const", verify=False, profile_runs=0)
+            rows = Runner(config, require("ort-cpu"), log, "fidelity").run(items, set(), lambda item: None, lambda row: None)
+    return {row.kernel_id: row.median_us for row in rows}
 
 
 def main() -> None:

@@ -78,21 +78,27 @@ DimOpt = Annotated[
 NoPadOpt = Annotated[bool, typer.Option("--no-pad", help="int8: do not round dims up to multiples of 4 (DeepBench pads by default).")]
 
 
-def _split(values: Optional[list[str]]) -> tuple[str, ...]:
-    return tuple(v.strip() for value in values or [] for v in value.split(",") if v.strip())
+def _split(values: Optional[list[str]], flag: str = "--option") -> tuple[str, ...]:
+    """Repeated or comma-separated values; a flag given only empty values (`--ops ''`) is an error,
+    not a silent "all"."""
+    split = tuple(v.strip() for value in values or [] for v in value.split(",") if v.strip())
+    if values and not split:
+        raise UsageError(f"{flag} was given no value; name one (see --help) or leave {flag} out for all")
+    return split
 
 
-def _kernels(suite: Optional[str], ops, apps, pattern, kernels_file: Optional[Path], default_suite: str):
+def _kernels(command: str, suite: Optional[str], ops, apps, pattern, kernels_file: Optional[Path]):
     from dbench.catalog import Selection, load_catalog, load_kernel_file, select
+    from dbench.catalog.select import suite_for
 
     source = load_kernel_file(kernels_file) if kernels_file else load_catalog()
-    selection = Selection(suite or ("all" if kernels_file else default_suite), _split(ops), _split(apps), pattern)
+    selection = Selection(suite_for(command, suite, from_catalog=not kernels_file), _split(ops, "--ops"), _split(apps, "--app"), pattern)
     return selection, select(source, selection)
 
 
 def _gen_fields(precision: str, passes, gemm_form: str, rnn_form: str, gru_activation: str, int8_form, no_pad: bool) -> dict:
     """The generation options as JSON-ready fields (int8_form None: the runtime's preferred form)."""
-    return dict(precision=precision, passes=list(_split(passes)), gemm_form=gemm_form, rnn_form=rnn_form,
+    return dict(precision=precision, passes=list(_split(passes, "--pass")), gemm_form=gemm_form, rnn_form=rnn_form,
                 gru_activation=gru_activation, int8_form=int8_form, int8_pad=not no_pad)
 
 
@@ -115,7 +121,7 @@ def list_kernels(
     if from_model:
         _only_model("--from-model", suite=suite, ops=ops, app=app_, id=pattern, kernels=kernels)
         return _list_model(from_model, dim, fmt)
-    selection, selected = _kernels(suite, ops, app_, pattern, kernels, "all")
+    selection, selected = _kernels("list", suite, ops, app_, pattern, kernels)
     rows = kernel_rows(selected, selection.suite_tags)
     if fmt == "json":
         sys.stdout.write(json.dumps(rows, indent=1) + "\n")
@@ -138,8 +144,8 @@ def _list_model(path: Path, dim: Optional[list[str]], fmt: str) -> None:
     """`dbench list --from-model`: the model's kernels and the nodes that are not kernels."""
     from dbench.frommodel.dims import parse_dims
     from dbench.frommodel.output import kernel_rows, kernels_csv, skipped_rows
-    from dbench.render.frommodel import kernels_table, not_expressed_table
     from dbench.frommodel.walk import model_kernels
+    from dbench.render.frommodel import kernels_table, not_expressed_table
 
     if fmt not in ("table", "csv", "json"):
         raise typer.BadParameter(f"unknown format {fmt!r}; valid: table, csv, json", param_hint="--format")
@@ -158,8 +164,8 @@ def _gen_model(path: Path, dim: Optional[list[str]], out_dir: Path) -> None:
     """`dbench gen --from-model`: kernels CSV, not-expressed sidecar and one graph per kernel in <out>/<model>/."""
     from dbench.frommodel.dims import parse_dims
     from dbench.frommodel.output import KERNELS_FILE, NOT_EXPRESSED_FILE, build_graphs, write_outputs
-    from dbench.render.frommodel import kernels_table, not_expressed_table
     from dbench.frommodel.walk import model_kernels
+    from dbench.render.frommodel import kernels_table, not_expressed_table
 
     extraction = model_kernels(path, parse_dims(dim or []))
     folder = write_outputs(extraction, build_graphs(extraction), out_dir / extraction.model)
@@ -196,13 +202,14 @@ def gen(
         return _gen_model(from_model, dim, out_dir)
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    from dbench.gen.build import GenOptions, plan
+    from dbench.gen.options import GenOptions
+    from dbench.gen.plan import plan
     from dbench.gen.writer import prepare_folder, write_graphs
 
-    selection, selected = _kernels(suite, ops, app_, pattern, kernels, "inference")
+    selection, selected = _kernels("gen", suite, ops, app_, pattern, kernels)
     options = GenOptions.from_fields(_gen_fields(precision, passes, gemm_form, rnn_form, gru_activation, int8_form, no_pad), "qdq")
-    folder = prepare_folder(out_dir / selection.suite)
     requests = plan(selected, selection.suite_tags, options)
+    folder = prepare_folder(out_dir / selection.suite)
     counts: dict[str, int] = {}
     skipped: dict[str, str] = {}
     columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
@@ -261,37 +268,46 @@ def run(
     timeout: Annotated[float, typer.Option("--timeout", help="Seconds one graph may take before its worker is killed.")] = 300.0,
     memory_limit: Annotated[Optional[float], typer.Option("--memory-limit", help="Address-space limit of the worker in GiB (out-of-memory becomes an `oom` row).")] = None,
     out_dir: Annotated[Path, typer.Option("--out", help="Results folder; the run goes to <out>/<machine>/<run-id>.jsonl.")] = Path("results"),
-    resume: Annotated[Optional[str], typer.Option("--resume", help="Complete an interrupted run by its id; other selection options are taken from it.")] = None,
+    resume: Annotated[Optional[str], typer.Option("--resume", help="Complete an interrupted run by its id; it takes every selection, runtime and timing option from the run (giving one is an error); only --out applies.")] = None,
     model: Annotated[Optional[Path], typer.Option("--model", help="Time a whole ONNX model (inputs from its declared shapes, --dim for symbolic ones).")] = None,
     dim: DimOpt = None,
     kernels_run: Annotated[Optional[str], typer.Option("--kernels-run", help="With --model: a run of its `gen --from-model` kernels to print the model beside their sum.")] = None,
 ) -> None:
-    """Time every selected graph on a runtime, verify it, and log one row per graph as it finishes."""
+    """Time every selected graph on a runtime, verify it, and log one row per graph as it finishes.
+
+    Exit status: 0 when every row is ok or unsupported, 3 when any is mismatch, failed, crashed,
+    timeout or oom, 2 for bad input, 1 for other errors, 130 on Ctrl-C."""
+    from dbench.orchestrator.request import RunRequest
+    from dbench.orchestrator.run import execute_run, plan_run
     from dbench.frommodel.dims import parse_dims
-    from dbench.orchestrator.run import RunRequest, run_session
+    from dbench.render.run import RunProgress, print_run
     from dbench.store.compare import open_run
 
+    if model and graphs:
+        raise UsageError("--model runs one model file and --graphs a folder; give one of them")
+    if kernels_run and not model:
+        raise UsageError("--kernels-run compares a whole model's run with its kernels; give --model too")
+    kernel_rows = open_run(out_dir, kernels_run).rows() if kernels_run else None  # a bad run id fails before timing
+    graphs = model or graphs
     request = RunRequest(
-        suite=suite, ops=_split(ops), apps=_split(app_), pattern=pattern,
+        suite=suite, ops=_split(ops, "--ops"), apps=_split(app_, "--app"), pattern=pattern,
         kernels=str(kernels) if kernels else None, graphs=str(graphs) if graphs else None,
         gen=_gen_fields(precision, passes, gemm_form, rnn_form, gru_activation, int8_form, no_pad),
         runtime=runtime, device=device, threads=threads, weights=weights, graph_optimization=graph_opt,
         allow_runtime_precision=allow_runtime_precision, extra=_pairs(option), quick=quick, min_time=min_time,
         max_time=max_time, warmup=warmup, verify=not no_verify, profile_runs=profile_runs, timeout=timeout,
-        memory_limit=int(memory_limit * 2**30) if memory_limit else None,
-        model=str(model) if model else None, dims=parse_dims(dim or []),
+        memory_limit=int(memory_limit * 2**30) if memory_limit is not None else None, dims=parse_dims(dim or []),
     )
-    if model:
-        _only_model("--model", suite=suite, ops=ops, app=app_, id=pattern, kernels=kernels, graphs=graphs, resume=resume)
-    if kernels_run and not model:
-        raise typer.BadParameter("--kernels-run compares a whole model's run with its kernels; give --model too", param_hint="--kernels-run")
-    kernel_rows = open_run(out_dir, kernels_run).rows() if kernels_run else None  # a bad run id fails before timing
-    rows = run_session(request, out_dir, resume, out, err)
+    planned = plan_run(request, out_dir, resume)
+    with RunProgress(err, planned) as progress:
+        result = execute_run(planned, progress.on_start, progress.on_row)
+    print_run(out, result)
     if kernel_rows is not None:
         from dbench.frommodel.predict import model_vs_kernels
         from dbench.render.frommodel import prediction_table
 
-        out.print(prediction_table(model_vs_kernels(rows, kernel_rows)))
+        out.print(prediction_table(model_vs_kernels(result.rows, kernel_rows)))
+    raise typer.Exit(result.exit_code)
 
 
 @app.command()
@@ -315,7 +331,7 @@ def _pairs(values: Optional[list[str]]) -> dict[str, str]:
     for value in values or []:
         key, sep, val = value.partition("=")
         if not sep or not key:
-            raise DbenchError(f"--option {value!r} is not KEY=VALUE")
+            raise UsageError(f"--option {value!r} is not KEY=VALUE; write it as --option KEY=VALUE")
         pairs[key.strip()] = val.strip()
     return pairs
 
@@ -324,7 +340,7 @@ def _register_allreduce() -> None:
     """`dbench allreduce`: the all-reduce module's own thin command (it prints its errors itself)."""
     from dbench.allreduce.cli import command
 
-    app.command("allreduce", help="All-reduce over DeepBench's message sizes with mpi4py (starts mpiexec with --np).")(command)
+    app.command("allreduce")(command)  # its help, exit statuses included, is the command's docstring
 
 
 _register_allreduce()

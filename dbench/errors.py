@@ -25,3 +25,12 @@ class KernelFileError(DbenchError):
 class UnsupportedError(DbenchError):
     """A graph a runtime (or a generator) cannot run in the asked form or precision; recorded as
     an `unsupported` row with this message, never a crash."""
+
+
+class OutOfMemory(DbenchError):
+    """The runtime could not allocate what a graph needs; recorded as an `oom` row."""
+
+
+class RuntimeSetupError(DbenchError):
+    """The runtime cannot start as configured (a device it does not see): no graph can run, so the
+    run stops with this line instead of recording every graph as failed."""

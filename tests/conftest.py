@@ -1,12 +1,15 @@
-"""Shared test helpers: fresh random seeds, a tiny kernel-file writer, runtime sessions."""
+"""Fixtures shared by every test (plain helpers live in tests/helpers.py, process helpers in
+tests/processes.py)."""
 
 from __future__ import annotations
 
+import os
 import secrets
-from pathlib import Path
+from collections.abc import Iterator
 
-import numpy as np
 import pytest
+
+from tests.processes import SESSION_MARK, descendants, describe_process, end_processes, leftover_processes
 
 
 @pytest.fixture
@@ -15,26 +18,18 @@ def seed() -> int:
     return secrets.randbits(31)
 
 
-def run_ort(model, feeds: dict[str, np.ndarray]) -> list[np.ndarray]:
-    """Run a model on ONNX Runtime CPU (plain `run`, independent of our adapter)."""
-    import onnxruntime as ort
-
-    session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
-    return session.run(None, feeds)
-
-
-def run_reference_evaluator(model, feeds: dict[str, np.ndarray]) -> list[np.ndarray]:
-    from onnx.reference import ReferenceEvaluator
-
-    return ReferenceEvaluator(model).run(None, feeds)
-
-
-def normalized_error(out: np.ndarray, ref: np.ndarray) -> float:
-    """max|out - ref| / max|ref| — the `rel` metric of dbench's verification."""
-    out64 = np.asarray(out).astype(np.float64)
-    return float(np.abs(out64 - ref).max() / np.abs(ref).max())
-
-
-def write_csv(path: Path, header: str, *rows: str) -> Path:
-    path.write_text("\n".join([header, *rows]) + "\n")
-    return path
+@pytest.fixture(scope="session", autouse=True)
+def no_leftover_processes() -> Iterator[None]:
+    """After the whole session, no process started by the tests may be alive: kill any and fail loudly.
+    Processes are attributed by descent and by an inherited mark, never by name: other people's test runs
+    on this machine start mpiexec and workers too, and must not be killed."""
+    session = secrets.token_hex(8)
+    before = {(p.pid, p.create_time()) for p in descendants(os.getpid())}
+    os.environ[SESSION_MARK] = session
+    yield
+    os.environ.pop(SESSION_MARK)
+    left = leftover_processes(session, before)
+    described = [describe_process(p) for p in left]
+    end_processes(left)
+    if described:
+        pytest.fail("the tests left these processes running (now killed):\n" + "\n".join(described), pytrace=False)

@@ -5,24 +5,22 @@ from __future__ import annotations
 
 import csv
 import json
-import subprocess
 import sys
 from importlib import resources
 from pathlib import Path
 
 import numpy as np
 import pytest
+from tests.processes import run_tree
 
 from dbench.allreduce import data
-from dbench.allreduce.check import check
-from dbench.allreduce.devices import Host
+from dbench.allreduce.data import Verdict, check
+from dbench.allreduce.devices import Host, check_fits
 from dbench.allreduce.implementations import Implementation, chunk_bounds
 from dbench.allreduce.launch import find_mpiexec, flavour, launcher_flags, verdict
-from dbench.allreduce.memory import check_fits
-from dbench.allreduce.options import AUTO_MAX, AUTO_MIN, Arguments, resolve
-from dbench.allreduce.results import Outcome, summarize
-from dbench.allreduce.sizes import deepbench_sizes, parse_count, size_list, sweep
-from dbench.allreduce.status import RankStatus
+from dbench.allreduce.options import AUTO_MAX, AUTO_MIN, Arguments, deepbench_sizes, parse_count, resolve, size_list, sweep
+from dbench.allreduce.rank import RankStatus
+from dbench.allreduce.results import Outcome, report, summarize
 from dbench.errors import DbenchError, UsageError
 from dbench.store.log import RunLog
 
@@ -175,8 +173,6 @@ def test_a_size_that_cannot_fit_is_refused_before_allocation():
 
 
 def _verdict(wrong=0, digest="d", repeatable=None):
-    from dbench.allreduce.check import Verdict
-
     return Verdict(wrong, digest, repeatable)
 
 
@@ -199,8 +195,6 @@ def test_summary_bandwidths_and_status():
 
 
 def test_report_saves_prints_and_fails_on_a_wrong_result(tmp_path, capsys):
-    from dbench.allreduce.rank import report
-
     good = summarize([Outcome(1e-3, _verdict()), Outcome(1e-3, _verdict())], elements=100, itemsize=4,
                      dtype="float32", implementation="mpi", device="cpu", in_place=False, iters=1, warmup=0)
     bad = summarize([Outcome(2e-3, _verdict(wrong=3)), Outcome(2e-3, _verdict())], elements=100, itemsize=4,
@@ -254,10 +248,13 @@ def test_verdict_names_the_failed_rank_and_passes_exit_codes():
 
 
 def test_the_module_imports_neither_onnx_nor_mpi4py_nor_a_runtime():
-    code = ("import sys, dbench.allreduce.cli, dbench.allreduce.launch, dbench.allreduce.rank; "
+    """Every module of dbench.allreduce (but __main__, which runs the command) imported in a fresh interpreter."""
+    code = ("import importlib, pkgutil, sys, dbench.allreduce as package; "
+            "names = [m.name for m in pkgutil.iter_modules(package.__path__, 'dbench.allreduce.') if m.name != 'dbench.allreduce.__main__']; "
+            "[importlib.import_module(n) for n in names]; "
             "bad = [m for m in ('onnx', 'mpi4py', 'onnxruntime', 'openvino', 'tensorrt', 'cupy', 'dbench.gen') "
-            "if m in sys.modules]; print(bad); sys.exit(1 if bad else 0)")
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+            "if m in sys.modules]; print(len(names), bad); sys.exit(1 if bad or len(names) < 8 else 0)")
+    done = run_tree([sys.executable, "-c", code], 60)
     assert done.returncode == 0, done.stdout + done.stderr
 
 
@@ -273,12 +270,13 @@ def test_command_registers_on_a_typer_app(tmp_path):
     runner = CliRunner()
     helped = runner.invoke(app, ["allreduce", "--help"])
     assert helped.exit_code == 0 and "--np" in helped.output and "--status-dir" not in helped.output
+    assert "Exit status: 0 every result is exact; 3 any result is a mismatch" in " ".join(helped.output.split())
     one = runner.invoke(app, ["allreduce", "--np", "1"])
     assert one.exit_code == 2 and "all-reduce needs at least two ranks" in one.output
 
 
 def test_status_and_launch_records_round_trip(tmp_path):
-    from dbench.allreduce.status import LAUNCH_FILE, read_launch, read_statuses, write_status
+    from dbench.allreduce.rank import LAUNCH_FILE, read_launch, read_statuses, write_status
 
     write_status(tmp_path, 3, "done", 1)
     (tmp_path / LAUNCH_FILE).write_text(json.dumps({"command": ["dbench", "allreduce"]}))

@@ -11,9 +11,11 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from tests.processes import run_tree
 
 from dbench.allreduce.launch import find_mpiexec
 
+pytestmark = pytest.mark.slow  # each test starts mpiexec and ranks: seconds, not milliseconds
 TIMEOUT = 120  # a hang fails the test instead of blocking the suite
 COLUMNS = ["elements", "bytes", "dtype", "ranks", "implementation", "device", "in_place", "iters", "warmup",
            "time_min_us", "time_mean_us", "time_max_us", "algbw_gbps", "busbw_gbps", "deepbench_gbps", "wrong",
@@ -27,8 +29,7 @@ def _env(**extra: str) -> dict[str, str]:
 
 def dbench_allreduce(*args: str, **env: str) -> subprocess.CompletedProcess:
     """`dbench allreduce ...` as a user runs it (the same command through python -m dbench.allreduce)."""
-    return subprocess.run([sys.executable, "-m", "dbench.allreduce", *args], capture_output=True, text=True,
-                          timeout=TIMEOUT, env=_env(**env))
+    return run_tree([sys.executable, "-m", "dbench.allreduce", *args], TIMEOUT, _env(**env))
 
 
 def _run_files(out: Path) -> tuple[dict, pd.DataFrame]:
@@ -56,6 +57,7 @@ def _assert_exact(frame: pd.DataFrame, sizes: list[int], impls: list[str], ranks
     assert (frame.groupby("elements").hash.nunique() == 1).all()
 
 
+@pytest.mark.slow
 def test_two_ranks_deepbench_odd_size_exact_table_and_rows(tmp_path):
     sizes = [1000, 16777217]  # DeepBench's odd size (4096^2 + 1)
     done = dbench_allreduce("--np", "2", "--sizes", ",".join(map(str, sizes)), "--iters", "2", "--warmup", "1",
@@ -75,6 +77,7 @@ def test_two_ranks_deepbench_odd_size_exact_table_and_rows(tmp_path):
     assert frame.deepbench_gbps.tolist() == pytest.approx((frame.algbw_gbps * 2).tolist())
 
 
+@pytest.mark.slow
 def test_three_ranks_odd_sizes_repeatable(tmp_path):
     sizes = [1, 5, 1000003]  # fewer elements than ranks, and sizes not divisible by 3
     done = dbench_allreduce("--np", "3", "--sizes", ",".join(map(str, sizes)), "--iters", "3", "--warmup", "1",
@@ -102,9 +105,8 @@ def test_other_dtypes_are_exact(tmp_path, dtype, itemsize):
 
 def test_plain_mpiexec_runs_the_module(tmp_path):
     mpiexec = str(Path(sys.executable).parent / "mpiexec")
-    done = subprocess.run([mpiexec, "-n", "3", sys.executable, "-m", "dbench.allreduce", "--sizes", "1000,30001",
-                           "--iters", "2", "--out", str(tmp_path)], capture_output=True, text=True,
-                          timeout=TIMEOUT, env=_env())
+    done = run_tree([mpiexec, "-n", "3", sys.executable, "-m", "dbench.allreduce", "--sizes", "1000,30001",
+                     "--iters", "2", "--out", str(tmp_path)], TIMEOUT, _env())
     assert done.returncode == 0, done.stderr
     assert done.stdout.count("all-reduce sum, float32, 3 ranks") == 1  # rank 0 prints, the others do not
     header, frame = _run_files(tmp_path)
@@ -133,6 +135,17 @@ def test_a_size_too_large_for_memory_is_refused_before_allocation(tmp_path):
     done = dbench_allreduce("--np", "2", "--sizes", str(huge), "--out", str(tmp_path))
     assert done.returncode == 1 and "GB of host memory" in done.stderr and "choose smaller --sizes" in done.stderr
     assert done.stderr.count("error:") == 1 and "Traceback" not in done.stderr
+
+
+def test_a_mismatch_is_stored_and_exits_3(tmp_path):
+    """Rank 1 counts one wrong element per check: every row is a mismatch, stored, and the exit status is 3
+    (any row not ok), distinct from 1 (the run could not finish)."""
+    done = dbench_allreduce("--np", "2", "--sizes", "1000", "--iters", "2", "--impl", "mpi", "--out", str(tmp_path),
+                            DBENCH_ALLREDUCE_FAIL_RANK="1:wrong")
+    assert done.returncode == 3, done.stderr
+    assert done.stderr.strip().count("\n") == 0 and "2 of 2 results are not exact" in done.stderr
+    _, frame = _run_files(tmp_path)
+    assert (frame.status == "mismatch").all() and (frame.wrong == 1).all()
 
 
 def test_a_rank_that_raises_ends_the_job_and_is_named(tmp_path):
@@ -179,5 +192,5 @@ def test_cuda_awareness_is_read_from_the_loaded_mpi_library():
     """The query behind `--device gpu` finds MPIX_Query_cuda_support in the mpich wheel (no GPU support: False)."""
     code = ("from mpi4py import MPI; from dbench.allreduce.implementations import mpi_cuda_support; "
             "print(mpi_cuda_support())")
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=TIMEOUT, env=_env())
+    done = run_tree([sys.executable, "-c", code], TIMEOUT, _env())
     assert done.returncode == 0 and done.stdout.strip() == "False", done.stdout + done.stderr

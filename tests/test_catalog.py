@@ -9,7 +9,7 @@ import pytest
 from dbench.catalog import ConvKernel, GemmKernel, RnnKernel, Selection, SparseKernel, load_catalog, load_kernel_file, select
 from dbench.catalog.kernels import Origin
 from dbench.errors import KernelFileError, UsageError
-from tests.conftest import write_csv
+from tests.helpers import write_csv
 
 EXPECTED_ROWS = {
     ("gemm", "train"): 160, ("gemm", "inference_server"): 75, ("gemm", "inference_device"): 13,
@@ -63,11 +63,19 @@ def test_min_bytes_counts_every_operand_once():
     assert gemm.min_bytes(4) == 4 * (4 * 2 + 2 * 3 + 2 * 4 * 3)
 
 
-@pytest.mark.parametrize("suite,expected", [("train", {"train"}), ("inference", {"inference_server", "inference_device"}),
-                                            ("inference-device", {"inference_device"})])
+@pytest.mark.parametrize("suite,expected", [
+    ("train", {"train"}), ("inference", {"inference_server", "inference_device"}),
+    ("inference-server", {"inference_server"}), ("inference-device", {"inference_device"}),
+    ("all", {"train", "inference_server", "inference_device"}),
+])
 def test_suite_selectors(suite, expected):
-    for kernel in select(load_catalog(), Selection(suite)):
-        assert set(kernel.suites) & expected
+    """A selector picks exactly the kernels with a row in its suites, in catalog order, and their
+    upstream rows add up to the table above."""
+    catalog = load_catalog()
+    selected = select(catalog, Selection(suite))
+    assert [k.id for k in selected] == [k.id for k in catalog if set(k.suites) & expected]
+    rows = sum(k.copies(s) for k in selected for s in expected)
+    assert rows == sum(n for (_, s), n in EXPECTED_ROWS.items() if s in expected) > 0
 
 
 def test_op_app_and_pattern_filters():

@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 
 from dbench.cli import app
 from dbench.gen.manifest import read_manifest, sha256
-from tests.conftest import write_csv
+from tests.helpers import write_csv
 
 runner = CliRunner()
 
@@ -47,6 +47,22 @@ def test_bad_choices_are_one_line_exit_2(args, needle):
     assert result.exit_code == 2
     assert needle in result.output and "Traceback" not in result.output
     assert len(result.output.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize("option,value,needle", [
+    ("--gemm-form", "mm", "unknown gemm form 'mm'; valid: gemm, matmul"),
+    ("--rnn-form", "scan", "unknown rnn form 'scan'; valid: op, recurrence"),
+    ("--int8-form", "fake", "unknown int8 form 'fake'; valid: qlinear, qdq, integer"),
+    ("--gru-activation", "sigmoid", "unknown GRU activation 'sigmoid'; valid: tanh, relu"),
+])
+@pytest.mark.parametrize("command", ["gen", "run"])
+def test_bad_form_is_one_line_exit_2_before_any_folder(command, option, value, needle, tmp_path):
+    out = tmp_path / "out"
+    result = invoke(command, "--ops", "gemm", option, value, "--out", str(out))
+    assert result.exit_code == 2, result.output
+    assert needle in result.output and "Traceback" not in result.output
+    assert len(result.output.strip().splitlines()) == 1
+    assert not out.exists()
 
 
 def test_gen_writes_graphs_and_manifest_idempotently(tmp_path):

@@ -65,7 +65,7 @@ def test_adapters_keep_scalar_inputs_and_outputs_0d(runtime, seed):
                      pass_name="fwd", form="model", precision="fp32", flops=0, flops_executed=0,
                      inputs=(TensorSpec("x", (3, 4), "float32", "activation"), TensorSpec("s", (), "float32", "activation")),
                      outputs=(TensorSpec("y", (3, 4), "float32", "output"), TensorSpec("z", (), "float32", "output")), seed=seed)
-    session = runtime_class(runtime)(RuntimeOptions(threads=1, weights="input")).prepare(scalar_model(), spec, {})
+    session = runtime_class(runtime)(RuntimeOptions(threads=1)).prepare(scalar_model(), spec, {})
     try:
         session.bind({"x": x, "s": s})
         session.run()
@@ -203,7 +203,11 @@ def test_too_large_for_memory(tmp_path):
 def test_catalog_selectors_beside_a_model_are_refused(tmp_path):
     path = mb.save(mb.mlp(np.random.default_rng(0)), tmp_path, "mlp")
     one_error_line(invoke("gen", "--from-model", path, "--dim", "batch=1", "--ops", "conv"), "drop --ops")
-    one_error_line(invoke("run", "--model", path, "--dim", "batch=1", "--graphs", tmp_path), "drop --graphs")
+    one_error_line(invoke("run", "--model", path, "--dim", "batch=1", "--graphs", tmp_path), "give one of them")
+    one_error_line(invoke("run", "--model", path, "--dim", "batch=1", "--suite", "train", "--out", tmp_path / "r"),
+                   "--suite cannot select in them")
+    one_error_line(invoke("run", "--dim", "batch=1", "--out", tmp_path / "r"), "--dim sizes the inputs of foreign models")
+    assert not (tmp_path / "r").exists()
 
 
 @pytest.mark.slow

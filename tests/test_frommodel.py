@@ -3,8 +3,6 @@ exactly (ids, precision, pass, form, counts, nodes); every extracted graph verif
 
 from __future__ import annotations
 
-import dataclasses
-
 import numpy as np
 import pytest
 
@@ -79,11 +77,10 @@ def test_kernels_csv_is_a_kernels_file(tmp_path, seed):
     assert tags["conv_w12_h12_c8_n2_k8_s3_r3_pw1_ph1_sw1_sh1"] == {"name": "cnn", "copies": 2, "nodes": ["conv1", "conv3"]}
 
 
-def run_graph(graph, runtime: str) -> dict:
-    options = RuntimeOptions(threads=1, weights="const")
-    job = Job(spec=graph.spec.to_dict(), model=graph.model.SerializeToString(), sha256=None, runtime=runtime,
-              options=dataclasses.asdict(options), timing=QUICK.to_dict(), verify=True, profile_runs=0)
-    return execute(job).to_dict()
+def run_graph(graph, runtime: str):
+    job = Job(spec=graph.spec, model=graph.model.SerializeToString(), sha256=None, runtime=runtime,
+              options=RuntimeOptions(threads=1), timing=QUICK, weights="const", verify=True, profile_runs=0)
+    return execute(job)
 
 
 @pytest.mark.slow
@@ -92,8 +89,8 @@ def run_graph(graph, runtime: str) -> dict:
 def test_every_extracted_graph_verifies(tmp_path, name, runtime, seed):
     for graph in build_graphs(extracted(tmp_path, name, seed)):
         outcome = run_graph(graph, runtime)
-        assert outcome["status"] == "ok", (graph.id, outcome["message"])
-        assert outcome["verification"]["ok"] and outcome["verification"]["by"] == "numpy", graph.id
+        assert outcome.status == "ok", (graph.id, outcome.message)
+        assert outcome.verification["ok"] and outcome.verification["by"] == "numpy", graph.id
 
 
 def test_shape_arithmetic_is_folded_for_shapes(tmp_path, seed):
@@ -113,7 +110,7 @@ def test_shape_arithmetic_is_folded_for_shapes(tmp_path, seed):
 def test_extension_columns_are_optional_and_validated(tmp_path):
     """batch/groups/dilations default to 1 (DeepBench's ids unchanged) and are checked when given."""
     from dbench.errors import KernelFileError
-    from tests.conftest import write_csv
+    from tests.helpers import write_csv
 
     path = write_csv(tmp_path / "mixed.csv", "family,m,n,k,a_t,b_t,batch,w,h,c,s,r,pad_w,pad_h,wstride,hstride,groups,dil_w,dil_h,copies",
                      "gemm,8,8,16,0,0,8,,,,,,,,,,,,,", "gemm,8,8,16,0,0,,,,,,,,,,,,,,3",

@@ -10,11 +10,12 @@ import pytest
 
 from dbench.catalog import ConvKernel, GemmKernel, Selection, load_catalog, select
 from dbench.gen import conv, gemm
-from dbench.gen.build import GenOptions, build, plan
+from dbench.gen.options import GenOptions
+from dbench.gen.plan import build, plan
 from dbench.gen.feeds import make_feeds
 from dbench.gen.graph import IR_VERSION, OPSET
 from dbench.gen.precision import PRECISIONS
-from tests.conftest import normalized_error, run_ort, run_reference_evaluator
+from tests.helpers import normalized_error, ort_session, run_ort, run_reference_evaluator
 
 TRANSPOSES = [(False, False), (True, False), (False, True), (True, True)]
 CATALOG_CONVS = select(load_catalog(), Selection("all", ops=("conv",)))
@@ -68,13 +69,35 @@ def test_conv_fp32_every_catalog_geometry(geometry, remainder, pass_name, seed):
         assert normalized_error(out, ref) < PRECISIONS["fp32"].tolerance
 
 
+def _direct_conv(kernel: ConvKernel, x: np.ndarray, w: np.ndarray) -> np.ndarray:
+    """Y[n, k, q, p] = Σ_c,i,j Xpad[n, c, q·hstride + i, p·wstride + j] · W[k, c, i, j], one output at a time."""
+    xp = np.pad(x.astype(np.float64), ((0, 0), (0, 0), (kernel.pad_h, kernel.pad_h), (kernel.pad_w, kernel.pad_w)))
+    y = np.zeros((kernel.n, kernel.k, kernel.out_h, kernel.out_w))
+    for q in range(kernel.out_h):
+        for p in range(kernel.out_w):
+            window = xp[:, :, q * kernel.hstride:q * kernel.hstride + kernel.r, p * kernel.wstride:p * kernel.wstride + kernel.s]
+            y[:, :, q, p] = np.einsum("ncij,kcij->nk", window, w.astype(np.float64))
+    return y
+
+
 def test_conv_reference_catches_swapped_filter_axes(seed):
-    """A non-square filter and stride: swapping r/s or the strides must change the answer."""
-    kernel = ConvKernel(w=11, h=9, c=2, n=1, k=3, s=5, r=2, pad_w=1, pad_h=0, wstride=2, hstride=1)
-    swapped = ConvKernel(w=11, h=9, c=2, n=1, k=3, s=2, r=5, pad_w=1, pad_h=0, wstride=1, hstride=2)
-    graph = conv.build(kernel, "fp32", "fwd")
-    assert [a.ints for a in graph.model.graph.node[0].attribute if a.name == "kernel_shape"] == [[2, 5]]
-    assert graph.spec.outputs[0].shape != conv.build(swapped, "fp32", "fwd").spec.outputs[0].shape
+    """A non-square filter, stride and padding (r != s, hstride != wstride, pad_h != pad_w): the
+    reference of each pass agrees with a direct sum written independently here (forward) and with
+    the adjoint identities <Y, dY> = <X, dX> = <W, dW> (backward), so swapping any height/width
+    pair in the reference fails."""
+    kernel = ConvKernel(w=11, h=9, c=2, n=2, k=3, s=5, r=2, pad_w=1, pad_h=0, wstride=2, hstride=1)
+    graphs = {p: conv.build(kernel, "fp32", p) for p in ("fwd", "bwd_data", "bwd_filter")}
+    assert [a.ints for a in graphs["fwd"].model.graph.node[0].attribute if a.name == "kernel_shape"] == [[2, 5]]
+    feeds = make_feeds(graphs["fwd"].spec, seed) | make_feeds(graphs["bwd_data"].spec, seed + 1)
+    x, w, dy = (feeds[name].astype(np.float64) for name in ("X", "W", "dY"))
+    y = conv.reference(graphs["fwd"].spec, {"X": x, "W": w})["Y"]
+    np.testing.assert_allclose(y, _direct_conv(kernel, x, w), rtol=1e-12, atol=1e-12)
+    dx = conv.reference(graphs["bwd_data"].spec, {"dY": dy, "W": w})["dX"]
+    dw = conv.reference(graphs["bwd_filter"].spec, {"X": x, "dY": dy})["dW"]
+    assert (dx.shape, dw.shape) == (x.shape, w.shape)
+    inner = float((y * dy).sum())
+    assert float((x * dx).sum()) == pytest.approx(inner, rel=1e-12)
+    assert float((w * dw).sum()) == pytest.approx(inner, rel=1e-12)
 
 
 LOW_PRECISION_GRAPHS = [
@@ -108,10 +131,8 @@ def test_fp16_graphs_on_onnxruntime(name, make, seed):
 def test_onnxruntime_cpu_has_no_bf16_gemm():
     """Known gap that the runner reports as `unsupported`; if ORT gains it, this tells us."""
     graph = gemm.build(GemmKernel(m=4, n=4, k=4, a_t=False, b_t=False), "bf16", "fwd", "gemm")
-    import onnxruntime as ort
-
     with pytest.raises(Exception, match="NOT_IMPLEMENTED"):
-        ort.InferenceSession(graph.model.SerializeToString(), providers=["CPUExecutionProvider"])
+        ort_session(graph.model)
 
 
 def graph_reference(graph, feeds):

@@ -14,12 +14,16 @@ from onnx.reference import ReferenceEvaluator
 from dbench.catalog import load_catalog
 from dbench.catalog.kernels import ConvKernel, GemmKernel, SparseKernel
 from dbench.errors import UnsupportedError, UsageError
-from dbench.gen import build as gen_build
+from dbench.gen import plan as gen_plan
 from dbench.gen import int8
 from dbench.gen.feeds import make_feeds
 from dbench.gen.graph import GraphSpec
-from dbench.gen.int8_quant import FORMS, INT_LIMITS, reduction_length
+from dbench.gen.int8_quant import INT_LIMITS, reduction_length
+from dbench.gen.options import INT8_FORMS
+from dbench.gen.options import GenOptions
+from dbench.gen.tolerance import Tolerance
 from dbench.gen.weights import embed_weights, split_feeds
+from tests.helpers import max_abs_error, run_ort
 
 # Shrunk kernels with the catalog's filter sizes, strides and pads; unaligned M / C / H / W so padding runs.
 SHRUNK = {
@@ -34,15 +38,8 @@ SHRUNK = {
 }
 
 
-def _max_error(out: np.ndarray, ref: np.ndarray) -> float:
-    return float(np.max(np.abs(out.astype(np.float64) - ref.astype(np.float64))))
-
-
 def _ort(model: onnx.ModelProto, feeds: dict) -> np.ndarray:
-    import onnxruntime as ort
-
-    session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
-    return session.run(None, feeds)[0]
+    return run_ort(model, feeds)[0]
 
 
 def _openvino(model: onnx.ModelProto, feeds: dict, tmp_path) -> np.ndarray:
@@ -60,11 +57,11 @@ def _check(graph, feeds: dict, out: np.ndarray, runtime: str, seed: int) -> None
     tol = int8.tolerance(graph.spec)
     assert tol.metric == "abs"
     assert out.shape == ref.shape and out.dtype == np.dtype(graph.spec.outputs[0].dtype), (runtime, out.dtype)
-    err = _max_error(out, ref)
+    err = max_abs_error(out, ref)
     assert err <= tol.bound, f"{graph.id} on {runtime}: max error {err} > {tol.bound} (seed {seed})"
 
 
-@pytest.mark.parametrize("form", FORMS)
+@pytest.mark.parametrize("form", INT8_FORMS)
 @pytest.mark.parametrize("name", list(SHRUNK))
 def test_forms_match_reference_on_every_runtime(name, form, tmp_path, seed):
     graph = int8.build(SHRUNK[name], "int8", "fwd", form)
@@ -82,8 +79,8 @@ def test_forms_match_reference_on_every_runtime(name, form, tmp_path, seed):
 
 def test_exact_forms_have_zero_tolerance_and_qdq_one_output_step():
     kernel = SHRUNK["gemm_m_unaligned"]
-    assert int8.tolerance(int8.build(kernel, form="integer").spec) == gen_build.Tolerance("abs", 0.0)
-    assert int8.tolerance(int8.build(kernel, form="qlinear").spec) == gen_build.Tolerance("abs", 0.0)
+    assert int8.tolerance(int8.build(kernel, form="integer").spec) == Tolerance("abs", 0.0)
+    assert int8.tolerance(int8.build(kernel, form="qlinear").spec) == Tolerance("abs", 0.0)
     qdq = int8.build(kernel, form="qdq").spec
     assert int8.tolerance(qdq).bound == qdq.attrs["scales"]["y"] > 0
 
@@ -151,7 +148,7 @@ def test_padded_conv_rounds_c_h_w_together():
 
 def test_weights_are_int8_graph_inputs_and_only_scalars_are_embedded():
     for kernel in (SHRUNK["gemm_m_unaligned"], SHRUNK["conv_3x3_s2_p1"]):
-        for form in FORMS:
+        for form in INT8_FORMS:
             graph = int8.build(kernel, "int8", "fwd", form)
             (weight,) = graph.spec.weights
             assert weight.name == "W" and weight.dtype == "int8"
@@ -162,6 +159,7 @@ def test_weights_are_int8_graph_inputs_and_only_scalars_are_embedded():
 
 
 @pytest.mark.parametrize("form", ["qlinear", "qdq"])
+@pytest.mark.slow
 def test_output_scale_keeps_catalog_extremes_off_saturation(form, seed):
     """The output scale follows the reduction length: the smallest and largest inference reductions
     in the catalog requantise to values that mostly stay inside the 8-bit range."""
@@ -179,23 +177,23 @@ def test_output_scale_keeps_catalog_extremes_off_saturation(form, seed):
 
 def test_every_inference_kernel_builds_a_valid_graph_in_every_form():
     for kernel in _inference("gemm") + _inference("conv"):
-        for form in FORMS:
+        for form in INT8_FORMS:
             onnx.checker.check_model(int8.build(kernel, "int8", "fwd", form).model)
 
 
-def test_dispatch_plans_builds_and_checks_through_gen_build():
+def test_dispatch_plans_builds_and_checks_through_gen_plan():
     kernel = SHRUNK["conv_3x3_s1_p1"]
-    options = gen_build.GenOptions(precision="int8", int8_form="qlinear", int8_pad=False)
-    (request,) = gen_build.plan([kernel], ["inference_server"], options)
+    options = GenOptions(precision="int8", int8_form="qlinear", int8_pad=False)
+    (request,) = gen_plan.plan([kernel], ["inference_server"], options)
     assert (request.pass_name, request.form, request.attrs) == ("fwd", "qlinear", {"pad": False})
-    graph = gen_build.build(request)
+    graph = gen_plan.build(request)
     assert graph.spec.form == "qlinear" and graph.spec.precision == "int8" and graph.spec.attrs["padded"] == {}
-    assert gen_build.tolerance(graph.spec) == gen_build.Tolerance("abs", 0.0)
+    assert gen_plan.tolerance(graph.spec) == Tolerance("abs", 0.0)
     feeds = make_feeds(graph.spec)
-    np.testing.assert_array_equal(gen_build.reference(graph.spec, feeds)["Y"], _ort(graph.model, feeds))
+    np.testing.assert_array_equal(gen_plan.reference(graph.spec, feeds)["Y"], _ort(graph.model, feeds))
 
 
-@pytest.mark.parametrize("form", FORMS)
+@pytest.mark.parametrize("form", INT8_FORMS)
 def test_reference_needs_only_the_manifest_spec(form):
     """A spec written to JSON and read back (another machine, no catalog) verifies the padded graph."""
     graph = int8.build(SHRUNK["conv_3x3_s2_p1"], "int8", "fwd", form)
@@ -204,7 +202,7 @@ def test_reference_needs_only_the_manifest_spec(form):
     assert spec.attrs["padded"] == {"c": 8, "h": 12, "w": 16}
     np.testing.assert_array_equal(int8.reference(spec, feeds)["Y"], int8.reference(graph.spec, feeds)["Y"])
     assert int8.tolerance(spec) == int8.tolerance(graph.spec)
-    assert _max_error(_ort(graph.model, feeds), int8.reference(spec, feeds)["Y"]) <= int8.tolerance(spec).bound
+    assert max_abs_error(_ort(graph.model, feeds), int8.reference(spec, feeds)["Y"]) <= int8.tolerance(spec).bound
 
 
 def test_transposed_gemm_uses_the_matmul_layout():

@@ -11,20 +11,16 @@ from onnx.reference import ReferenceEvaluator
 from dbench.catalog import load_catalog
 from dbench.catalog.kernels import SparseKernel
 from dbench.errors import UnsupportedError, UsageError
-from dbench.gen import build as gen_build
+from dbench.gen import plan as gen_plan
 from dbench.gen import sparse
 from dbench.gen.feeds import make_feeds
+from dbench.gen.options import GenOptions
 from dbench.gen.precision import PRECISIONS
-
-
-def _rel_error(out: np.ndarray, ref: np.ndarray) -> float:
-    return float(np.max(np.abs(out.astype(np.float64) - ref)) / np.max(np.abs(ref)))
+from tests.helpers import normalized_error, run_ort
 
 
 def _ort(model: onnx.ModelProto, feeds: dict) -> np.ndarray:
-    import onnxruntime as ort
-
-    return ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, feeds)[0]
+    return run_ort(model, feeds)[0]
 
 
 @pytest.mark.parametrize("form", sparse.FORMS)
@@ -36,7 +32,7 @@ def test_graph_matches_reference(precision, a_t, b_t, form, seed):
     onnx.checker.check_model(graph.model, full_check=True)
     feeds = make_feeds(graph.spec, seed)
     ref = sparse.reference(graph.spec, feeds)["Y"]
-    bound = gen_build.tolerance(graph.spec)
+    bound = gen_plan.tolerance(graph.spec)
     assert bound.metric == "rel"
     runs = {"onnx reference": ReferenceEvaluator(graph.model).run(None, feeds)[0]}
     if precision == "bf16":
@@ -47,7 +43,7 @@ def test_graph_matches_reference(precision, a_t, b_t, form, seed):
         runs["onnxruntime"] = _ort(graph.model, feeds)
     for runtime, out in runs.items():
         assert out.shape == ref.shape == graph.spec.outputs[0].shape
-        assert _rel_error(out, ref) <= bound.bound, f"{graph.id} on {runtime} (seed {seed})"
+        assert normalized_error(out, ref) <= bound.bound, f"{graph.id} on {runtime} (seed {seed})"
 
 
 def test_buffers_follow_the_column_major_mapping():
@@ -79,11 +75,11 @@ def test_every_catalog_sparse_kernel_plans_builds_and_checks():
     kernels = [k for k in load_catalog() if k.family == "sparse"]
     rows = {suite: sum(k.copies(suite) for k in kernels) for suite in ("inference_server", "inference_device")}
     assert rows == {"inference_server": 24, "inference_device": 8} and len(kernels) == 24
-    requests = gen_build.plan(kernels, ["inference_server", "inference_device"], gen_build.GenOptions())
+    requests = gen_plan.plan(kernels, ["inference_server", "inference_device"], GenOptions())
     assert len(requests) == 2 * len(kernels)
     assert {(r.pass_name, r.form) for r in requests} == {("fwd", "sparse"), ("fwd", "dense")}
     for request in requests:
-        graph = gen_build.build(request)
+        graph = gen_plan.build(request)
         onnx.checker.check_model(graph.model)
         assert graph.spec.flops == request.kernel.flops() < graph.spec.flops_executed
 
@@ -94,6 +90,6 @@ def test_bad_requests_raise_clear_errors():
         sparse.build(kernel, "fp32", "fwd", "csr")
     with pytest.raises(UnsupportedError, match="inference only"):
         sparse.build(kernel, "fp32", "bwd_data", "sparse")
-    (request,) = gen_build.plan([kernel], ["inference_server"], gen_build.GenOptions(precision="int8"))
+    (request,) = gen_plan.plan([kernel], ["inference_server"], GenOptions(precision="int8"))
     with pytest.raises(UnsupportedError, match="no int8 form"):
-        gen_build.build(request)
+        gen_plan.build(request)

@@ -5,9 +5,9 @@ from __future__ import annotations
 import subprocess
 import sys
 
-CORE = ["dbench.cli", "dbench.catalog", "dbench.gen.build", "dbench.gen.gemm", "dbench.gen.conv", "dbench.gen.rnn",
+CORE = ["dbench.cli", "dbench.catalog", "dbench.gen.plan", "dbench.gen.family", "dbench.gen.options", "dbench.gen.gemm", "dbench.gen.conv", "dbench.gen.rnn",
         "dbench.gen.int8", "dbench.gen.sparse", "dbench.gen.writer", "dbench.store.export", "dbench.store.compare",
-        "dbench.runtimes.registry"]
+        "dbench.runtimes.registry", "dbench.orchestrator.run", "dbench.render.run"]
 RUNTIMES = ["onnxruntime", "openvino", "tensorrt", "mpi4py", "cupy"]
 
 
@@ -26,3 +26,13 @@ def test_gen_runs_with_runtimes_hidden(tmp_path):
     done = subprocess.run([sys.executable, "-c", code, str(tmp_path)], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stdout + done.stderr
     assert len(list((tmp_path / "inference-device").glob("*.onnx"))) > 40
+
+
+def test_validating_a_run_starts_no_runtime():
+    """The parent checks every runtime's options (OpenVINO's included) without importing any runtime."""
+    code = ("import sys\nfrom dbench.orchestrator.request import RunRequest, validate\n"
+            "for name, extra in (('ort-cpu', {'use_arena': '1'}), ('openvino', {'NUM_STREAMS': '2'})):\n"
+            "    validate(RunRequest(runtime=name, threads=1, extra=extra))\n"
+            f"loaded = [m for m in {RUNTIMES!r} if m in sys.modules]\nprint(loaded)\nsys.exit(1 if loaded else 0)")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stdout + done.stderr

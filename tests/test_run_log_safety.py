@@ -17,7 +17,7 @@ from typer.testing import CliRunner
 
 from dbench.cli import app
 from dbench.store.log import RunLog, resume_command
-from tests.conftest import write_csv
+from tests.helpers import write_csv
 
 runner = CliRunner()
 FAST = ("--quick", "--profile-runs", "2")
@@ -101,6 +101,7 @@ def test_resume_command_keeps_a_results_folder_other_than_the_default(tmp_path):
     assert resume_command(tmp_path / "out" / "m" / "run-1.jsonl") == f"dbench run --resume run-1 --out {tmp_path / 'out'}"
 
 
+@pytest.mark.slow
 def test_a_failed_write_mid_run_names_the_cause_and_the_resume_command(tmp_path):
     """A file-size limit makes the log's writes fail part-way (as a full disk does): one line, and
     the printed command finishes the run."""

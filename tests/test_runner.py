@@ -17,7 +17,7 @@ from typer.testing import CliRunner
 
 from dbench.cli import app
 from dbench.gen.manifest import read_manifest, sha256, write_manifest
-from tests.conftest import write_csv
+from tests.helpers import write_csv
 
 runner = CliRunner()
 FAST = ("--quick", "--profile-runs", "2")
@@ -45,6 +45,27 @@ def wait_for_rows(out: Path, count: int, seconds: float = 60) -> None:
 def dbench(*args: str, env: dict | None = None, **kwargs) -> subprocess.Popen:
     return subprocess.Popen([sys.executable, "-m", "dbench", *args], env={**os.environ, **(env or {})},
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True, **kwargs)
+
+
+def children(pid: int) -> list[int]:
+    """The live processes whose parent is `pid` (from /proc)."""
+    found = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[1]) == pid and fields[0] != "Z":
+            found.append(int(stat.parent.name))
+    return found
+
+
+def alive(pid: int) -> bool:
+    """Whether `pid` exists and is not a zombie."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
 
 
 def test_run_logs_verified_rows_with_metadata(kernels, tmp_path):
@@ -85,16 +106,18 @@ def test_unsupported_precision_is_a_row_not_a_crash(kernels, tmp_path):
     assert row["status"] == "unsupported" and "NOT_IMPLEMENTED" in row["message"]
 
 
+@pytest.mark.slow
 def test_crashing_kernel_is_recorded_and_the_run_goes_on(kernels, tmp_path):
     out = tmp_path / "res"
     proc = dbench("run", "--kernels", str(kernels), *FAST, "--out", str(out), env={"DBENCH_WORKER_CRASH_ON": "gemm_m48_"})
     proc.communicate(timeout=120)
-    assert proc.returncode == 0
+    assert proc.returncode == 3, "a crashed row makes the run exit 3"
     rows = {r["kernel_id"]: r for r in rows_of(out)}
     assert rows["gemm_m48_n8_k32_tn"]["status"] == "crashed" and "SIGSEGV" in rows["gemm_m48_n8_k32_tn"]["message"]
     assert sum(r["status"] == "ok" for r in rows.values()) == 5
 
 
+@pytest.mark.slow
 def test_hanging_kernel_times_out_and_the_run_goes_on(kernels, tmp_path):
     out = tmp_path / "res"
     proc = dbench("run", "--kernels", str(kernels), *FAST, "--timeout", "5", "--out", str(out),
@@ -105,16 +128,42 @@ def test_hanging_kernel_times_out_and_the_run_goes_on(kernels, tmp_path):
     assert sum(r["status"] == "ok" for r in rows.values()) == 5
 
 
+@pytest.mark.slow
 def test_out_of_memory_becomes_an_oom_row(kernels, tmp_path):
     big = write_csv(tmp_path / "big.csv", "m,n,k,a_t,b_t", "16384,16384,16384,0,0", "16,8,32,0,0")
     out = tmp_path / "res"
     result = runner.invoke(app, ["run", "--kernels", str(big), *FAST, "--memory-limit", "1.5", "--out", str(out)])
-    assert result.exit_code == 0, result.output
+    assert result.exit_code == 3, result.output
     rows = {r["kernel_id"]: r for r in rows_of(out)}
     assert rows["gemm_m16384_n16384_k16384_nn"]["status"] == "oom"
     assert rows["gemm_m16_n8_k32_nn"]["status"] == "ok"
 
 
+@pytest.mark.slow
+def test_worker_killed_from_outside_is_crashed_not_oom(kernels, tmp_path):
+    """A SIGKILL with no out-of-memory record in the cgroup is not called oom: the row says crashed
+    and who killed it, and the run goes on."""
+    out = tmp_path / "res"
+    proc = dbench("run", "--kernels", str(kernels), *FAST, "--out", str(out), env={"DBENCH_WORKER_HANG_ON": "gemm_m32_"})
+    try:
+        wait_for_rows(out, 1)
+        deadline = time.time() + 30
+        while time.time() < deadline and not children(proc.pid):
+            time.sleep(0.1)
+        time.sleep(1)  # the worker has the hanging graph by now
+        for worker in children(proc.pid):
+            os.kill(worker, signal.SIGKILL)
+        proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.communicate()
+    row = {r["kernel_id"]: r for r in rows_of(out)}["gemm_m32_n8_k32_nn"]
+    assert row["status"] == "crashed" and "SIGKILL from outside dbench (no out-of-memory record found)" in row["message"]
+    assert len(rows_of(out)) == 6 and proc.returncode == 3
+
+
+@pytest.mark.slow
 def test_killed_run_resumes_with_every_graph_exactly_once(kernels, tmp_path):
     out = tmp_path / "res"
     proc = dbench("run", "--kernels", str(kernels), *FAST, "--out", str(out), env={"DBENCH_WORKER_HANG_ON": "gemm_m64_"})
@@ -130,6 +179,74 @@ def test_killed_run_resumes_with_every_graph_exactly_once(kernels, tmp_path):
     assert {r["status"] for r in rows_of(out)} == {"ok"}
 
 
+@pytest.mark.slow
+def test_sigkilled_run_leaves_no_worker_behind(kernels, tmp_path):
+    """SIGKILL of `dbench run` alone (not its group): the worker, in its own process group, dies with
+    it (PR_SET_PDEATHSIG) instead of hanging on."""
+    proc = dbench("run", "--kernels", str(kernels), *FAST, "--out", str(tmp_path / "res"),
+                  env={"DBENCH_WORKER_HANG_ON": "gemm_m16_"})
+    workers: list[int] = []
+    try:
+        deadline = time.time() + 60
+        while time.time() < deadline and not workers:
+            workers = children(proc.pid)
+            time.sleep(0.2)
+        assert workers, "the run started no worker"
+        assert all(os.getpgid(w) != os.getpgid(proc.pid) for w in workers), "the worker has its own process group"
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait(10)
+        deadline = time.time() + 10
+        while time.time() < deadline and any(alive(w) for w in workers):
+            time.sleep(0.1)
+        assert not [w for w in workers if alive(w)], "a worker outlived its killed parent"
+    finally:
+        for pid in [proc.pid, *workers]:
+            try:
+                os.killpg(pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+        proc.communicate()
+
+
+@pytest.mark.slow
+def test_weights_are_fed_for_training_graphs_and_constant_for_inference(tmp_path):
+    """`--weights auto`: the train-only GEMM feeds its weights per call, the inference one holds them as
+    constants; the row says which, and `--weights input` overrides both."""
+    kernels = write_csv(tmp_path / "k.csv", "m,n,k,a_t,b_t,suite", "16,8,32,0,0,train", "32,8,32,0,0,inference_server")
+    for mode, expected in (("auto", {"gemm_m16_n8_k32_nn": "input", "gemm_m32_n8_k32_nn": "const"}),
+                           ("input", {"gemm_m16_n8_k32_nn": "input", "gemm_m32_n8_k32_nn": "input"})):
+        out = tmp_path / mode
+        result = runner.invoke(app, ["run", "--kernels", str(kernels), "--weights", mode, *FAST, "--out", str(out)])
+        assert result.exit_code == 0, result.output
+        assert {r["kernel_id"]: r["weights"] for r in rows_of(out)} == expected
+
+
+@pytest.mark.parametrize("weights", ["const", "input"])
+def test_the_runtime_receives_the_jobs_weights_mode(weights, monkeypatch):
+    """The Job's weights mode reaches the runtime: the weight arrays as constants, or none (fed per call)."""
+    from dbench.catalog import GemmKernel
+    from dbench.gen import gemm
+    from dbench.runtimes.base import RuntimeOptions
+    from dbench.runtimes.onnxruntime import OrtCpu
+    from dbench.worker import main as worker
+    from dbench.worker.timing import QUICK
+
+    received: list[list[str]] = []
+    prepare = OrtCpu.prepare
+
+    def recording_prepare(self, model, spec, constants):
+        received.append(sorted(constants))
+        return prepare(self, model, spec, constants)
+
+    monkeypatch.setattr(OrtCpu, "prepare", recording_prepare)
+    graph = gemm.build(GemmKernel(m=32, n=8, k=16, a_t=False, b_t=False), "fp32", "fwd", "gemm")
+    job = worker.Job(spec=graph.spec, model=graph.model.SerializeToString(), sha256=None, runtime="ort-cpu",
+                     options=RuntimeOptions(threads=1), timing=QUICK, weights=weights, profile_runs=0)
+    assert graph.spec.weights and worker.execute(job).status == "ok"
+    assert received == [sorted(t.name for t in graph.spec.weights) if weights == "const" else []]
+
+
+@pytest.mark.slow
 def test_ctrl_c_keeps_finished_rows(kernels, tmp_path):
     out = tmp_path / "res"
     proc = dbench("run", "--kernels", str(kernels), *FAST, "--out", str(out), env={"DBENCH_WORKER_HANG_ON": "gemm_m48_"})
@@ -148,18 +265,20 @@ def graph_folder(tmp_path, kernels) -> Path:
     return tmp_path / "g" / "all"
 
 
+@pytest.mark.slow
 def test_corrupt_graph_fails_alone(graph_folder, tmp_path):
     entries = read_manifest(graph_folder)
     (graph_folder / entries[0].file).write_bytes(b"\x08\x07not a protobuf")
     out = tmp_path / "res"
     result = runner.invoke(app, ["run", "--graphs", str(graph_folder), *FAST, "--out", str(out)])
-    assert result.exit_code == 0, result.output
+    assert result.exit_code == 3, result.output
     rows = {r["graph_id"]: r for r in rows_of(out)}
     bad = rows[entries[0].spec.id]
     assert bad["status"] == "failed" and ("cannot load the graph" in bad["message"] or "does not match its manifest" in bad["message"])
     assert sum(r["status"] == "ok" for r in rows.values()) == 5
 
 
+@pytest.mark.slow
 def test_wrong_answer_is_a_mismatch(graph_folder, tmp_path):
     """A graph that computes 2·A·B + C where the manifest promises A·B + C must not pass as ok."""
     entries = read_manifest(graph_folder)
@@ -178,6 +297,7 @@ def test_wrong_answer_is_a_mismatch(graph_folder, tmp_path):
     assert wrong["status"] == "mismatch" and wrong["verified"] is False and wrong["error"] > 0.1
 
 
+@pytest.mark.slow
 def test_manifest_that_does_not_match_its_graph(graph_folder, tmp_path):
     entries = read_manifest(graph_folder)
     (graph_folder / entries[0].file).write_bytes((graph_folder / entries[2].file).read_bytes())
@@ -213,6 +333,7 @@ def test_unwritable_results_folder(kernels, tmp_path):
     assert result.exit_code == 1 and "cannot write results to" in result.output
 
 
+@pytest.mark.slow
 def test_int8_run_shows_what_ran_in_int8_and_sparse_speedup(tmp_path):
     gemm_file = write_csv(tmp_path / "g.csv", "m,n,k,a_t,b_t", "35,16,64,0,0")
     out = tmp_path / "res"
@@ -236,6 +357,7 @@ def test_int8_run_shows_what_ran_in_int8_and_sparse_speedup(tmp_path):
     assert speedup == pytest.approx(medians["dense"] / medians["sparse"])
 
 
+@pytest.mark.slow
 def test_compare_two_runs_side_by_side(kernels, tmp_path):
     out = tmp_path / "res"
     for threads in ("1", "2"):
@@ -255,8 +377,6 @@ def test_compare_two_runs_side_by_side(kernels, tmp_path):
 @pytest.mark.parametrize("resets", [True, False])
 def test_memory_is_reported_only_when_the_peak_could_be_reset(resets, monkeypatch):
     """Without a reset, VmHWM would be the largest earlier kernel's peak: the row says nothing instead."""
-    import dataclasses
-
     from dbench.worker import main as worker, memory
     from dbench.worker.timing import QUICK
     from dbench.catalog import GemmKernel
@@ -265,8 +385,8 @@ def test_memory_is_reported_only_when_the_peak_could_be_reset(resets, monkeypatc
 
     monkeypatch.setattr(memory, "reset_peak", lambda: resets)
     graph = gemm.build(GemmKernel(m=32, n=8, k=16, a_t=False, b_t=False), "fp32", "fwd", "gemm")
-    job = worker.Job(spec=graph.spec.to_dict(), model=graph.model.SerializeToString(), sha256=None, runtime="ort-cpu",
-                     options=dataclasses.asdict(RuntimeOptions(threads=1)), timing=QUICK.to_dict(), profile_runs=2)
+    job = worker.Job(spec=graph.spec, model=graph.model.SerializeToString(), sha256=None, runtime="ort-cpu",
+                     options=RuntimeOptions(threads=1), timing=QUICK, profile_runs=2)
     outcome = worker.execute(job)
     assert outcome.status == "ok" and outcome.stats["median_us"] > 0
     if resets:

@@ -10,16 +10,16 @@ import pytest
 from typer.testing import CliRunner
 
 from dbench.catalog import ConvKernel, GemmKernel
-from dbench.errors import UnsupportedError
+from dbench.errors import DbenchError, OutOfMemory, UnsupportedError
 from dbench.gen import conv, gemm
 from dbench.gen.feeds import make_feeds
 from dbench.gen.precision import DTYPES
 from dbench.gen.weights import embed_weights, split_feeds
 from dbench.runtimes.base import RuntimeOptions
-from dbench.runtimes.onnxruntime import OrtCpu
+from dbench.runtimes.onnxruntime import GraphLoadError, OrtCpu, classified
 from dbench.runtimes.registry import RUNTIMES, runtime_class, status
 from dbench.store.schema import executed_precision
-from tests.conftest import normalized_error
+from tests.helpers import normalized_error
 
 KERNEL = ConvKernel(w=9, h=7, c=3, n=2, k=4, s=3, r=2, pad_w=1, pad_h=0, wstride=2, hstride=1)
 
@@ -29,7 +29,7 @@ def test_fp32_conv_runs_verifies_and_profiles(weights, seed):
     graph = conv.build(KERNEL, "fp32", "fwd")
     feeds = make_feeds(graph.spec, seed)
     constants, per_call = split_feeds(graph.spec, feeds, weights)
-    session = OrtCpu(RuntimeOptions(threads=1, weights=weights)).prepare(graph.model, graph.spec, constants)
+    session = OrtCpu(RuntimeOptions(threads=1)).prepare(graph.model, graph.spec, constants)
     session.bind(per_call)
     session.run()
     out = session.outputs()["Y"]
@@ -145,7 +145,7 @@ def test_recurrence_graph_reports_fp32_and_no_kernel_time_above_its_median(tmp_p
 def test_fp16_on_cpu_reports_the_fp32_it_really_ran(seed):
     """ORT CPU has no fp16 Conv: it inserts Casts and runs fp32. The profile must say so."""
     graph = conv.build(KERNEL, "fp16", "fwd")
-    session = OrtCpu(RuntimeOptions(weights="input")).prepare(graph.model, graph.spec, {})
+    session = OrtCpu(RuntimeOptions()).prepare(graph.model, graph.spec, {})
     session.bind(make_feeds(graph.spec, seed))
     session.run()
     nodes = [vars(n) for n in session.profile(2)]
@@ -156,16 +156,22 @@ def test_fp16_on_cpu_reports_the_fp32_it_really_ran(seed):
 def test_bf16_is_unsupported_with_the_runtime_message():
     graph = gemm.build(GemmKernel(m=4, n=4, k=4, a_t=False, b_t=False), "bf16", "fwd", "gemm")
     with pytest.raises(UnsupportedError, match="NOT_IMPLEMENTED"):
-        OrtCpu(RuntimeOptions(weights="input")).prepare(graph.model, graph.spec, {})
+        OrtCpu(RuntimeOptions()).prepare(graph.model, graph.spec, {})
 
 
-def test_registry_lists_every_runtime_without_importing_unavailable_ones():
-    assert {"ort-cpu", "ort-cuda", "ort-trt"} <= set(RUNTIMES)
-    cpu = status("ort-cpu")
-    assert cpu.available and cpu.version
-    cuda = status("ort-cuda")
-    assert not cuda.available and "dbench[gpu]" in cuda.reason
-    assert runtime_class("ort-cpu").int8_form in ("qlinear", "qdq", "integer")
+def test_registry_reports_what_each_runtime_says_of_itself():
+    """Whatever this machine has (a GPU or not): every runtime's status is its availability, with a
+    version when usable and the pip extra that installs it when not."""
+    assert {"ort-cpu", "ort-cuda", "ort-trt", "openvino"} <= set(RUNTIMES)
+    for name in RUNTIMES:
+        cls = runtime_class(name)
+        usable, reason = cls.availability()
+        shown = status(name)
+        assert (shown.available, shown.reason) == (usable, reason)
+        assert bool(shown.version) == usable
+        assert usable or f"dbench[{cls.extra}]" in reason
+        assert cls.int8_form in ("qlinear", "qdq", "integer")
+    assert status("ort-cpu").available
 
 
 @pytest.mark.gpu
@@ -175,9 +181,29 @@ def test_cuda_provider_runs_and_verifies(seed):
         pytest.skip(f"no CUDA execution provider here: {reason}")
     graph = gemm.build(GemmKernel(m=64, n=32, k=48, a_t=True, b_t=False), "fp16", "fwd", "gemm")
     feeds = make_feeds(graph.spec, seed)
-    session = runtime_class("ort-cuda")(RuntimeOptions(weights="input")).prepare(graph.model, graph.spec, {})
+    session = runtime_class("ort-cuda")(RuntimeOptions()).prepare(graph.model, graph.spec, {})
     session.bind(feeds)
     session.run()
     assert normalized_error(session.outputs()["Y"], gemm.reference(graph.spec, feeds)["Y"]) < 1e-2
     assert executed_precision([vars(n) for n in session.profile(3)]) == "fp16"
     assert session.device_memory() > 0
+
+
+@pytest.mark.parametrize("raised,expected,message", [
+    (lambda s: s.RuntimeException("[ONNXRuntimeError] : 6 : RUNTIME_EXCEPTION : Exception during initialization: std::bad_alloc"),
+     OutOfMemory, "bad_alloc"),
+    (lambda s: MemoryError("std::bad_alloc"), OutOfMemory, "out of memory: std::bad_alloc"),
+    (lambda s: s.NotImplemented("[ONNXRuntimeError] : 9 : NOT_IMPLEMENTED : Could not find an implementation"),
+     UnsupportedError, "NOT_IMPLEMENTED"),
+    (lambda s: s.InvalidGraph("[ONNXRuntimeError] : 10 : INVALID_GRAPH : bad"), GraphLoadError, "InvalidGraph"),
+    (lambda s: s.Fail("[ONNXRuntimeError] : 1 : FAIL : something"), DbenchError, "FAIL : something"),
+])
+def test_ort_exceptions_are_classified_by_type(raised, expected, message):
+    """ORT's own exception types (and MemoryError, std::bad_alloc at the Python boundary) become
+    dbench's; only an allocation failure ORT reports as a plain RuntimeException is told by its text."""
+    from onnxruntime.capi import onnxruntime_pybind11_state as state
+
+    with pytest.raises(expected, match=message) as caught:
+        with classified():
+            raise raised(state)
+    assert type(caught.value) is expected

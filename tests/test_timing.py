@@ -10,7 +10,7 @@ import pytest
 from dbench.worker.stats import summarize
 from dbench.worker.timing import TimingConfig, measure
 from dbench.worker.verify import compare
-from dbench.gen.build import Tolerance
+from dbench.gen.tolerance import Tolerance
 
 
 def test_summary_statistics():

@@ -1,13 +1,16 @@
-"""The `allreduce` command (registered by dbench.cli, also `python -m dbench.allreduce`): parses, calls run()."""
+"""The `allreduce` command (registered by dbench.cli, also `python -m dbench.allreduce`): parses, then
+runs as the launcher (`--np N`) or as one rank of a running MPI job; user errors as one line."""
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
 
 from dbench.allreduce.options import Arguments
+from dbench.errors import DbenchError
 
 DEFAULT = Arguments()
 
@@ -27,8 +30,29 @@ def command(
     device: Annotated[str, typer.Option("--device", help="Buffers for mpi and ring: cpu | gpu (needs a CUDA-aware MPI). nccl always uses the GPU.")] = DEFAULT.device,
     status_dir: Annotated[Optional[Path], typer.Option("--status-dir", hidden=True, help="Set by the launcher: where ranks report.")] = None,
 ) -> None:
-    """All-reduce (sum) over DeepBench's message sizes with mpi4py: latency, algbw, busbw, DeepBench GB/s, exact check."""
-    from dbench.allreduce.main import run
+    """All-reduce (sum) over DeepBench's message sizes with mpi4py, checked exactly (--np N starts mpiexec).
 
+    Exit status: 0 every result is exact; 3 any result is a mismatch (the rule of `dbench run`);
+    2 a usage error; 1 the run could not finish (no mpiexec, a rank failed or died, too little memory);
+    130 Ctrl-C, which stops mpiexec and every rank."""
     args = Arguments(sizes, begin, end, factor, dtype, impl, iters, warmup, check_repeat, out, device)
     raise typer.Exit(run(np_, args, status_dir))
+
+
+def run(ranks: int | None, args: Arguments, status_dir: Path | None = None) -> int:
+    """With `ranks`, start that many ranks with mpiexec; without, be one rank of the current MPI job.
+    Returns the exit code."""
+    from dbench.allreduce.launch import launch
+    from dbench.allreduce.rank import INTERRUPTED, run_ranks
+    from dbench.allreduce.results import print_error
+
+    try:
+        if ranks is not None:
+            return launch(ranks, args, sys.argv)
+        return run_ranks(args, status_dir)
+    except DbenchError as error:
+        print_error(error)
+        return error.exit_code
+    except KeyboardInterrupt:  # before mpiexec started, or before MPI was up in a rank
+        print_error("interrupted")
+        return INTERRUPTED

@@ -3,11 +3,14 @@ as root and with more ranks than cores), stream their output, and say which rank
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import importlib.util
 import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -17,12 +20,13 @@ from pathlib import Path
 from typing import IO
 
 from dbench.allreduce.options import Arguments, resolve
-from dbench.allreduce.rank import MPI_HELP, NEED_TWO
-from dbench.allreduce.status import LAUNCH_FILE, RankStatus, read_statuses
+from dbench.allreduce.rank import (INTERRUPTED, LAUNCH_FILE, MPI_HELP, NEED_TWO, RankStatus, die_with_parent,
+                                   read_statuses)
 from dbench.errors import DbenchError, UsageError
 
 MPIEXEC_ENV = "DBENCH_MPIEXEC"  # use this mpiexec instead of the one beside the Python interpreter
 OUTPUT_KEEP = 400  # last lines of mpiexec's output kept to find the rank it names
+PUMP_GRACE = 5  # seconds to wait for mpiexec's last output once it has ended
 HYDRA_DEATH = re.compile(r"PID (\d+) RUNNING AT (\S+)\s*\n=\s*EXIT CODE: (\d+)")
 OPENMPI_DEATH = re.compile(r"process rank (\d+) with PID (\d+) on node (\S+) exited on signal (\d+)")
 
@@ -78,23 +82,47 @@ def _pump(source: IO[str], sink: IO[str], tail: deque[str]) -> None:
         tail.append(line)
 
 
-def _run_job(command: list[str]) -> tuple[int, str]:
-    """Run mpiexec, echoing its stdout and stderr live; return its exit code and the tail of both
-    (Hydra reports a killed rank on stdout, Open MPI on stderr)."""
+class Interrupted(DbenchError):
+    """Ctrl-C in the launcher: mpiexec and its ranks are stopped; exit code 130 like `dbench run`."""
+
+    exit_code = INTERRUPTED
+
+
+def _start(command: list[str]) -> subprocess.Popen:
+    """mpiexec in a session of its own (so Ctrl-C reaches only the launcher, which ends the job itself),
+    SIGKILLed by Linux if the launcher dies first (PR_SET_PDEATHSIG, set before exec); Hydra's proxy then
+    kills the ranks, which also die with the proxy (see rank.die_with_parent)."""
+    return subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=_child_env(),
+                            start_new_session=True, preexec_fn=functools.partial(die_with_parent, os.getpid()))
+
+
+def _end(job: subprocess.Popen, pumps: list[threading.Thread]) -> None:
+    """Kill mpiexec's process group unless mpiexec has exited (checked before it is reaped, so the group id
+    cannot belong to another process yet), reap it and let its last output through."""
+    if job.poll() is None:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(job.pid, signal.SIGKILL)
+        job.wait()
+    for pump in pumps:
+        pump.join(PUMP_GRACE)
+
+
+def _run_job(command: list[str], out: Path) -> tuple[int, str]:
+    """Run mpiexec, echoing its stdout and stderr live, and end it on every way out (Ctrl-C, an exception);
+    return its exit code and the tail of both (Hydra reports a killed rank on stdout, Open MPI on stderr)."""
     tails: tuple[deque[str], deque[str]] = (deque(maxlen=OUTPUT_KEEP), deque(maxlen=OUTPUT_KEEP))
-    with subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=_child_env()) as job:
-        pumps = [threading.Thread(target=_pump, args=(job.stdout, sys.stdout, tails[0])),
-                 threading.Thread(target=_pump, args=(job.stderr, sys.stderr, tails[1]))]
+    job = _start(command)
+    pumps = [threading.Thread(target=_pump, args=(job.stdout, sys.stdout, tails[0]), daemon=True),
+             threading.Thread(target=_pump, args=(job.stderr, sys.stderr, tails[1]), daemon=True)]
+    try:
         for pump in pumps:
             pump.start()
-        try:
-            code = job.wait()
-        except KeyboardInterrupt:
-            job.wait()
-            raise DbenchError("interrupted; mpiexec stopped the ranks") from None
-        finally:
-            for pump in pumps:
-                pump.join()
+        code = job.wait()
+    except KeyboardInterrupt:
+        raise Interrupted(f"interrupted; mpiexec and its ranks were stopped (rows measured so far are in the "
+                          f"run's log under {out})") from None
+    finally:
+        _end(job, pumps)
     return code, "".join(tails[0]) + "".join(tails[1])
 
 
@@ -144,5 +172,5 @@ def launch(ranks: int, args: Arguments, command: list[str]) -> int:
         job = [str(mpiexec), *flags, "-n", str(ranks), sys.executable, "-m", "mpi4py", "-m", "dbench.allreduce",
                *args.to_argv(), "--status-dir", folder]
         (Path(folder) / LAUNCH_FILE).write_text(json.dumps({"command": command, "mpiexec": job}))
-        returncode, output = _run_job(job)
+        returncode, output = _run_job(job, args.out)
         return verdict(read_statuses(Path(folder)), ranks, returncode, output)

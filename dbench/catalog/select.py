@@ -18,8 +18,20 @@ SUITES: dict[str, tuple[str, ...]] = {
     "all": ("train", "inference_server", "inference_device", "user"),
 }
 
+DEFAULT_SUITES = {"list": "all", "gen": "inference", "run": "inference"}
+"""Each command's suite when none is given and the kernels come from the DeepBench catalog."""
+
 FAMILIES = ("gemm", "conv", "rnn", "sparse")
 OPS = FAMILIES + RNN_CELLS
+
+
+def suite_for(command: str, suite: str | None, from_catalog: bool) -> str:
+    """The suite selector `command` uses: the one given; else its default for the catalog (`inference`
+    for gen and run, `all` for list); else `all` for the user's kernel file or a gen folder, whose
+    kernels were chosen already."""
+    if suite:
+        return suite
+    return DEFAULT_SUITES[command] if from_catalog else "all"
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,7 @@ from dbench.foreign.spec import foreign_spec
 from dbench.frommodel.dims import check_dims_used, symbolic_names
 from dbench.frommodel.load import check_fits, load_model
 from dbench.frommodel.walk import extract
-from dbench.orchestrator.runner import Item
+from dbench.orchestrator.items import Item
 
 
 def model_item(path: Path, dims: dict[str, int], all_dims: bool = True) -> Item:

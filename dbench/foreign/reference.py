@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import onnx
 
-from dbench.gen.build import Tolerance
+from dbench.gen.tolerance import Tolerance
 from dbench.gen.graph import GraphSpec
 from dbench.gen.precision import PRECISIONS
 

@@ -16,7 +16,7 @@ from typing import Any
 from dbench.catalog.load import FAMILY_COLUMN, OPTIONAL, SCHEMAS
 from dbench.errors import DbenchError
 from dbench.frommodel.walk import Extraction, ModelKernel
-from dbench.gen.build import GraphRequest, build
+from dbench.gen.plan import GraphRequest, build
 from dbench.gen.graph import Graph
 from dbench.gen.manifest import Entry, sha256, write_manifest
 

@@ -8,21 +8,29 @@
               sliced to r x s and transposed back. It computes R' x S' >= r x s taps when the
               stride does not divide evenly; those extra FLOPs are in `flops_executed`.
 Groups and dilations (beyond DeepBench's columns) become Conv/ConvTranspose's `group` and `dilations`
-attributes, written only when not 1 (DeepBench's graphs are unchanged); W is [k, c/groups, r, s].
-bwd_filter is built for groups = 1 and no dilation only.
+attributes (conv_math.grouping); W is [k, c/groups, r, s]. bwd_filter is built for groups = 1 and no
+dilation only.
+Precision int8 (forward pass only) is built by int8.py.
 """
 
 from __future__ import annotations
+
+from typing import Any
 
 import numpy as np
 from onnx import helper
 
 from dbench.catalog.kernels import ConvKernel
 from dbench.errors import UnsupportedError
-from dbench.gen.feeds import default_seed
-from dbench.gen.graph import Graph, GraphSpec, TensorSpec, graph_id, make_model
-from dbench.gen.precision import dtype_name, float_precision
+from dbench.gen import conv_math, int8
+from dbench.gen.family import PlannedGraph, check_whole_outputs, float_tolerance, make_spec
+from dbench.gen.graph import Graph, GraphSpec, TensorSpec, make_model
+from dbench.gen.options import GenOptions
+from dbench.gen.precision import PRECISIONS, dtype_name, float_precision
+from dbench.gen.tolerance import Tolerance
 
+SUPPORTED_PRECISIONS = (*PRECISIONS, "int8")
+ROW_SAMPLED = False
 PASSES = {"fwd": "conv", "bwd_data": "convtranspose", "bwd_filter": "conv_dilated"}
 TRAIN_PASSES = ("bwd_data", "bwd_filter")
 
@@ -33,14 +41,6 @@ def _filter_extent(kernel: ConvKernel) -> tuple[int, int]:
     return (kernel.h + 2 * kernel.pad_h - kernel.hstride * (q - 1), kernel.w + 2 * kernel.pad_w - kernel.wstride * (p - 1))
 
 
-def grouping(kernel: ConvKernel) -> dict:
-    """`group` and `dilations` attributes, present only when not 1."""
-    attrs = {"group": kernel.groups} if kernel.groups != 1 else {}
-    if (kernel.dil_h, kernel.dil_w) != (1, 1):
-        attrs["dilations"] = [kernel.dil_h, kernel.dil_w]
-    return attrs
-
-
 def _nodes(kernel: ConvKernel, pass_name: str) -> tuple[list, int]:
     """ONNX nodes for one pass and the FLOPs they execute."""
     pads = [kernel.pad_h, kernel.pad_w, kernel.pad_h, kernel.pad_w]
@@ -48,16 +48,16 @@ def _nodes(kernel: ConvKernel, pass_name: str) -> tuple[list, int]:
     q, p = kernel.out_h, kernel.out_w
     if pass_name == "fwd":
         node = helper.make_node("Conv", ["X", "W"], ["Y"], kernel_shape=[kernel.r, kernel.s], pads=pads, strides=strides,
-                                **grouping(kernel))
+                                **conv_math.grouping(kernel))
         return [node], kernel.flops()
     if pass_name == "bwd_data":
         output_padding = [kernel.h - (kernel.hstride * (q - 1) + kernel.extent_h - 2 * kernel.pad_h),
                           kernel.w - (kernel.wstride * (p - 1) + kernel.extent_w - 2 * kernel.pad_w)]
         node = helper.make_node("ConvTranspose", ["dY", "W"], ["dX"], kernel_shape=[kernel.r, kernel.s], pads=pads,
-                                strides=strides, output_padding=output_padding, **grouping(kernel))
+                                strides=strides, output_padding=output_padding, **conv_math.grouping(kernel))
         return [node], kernel.flops()
     if pass_name == "bwd_filter":
-        if grouping(kernel):
+        if conv_math.grouping(kernel):
             raise UnsupportedError("the backward-filter graph is built for groups = 1 and no dilation only")
         r_ext, s_ext = _filter_extent(kernel)
         nodes = [
@@ -74,8 +74,10 @@ def _nodes(kernel: ConvKernel, pass_name: str) -> tuple[list, int]:
     raise ValueError(f"unknown conv pass {pass_name!r}; valid: {', '.join(PASSES)}")
 
 
-def build(kernel: ConvKernel, precision: str, pass_name: str = "fwd", form: str | None = None) -> Graph:
-    """One pass of the convolution as an ONNX graph in a floating-point precision."""
+def build(kernel: ConvKernel, precision: str, pass_name: str = "fwd", form: str | None = None, **attrs: Any) -> Graph:
+    """One pass of the convolution as an ONNX graph (int8: in the int8 form `form`, see int8)."""
+    if precision == "int8":
+        return int8.build(kernel, precision, pass_name, form or "qdq", **attrs)
     prec = float_precision(precision)
     dt = dtype_name(prec.dtype)
     n, c, h, w, k, r, s = kernel.n, kernel.c, kernel.h, kernel.w, kernel.k, kernel.r, kernel.s
@@ -88,67 +90,36 @@ def build(kernel: ConvKernel, precision: str, pass_name: str = "fwd", form: str 
         "bwd_filter": ((x, dy), TensorSpec("dW", wt.shape, dt, "output")),
     }[pass_name]
     nodes, executed = _nodes(kernel, pass_name)
-    form = PASSES[pass_name]
-    gid = graph_id(kernel.id, pass_name, form, precision)
-    spec = GraphSpec(
-        id=gid, kernel_id=kernel.id, family=kernel.family, op=kernel.op, params=kernel.params(),
-        suites=kernel.suites, apps=kernel.apps, pass_name=pass_name, form=form, precision=precision,
-        flops=kernel.flops(), flops_executed=executed, inputs=inputs, outputs=(output,), seed=default_seed(gid),
-    )
-    return Graph(spec, make_model(gid, nodes, inputs, (output,), doc=f"DeepBench convolution {kernel.id}, {pass_name}"))
+    spec = make_spec(kernel, precision, pass_name, PASSES[pass_name], inputs=inputs, outputs=(output,), flops_executed=executed)
+    return Graph(spec, make_model(spec.id, nodes, inputs, (output,), doc=f"DeepBench convolution {kernel.id}, {pass_name}"))
 
 
-def _taps(kernel: ConvKernel):
-    """(i, j, row slice, column slice) of the padded input that filter tap (i, j) touches."""
-    q, p = kernel.out_h, kernel.out_w
-    for i in range(kernel.r):
-        for j in range(kernel.s):
-            top, left = i * kernel.dil_h, j * kernel.dil_w
-            yield (i, j, slice(top, top + kernel.hstride * (q - 1) + 1, kernel.hstride),
-                   slice(left, left + kernel.wstride * (p - 1) + 1, kernel.wstride))
-
-
-def _by_group(kernel: ConvKernel, tensor: np.ndarray) -> np.ndarray:
-    """[n, channels, ...] -> [n, groups, channels / groups, ...]."""
-    return tensor.reshape(tensor.shape[0], kernel.groups, tensor.shape[1] // kernel.groups, *tensor.shape[2:])
-
-
-def _tap_weights(kernel: ConvKernel, w: np.ndarray, i: int, j: int) -> np.ndarray:
-    """Tap (i, j) of W [k, c/g, r, s] as [g, k/g, c/g]."""
-    return w[:, :, i, j].reshape(kernel.groups, kernel.k // kernel.groups, kernel.group_c)
-
-
-def _pad(x: np.ndarray, kernel: ConvKernel) -> np.ndarray:
-    return np.pad(x, ((0, 0), (0, 0), (kernel.pad_h, kernel.pad_h), (kernel.pad_w, kernel.pad_w)))
-
-
-def reference(spec: GraphSpec, feeds: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-    """float64 result of one pass, by direct summation over filter taps (independent of ONNX's ops)."""
+def reference(spec: GraphSpec, feeds: dict[str, np.ndarray], rows: np.ndarray | None = None) -> dict[str, np.ndarray]:
+    """float64 result of one pass by direct summation over filter taps (conv_math); the exact
+    integer result for int8."""
+    check_whole_outputs("conv", rows)
+    if spec.precision == "int8":
+        return int8.reference(spec, feeds)
     kernel = ConvKernel(**spec.params)
     f = {name: np.asarray(v, dtype=np.float64) for name, v in feeds.items()}
     if spec.pass_name == "fwd":
-        xp = _pad(f["X"], kernel)
-        y = np.zeros((kernel.n, kernel.k, kernel.out_h, kernel.out_w))
-        for i, j, rows, cols in _taps(kernel):
-            part = np.einsum("ngchw,gkc->ngkhw", _by_group(kernel, xp[:, :, rows, cols]), _tap_weights(kernel, f["W"], i, j), optimize=True)
-            y += part.reshape(y.shape)
-        return {"Y": y}
+        return {"Y": conv_math.forward(kernel, f["X"], f["W"])}
     if spec.pass_name == "bwd_data":
-        dxp = _pad(np.zeros((kernel.n, kernel.c, kernel.h, kernel.w)), kernel)
-        for i, j, rows, cols in _taps(kernel):
-            part = np.einsum("ngkhw,gkc->ngchw", _by_group(kernel, f["dY"]), _tap_weights(kernel, f["W"], i, j), optimize=True)
-            dxp[:, :, rows, cols] += part.reshape(kernel.n, kernel.c, *part.shape[3:])
-        return {"dX": dxp[:, :, kernel.pad_h:kernel.pad_h + kernel.h, kernel.pad_w:kernel.pad_w + kernel.w]}
+        return {"dX": conv_math.backward_data(kernel, f["dY"], f["W"])}
     if spec.pass_name == "bwd_filter":
-        xp = _pad(f["X"], kernel)
-        dw = np.zeros((kernel.k, kernel.c, kernel.r, kernel.s))
-        for i, j, rows, cols in _taps(kernel):
-            dw[:, :, i, j] = np.einsum("nkhw,nchw->kc", f["dY"], xp[:, :, rows, cols], optimize=True)
-        return {"dW": dw}
+        return {"dW": conv_math.backward_filter(kernel, f["X"], f["dY"])}
     raise ValueError(f"unknown conv pass {spec.pass_name!r}")
 
 
-def plan(kernel: ConvKernel, options, train: bool) -> list[tuple[str, str, dict]]:
-    """The forward pass always; both backward passes when the kernel is selected for training."""
+def tolerance(spec: GraphSpec) -> Tolerance:
+    """int8's exactness rule, else the precision's relative bound."""
+    return int8.tolerance(spec) if spec.precision == "int8" else float_tolerance(spec)
+
+
+def plan(kernel: ConvKernel, options: GenOptions, train: bool) -> list[PlannedGraph]:
+    """The forward pass always; both backward passes when the kernel is selected for training
+    (int8: the forward pass in the chosen int8 form)."""
+    if options.precision == "int8":
+        return int8.plan(kernel, options, train)
     passes = ("fwd", *TRAIN_PASSES) if train else ("fwd",)
     return [(p, PASSES[p], {}) for p in passes]

@@ -10,25 +10,34 @@ The `matmul` form is Y[n, m] = MatMul(X[n, k], W[k, m]): operands in MatMul's na
 (a_t, b_t do not apply) and no C, for runtimes that treat Gemm and MatMul differently.
 A batched kernel (batch > 1, e.g. attention's Q·K^T) exists only in the `matmul` form, with a leading
 batch axis on X, W and Y; both operands are then activations (neither is a layer's weight).
+Precision int8 is built by int8.py.
 """
 
 from __future__ import annotations
+
+from typing import Any
 
 import numpy as np
 from onnx import helper
 
 from dbench.catalog.kernels import GemmKernel
 from dbench.errors import UnsupportedError
-from dbench.gen.graph import Graph, GraphSpec, TensorSpec, graph_id, make_model
-from dbench.gen.feeds import default_seed
-from dbench.gen.precision import float_precision, dtype_name
+from dbench.gen import int8
+from dbench.gen.family import PlannedGraph, check_whole_outputs, float_tolerance, make_spec
+from dbench.gen.graph import Graph, GraphSpec, TensorSpec, make_model
+from dbench.gen.options import GEMM_FORMS, GenOptions
+from dbench.gen.precision import PRECISIONS, dtype_name, float_precision
+from dbench.gen.tolerance import Tolerance
 
-FORMS = ("gemm", "matmul")
+SUPPORTED_PRECISIONS = (*PRECISIONS, "int8")
+ROW_SAMPLED = True
 REFERENCE_CHUNK = 8192
 
 
-def build(kernel: GemmKernel, precision: str, pass_name: str = "fwd", form: str = "gemm") -> Graph:
-    """The GEMM as an ONNX `Gemm` (default) or `MatMul` graph in a floating-point precision."""
+def build(kernel: GemmKernel, precision: str, pass_name: str = "fwd", form: str = "gemm", **attrs: Any) -> Graph:
+    """The GEMM as an ONNX `Gemm` (default) or `MatMul` graph (int8: in the int8 form `form`, see int8)."""
+    if precision == "int8":
+        return int8.build(kernel, precision, pass_name, form, **attrs)
     prec = float_precision(precision)
     dt = dtype_name(prec.dtype)
     m, n, k = kernel.m, kernel.n, kernel.k
@@ -46,16 +55,10 @@ def build(kernel: GemmKernel, precision: str, pass_name: str = "fwd", form: str 
                   TensorSpec("W", (*batch, k, m), dt, "activation" if batch else "weight"))
         node = helper.make_node("MatMul", ["X", "W"], ["Y"])
     else:
-        raise ValueError(f"unknown gemm form {form!r}; valid: {', '.join(FORMS)}")
+        raise ValueError(f"unknown gemm form {form!r}; valid: {', '.join(GEMM_FORMS)}")
     outputs = (TensorSpec("Y", (*batch, n, m), dt, "output"),)
-    gid = graph_id(kernel.id, pass_name, form, precision)
-    spec = GraphSpec(
-        id=gid, kernel_id=kernel.id, family=kernel.family, op=kernel.op, params=kernel.params(),
-        suites=kernel.suites, apps=kernel.apps, pass_name=pass_name, form=form, precision=precision,
-        flops=kernel.flops(), flops_executed=kernel.flops(), inputs=inputs, outputs=outputs,
-        seed=default_seed(gid),
-    )
-    return Graph(spec, make_model(gid, [node], inputs, outputs, doc=f"DeepBench GEMM {kernel.id}, {form} form"))
+    spec = make_spec(kernel, precision, pass_name, form, inputs=inputs, outputs=outputs, flops_executed=kernel.flops())
+    return Graph(spec, make_model(spec.id, [node], inputs, outputs, doc=f"DeepBench GEMM {kernel.id}, {form} form"))
 
 
 def cublas_reference(a: np.ndarray, b: np.ndarray, c: np.ndarray, a_t: bool, b_t: bool,
@@ -79,7 +82,11 @@ def cublas_reference(a: np.ndarray, b: np.ndarray, c: np.ndarray, a_t: bool, b_t
 
 
 def reference(spec: GraphSpec, feeds: dict[str, np.ndarray], rows: np.ndarray | None = None) -> dict[str, np.ndarray]:
-    """float64 numpy result for a GEMM graph (only output `rows` when given: of a batched graph, batches)."""
+    """float64 numpy result for a GEMM graph (only output `rows` when given: of a batched graph,
+    batches); the exact integer result for int8 (whole outputs only)."""
+    if spec.precision == "int8":
+        check_whole_outputs("int8 gemm", rows)
+        return int8.reference(spec, feeds)
     if spec.form == "matmul":
         x, w = feeds["X"], feeds["W"]
         if rows is not None:
@@ -87,9 +94,15 @@ def reference(spec: GraphSpec, feeds: dict[str, np.ndarray], rows: np.ndarray | 
         return {"Y": np.asarray(x, dtype=np.float64) @ np.asarray(w, dtype=np.float64)}
     return {"Y": cublas_reference(feeds["A"], feeds["B"], feeds["C"], spec.params["a_t"], spec.params["b_t"], rows)}
 
-def plan(kernel: GemmKernel, options, train: bool) -> list[tuple[str, str, dict]]:
-    """A GEMM has one pass; the form is the user's choice (`--gemm-form`), except that a batched GEMM
-    exists only as a MatMul."""
-    if options.gemm_form not in FORMS:
-        raise ValueError(f"unknown gemm form {options.gemm_form!r}; valid: {', '.join(FORMS)}")
+
+def tolerance(spec: GraphSpec) -> Tolerance:
+    """int8's exactness rule, else the precision's relative bound."""
+    return int8.tolerance(spec) if spec.precision == "int8" else float_tolerance(spec)
+
+
+def plan(kernel: GemmKernel, options: GenOptions, train: bool) -> list[PlannedGraph]:
+    """A GEMM has one pass; the form is the user's choice (`--gemm-form`, or `--int8-form` for int8),
+    except that a batched float GEMM exists only as a MatMul."""
+    if options.precision == "int8":
+        return int8.plan(kernel, options, train)
     return [("fwd", options.gemm_form if kernel.batch == 1 else "matmul", {})]

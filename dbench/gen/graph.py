@@ -119,13 +119,28 @@ def make_model(
     outputs: Sequence[TensorSpec],
     doc: str = "",
 ) -> onnx.ModelProto:
-    """Nodes -> a model at the pinned opset and IR version; every tensor is a graph input."""
+    """Nodes -> a model at the pinned opset and IR version; every tensor is a graph input, and every
+    input is read by some node (a runtime may drop an unread input and then refuse its feed)."""
+    unread = [t.name for t in inputs if t.name not in read_names(nodes)]
+    if unread:
+        raise ValueError(f"graph {name} declares inputs that no node reads: {', '.join(unread)}")
     graph = helper.make_graph(
         list(nodes), name, [t.value_info() for t in inputs], [t.value_info() for t in outputs], doc_string=doc
     )
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)], producer_name=PRODUCER)
     model.ir_version = IR_VERSION
     return model
+
+
+def read_names(nodes: Sequence[onnx.NodeProto]) -> set[str]:
+    """Every tensor name the nodes read, nested graphs included (a Loop body reads outer tensors by name)."""
+    names: set[str] = set()
+    for node in nodes:
+        names.update(node.input)
+        for attr in node.attribute:
+            if attr.type == onnx.AttributeProto.GRAPH:
+                names |= read_names(attr.g.node)
+    return names
 
 
 def graph_id(kernel_id: str, pass_name: str, form: str, precision: str) -> str:

@@ -11,6 +11,7 @@
 GEMMs use the MatMul layout Y[n, m] = X[n, k] @ W[k, m] (W is DeepBench's A, the weight); a_t and b_t
 are not applied (every int8 DeepBench GEMM is NN). Convolutions are NCHW with conv.py's attributes.
 Scales and zero points are scalar initializers; the weight is a graph input (role weight).
+gemm.py and conv.py hand their precision-int8 graphs to this module.
 """
 
 from __future__ import annotations
@@ -22,10 +23,9 @@ from onnx import helper, numpy_helper
 
 from dbench.catalog.kernels import ConvKernel, GemmKernel
 from dbench.errors import UnsupportedError, UsageError
-from dbench.gen import conv as conv_gen
-from dbench.gen.build import Tolerance
-from dbench.gen.feeds import default_seed
-from dbench.gen.graph import Graph, GraphSpec, TensorSpec, graph_id, make_model
+from dbench.gen import conv_math
+from dbench.gen.family import PlannedGraph, make_spec
+from dbench.gen.graph import Graph, GraphSpec, TensorSpec, make_model
 from dbench.gen.int8_quant import (
     WEIGHT_RANGE,
     FormTypes,
@@ -36,13 +36,15 @@ from dbench.gen.int8_quant import (
     round_saturate,
     scales,
 )
+from dbench.gen.options import GenOptions
+from dbench.gen.tolerance import Tolerance
 
 Int8Kernel = GemmKernel | ConvKernel
 
 
 def _conv_attrs(kernel: ConvKernel) -> dict:
     return {"kernel_shape": [kernel.r, kernel.s], "pads": [kernel.pad_h, kernel.pad_w, kernel.pad_h, kernel.pad_w],
-            "strides": [kernel.hstride, kernel.wstride], **conv_gen.grouping(kernel)}
+            "strides": [kernel.hstride, kernel.wstride], **conv_math.grouping(kernel)}
 
 
 def _shapes(kernel: Int8Kernel) -> tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]]:
@@ -112,16 +114,14 @@ def build(kernel: Int8Kernel, precision: str = "int8", pass_name: str = "fwd", f
     scale = {} if form == "integer" else scales(reduction)
     zeros = {"x": types.x_zero, "w": types.w_zero} | ({} if form == "integer" else {"y": types.y_zero})
     x, w, y = _tensors(executed, form, types)
-    gid = graph_id(kernel.id, pass_name, f"{form}-pad4" if padded else form, precision)
-    spec = GraphSpec(
-        id=gid, kernel_id=kernel.id, family=kernel.family, op=kernel.op, params=kernel.params(),
-        suites=kernel.suites, apps=kernel.apps, pass_name=pass_name, form=form, precision=precision,
-        flops=kernel.flops(), flops_executed=executed.flops(), inputs=(x, w), outputs=(y,), seed=default_seed(gid),
+    spec = make_spec(
+        kernel, precision, pass_name, form, inputs=(x, w), outputs=(y,), flops_executed=executed.flops(),
         attrs={"pad": pad, "padded": padded, "layout": "matmul" if isinstance(kernel, GemmKernel) else "nchw",
                "int_types": {"x": types.x, "w": types.w, "y": types.y}, "zero_points": zeros, "scales": scale,
                "reduction": reduction},
+        id_form=f"{form}-pad4" if padded else None,
     )
-    model = make_model(gid, _nodes(executed, form), (x, w), (y,), doc=f"DeepBench {kernel.family} {kernel.id}, int8 {form}")
+    model = make_model(spec.id, _nodes(executed, form), (x, w), (y,), doc=f"DeepBench {kernel.family} {kernel.id}, int8 {form}")
     if scale:
         model.graph.initializer.extend(_initializers(types, scale))
     return Graph(spec, model)
@@ -133,12 +133,11 @@ def executed_kernel(spec: GraphSpec) -> Int8Kernel:
     return cls(**{**spec.params, **spec.attrs["padded"]})
 
 
-def _accumulate(spec: GraphSpec, kernel: Int8Kernel, x: np.ndarray, w: np.ndarray) -> np.ndarray:
+def _accumulate(kernel: Int8Kernel, x: np.ndarray, w: np.ndarray) -> np.ndarray:
     """Σ x·w over the reduction, exactly: integers in float64 stay exact below 2^53 (K·255·128 is far below)."""
     if isinstance(kernel, GemmKernel):
         return x @ w
-    fwd = replace(spec, params=kernel.params(), pass_name="fwd")
-    return conv_gen.reference(fwd, {"X": x, "W": w})["Y"]
+    return conv_math.forward(kernel, x, w)
 
 
 def reference(spec: GraphSpec, feeds: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
@@ -149,7 +148,7 @@ def reference(spec: GraphSpec, feeds: dict[str, np.ndarray]) -> dict[str, np.nda
     x = np.asarray(feeds["X"], dtype=np.float64)
     if spec.form == "qdq":
         x = round_saturate(x / scale["x"], zero["x"], types["x"]).astype(np.float64)
-    acc = _accumulate(spec, kernel, x - zero["x"], np.asarray(feeds["W"], dtype=np.float64) - zero["w"])
+    acc = _accumulate(kernel, x - zero["x"], np.asarray(feeds["W"], dtype=np.float64) - zero["w"])
     if spec.form == "integer":
         return {"Y": acc.astype(np.int64).astype(np.int32)}  # wraps as an int32 accumulator would
     y = requantize(acc, scale, zero["y"], types["y"])
@@ -167,7 +166,6 @@ def tolerance(spec: GraphSpec) -> Tolerance:
     return Tolerance("abs", 0.0)
 
 
-def plan(kernel: Int8Kernel, options, train: bool) -> list[tuple[str, str, dict]]:
+def plan(kernel: Int8Kernel, options: GenOptions, train: bool) -> list[PlannedGraph]:
     """One forward graph in the chosen int8 form (`--int8-form`), padded unless `--no-pad`."""
-    check_form(options.int8_form)
     return [("fwd", options.int8_form, {"pad": options.int8_pad})]

@@ -13,8 +13,8 @@ import numpy as np
 
 from dbench.catalog.kernels import ConvKernel, GemmKernel
 from dbench.errors import UsageError
+from dbench.gen.options import INT8_FORMS
 
-FORMS = ("qlinear", "qdq", "integer")
 PAD_MULTIPLE = 4
 
 # Weights are drawn from [-64, 63] (7 bits, ONNX Runtime's `reduce_range`): u8 x s8 kernels that sum
@@ -56,7 +56,7 @@ INT_LIMITS = {"int8": (-128, 127), "uint8": (0, 255)}
 def check_form(form: str) -> FormTypes:
     """The types of an int8 form, or a clear error naming the valid forms."""
     if form not in FORM_TYPES:
-        raise UsageError(f"unknown int8 form {form!r}; valid: {', '.join(FORMS)}")
+        raise UsageError(f"unknown int8 form {form!r}; valid: {', '.join(INT8_FORMS)}")
     return FORM_TYPES[form]
 
 

@@ -7,7 +7,7 @@ Forms of the forward pass (`--rnn-form`):
   recurrence  DeepBench's definition: a Loop over pre-projected inputs XW = X·W^T + Wb [T, N, G·H]
               doing only h_{t-1}·R^T + Rb and the gates each step
 Training pass `bwd_weights`, form `bptt`: the weight gradients dR and dB by back-propagation through
-time over the recorded forward (see rnn_graphs). GRU with a ReLU candidate (`--gru-activation relu`,
+time over the recorded forward (see rnn_onnx). GRU with a ReLU candidate (`--gru-activation relu`,
 DeepBench's README) gets the form suffix `_relu` and attrs {"gru_activation": ...}; tanh (what
 DeepBench's cuDNN code ran) is the default and has no suffix.
 """
@@ -20,15 +20,17 @@ import numpy as np
 
 from dbench.catalog.kernels import RnnKernel
 from dbench.errors import UnsupportedError
-from dbench.gen.feeds import default_seed
-from dbench.gen.graph import Graph, GraphSpec, TensorSpec, graph_id, make_model
-from dbench.gen.precision import dtype_name, float_precision
-from dbench.gen.rnn_cells import RECORDED_GATES, Trace, backward, forward
-from dbench.gen.rnn_graphs import Dims, bptt_nodes, op_nodes, recurrence_nodes
+from dbench.gen.family import PlannedGraph, check_whole_outputs, float_tolerance, make_spec
+from dbench.gen.graph import Graph, GraphSpec, TensorSpec, make_model
+from dbench.gen.options import RNN_FORMS, GenOptions
+from dbench.gen.precision import PRECISIONS, dtype_name, float_precision
+from dbench.gen.rnn_math import RECORDED_GATES, Trace, backward, forward
+from dbench.gen.rnn_onnx import Dims, bptt_nodes, op_nodes, recurrence_nodes
 
-FWD_FORMS = ("op", "recurrence")
+SUPPORTED_PRECISIONS = tuple(PRECISIONS)
+ROW_SAMPLED = False
 BWD_FORM = "bptt"
-PASS_FORMS = {"fwd": FWD_FORMS, "bwd_weights": (BWD_FORM,)}
+PASS_FORMS = {"fwd": RNN_FORMS, "bwd_weights": (BWD_FORM,)}
 RELU_SUFFIX = "_relu"
 
 
@@ -65,8 +67,10 @@ def _inputs(kernel: RnnKernel, base: str, dt: str) -> tuple[TensorSpec, ...]:
                 TensorSpec("B", (1, 2 * g * h), dt, "weight", -s, s), *states)
     if base == "recurrence":
         return (TensorSpec("XW", (t, n, g * h), dt, "activation"), r, TensorSpec("Rb", (1, g * h), dt, "weight", -s, s), *states)
-    recorded = [TensorSpec("dY", (t, n, h), dt, "activation"),
-                TensorSpec("Y", (t, n, h), dt, "activation", 0.0 if kernel.cell == "vanilla" else -1.0), states[0]]
+    recorded = [TensorSpec("dY", (t, n, h), dt, "activation")]
+    if kernel.cell == "vanilla" or t > 1:  # at T = 1 the LSTM and GRU backward read only initial_h, never Y
+        recorded.append(TensorSpec("Y", (t, n, h), dt, "activation", 0.0 if kernel.cell == "vanilla" else -1.0))
+    recorded.append(states[0])
     if lstm:
         recorded += [TensorSpec("C", (t, n, h), dt, "activation"), states[1]]
     if RECORDED_GATES[kernel.cell]:
@@ -100,19 +104,15 @@ def build(kernel: RnnKernel, precision: str, pass_name: str = "fwd", form: str =
     else:
         nodes, executed = bptt_nodes(dims, prec.onnx_type)
     inputs, outputs = _inputs(kernel, base, dt), _outputs(kernel, base, dt)
-    gid = graph_id(kernel.id, pass_name, form, precision)
-    spec = GraphSpec(
-        id=gid, kernel_id=kernel.id, family=kernel.family, op=kernel.op, params=kernel.params(),
-        suites=kernel.suites, apps=kernel.apps, pass_name=pass_name, form=form, precision=precision,
-        flops=kernel.flops(), flops_executed=executed, inputs=inputs, outputs=outputs, seed=default_seed(gid),
-        attrs={"gru_activation": activation} if kernel.cell == "gru" else {},
-    )
+    spec = make_spec(kernel, precision, pass_name, form, inputs=inputs, outputs=outputs, flops_executed=executed,
+                     attrs={"gru_activation": activation} if kernel.cell == "gru" else {})
     doc = f"DeepBench {kernel.cell} layer {kernel.id}, {pass_name}, {form} form"
-    return Graph(spec, make_model(gid, nodes, inputs, outputs, doc=doc))
+    return Graph(spec, make_model(spec.id, nodes, inputs, outputs, doc=doc))
 
 
-def reference(spec: GraphSpec, feeds: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-    """float64 result from the cell equations (rnn_cells), independent of ONNX's ops."""
+def reference(spec: GraphSpec, feeds: dict[str, np.ndarray], rows: np.ndarray | None = None) -> dict[str, np.ndarray]:
+    """float64 result from the cell equations (rnn_math), independent of ONNX's ops."""
+    check_whole_outputs("rnn", rows)
     kernel = RnnKernel(**spec.params)
     activation = spec.attrs.get("gru_activation", "tanh")
     f = {name: np.asarray(v, dtype=np.float64) for name, v in feeds.items()}
@@ -126,16 +126,17 @@ def reference(spec: GraphSpec, feeds: dict[str, np.ndarray]) -> dict[str, np.nda
         return {"Y": trace.y[:, None]}
     if base == "recurrence":
         return {"Y": forward(kernel.cell, f["XW"], r, f["Rb"][0], h0, c0, activation).y}
-    trace = Trace(y=f["Y"], c=f.get("C"), gates=f.get("gates"))
+    trace = Trace(y=f.get("Y"), c=f.get("C"), gates=f.get("gates"))
     dr, db = backward(kernel.cell, f["dY"], r, h0, trace, c0, activation)
     return {"dR": dr[None], "dB": db[None]}
 
 
-def plan(kernel: RnnKernel, options, train: bool) -> list[tuple[str, str, dict]]:
+tolerance = float_tolerance  # float precisions only: the precision's relative bound
+
+
+def plan(kernel: RnnKernel, options: GenOptions, train: bool) -> list[PlannedGraph]:
     """The forward pass in the chosen form (`--rnn-form`), and the weight-gradient pass when the
     kernel is selected for training; GRU graphs carry the candidate activation in their attrs."""
-    if options.rnn_form not in FWD_FORMS:
-        raise ValueError(f"unknown rnn form {options.rnn_form!r}; valid: {', '.join(FWD_FORMS)}")
     attrs = {"gru_activation": options.gru_activation} if kernel.cell == "gru" else {}
     activation = attrs.get("gru_activation", "tanh")
     passes = [("fwd", form_name(options.rnn_form, kernel.cell, activation), attrs)]

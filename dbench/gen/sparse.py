@@ -15,11 +15,14 @@ from onnx import helper
 
 from dbench.catalog.kernels import SparseKernel
 from dbench.errors import UnsupportedError, UsageError
-from dbench.gen.feeds import default_seed
+from dbench.gen.family import PlannedGraph, float_tolerance, make_spec
 from dbench.gen.gemm import cublas_reference
-from dbench.gen.graph import Graph, GraphSpec, TensorSpec, graph_id, make_model
-from dbench.gen.precision import dtype_name, float_precision
+from dbench.gen.graph import Graph, GraphSpec, TensorSpec, make_model
+from dbench.gen.options import GenOptions
+from dbench.gen.precision import PRECISIONS, dtype_name, float_precision
 
+SUPPORTED_PRECISIONS = tuple(PRECISIONS)
+ROW_SAMPLED = True
 FORMS = ("sparse", "dense")
 
 
@@ -39,14 +42,9 @@ def build(kernel: SparseKernel, precision: str, pass_name: str = "fwd", form: st
         node = helper.make_node("Gemm", ["B", "A"], ["Y"], name="gemm", transA=int(kernel.b_t), transB=int(kernel.a_t))
     else:
         node = helper.make_node("MatMul", ["B", "A"], ["Y"], name="matmul")
-    gid = graph_id(kernel.id, pass_name, form, precision)
-    spec = GraphSpec(
-        id=gid, kernel_id=kernel.id, family=kernel.family, op=kernel.op, params=kernel.params(),
-        suites=kernel.suites, apps=kernel.apps, pass_name=pass_name, form=form, precision=precision,
-        flops=kernel.flops(), flops_executed=kernel.dense_flops(), inputs=(a, b), outputs=(y,),
-        seed=default_seed(gid), attrs={"form": form, "sparsity": kernel.sparsity, "weight_zeros": zeros},
-    )
-    return Graph(spec, make_model(gid, [node], (a, b), (y,), doc=f"DeepBench sparse GEMM {kernel.id}, {form} weight"))
+    spec = make_spec(kernel, precision, pass_name, form, inputs=(a, b), outputs=(y,), flops_executed=kernel.dense_flops(),
+                     attrs={"form": form, "sparsity": kernel.sparsity, "weight_zeros": zeros})
+    return Graph(spec, make_model(spec.id, [node], (a, b), (y,), doc=f"DeepBench sparse GEMM {kernel.id}, {form} weight"))
 
 
 def reference(spec: GraphSpec, feeds: dict[str, np.ndarray], rows: np.ndarray | None = None) -> dict[str, np.ndarray]:
@@ -55,6 +53,9 @@ def reference(spec: GraphSpec, feeds: dict[str, np.ndarray], rows: np.ndarray | 
     return {"Y": cublas_reference(feeds["A"], feeds["B"], c, spec.params["a_t"], spec.params["b_t"], rows)}
 
 
-def plan(kernel: SparseKernel, options, train: bool) -> list[tuple[str, str, dict]]:
+tolerance = float_tolerance  # float precisions only: the precision's relative bound
+
+
+def plan(kernel: SparseKernel, options: GenOptions, train: bool) -> list[PlannedGraph]:
     """Both forms of the forward pass: the sparse weight and the dense baseline for the speedup."""
     return [("fwd", form, {}) for form in FORMS]

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Iterator
 
 from dbench.errors import DbenchError, UnsupportedError
-from dbench.gen.build import GraphRequest, build
+from dbench.gen.plan import GraphRequest, build
 from dbench.gen.manifest import MANIFEST, Entry, read_manifest, sha256, write_manifest
 
 

@@ -1,25 +1,23 @@
-"""The run loop: for each graph, hand a job to the worker, turn its outcome (or its death) into a
-result row, and append the row to the run log at once. A resumed run skips graphs that have a row."""
+"""The run loop: for each graph, hand a Job to the worker, turn its Outcome (or its death) into a
+result Row, and append the row to the run log at once. A resumed run skips graphs that have a row."""
 
 from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
-from pathlib import Path
-from typing import Callable, Iterable
+from typing import Callable
 
-from dbench.orchestrator.worker_process import Failure, Worker
-from dbench.worker.timing import TimingConfig
-from dbench.worker.main import Job
-from dbench.errors import DbenchError, UnsupportedError
-from dbench.gen.build import GraphRequest, build
-from dbench.gen.feeds import default_seed
-from dbench.gen.graph import GraphSpec, graph_id
-from dbench.gen.manifest import read_manifest
-from dbench.runtimes.base import RuntimeOptions
-from dbench.runtimes.registry import require
+from dbench.errors import DbenchError, RuntimeSetupError
+from dbench.gen.graph import GraphSpec
+from dbench.orchestrator.items import Item
+from dbench.orchestrator.worker_process import WorkerProcess
+from dbench.runtimes.base import Runtime, RuntimeOptions
 from dbench.store.log import RunLog, resume_command
-from dbench.store.schema import make_row
+from dbench.store.schema import Row, Status
+from dbench.worker.main import Job, Outcome
+from dbench.worker.timing import TimingConfig
+
+WEIGHT_MODES = ("auto", "const", "input")
 
 
 @dataclass(frozen=True)
@@ -37,52 +35,10 @@ class RunConfig:
     memory_limit: int | None = None
 
 
-@dataclass(frozen=True)
-class Item:
-    """One graph to run: its spec, and how to get its bytes (and expected hash) when its turn comes.
-    `unsupported` holds the generator's reason when no graph exists in this precision."""
-
-    spec: GraphSpec
-    load: Callable[[], tuple[bytes, str | None]]
-    unsupported: str = ""
-
-
 class Interrupted(DbenchError):
     """Ctrl-C during a run: every finished row is already in the log."""
 
     exit_code = 130
-
-
-def items_from_requests(requests: Iterable[GraphRequest]) -> list[Item]:
-    """Build each planned graph in memory (fast: graphs hold no weights)."""
-    items = []
-    for request in requests:
-        try:
-            graph = build(request)
-        except UnsupportedError as err:
-            kernel = request.kernel
-            gid = graph_id(kernel.id, request.pass_name, request.form, request.precision)
-            spec = GraphSpec(id=gid, kernel_id=kernel.id, family=kernel.family, op=kernel.op, params=kernel.params(),
-                             suites=kernel.suites, apps=kernel.apps, pass_name=request.pass_name, form=request.form,
-                             precision=request.precision, flops=kernel.flops(), flops_executed=0, inputs=(), outputs=(),
-                             seed=default_seed(gid))
-            items.append(Item(spec, lambda: (b"", None), str(err)))
-            continue
-        data = graph.model.SerializeToString()
-        items.append(Item(graph.spec, lambda data=data: (data, None)))
-    return items
-
-
-def items_from_folder(folder: Path) -> list[Item]:
-    """The graphs listed in a folder's manifest; each file is read (and checked) only when run."""
-
-    def loader(path: Path, digest: str) -> Callable[[], tuple[bytes, str | None]]:
-        def load() -> tuple[bytes, str | None]:
-            return path.read_bytes(), digest
-
-        return load
-
-    return [Item(e.spec, loader(folder / e.file, e.sha256)) for e in read_manifest(folder)]
 
 
 def weights_for(spec: GraphSpec, mode: str) -> str:
@@ -97,57 +53,51 @@ def weights_for(spec: GraphSpec, mode: str) -> str:
 class Runner:
     """Runs items on one runtime through a persistent worker, logging each row as it is made."""
 
-    def __init__(self, config: RunConfig, log: RunLog, run_id: str) -> None:
+    def __init__(self, config: RunConfig, runtime_cls: type[Runtime], log: RunLog, run_id: str) -> None:
         self.config = config
         self.log = log
         self.run_id = run_id
-        runtime_cls = require(config.runtime)
-        self.runtime_info = {
-            "name": config.runtime,
-            "version": runtime_cls.version(),
-            "device": config.options.device or "default",
-        }
-        self.runtime_cls = runtime_cls
+        self.runtime_info = {"name": config.runtime, "version": runtime_cls.version(),
+                             "device": config.options.device or "default"}
 
-    def _job(self, item: Item, options: RuntimeOptions, data: bytes, digest: str | None) -> Job:
-        return Job(spec=item.spec.to_dict(), model=data, sha256=digest, runtime=self.config.runtime,
-                   options=dataclasses.asdict(options), timing=self.config.timing.to_dict(),
-                   verify=self.config.verify, profile_runs=self.config.profile_runs)
-
-    def _outcome(self, worker: Worker, item: Item, options: RuntimeOptions) -> dict:
+    def _outcome(self, worker: WorkerProcess, item: Item, weights: str) -> Outcome:
         if item.unsupported:
-            return {"status": "unsupported", "message": item.unsupported}
+            return Outcome(Status.UNSUPPORTED, item.unsupported)
         try:
             data, digest = item.load()
         except OSError as err:
-            return {"status": "failed", "message": f"cannot read the graph file: {err.strerror}"}
-        result = worker.submit(self._job(item, options, data, digest), self.config.timeout)
-        if isinstance(result, Failure):
-            return {"status": result.status, "message": result.message}
-        return result
+            return Outcome(Status.FAILED, f"cannot read the graph file: {err.strerror}")
+        job = Job(spec=item.spec, model=data, sha256=digest, runtime=self.config.runtime, options=self.config.options,
+                  timing=self.config.timing, weights=weights, verify=self.config.verify,
+                  profile_runs=self.config.profile_runs)
+        return worker.submit(job, self.config.timeout)
 
-    def run(self, items: list[Item], done: set[str], on_row: Callable[[Item, dict | None], None]) -> list[dict]:
-        """Run every item whose graph id is not in `done`; `on_row(item, None)` is called when an
-        item starts and `on_row(item, row)` when its row is logged."""
+    def run(self, items: list[Item], done: set[str], on_start: Callable[[Item], None],
+            on_row: Callable[[Row], None]) -> list[Row]:
+        """Run every item whose graph id is not in `done`, calling `on_start(item)` as it starts and
+        `on_row(row)` once its row is logged."""
         rows = []
-        worker = Worker(self.config.memory_limit)
+        worker = WorkerProcess(self.config.memory_limit)
         seq = len(done)
         try:
             for item in items:
                 if item.spec.id in done:
                     continue
-                on_row(item, None)
-                options = dataclasses.replace(self.config.options, weights=weights_for(item.spec, self.config.weights))
-                outcome = self._outcome(worker, item, options)
-                # The worker reports the settings in force after prepare; describe here only when it could not.
-                info = {**self.runtime_info, "options": outcome.get("runtime_options") or self.runtime_cls(options).describe()}
-                row = make_row(self.run_id, seq, item.spec, info, outcome)
-                self.log.append(row)
+                on_start(item)
+                weights = weights_for(item.spec, self.config.weights)
+                outcome = self._outcome(worker, item, weights)
+                if outcome.aborts_run:
+                    raise RuntimeSetupError(f"{outcome.message}; {seq} rows are in {self.log.path}")
+                # The settings in force as the worker read them after prepare; as requested when no graph got that far.
+                options = outcome.runtime_options or dataclasses.asdict(self.config.options)
+                row = Row.build(self.run_id, seq, item.spec, {**self.runtime_info, "options": options}, weights, outcome)
+                self.log.append(row.to_dict())
                 rows.append(row)
                 seq += 1
-                on_row(item, row)
+                on_row(row)
+            worker.close()
         except KeyboardInterrupt:
-            worker.stop()
             raise Interrupted(f"interrupted; {seq} rows are in {self.log.path}; finish with: {resume_command(self.log.path)}") from None
-        worker.close()
+        finally:
+            worker.stop()  # a no-op after close; on any error, the worker's group is killed
         return rows

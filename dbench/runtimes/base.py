@@ -1,21 +1,27 @@
 """The runtime adapter interface: a Runtime prepares a graph into a Session that binds inputs once,
-runs synchronously, returns outputs and profiles per node. The runner times `Session.run` only."""
+runs synchronously, returns outputs and profiles per node. The runner times `Session.run` only.
+Options are checked in the parent by `validate` (no runtime imported); errors are told apart by type:
+UnsupportedError, OutOfMemory, or DbenchError."""
 
 from __future__ import annotations
 
-import importlib
+import importlib.metadata
 import importlib.util
 import os
 from abc import ABC, abstractmethod
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Mapping
 
 import numpy as np
 import onnx
 
+from dbench.errors import UsageError
 from dbench.gen.graph import GraphSpec
 
-WEIGHT_MODES = ("const", "input")
+OPTION_FLAGS = {"threads": "--threads", "device": "--device", "graph_optimization": "--graph-opt",
+                "allow_runtime_precision": "--allow-runtime-precision", "extra": "--option"}
+"""Each RuntimeOptions field and the `dbench run` flag that sets it (for one-line refusals)."""
 
 
 @dataclass(frozen=True)
@@ -23,13 +29,11 @@ class RuntimeOptions:
     """User choices for a runtime; all recorded in every row.
 
     threads: intra-op threads (None = every core of this machine).
-    weights: `const` materialises weight inputs as constants at load time, `input` feeds them per call.
     device: runtime-specific device name (OpenVINO `CPU`/`GPU`..., CUDA device index).
     allow_runtime_precision: let the runtime choose its execution precision (recorded as such).
     extra: free-form key=value options passed to the runtime (provider options, config keys)."""
 
     threads: int | None = None
-    weights: str = "const"
     device: str | None = None
     graph_optimization: str = "all"
     allow_runtime_precision: bool = False
@@ -94,8 +98,12 @@ class Runtime(ABC):
     """The runtime's Python package (looked up, not imported, to tell whether it is installed)."""
     extra: ClassVar[str]
     """The pip extra that installs this runtime (`pip install 'dbench[<extra>]'`)."""
+    distributions: ClassVar[tuple[str, ...]] = ()
+    """The pip distributions that may provide `module` (their metadata gives the version)."""
     int8_form: ClassVar[str] = "qdq"
     """The int8 graph form this runtime runs best (`qlinear`, `qdq` or `integer`)."""
+    supported_options: ClassVar[frozenset[str]] = frozenset()
+    """The RuntimeOptions fields this adapter honours beyond their defaults; `validate` refuses the rest."""
 
     def __init__(self, options: RuntimeOptions) -> None:
         self.options = options
@@ -110,8 +118,30 @@ class Runtime(ABC):
 
     @classmethod
     def version(cls) -> str:
-        """The runtime's version string (only called when available)."""
-        return importlib.import_module(cls.module).__version__
+        """The installed package's version, from its metadata: the parent records it without importing
+        the runtime (only called when available)."""
+        for distribution in cls.distributions:
+            try:
+                return importlib.metadata.version(distribution)
+            except importlib.metadata.PackageNotFoundError:
+                continue
+        return "unknown"
+
+    @classmethod
+    def validate(cls, options: RuntimeOptions) -> None:
+        """Refuse, with one UsageError line, an option this adapter does not honour or a bad value;
+        runs in the parent, so it neither imports nor starts the runtime. Adapters extend it with
+        their own value checks (`validate_values`)."""
+        defaults = RuntimeOptions()
+        for name, flag in OPTION_FLAGS.items():
+            if name not in cls.supported_options and getattr(options, name) != getattr(defaults, name):
+                raise UsageError(f"{flag} is not supported by runtime {cls.name}; leave it out "
+                                 f"(this runtime honours: {', '.join(OPTION_FLAGS[n] for n in OPTION_FLAGS if n in cls.supported_options) or 'none'})")
+        cls.validate_values(options)
+
+    @classmethod
+    def validate_values(cls, options: RuntimeOptions) -> None:
+        """The adapter's own checks of supported option values (known `--option` keys, device names)."""
 
     @abstractmethod
     def prepare(self, model: onnx.ModelProto, spec: GraphSpec, constants: Mapping[str, np.ndarray]) -> Session:
@@ -120,6 +150,12 @@ class Runtime(ABC):
         alive as long as the session. Raises UnsupportedError with the runtime's own message when it
         cannot run the graph."""
 
+    def errors(self) -> AbstractContextManager:
+        """A context in which the runtime's own exceptions (raised while preparing, binding, running,
+        reading outputs or profiling) become UnsupportedError, OutOfMemory or DbenchError, by type."""
+        return nullcontext()
+
     def describe(self) -> dict[str, Any]:
-        """The runtime settings actually in force (provider/session options, threads, device)."""
-        return {"threads": self.options.thread_count, "weights": self.options.weights}
+        """The runtime settings actually in force (provider/session options, threads, device); called
+        in the worker after `prepare`, so it may include what the runtime read back."""
+        return {"threads": self.options.thread_count}

@@ -7,20 +7,23 @@ more than timing them (ONNX Runtime 1.31 still copies them once into the session
 from __future__ import annotations
 
 import bisect
+import importlib.util
 import json
 import os
 import tempfile
 from collections import defaultdict
+from contextlib import AbstractContextManager, contextmanager
+from pathlib import Path
 from typing import Any, ClassVar, Iterable, Mapping
 
 import numpy as np
 import onnx
 
-from dbench.errors import DbenchError, UnsupportedError, UsageError
+from dbench.errors import DbenchError, OutOfMemory, UnsupportedError, UsageError
 from dbench.gen.graph import GraphSpec
 from dbench.gen.precision import DTYPES
 from dbench.gen.weights import embed_weights
-from dbench.runtimes.base import NodeProfile, Runtime, Session
+from dbench.runtimes.base import NodeProfile, Runtime, RuntimeOptions, Session
 
 # ONNX Runtime's profiler type names -> our precision names.
 ORT_TYPE_PRECISION = {
@@ -28,6 +31,25 @@ ORT_TYPE_PRECISION = {
     "int8": "int8", "uint8": "int8", "int32": "int32", "int64": "int64",
 }
 OPT_LEVELS = ("disable", "basic", "extended", "all")
+# Provider options each execution provider reads (ORT stores unknown keys without a word, so a typo
+# would be recorded in every row as if applied). Values are checked by ORT itself at session creation.
+CPU_PROVIDER_OPTIONS = frozenset({"use_arena"})
+CUDA_PROVIDER_OPTIONS = frozenset({
+    "device_id", "gpu_mem_limit", "arena_extend_strategy", "cudnn_conv_algo_search", "do_copy_in_default_stream",
+    "cudnn_conv_use_max_workspace", "cudnn_conv1d_pad_to_nc1d", "enable_cuda_graph", "enable_skip_layer_norm_strict_mode",
+    "use_tf32", "prefer_nhwc", "tunable_op_enable", "tunable_op_tuning_enable", "tunable_op_max_tuning_duration_ms",
+    "use_ep_level_unified_stream", "fuse_conv_bias", "sdpa_kernel"})
+TRT_PROVIDER_OPTIONS = frozenset({
+    "device_id", "trt_max_workspace_size", "trt_fp16_enable", "trt_int8_enable", "trt_int8_calibration_table_name",
+    "trt_int8_use_native_calibration_table", "trt_dla_enable", "trt_dla_core", "trt_max_partition_iterations",
+    "trt_min_subgraph_size", "trt_dump_subgraphs", "trt_engine_cache_enable", "trt_engine_cache_path",
+    "trt_timing_cache_enable", "trt_timing_cache_path", "trt_force_sequential_engine_build", "trt_context_memory_sharing_enable",
+    "trt_layer_norm_fp32_fallback", "trt_build_heuristics_enable", "trt_sparsity_enable", "trt_builder_optimization_level",
+    "trt_auxiliary_streams", "trt_tactic_sources", "trt_detailed_build_log", "trt_cuda_graph_enable", "trt_bf16_enable",
+    "trt_profile_min_shapes", "trt_profile_max_shapes", "trt_profile_opt_shapes"})
+# ORT's words for an allocation failure inside a running kernel, which it raises as a plain
+# RuntimeException/Fail (std::bad_alloc at the Python boundary arrives as MemoryError).
+OOM_WORDS = ("bad_alloc", "failed to allocate memory", "out of memory")
 # Nodes that move or reshape data, not compute: their input type says nothing about the math.
 NON_COMPUTE_OPS = {"Cast", "Transpose", "Slice", "Reshape", "Constant", "Identity", "MemcpyToHost", "MemcpyFromHost",
                    "QuantizeLinear", "DequantizeLinear", "DynamicQuantizeLinear", "Squeeze", "Unsqueeze",
@@ -46,8 +68,33 @@ def _ort():
     return onnxruntime
 
 
-def _is_unsupported(message: str) -> bool:
-    return "NOT_IMPLEMENTED" in message or "Could not find an implementation" in message or "not supported" in message.lower()
+def _first_line(err: BaseException) -> str:
+    text = str(err).strip()
+    return text.splitlines()[0] if text else type(err).__name__
+
+
+@contextmanager
+def classified(loading: bool = False):
+    """ONNX Runtime's typed exceptions as dbench's: NotImplemented -> UnsupportedError (no kernel for
+    this op and type), MemoryError or an allocation failure -> OutOfMemory, the rest -> DbenchError
+    (GraphLoadError while `loading`). ORT's own types are imported here, when ORT is in use."""
+    from onnxruntime.capi import onnxruntime_pybind11_state as state
+
+    try:
+        yield
+    except DbenchError:
+        raise
+    except MemoryError as err:
+        raise OutOfMemory(f"out of memory: {_first_line(err)}") from None
+    except state.NotImplemented as err:
+        raise UnsupportedError(_first_line(err)) from None
+    except (state.Fail, state.RuntimeException, state.EPFail) as err:
+        message = _first_line(err)
+        if any(word in message.lower() for word in OOM_WORDS):
+            raise OutOfMemory(message) from None
+        raise (GraphLoadError if loading else DbenchError)(message) from None
+    except (state.InvalidGraph, state.InvalidProtobuf, state.InvalidArgument, state.NoModel) as err:
+        raise GraphLoadError(f"{type(err).__name__}: {_first_line(err)}") from None
 
 
 def _ortvalue(array: np.ndarray, device: str, device_id: int):
@@ -113,7 +160,7 @@ class OrtSession(Session):
         self.binding = self._bind(self.session, feeds)
 
     def run(self) -> None:
-        self.session.run_with_iobinding(self.binding)
+        self.session.run_with_iobinding(self.binding)  # errors classified around the whole measurement: Runtime.errors
 
     def outputs(self) -> dict[str, np.ndarray]:
         arrays = self.binding.copy_outputs_to_cpu()  # host copies, from CPU or device memory alike
@@ -190,8 +237,13 @@ class OrtRuntime(Runtime):
     """Shared ONNX Runtime adapter; subclasses choose the execution provider."""
 
     module: ClassVar[str] = "onnxruntime"
+    distributions: ClassVar[tuple[str, ...]] = ("onnxruntime", "onnxruntime-gpu", "onnxruntime-openvino",
+                                                 "onnxruntime-directml", "onnxruntime-qnn")
     extra: ClassVar[str] = "cpu"
     provider: ClassVar[str] = "CPUExecutionProvider"
+    provider_library: ClassVar[str | None] = None
+    """The execution provider's shared library in onnxruntime/capi (None: built into the core
+    library), looked for on disk so that telling availability imports nothing."""
     int8_form: ClassVar[str] = "qlinear"
     constants_in_memory: ClassVar[bool] = True
     """Constant weights as in-memory external initializers (else serialised into the model)."""
@@ -199,11 +251,12 @@ class OrtRuntime(Runtime):
     @classmethod
     def availability(cls) -> tuple[bool, str]:
         installed, reason = super().availability()
-        if not installed:
+        if not installed or cls.provider_library is None:
             return installed, reason
-        providers = _ort().get_available_providers()
-        if cls.provider not in providers:
-            return False, f"{cls.provider} is not in this onnxruntime build ({', '.join(providers)}): pip install 'dbench[{cls.extra}]' in its own environment"
+        capi = Path(importlib.util.find_spec(cls.module).submodule_search_locations[0]) / "capi"
+        if not any(capi.glob(f"*{cls.provider_library}.*")):
+            return False, (f"{cls.provider} is not in this onnxruntime build (no {cls.provider_library} library in {capi}): "
+                           f"pip install 'dbench[{cls.extra}]' in its own environment")
         return True, ""
 
     @property
@@ -213,10 +266,17 @@ class OrtRuntime(Runtime):
     def provider_options(self) -> dict[str, str]:
         return dict(self.options.extra)
 
-    def __init__(self, options) -> None:
+    supported_options: ClassVar[frozenset[str]] = frozenset({"threads", "graph_optimization", "extra"})
+    provider_option_names: ClassVar[frozenset[str]] = CPU_PROVIDER_OPTIONS
+
+    @classmethod
+    def validate_values(cls, options: RuntimeOptions) -> None:
         if options.graph_optimization not in OPT_LEVELS:
             raise UsageError(f"unknown graph optimisation level {options.graph_optimization!r}; valid: {', '.join(OPT_LEVELS)}")
-        super().__init__(options)
+        unknown = sorted(set(options.extra) - cls.provider_option_names)
+        if unknown:
+            raise UsageError(f"--option {unknown[0]} is not a {cls.provider} option; known: "
+                             f"{', '.join(sorted(cls.provider_option_names))}")
 
     def session_options(self, profiling: bool):
         ort = _ort()
@@ -242,21 +302,20 @@ class OrtRuntime(Runtime):
         options = self.session_options(profiling)
         if constants:
             options.add_external_initializers(list(constants), list(constants.values()))
-        try:
+        with classified(loading=True):
             return ort.InferenceSession(model_bytes, options, providers=[(self.provider, self.provider_options())])
-        except Exception as err:  # ORT raises its own exception types; classify by message
-            message = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
-            if _is_unsupported(message):
-                raise UnsupportedError(message) from None
-            raise GraphLoadError(message) from None
 
     def prepare(self, model: onnx.ModelProto, spec: GraphSpec, constants: Mapping[str, np.ndarray]) -> Session:
         if not constants:
             return OrtSession(self, model.SerializeToString(), spec, {})
         if not self.constants_in_memory:
             return OrtSession(self, embed_weights(model, constants).SerializeToString(), spec, {})
-        values = {name: _ortvalue(array, "cpu", 0) for name, array in constants.items()}
+        with classified():
+            values = {name: _ortvalue(array, "cpu", 0) for name, array in constants.items()}
         return OrtSession(self, declare_constants(model, constants).SerializeToString(), spec, values)
+
+    def errors(self) -> AbstractContextManager:
+        return classified()
 
     def device_memory(self) -> int | None:
         return None
@@ -285,6 +344,15 @@ class OrtCuda(OrtRuntime):
     name: ClassVar[str] = "ort-cuda"
     extra: ClassVar[str] = "gpu"
     provider: ClassVar[str] = "CUDAExecutionProvider"
+    provider_library: ClassVar[str | None] = "onnxruntime_providers_cuda"
+    supported_options: ClassVar[frozenset[str]] = frozenset({"threads", "device", "graph_optimization", "extra"})
+    provider_option_names: ClassVar[frozenset[str]] = CUDA_PROVIDER_OPTIONS
+
+    @classmethod
+    def validate_values(cls, options: RuntimeOptions) -> None:
+        super().validate_values(options)
+        if options.device is not None and not options.device.isdigit():
+            raise UsageError(f"--device {options.device!r}: {cls.name} takes a CUDA device index (0, 1, ...)")
 
     @property
     def io_device(self) -> tuple[str, int]:
@@ -304,6 +372,10 @@ class OrtTensorrt(OrtCuda):
 
     name: ClassVar[str] = "ort-trt"
     provider: ClassVar[str] = "TensorrtExecutionProvider"
+    provider_library: ClassVar[str | None] = "onnxruntime_providers_tensorrt"
+    supported_options: ClassVar[frozenset[str]] = frozenset(
+        {"threads", "device", "graph_optimization", "allow_runtime_precision", "extra"})
+    provider_option_names: ClassVar[frozenset[str]] = TRT_PROVIDER_OPTIONS
     int8_form: ClassVar[str] = "qdq"
     # The TensorRT EP hands TensorRT's parser a serialised copy of its subgraph; whether that keeps
     # in-memory external initializers is untested here (no GPU), so its weights go into the model.

@@ -14,15 +14,39 @@ from typing import Any, ClassVar, Mapping
 import numpy as np
 import onnx
 
-from dbench.errors import DbenchError, UnsupportedError, UsageError
+from dbench.errors import DbenchError, OutOfMemory, RuntimeSetupError, UnsupportedError, UsageError
 from dbench.gen.graph import GraphSpec
 from dbench.gen.precision import DTYPES
-from dbench.runtimes.base import NodeProfile, Runtime, Session
+from dbench.runtimes.base import NodeProfile, Runtime, RuntimeOptions, Session
 
 DEFAULT_DEVICE = "CPU"
 # Devices that schedule onto other devices: they take the hardware devices' config keys but do not
 # list them (or report them back) themselves.
 VIRTUAL_DEVICES = ("AUTO", "MULTI", "HETERO", "BATCH")
+HARDWARE_DEVICE = re.compile(r"^(CPU|GPU|NPU)(\.\d+)?$")
+# `--option` keys dbench passes to compile_model, with the values it accepts where a cheap check
+# catches a typo before the run (OpenVINO itself would refuse them for every graph). Other keys are
+# listed with None: any value, OpenVINO checks it.
+YES_NO = ("YES", "NO", "TRUE", "FALSE")
+INTEGER = "integer"
+OPTION_VALUES: dict[str, tuple[str, ...] | str | None] = {
+    "NUM_STREAMS": ("AUTO", "NUMA", INTEGER), "INFERENCE_NUM_THREADS": INTEGER, "COMPILATION_NUM_THREADS": INTEGER,
+    "PERFORMANCE_HINT_NUM_REQUESTS": INTEGER, "PERFORMANCE_HINT": ("LATENCY", "THROUGHPUT", "CUMULATIVE_THROUGHPUT"),
+    "INFERENCE_PRECISION_HINT": ("f32", "f16", "bf16"), "EXECUTION_MODE_HINT": ("PERFORMANCE", "ACCURACY"),
+    "SCHEDULING_CORE_TYPE": ("ANY_CORE", "PCORE_ONLY", "ECORE_ONLY"),
+    "LOG_LEVEL": ("LOG_NONE", "LOG_ERROR", "LOG_WARNING", "LOG_INFO", "LOG_DEBUG", "LOG_TRACE"),
+    "MODEL_PRIORITY": ("LOW", "MEDIUM", "HIGH"), "CACHE_MODE": ("OPTIMIZE_SIZE", "OPTIMIZE_SPEED"),
+    **{key: YES_NO for key in ("PERF_COUNT", "ENABLE_CPU_PINNING", "ENABLE_CPU_RESERVATION", "ENABLE_HYPER_THREADING",
+                               "CPU_DENORMALS_OPTIMIZATION", "ENABLE_TENSOR_PARALLEL", "ENABLE_MMAP", "ENABLE_WEIGHTLESS",
+                               "ENABLE_STARTUP_FALLBACK", "ENABLE_RUNTIME_FALLBACK", "EXCLUSIVE_ASYNC_REQUESTS",
+                               "GPU_ENABLE_LOOP_UNROLLING", "GPU_DISABLE_WINOGRAD_CONVOLUTION", "NPU_TURBO")},
+    **{key: None for key in ("DEVICE_ID", "MODEL_DISTRIBUTION_POLICY", "TBB_PARTITIONER", "DYNAMIC_QUANTIZATION_GROUP_SIZE",
+                             "KV_CACHE_PRECISION", "KEY_CACHE_PRECISION", "VALUE_CACHE_PRECISION", "KEY_CACHE_GROUP_SIZE",
+                             "VALUE_CACHE_GROUP_SIZE", "CPU_SPARSE_WEIGHTS_DECOMPRESSION_RATE", "WEIGHTS_PATH", "CACHE_DIR",
+                             "MULTI_DEVICE_PRIORITIES", "SCHEDULE_POLICY", "GPU_HOST_TASK_PRIORITY", "GPU_QUEUE_PRIORITY",
+                             "GPU_QUEUE_THROTTLE", "NPU_COMPILATION_MODE_PARAMS", "NPU_TILES", "NPU_DPU_GROUPS",
+                             "NPU_DMA_ENGINES", "NPU_COMPILER_TYPE", "NPU_MAX_TILES", "WORKLOAD_TYPE")},
+}
 # A graph's precision -> (INFERENCE_PRECISION_HINT, OPTIMIZATION_CAPABILITIES entry it needs).
 # int8 (Q/DQ) graphs: quantised layers run int8 kernels; the float parts around them stay f32.
 PINNED = {"fp32": ("f32", "FP32"), "fp16": ("f16", "FP16"), "bf16": ("bf16", "BF16"), "int8": ("f32", "INT8")}
@@ -43,6 +67,7 @@ INSERTED_CONVERSION = re.compile(r"^(Convert|FakeQuantize)_\d+$")
 # Compiled-model properties not worth a place in every row (the rest are read back: what is in force).
 NOT_READ_BACK = ("SUPPORTED_PROPERTIES", "NETWORK_NAME")
 OOM_WORDS = ("bad_alloc", "out of memory", "failed to allocate")
+"""OpenVINO raises allocation failures as plain RuntimeErrors: only its message tells them apart."""
 SOURCE_LOCATION = re.compile(r"Check '[^']*' failed at \S+:\d+:\s*")
 
 
@@ -233,8 +258,33 @@ class OpenVino(Runtime):
 
     name: ClassVar[str] = "openvino"
     module: ClassVar[str] = "openvino"
+    distributions: ClassVar[tuple[str, ...]] = ("openvino", "openvino-nightly")
     extra: ClassVar[str] = "openvino"
     int8_form: ClassVar[str] = "qdq"
+    supported_options: ClassVar[frozenset[str]] = frozenset({"threads", "device", "allow_runtime_precision", "extra"})
+
+    @classmethod
+    def validate_values(cls, options: RuntimeOptions) -> None:
+        """Device names by their form (whether OpenVINO sees them is checked in the worker), and known
+        `--option` keys with sane values."""
+        if options.device is not None:
+            head, sep, tail = options.device.partition(":")
+            names = [n.strip() for n in tail.split(",")] if head in VIRTUAL_DEVICES and sep else []
+            if (head not in VIRTUAL_DEVICES and not HARDWARE_DEVICE.match(options.device)) or \
+                    not all(HARDWARE_DEVICE.match(n) for n in names):
+                raise UsageError(f"--device {options.device!r} is not an OpenVINO device name; use CPU, GPU, GPU.1, NPU, "
+                                 "AUTO or AUTO:GPU,CPU (also MULTI:, HETERO:, BATCH:)")
+        for key, value in options.extra.items():
+            if key not in OPTION_VALUES:
+                raise UsageError(f"--option {key} is not an OpenVINO property dbench knows; known: {', '.join(sorted(OPTION_VALUES))}")
+            valid = OPTION_VALUES[key]
+            if valid is None or (INTEGER in valid and value.isdigit()) or value.upper() in (v.upper() for v in valid):
+                continue
+            words = [v if v != INTEGER else "a non-negative integer" for v in ((valid,) if isinstance(valid, str) else valid)]
+            raise UsageError(f"--option {key}={value} is not valid; use {' or '.join(words)}")
+        if "INFERENCE_PRECISION_HINT" in options.extra and not options.allow_runtime_precision:
+            raise UsageError("--option INFERENCE_PRECISION_HINT overrides the precision dbench pins; "
+                             "add --allow-runtime-precision to run it (recorded as the runtime's choice)")
 
     def __init__(self, options) -> None:
         super().__init__(options)
@@ -259,7 +309,7 @@ class OpenVino(Runtime):
         names = [n.strip() for n in tail.split(",") if n.strip()] if virtual else [self.device]
         for name in names:
             if name not in seen and not any(d.split(".")[0] == name for d in seen):
-                raise DbenchError(f"OpenVINO device {name!r} is not available here; devices OpenVINO sees: "
+                raise RuntimeSetupError(f"OpenVINO device {name!r} is not available here; devices OpenVINO sees: "
                                   f"{', '.join(seen) or 'none'} (and {', '.join(VIRTUAL_DEVICES)} over them)")
         return tuple(names) if names else None
 
@@ -272,9 +322,6 @@ class OpenVino(Runtime):
 
     def config(self, precision: str | None) -> dict[str, str]:
         """compile_model's config for a graph in `precision` (None: the device-level config only)."""
-        if "INFERENCE_PRECISION_HINT" in self.options.extra and not self.options.allow_runtime_precision:
-            raise UsageError("--option INFERENCE_PRECISION_HINT overrides the precision dbench pins; "
-                             "add --allow-runtime-precision to run it (recorded as the runtime's choice)")
         config = {"PERFORMANCE_HINT": "LATENCY", "NUM_STREAMS": "1"}
         if self._supports("INFERENCE_NUM_THREADS"):
             config["INFERENCE_NUM_THREADS"] = str(self.options.thread_count)
@@ -303,14 +350,30 @@ class OpenVino(Runtime):
 
     @contextmanager
     def _classified(self):
-        """OpenVINO's errors (RuntimeError and its own types) as MemoryError or UnsupportedError, by message."""
+        """Compilation errors (RuntimeError and OpenVINO's own types) as OutOfMemory or UnsupportedError."""
         try:
             yield
+        except MemoryError as err:
+            raise OutOfMemory(f"out of memory: {_message(err)}") from None
         except Exception as err:
             message = _message(err)
             if any(word in message.lower() for word in OOM_WORDS):
-                raise MemoryError(message) from None
+                raise OutOfMemory(message) from None
             raise UnsupportedError(f"OpenVINO cannot compile this graph on {self.device}: {message}") from None
+
+    @contextmanager
+    def errors(self):
+        """Errors while binding, running or profiling: OutOfMemory when OpenVINO says it could not
+        allocate, DbenchError with its message otherwise."""
+        try:
+            yield
+        except DbenchError:
+            raise
+        except MemoryError as err:
+            raise OutOfMemory(f"out of memory: {_message(err)}") from None
+        except RuntimeError as err:
+            message = _message(err)
+            raise (OutOfMemory if any(w in message.lower() for w in OOM_WORDS) else DbenchError)(message) from None
 
     @staticmethod
     def _read_back(compiled) -> dict[str, str]:
@@ -352,8 +415,8 @@ class OpenVino(Runtime):
     def describe(self) -> dict[str, Any]:
         rule = ("runtime default" if self.options.allow_runtime_precision
                 else "pinned to the graph's: " + ", ".join(f"{p}->{h}" for p, (h, _) in PINNED.items()))
-        described = {**super().describe(), "device": self.device, "config": self.config(None),
-                     "inference_precision": rule}
+        described = {**super().describe(), "build": _ov().__version__, "device": self.device,
+                     "config": self.config(None), "inference_precision": rule}
         if self.hardware:
             # What OpenVINO would pick by itself (bf16 on CPUs with bf16): the precision dbench overrides.
             described["device_default_precision"] = {

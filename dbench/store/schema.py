@@ -1,15 +1,39 @@
 """The result row (schema version in dbench.store.log): one flat record per (graph, runtime, options,
-machine), assembled from the graph's spec, the runtime, and the worker's outcome or failure."""
+machine), assembled from the graph's spec, the runtime, and the worker's outcome or failure. Rows are
+`Row`s while a run makes them and plain dicts (`Row.to_dict`, the JSONL keys) once logged."""
 
 from __future__ import annotations
 
+import dataclasses
+from dataclasses import dataclass
 from datetime import datetime, timezone
-from typing import Any
+from enum import Enum
+from typing import TYPE_CHECKING, Any
 
 from dbench.gen.graph import GraphSpec
 from dbench.store.invariants import violations
 
-STATUSES = ("ok", "unsupported", "mismatch", "failed", "crashed", "timeout", "oom")
+if TYPE_CHECKING:
+    from dbench.worker.main import Outcome
+
+
+class Status(str, Enum):
+    """A row's verdict; the value is what the log stores."""
+
+    OK = "ok"
+    UNSUPPORTED = "unsupported"
+    MISMATCH = "mismatch"
+    FAILED = "failed"
+    CRASHED = "crashed"
+    TIMEOUT = "timeout"
+    OOM = "oom"
+
+    def __str__(self) -> str:
+        return self.value
+
+
+PASSING = frozenset({Status.OK, Status.UNSUPPORTED})
+"""Statuses of an honest run: measured and verified, or refused by the runtime with its reason."""
 STAT_FIELDS = ("median_us", "p10_us", "p90_us", "p99_us", "min_us", "mean_us", "std_us", "cv", "samples",
                "calls_per_sample", "unstable", "timed_s", "warmup_s")
 
@@ -33,63 +57,114 @@ def kernel_time(nodes: list[dict[str, Any]]) -> float | None:
     return sum(n["time_us"] for n in nodes if not n.get("container"))
 
 
-def make_row(run_id: str, seq: int, spec: GraphSpec, runtime: dict[str, Any], outcome: dict[str, Any]) -> dict[str, Any]:
-    """A result row. `runtime` holds name, version, device and options; `outcome` is the worker's
-    Outcome as a dict (a parent-side failure has just status and message)."""
-    stats = outcome.get("stats") or {}
-    nodes = outcome.get("nodes") or []
-    verification = outcome.get("verification") or {}
-    median_s = stats["median_us"] / 1e6 if stats.get("median_us") else None
-    kernel_us = kernel_time(nodes)
-    executed = executed_precision(nodes) if nodes else ("unknown" if outcome["status"] in ("ok", "mismatch") else "")
-    row: dict[str, Any] = {
-        "run_id": run_id,
-        "seq": seq,
-        "graph_id": spec.id,
-        "kernel_id": spec.kernel_id,
-        "family": spec.family,
-        "op": spec.op,
-        "pass": spec.pass_name,
-        "form": spec.form,
-        "suites": list(spec.suites),
-        "apps": list(spec.apps),
-        "params": spec.params,
-        "attrs": spec.attrs,
-        "precision": spec.precision,
-        "precision_executed": executed,
-        "precision_fallback": executed not in ("unknown", "", spec.precision),
-        "weights": runtime["options"].get("weights"),
-        "runtime": runtime["name"],
-        "runtime_version": runtime["version"],
-        "device": runtime.get("device"),
-        "runtime_options": runtime["options"],
-        "status": outcome["status"],
-        "message": outcome.get("message", ""),
-        **{f: stats.get(f) for f in STAT_FIELDS},
-        "kernel_time_us": kernel_us,
-        "overhead_us": stats["median_us"] - kernel_us if stats.get("median_us") and kernel_us is not None else None,
-        "nodes": nodes,
-        "flops": spec.flops,
-        "flops_executed": spec.flops_executed,
-        "tflops": spec.flops / median_s / 1e12 if median_s else None,
-        "tflops_executed": spec.flops_executed / median_s / 1e12 if median_s else None,
-        "min_bytes": spec.min_bytes,
-        "gbps": spec.min_bytes / median_s / 1e9 if median_s else None,
-        "intensity": spec.flops / spec.min_bytes if spec.min_bytes else None,
-        "peak_rss_bytes": outcome.get("peak_rss_bytes"),
-        "memory_bytes": outcome.get("memory_bytes"),
-        "device_memory_bytes": outcome.get("device_memory_bytes"),
-        "verified": verification.get("ok"),
-        "verified_by": verification.get("by"),
-        "error": verification.get("error"),
-        "tolerance_metric": verification.get("metric"),
-        "tolerance": verification.get("bound"),
-        "verified_rows": verification.get("rows_checked"),
-        "inputs_s": outcome.get("inputs_s"),
-        "prepare_s": outcome.get("prepare_s"),
-        "verify_s": outcome.get("verify_s"),
-        "profile_s": outcome.get("profile_s"),
-        "finished_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-    }
-    row["invariant_violations"] = violations(row)
-    return row
+@dataclass(frozen=True)
+class Row:
+    """One result row; `to_dict` gives the JSONL keys (`pass_name` is stored as `pass`)."""
+
+    run_id: str
+    seq: int
+    graph_id: str
+    kernel_id: str
+    family: str
+    op: str
+    pass_name: str
+    form: str
+    suites: list[str]
+    apps: list[str]
+    params: dict[str, Any]
+    attrs: dict[str, Any]
+    precision: str
+    precision_executed: str
+    precision_fallback: bool
+    weights: str | None
+    runtime: str
+    runtime_version: str
+    device: str | None
+    runtime_options: dict[str, Any]
+    status: Status
+    message: str
+    median_us: float | None
+    p10_us: float | None
+    p90_us: float | None
+    p99_us: float | None
+    min_us: float | None
+    mean_us: float | None
+    std_us: float | None
+    cv: float | None
+    samples: int | None
+    calls_per_sample: int | None
+    unstable: bool | None
+    timed_s: float | None
+    warmup_s: float | None
+    kernel_time_us: float | None
+    overhead_us: float | None
+    nodes: list[dict[str, Any]]
+    flops: int
+    flops_executed: int
+    tflops: float | None
+    tflops_executed: float | None
+    min_bytes: int
+    gbps: float | None
+    intensity: float | None
+    peak_rss_bytes: int | None
+    memory_bytes: int | None
+    device_memory_bytes: int | None
+    verified: bool | None
+    error: float | None
+    tolerance_metric: str | None
+    tolerance: float | None
+    verified_rows: int | None
+    inputs_s: float | None
+    prepare_s: float | None
+    verify_s: float | None
+    profile_s: float | None
+    finished_at: str
+    invariant_violations: list[str] = dataclasses.field(default_factory=list)
+    """What the row breaks of dbench.store.invariants (absent from rows written before those checks)."""
+    verified_by: str | None = None
+    """What computed the expected outputs: `numpy` (dbench's reference), `onnx.reference` (a foreign
+    model), or None when the row was not verified (absent from rows written before foreign graphs)."""
+
+    def to_dict(self) -> dict[str, Any]:
+        row = {("pass" if f.name == "pass_name" else f.name): getattr(self, f.name) for f in dataclasses.fields(self)}
+        row["status"] = self.status.value
+        return row
+
+    @classmethod
+    def build(cls, run_id: str, seq: int, spec: GraphSpec, runtime: dict[str, Any], weights: str | None,
+              outcome: "Outcome") -> "Row":
+        """A row from the worker's Outcome (or the parent's, with just status and message, when the
+        worker died or the graph never reached it).
+        `runtime` holds name, version, device and the options in force; `weights` is the job's mode."""
+        stats = outcome.stats or {}
+        nodes = outcome.nodes or []
+        verification = outcome.verification or {}
+        status = outcome.status
+        median_s = stats["median_us"] / 1e6 if stats.get("median_us") else None
+        kernel_us = kernel_time(nodes)
+        executed = executed_precision(nodes) if nodes else ("unknown" if status in (Status.OK, Status.MISMATCH) else "")
+        row = cls(
+            run_id=run_id, seq=seq, graph_id=spec.id, kernel_id=spec.kernel_id, family=spec.family, op=spec.op,
+            pass_name=spec.pass_name, form=spec.form, suites=list(spec.suites), apps=list(spec.apps),
+            params=spec.params, attrs=spec.attrs, precision=spec.precision, precision_executed=executed,
+            precision_fallback=executed not in ("unknown", "", spec.precision), weights=weights,
+            runtime=runtime["name"], runtime_version=runtime["version"], device=runtime.get("device"),
+            runtime_options=runtime["options"], status=status, message=outcome.message or "",
+            **{f: stats.get(f) for f in STAT_FIELDS},
+            kernel_time_us=kernel_us,
+            overhead_us=stats["median_us"] - kernel_us if stats.get("median_us") and kernel_us is not None else None,
+            nodes=nodes, flops=spec.flops, flops_executed=spec.flops_executed,
+            tflops=spec.flops / median_s / 1e12 if median_s else None,
+            tflops_executed=spec.flops_executed / median_s / 1e12 if median_s else None,
+            min_bytes=spec.min_bytes, gbps=spec.min_bytes / median_s / 1e9 if median_s else None,
+            intensity=spec.flops / spec.min_bytes if spec.min_bytes else None,
+            peak_rss_bytes=outcome.peak_rss_bytes, memory_bytes=outcome.memory_bytes,
+            device_memory_bytes=outcome.device_memory_bytes,
+            verified=verification.get("ok"), verified_by=verification.get("by"), error=verification.get("error"),
+            tolerance_metric=verification.get("metric"), tolerance=verification.get("bound"),
+            verified_rows=verification.get("rows_checked"),
+            inputs_s=outcome.inputs_s, prepare_s=outcome.prepare_s,
+            verify_s=outcome.verify_s, profile_s=outcome.profile_s,
+            finished_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        )
+        return dataclasses.replace(row, invariant_violations=violations(row.to_dict()))

@@ -1,42 +1,51 @@
 """The worker process: loads one graph at a time on one runtime, binds seeded inputs, times it,
-verifies it, profiles it, and returns a versioned Outcome. It lives across kernels; the parent
-replaces it when it crashes, hangs or runs out of memory."""
+verifies it, profiles it, and returns an Outcome. It lives across kernels; the parent replaces it
+when it crashes, hangs or runs out of memory. Jobs and Outcomes cross the pipe pickled as they are."""
 
 from __future__ import annotations
 
 import math
 import os
 import signal
+import sys
 import time
 import traceback
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
-if TYPE_CHECKING:
-    from dbench.gen.build import Tolerance
+from dbench.gen.graph import GraphSpec
+from dbench.runtimes.base import Runtime, RuntimeOptions
+from dbench.store.schema import Status
+from dbench.worker.timing import TimingConfig
 
-OUTCOME_VERSION = 1
+if TYPE_CHECKING:
+    import numpy as np
+
+    from dbench.gen.tolerance import Tolerance
 
 
 @dataclass(frozen=True)
 class Job:
-    """One graph to measure. `model` is the serialized ONNX graph (no weights inside)."""
+    """One graph to measure. `model` is the serialized ONNX graph (no weights inside); `weights` is
+    `const` (weights become constants at load time) or `input` (fed every call)."""
 
-    spec: dict[str, Any]
+    spec: GraphSpec
     model: bytes
     sha256: str | None
     runtime: str
-    options: dict[str, Any]
-    timing: dict[str, Any]
+    options: RuntimeOptions
+    timing: TimingConfig
+    weights: str = "const"
     verify: bool = True
     profile_runs: int = 10
 
 
 @dataclass
 class Outcome:
-    """What the worker measured for one Job: status, message, statistics, verdict, profile, memory."""
+    """What the worker measured for one Job: status, message, statistics, verdict, profile, memory.
+    `aborts_run`: the runtime cannot start as configured, so no later job can run either."""
 
-    status: str
+    status: Status
     message: str = ""
     stats: dict[str, Any] | None = None
     verification: dict[str, Any] | None = None
@@ -49,20 +58,12 @@ class Outcome:
     prepare_s: float | None = None
     verify_s: float | None = None
     profile_s: float | None = None
-    version: int = OUTCOME_VERSION
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+    aborts_run: bool = False
 
 
 def _first_line(err: BaseException) -> str:
     text = str(err).strip()
     return f"{type(err).__name__}: {text.splitlines()[0]}" if text else type(err).__name__
-
-
-def _is_oom(err: BaseException) -> bool:
-    text = str(err).lower()
-    return isinstance(err, MemoryError) or "bad_alloc" in text or "failed to allocate" in text or "out of memory" in text
 
 
 def _check_model(model, spec) -> str | None:
@@ -84,11 +85,11 @@ PROFILE_BUDGET_S = 0.05
 """Profiling stops after about this much kernel time, once two runs are done (the first run is cold)."""
 
 
-def _verify_rows(spec) -> "np.ndarray | None":
+def _verify_rows(spec: GraphSpec) -> "np.ndarray | None":
     """A seeded sample of output rows to verify when the output is large, else None (all rows)."""
     import numpy as np
 
-    from dbench.gen.build import ROW_SAMPLED
+    from dbench.gen.plan import ROW_SAMPLED
 
     rows = spec.outputs[0].shape[0] if spec.outputs else 0
     if spec.family not in ROW_SAMPLED or spec.precision == "int8" or rows <= VERIFY_ROWS:
@@ -110,7 +111,21 @@ def _estimate_bytes(spec, verify: bool, weights_const: bool) -> int:
     return need
 
 
-def _expected(model, spec, feeds: dict, rows) -> tuple[dict | None, str, Tolerance]:
+_runtime: list[tuple[str, RuntimeOptions, Runtime]] = []
+"""This process's runtime instance with its name and options, kept across jobs (a run has one)."""
+
+
+def runtime_for(name: str, options: RuntimeOptions) -> Runtime:
+    """The runtime for a job: its class resolved and instantiated once per worker process (again
+    only if a job names another runtime or other options)."""
+    from dbench.runtimes.registry import runtime_class
+
+    if not _runtime or _runtime[0][:2] != (name, options):
+        _runtime[:] = [(name, options, runtime_class(name)(options))]
+    return _runtime[0][2]
+
+
+def _expected(model, spec: GraphSpec, feeds: dict, rows) -> tuple[dict | None, str, Tolerance]:
     """(reference outputs, what computed them, tolerance rule): dbench's numpy reference for its own
     graphs; onnx.reference for a foreign model, or (None, why not, rule) when it cannot run it."""
     from dbench.foreign.spec import FAMILY
@@ -120,7 +135,7 @@ def _expected(model, spec, feeds: dict, rows) -> tuple[dict | None, str, Toleran
 
         outputs, by = reference_outputs(model, spec, feeds)
         return outputs, by, model_tolerance(spec)
-    from dbench.gen.build import reference, tolerance
+    from dbench.gen.plan import reference, tolerance
 
     return reference(spec, feeds, rows), "numpy", tolerance(spec)
 
@@ -129,84 +144,85 @@ def execute(job: Job) -> Outcome:
     """Run one job in this process (the worker loop calls this; tests may call it directly)."""
     import onnx
 
-    from dbench.worker import memory
-    from dbench.worker.timing import TimingConfig, measure
-    from dbench.worker.verify import compare
-    from dbench.errors import DbenchError, UnsupportedError
+    from dbench.errors import DbenchError, OutOfMemory, RuntimeSetupError, UnsupportedError
     from dbench.gen.feeds import make_feeds
-    from dbench.gen.graph import GraphSpec
     from dbench.gen.manifest import sha256
     from dbench.gen.weights import split_feeds
-    from dbench.runtimes.base import RuntimeOptions
-    from dbench.runtimes.registry import runtime_class
+    from dbench.worker import memory
+    from dbench.worker.timing import measure
+    from dbench.worker.verify import compare
 
-    spec = GraphSpec.from_dict(job.spec)
-    options = RuntimeOptions(**job.options)
+    spec = job.spec
     try:
         model = onnx.load_model_from_string(job.model)
     except Exception as err:  # protobuf raises DecodeError and friends
-        return Outcome("failed", f"cannot load the graph: {_first_line(err)}")
+        return Outcome(Status.FAILED, f"cannot load the graph: {_first_line(err)}")
     if job.sha256 and sha256(job.model) != job.sha256:
-        return Outcome("failed", "the graph file does not match its manifest (sha256 differs); regenerate it with dbench gen --force")
+        return Outcome(Status.FAILED, "the graph file does not match its manifest (sha256 differs); regenerate it with dbench gen --force")
     mismatch = _check_model(model, spec)
     if mismatch:
-        return Outcome("failed", f"{mismatch}; regenerate the folder with dbench gen --force")
-    need = _estimate_bytes(spec, job.verify, options.weights == "const")
+        return Outcome(Status.FAILED, f"{mismatch}; regenerate the folder with dbench gen --force")
+    need = _estimate_bytes(spec, job.verify, job.weights == "const")
     if need > memory.available():
-        return Outcome("oom", f"needs at least {need / 2**30:.1f} GiB, {memory.available() / 2**30:.1f} GiB available; skipped before allocating")
+        return Outcome(Status.OOM, f"needs at least {need / 2**30:.1f} GiB, {memory.available() / 2**30:.1f} GiB available; skipped before allocating")
 
-    outcome = Outcome("ok")
+    outcome = Outcome(Status.OK)
     session = None
     try:
-        runtime = runtime_class(job.runtime)(options)
-        memory.trim()
-        baseline = memory.current_rss()
-        peak_resets = memory.reset_peak()  # else the peak would be an earlier kernel's: not reported
-        t0 = time.perf_counter()
-        feeds = make_feeds(spec)
-        constants, per_call = split_feeds(spec, feeds, options.weights)
-        outcome.inputs_s = time.perf_counter() - t0
-        t0 = time.perf_counter()
-        session = runtime.prepare(model, spec, constants)
-        session.bind(per_call)
-        outcome.prepare_s = time.perf_counter() - t0
-        outcome.runtime_options = runtime.describe()  # after prepare: includes what the runtime read back
-        stats = measure(session.run, TimingConfig(**job.timing))
-        outcome.stats = stats.to_dict()
-        if peak_resets and (peak := memory.peak_rss()) is not None:
-            outcome.peak_rss_bytes = peak
-            outcome.memory_bytes = max(0, peak - baseline)
-        outcome.device_memory_bytes = session.device_memory()
-        if job.verify:
+        runtime = runtime_for(job.runtime, job.options)
+        with runtime.errors():
+            memory.trim()
+            baseline = memory.current_rss()
+            peak_resets = memory.reset_peak()  # else the peak would be an earlier kernel's: not reported
             t0 = time.perf_counter()
-            rows = _verify_rows(spec)
-            outputs = session.outputs()
-            if rows is not None:
-                outputs = {name: value[rows] for name, value in outputs.items()}
-            expected, by, rule = _expected(model, spec, feeds, rows)
-            if expected is None:  # a foreign model the reference evaluator cannot run: said plainly
-                outcome.verification = {"ok": None, "by": None}
-                outcome.message = f"unverified: {by}"
-            else:
-                verdict = compare(outputs, expected, rule)
-                outcome.verification = {**verdict.to_dict(), "by": by, "rows_checked": len(rows) if rows is not None else None}
-                if not verdict.ok:
-                    outcome.status = "mismatch"
-                    outcome.message = f"{verdict.detail}: error {verdict.error:.3g} > {verdict.metric} tolerance {verdict.bound:g}"
-            outcome.verify_s = time.perf_counter() - t0
-        if job.profile_runs:
+            feeds = make_feeds(spec)
+            constants, per_call = split_feeds(spec, feeds, job.weights)
+            outcome.inputs_s = time.perf_counter() - t0
             t0 = time.perf_counter()
-            # The session's last use: the adapter may release the timed model to reuse its memory.
-            outcome.nodes = [asdict(n) for n in session.profile(_profile_runs(job.profile_runs, stats.median_us))]
-            outcome.profile_s = time.perf_counter() - t0
+            session = runtime.prepare(model, spec, constants)
+            session.bind(per_call)
+            outcome.prepare_s = time.perf_counter() - t0
+            outcome.runtime_options = runtime.describe()  # after prepare: includes what the runtime read back
+            stats = measure(session.run, job.timing)
+            outcome.stats = stats.to_dict()
+            if peak_resets and (peak := memory.peak_rss()) is not None:
+                outcome.peak_rss_bytes = peak
+                outcome.memory_bytes = max(0, peak - baseline)
+            outcome.device_memory_bytes = session.device_memory()
+            if job.verify:
+                t0 = time.perf_counter()
+                rows = _verify_rows(spec)
+                outputs = session.outputs()
+                if rows is not None:
+                    outputs = {name: value[rows] for name, value in outputs.items()}
+                expected, by, rule = _expected(model, spec, feeds, rows)
+                if expected is None:  # a foreign model the reference evaluator cannot run: said plainly
+                    outcome.verification = {"ok": None, "by": None}
+                    outcome.message = f"unverified: {by}"
+                else:
+                    verdict = compare(outputs, expected, rule)
+                    outcome.verification = {**verdict.to_dict(), "by": by, "rows_checked": len(rows) if rows is not None else None}
+                    if not verdict.ok:
+                        outcome.status = Status.MISMATCH
+                        outcome.message = f"{verdict.detail}: error {verdict.error:.3g} > {verdict.metric} tolerance {verdict.bound:g}"
+                outcome.verify_s = time.perf_counter() - t0
+            if job.profile_runs:
+                t0 = time.perf_counter()
+                # The session's last use: the adapter may release the timed model to reuse its memory.
+                outcome.nodes = [asdict(n) for n in session.profile(_profile_runs(job.profile_runs, stats.median_us))]
+                outcome.profile_s = time.perf_counter() - t0
+    except RuntimeSetupError as err:
+        return Outcome(Status.FAILED, str(err), aborts_run=True)
     except UnsupportedError as err:
-        return Outcome("unsupported", str(err))
+        return Outcome(Status.UNSUPPORTED, str(err))
+    except OutOfMemory as err:
+        return Outcome(Status.OOM, str(err))
+    except MemoryError as err:  # numpy or Python itself, e.g. under --memory-limit
+        return Outcome(Status.OOM, _first_line(err))
     except DbenchError as err:
-        return Outcome("failed", str(err))
-    except Exception as err:  # a runtime's own exception: record it, keep the worker alive
-        if _is_oom(err):
-            return Outcome("oom", _first_line(err))
-        return Outcome("failed", _first_line(err) + " | " + traceback.format_exc(limit=3).replace("\n", " ")[-400:])
+        return Outcome(Status.FAILED, str(err))
+    except Exception as err:  # an error no adapter classified: record it, keep the worker alive
+        return Outcome(Status.FAILED, _first_line(err) + " | " + traceback.format_exc(limit=3).replace("\n", " ")[-400:])
     finally:
         if session is not None:
             session.close()
@@ -229,16 +245,30 @@ def serve(connection, memory_limit: int | None = None) -> None:
         except EOFError:
             return
         # Test hooks: a kernel whose id contains the string crashes (SIGSEGV) or hangs the worker.
-        if crash_on and crash_on in job.spec["id"]:
+        if crash_on and crash_on in job.spec.id:
             os.kill(os.getpid(), signal.SIGSEGV)
-        if hang_on and hang_on in job.spec["id"]:
+        if hang_on and hang_on in job.spec.id:
             time.sleep(3600)
-        connection.send(execute(job).to_dict())
+        connection.send(execute(job))
+
+
+PR_SET_PDEATHSIG = 1
+
+
+def die_with_parent(parent_pid: int) -> None:
+    """Have the kernel SIGKILL this process when its parent dies (Linux prctl), and exit now if the
+    parent is already gone, so a killed `dbench run` never leaves a worker behind."""
+    if sys.platform.startswith("linux"):
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    if os.getppid() != parent_pid:
+        os._exit(1)
 
 
 def main() -> None:
-    """Entry point of `python -m dbench.worker FD [MEMORY_LIMIT]`."""
-    import sys
+    """Entry point of `python -m dbench.worker FD PARENT_PID [MEMORY_LIMIT]`."""
     from multiprocessing.connection import Connection
 
-    serve(Connection(int(sys.argv[1])), int(sys.argv[2]) if len(sys.argv) > 2 else None)
+    die_with_parent(int(sys.argv[2]))
+    serve(Connection(int(sys.argv[1])), int(sys.argv[3]) if len(sys.argv) > 3 else None)

@@ -6,7 +6,7 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
-from dbench.gen.build import Tolerance
+from dbench.gen.tolerance import Tolerance
 
 
 @dataclass(frozen=True)

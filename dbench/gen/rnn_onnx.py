@@ -19,8 +19,11 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
+import numpy as np
 import onnx
 from onnx import TensorProto, helper
+
+from dbench.gen.precision import DTYPES
 
 # Slice end that reaches index 0 when stepping backwards.
 _INT64_MIN = -(2**63)
@@ -50,7 +53,16 @@ class Nodes:
 
     def scalar(self, value: float, elem_type: int | None = None) -> str:
         """A scalar constant in the graph's element type (or `elem_type`)."""
-        return self.add("Constant", [], value=helper.make_tensor("v", elem_type or self.elem_type, [], [value]))
+        return self.add("Constant", [], value=constant_tensor(elem_type or self.elem_type, [], value))
+
+
+def constant_tensor(elem_type: int, dims: list[int], value: float) -> onnx.TensorProto:
+    """A tensor filled with `value`. bfloat16 goes in raw_data: OpenVINO (2026.4) reads a bfloat16
+    tensor's int32_data, where onnx's helper puts it, as integers (1.0 became 16256)."""
+    if elem_type == TensorProto.BFLOAT16:
+        data = np.full(dims, value, dtype=DTYPES["bfloat16"]).tobytes()
+        return helper.make_tensor("v", elem_type, dims, data, raw=True)
+    return helper.make_tensor("v", elem_type, dims, [value] * math.prod(dims))
 
 
 @dataclass(frozen=True)
@@ -231,7 +243,7 @@ def bptt_nodes(d: Dims, elem_type: int) -> tuple[list[onnx.NodeProto], int]:
     r2 = outer.add("Reshape", ["R", outer.ints([g * h, h])])
     h_prev = _previous_reversed(outer, "Y", "initial_h", t)
     c_prev = _previous_reversed(outer, "C", "initial_c", t) if lstm else None
-    zeros = outer.add("ConstantOfShape", [outer.ints([n, h])], value=helper.make_tensor("v", elem_type, [1], [0.0]))
+    zeros = outer.add("ConstantOfShape", [outer.ints([n, h])], value=constant_tensor(elem_type, [1], 0.0))
 
     body = Nodes(elem_type, prefix="b_")
     step_t = body.add("Sub", [outer.scalar(t - 1, TensorProto.INT64), "b_i"])

@@ -22,9 +22,10 @@ RECORDED_GATES = {"vanilla": 0, "lstm": 4, "gru": 4}
 @dataclass(frozen=True)
 class Trace:
     """What a forward pass records: hidden states y [T, N, H], LSTM cell states c [T, N, H],
-    and per-step gate values gates [T, N, RECORDED_GATES·H] (None where the cell has none)."""
+    and per-step gate values gates [T, N, RECORDED_GATES·H] (None where the cell has none, and y
+    None where the backward does not read it: LSTM and GRU at T = 1)."""
 
-    y: np.ndarray
+    y: np.ndarray | None
     c: np.ndarray | None
     gates: np.ndarray | None
 

@@ -1,0 +1,49 @@
+"""The generation choices a user makes (`dbench gen` / `dbench run` options), checked once here."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from dbench.errors import UsageError
+from dbench.gen.precision import ALL_PRECISIONS
+
+ALL_PASSES = ("fwd", "bwd_data", "bwd_filter", "bwd_weights")
+GEMM_FORMS = ("gemm", "matmul")
+RNN_FORMS = ("op", "recurrence")
+GRU_ACTIVATIONS = ("tanh", "relu")
+INT8_FORMS = ("qlinear", "qdq", "integer")
+
+
+@dataclass(frozen=True)
+class GenOptions:
+    """Generation choices that change the graph (and are recorded in its spec)."""
+
+    precision: str = "fp32"
+    passes: tuple[str, ...] = ALL_PASSES
+    gemm_form: str = "gemm"
+    rnn_form: str = "op"
+    gru_activation: str = "tanh"
+    int8_form: str = "qdq"
+    int8_pad: bool = True
+
+    def __post_init__(self) -> None:
+        if self.precision not in ALL_PRECISIONS:
+            raise UsageError(f"unknown precision {self.precision!r}; valid precisions: {', '.join(ALL_PRECISIONS)}")
+        for value, valid, what in [
+            (self.gemm_form, GEMM_FORMS, "gemm form"),
+            (self.rnn_form, RNN_FORMS, "rnn form"),
+            (self.int8_form, INT8_FORMS, "int8 form"),
+            (self.gru_activation, GRU_ACTIVATIONS, "GRU activation"),
+        ]:
+            if value not in valid:
+                raise UsageError(f"unknown {what} {value!r}; valid: {', '.join(valid)}")
+        for p in self.passes:
+            if p not in ALL_PASSES:
+                raise UsageError(f"unknown pass {p!r}; valid passes: {', '.join(ALL_PASSES)}")
+
+    @classmethod
+    def from_fields(cls, fields: dict[str, Any], int8_form: str) -> "GenOptions":
+        """From JSON-ready fields (the CLI's, or a run header's): empty `passes` means all passes,
+        an empty `int8_form` means `int8_form` (the runtime's preferred form)."""
+        return cls(**{**fields, "passes": tuple(fields["passes"]) or ALL_PASSES, "int8_form": fields["int8_form"] or int8_form})

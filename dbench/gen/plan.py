@@ -1,0 +1,76 @@
+"""Which graphs a selection of kernels yields (a cheap plan), and building, referencing and
+checking each one through its family's module (see family.Family)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Iterable
+
+import numpy as np
+
+from dbench.catalog.kernels import Kernel
+from dbench.errors import UnsupportedError
+from dbench.gen import conv, gemm, rnn, sparse
+from dbench.gen.family import Family
+from dbench.gen.graph import Graph, GraphSpec
+from dbench.gen.options import GenOptions
+from dbench.gen.tolerance import Tolerance
+
+FAMILIES: dict[str, Family] = {"gemm": gemm, "conv": conv, "rnn": rnn, "sparse": sparse}
+
+ROW_SAMPLED = tuple(name for name, family in FAMILIES.items() if family.ROW_SAMPLED)
+"""Families whose float reference can compute a subset of output rows (`rows`), for huge outputs."""
+
+
+@dataclass(frozen=True)
+class GraphRequest:
+    """One graph to build: kernel, precision, pass and form (plus form attributes)."""
+
+    kernel: Kernel
+    precision: str
+    pass_name: str
+    form: str
+    attrs: dict[str, Any] = field(default_factory=dict)
+
+
+def _family(name: str, precision: str) -> Family:
+    """The family's module, or UnsupportedError when it builds no graph in `precision`."""
+    family = FAMILIES[name]
+    if precision not in family.SUPPORTED_PRECISIONS:
+        covered = [n for n, f in FAMILIES.items() if precision in f.SUPPORTED_PRECISIONS]
+        raise UnsupportedError(f"{name} kernels have no {precision} form ({precision} covers {', '.join(covered)})")
+    return family
+
+
+def plan(kernels: Iterable[Kernel], suite_tags: Iterable[str], options: GenOptions) -> list[GraphRequest]:
+    """Every graph the kernels yield: the forward pass, and the backward passes for kernels selected
+    through the train suite. Nothing is built yet. A kernel with no graph in the precision gets one
+    request whose build raises UnsupportedError, so a run records it as `unsupported`."""
+    tags = set(suite_tags)
+    requests = []
+    for kernel in kernels:
+        train = "train" in tags and "train" in kernel.suites
+        if options.precision not in FAMILIES[kernel.family].SUPPORTED_PRECISIONS:
+            requests.append(GraphRequest(kernel, options.precision, "fwd", "none"))
+            continue
+        for pass_name, form, attrs in FAMILIES[kernel.family].plan(kernel, options, train):
+            if pass_name in options.passes:
+                requests.append(GraphRequest(kernel, options.precision, pass_name, form, attrs))
+    return requests
+
+
+def build(request: GraphRequest) -> Graph:
+    """Build one planned graph."""
+    family = _family(request.kernel.family, request.precision)
+    return family.build(request.kernel, request.precision, request.pass_name, request.form, **request.attrs)
+
+
+def reference(spec: GraphSpec, feeds: dict[str, np.ndarray], rows: np.ndarray | None = None) -> dict[str, np.ndarray]:
+    """The float64 (or exact integer) numpy reference outputs of a graph, from its spec alone;
+    `rows` (families in ROW_SAMPLED, float precisions) limits it to those rows of the output."""
+    return _family(spec.family, spec.precision).reference(spec, feeds, rows)
+
+
+def tolerance(spec: GraphSpec) -> Tolerance:
+    """The verification rule for a graph (its family's)."""
+    return _family(spec.family, spec.precision).tolerance(spec)

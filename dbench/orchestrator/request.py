@@ -1,0 +1,163 @@
+"""What the user asked `dbench run` for, and every check of it, made before anything is written:
+ranges, combinations, the runtime's own options (checked without starting it), and a selection that
+names at least one graph. Each refusal is one UsageError line naming the fix."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from dbench.errors import DbenchError, UsageError
+from dbench.orchestrator.items import is_foreign
+from dbench.orchestrator.runner import WEIGHT_MODES, RunConfig
+from dbench.runtimes.base import Runtime, RuntimeOptions
+from dbench.worker.timing import QUICK, TimingConfig
+
+GEN_DEFAULTS: dict[str, Any] = dict(precision="fp32", passes=[], gemm_form="gemm", rnn_form="op",
+                                    gru_activation="tanh", int8_form=None, int8_pad=True)
+"""The generation fields as the CLI gives them when no generation option is used."""
+FLAGS = {
+    "suite": "--suite", "ops": "--ops", "apps": "--app", "pattern": "--id", "kernels": "--kernels", "graphs": "--graphs",
+    "runtime": "--runtime", "device": "--device", "threads": "--threads", "weights": "--weights",
+    "graph_optimization": "--graph-opt", "allow_runtime_precision": "--allow-runtime-precision", "extra": "--option",
+    "quick": "--quick", "min_time": "--min-time", "max_time": "--max-time", "warmup": "--warmup", "verify": "--no-verify",
+    "profile_runs": "--profile-runs", "timeout": "--timeout", "memory_limit": "--memory-limit", "dims": "--dim",
+}
+GEN_FLAGS = {"precision": "--precision", "passes": "--pass", "gemm_form": "--gemm-form", "rnn_form": "--rnn-form",
+             "gru_activation": "--gru-activation", "int8_form": "--int8-form", "int8_pad": "--no-pad"}
+MAX_THREADS_PER_CORE = 4
+"""--threads above this many per core only oversubscribes the machine (and can hang every graph)."""
+
+
+@dataclass(frozen=True)
+class RunRequest:
+    """Everything the user asked `dbench run` for, JSON-serialisable (kept in the run header)."""
+
+    suite: str | None = None
+    ops: tuple[str, ...] = ()
+    apps: tuple[str, ...] = ()
+    pattern: str | None = None
+    kernels: str | None = None
+    graphs: str | None = None
+    gen: dict[str, Any] = field(default_factory=lambda: dict(GEN_DEFAULTS))
+    runtime: str = "ort-cpu"
+    device: str | None = None
+    threads: int | None = None
+    weights: str = "auto"
+    graph_optimization: str = "all"
+    allow_runtime_precision: bool = False
+    extra: dict[str, str] = field(default_factory=dict)
+    quick: bool = False
+    min_time: float | None = None
+    max_time: float | None = None
+    warmup: float | None = None
+    verify: bool = True
+    profile_runs: int = 10
+    timeout: float = 300.0
+    memory_limit: int | None = None
+    dims: dict[str, int] = field(default_factory=dict)
+    """Sizes of the symbolic input dimensions of foreign models (`--graphs` on .onnx files, `--model`)."""
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any], source: Path) -> "RunRequest":
+        """The request stored in a run header (every field must be there: a header is never guessed);
+        one line naming the log when it is not one this dbench wrote."""
+        names = [f.name for f in dataclasses.fields(cls)]
+        data = {"dims": {}, **data}  # headers written before foreign models had no --dim: there was none
+        missing = [n for n in names if n not in data]
+        if missing:
+            raise DbenchError(f"{source}: its run header does not hold a request this dbench can resume "
+                              f"(missing: {', '.join(missing)}); start a new run")
+        try:
+            return cls(**{**{n: data[n] for n in names}, "ops": tuple(data["ops"]), "apps": tuple(data["apps"])})
+        except TypeError as err:
+            raise DbenchError(f"{source}: its run header does not hold a request this dbench can resume ({err}); "
+                              "start a new run") from None
+
+    def timing(self) -> TimingConfig:
+        base = QUICK if self.quick else TimingConfig()
+        overrides = {k: v for k, v in (("min_time", self.min_time), ("max_time", self.max_time), ("warmup_time", self.warmup)) if v is not None}
+        return dataclasses.replace(base, **overrides)
+
+    def options(self) -> RuntimeOptions:
+        return RuntimeOptions(threads=self.threads, device=self.device, graph_optimization=self.graph_optimization,
+                              allow_runtime_precision=self.allow_runtime_precision, extra=dict(self.extra))
+
+    def config(self) -> RunConfig:
+        return RunConfig(self.runtime, self.options(), self.timing(), self.weights, self.verify, self.profile_runs,
+                         self.timeout, self.memory_limit)
+
+    def changed(self) -> list[str]:
+        """The flags whose values differ from their defaults."""
+        default = RunRequest()
+        flags = [flag for name, flag in FLAGS.items() if getattr(self, name) != getattr(default, name)]
+        return flags + [flag for name, flag in GEN_FLAGS.items() if self.gen.get(name) != GEN_DEFAULTS[name]]
+
+
+def check_resume(request: RunRequest) -> None:
+    """`--resume RUN` takes the selection, runtime and timing from the run's header: any other
+    option would be silently ignored or mix two settings in one run, so it is refused."""
+    changed = request.changed()
+    if changed:
+        raise UsageError(f"--resume takes the selection, runtime and timing from the run; drop {', '.join(changed)}")
+
+
+def _positive(value: float | None, flag: str, unit: str = "s") -> None:
+    if value is not None and not (math.isfinite(value) and value > 0):
+        raise UsageError(f"{flag} {value:g} must be a positive number of {unit}")
+
+
+def check_numbers(request: RunRequest) -> None:
+    """Ranges of the numeric options (an out-of-range value would be stored, then ruin every row)."""
+    cores = os.cpu_count() or 1
+    if request.threads is not None and not 1 <= request.threads <= MAX_THREADS_PER_CORE * cores:
+        raise UsageError(f"--threads {request.threads} is out of range; use 1 to {MAX_THREADS_PER_CORE * cores} "
+                         f"({cores} cores here), or leave it out for every core")
+    _positive(request.timeout, "--timeout", "seconds")
+    _positive(request.min_time, "--min-time", "seconds")
+    _positive(request.max_time, "--max-time", "seconds")
+    if request.warmup is not None and not (math.isfinite(request.warmup) and request.warmup >= 0):
+        raise UsageError(f"--warmup {request.warmup:g} must be 0 or more seconds")
+    timing = request.timing()
+    if timing.max_time < timing.min_time:
+        raise UsageError(f"--max-time {timing.max_time:g} is below --min-time {timing.min_time:g}; raise --max-time or lower --min-time")
+    if request.profile_runs < 0:
+        raise UsageError(f"--profile-runs {request.profile_runs} must be 0 (no profile) or more")
+    if request.memory_limit is not None and request.memory_limit <= 0:
+        raise UsageError(f"--memory-limit {request.memory_limit / 2**30:g} must be a positive number of GiB")
+
+
+def check_combinations(request: RunRequest) -> None:
+    """Options a gen folder fixes cannot be asked for with --graphs; --suite user needs --kernels."""
+    if request.graphs and is_foreign(Path(request.graphs)):
+        selectors = [flag for name, flag in FLAGS.items() if name in ("suite", "ops", "apps", "pattern") and getattr(request, name)]
+        if selectors:
+            raise UsageError(f"{request.graphs} holds foreign models, run whole; {', '.join(selectors)} cannot select in them; drop them")
+    if request.graphs:
+        fixed = (["--kernels"] if request.kernels else []) + [
+            flag for name, flag in GEN_FLAGS.items() if request.gen.get(name) != GEN_DEFAULTS[name]]
+        if fixed:
+            raise UsageError(f"--graphs runs the folder's graphs as generated, so {', '.join(fixed)} cannot apply; "
+                             "drop them, or generate a folder with them (dbench gen ...)")
+    elif request.dims:
+        raise UsageError("--dim sizes the inputs of foreign models; give --model FILE or --graphs with a folder of .onnx files")
+    elif request.suite == "user" and not request.kernels:
+        raise UsageError("--suite user selects the rows of --kernels that name no suite; add --kernels FILE")
+    if request.weights not in WEIGHT_MODES:
+        raise UsageError(f"unknown weights mode {request.weights!r}; valid: {', '.join(WEIGHT_MODES)}")
+
+
+def validate(request: RunRequest) -> type[Runtime]:
+    """Every check that needs no graph, in the order a user would fix them; returns the runtime's
+    adapter class (resolved once for the whole run; its `validate` starts no runtime)."""
+    from dbench.runtimes.registry import require
+
+    runtime_cls = require(request.runtime)
+    check_numbers(request)
+    check_combinations(request)
+    runtime_cls.validate(request.options())
+    return runtime_cls

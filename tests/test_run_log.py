@@ -1,0 +1,73 @@
+"""Run logs written before this version still open, compare and resume; a torn last line (a kill
+mid-write) is cut off on resume so later rows stay readable; old rows' statuses are Status values."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from dbench.cli import app
+from dbench.store.log import RunLog
+from dbench.store.schema import Row, Status
+
+REFERENCE = Path(__file__).parent.parent / "results" / "reference" / "vm-epyc-2core" / "run-20261121-080201-2fbd.jsonl"
+runner = CliRunner()
+
+
+CHEAPEST = "gemm_m3072_n1_k128_nn.fwd.gemm.fp32"
+
+
+def _copy(tmp_path: Path, drop: str | None = None, torn: bool = False) -> Path:
+    """The reference log copied under tmp_path/res/<machine>/ without the row of graph `drop`, and
+    the start of that row appended without its newline when `torn` (a kill mid-write)."""
+    folder = tmp_path / "res" / "vm-epyc-2core"
+    folder.mkdir(parents=True)
+    lines = REFERENCE.read_text().splitlines(keepends=True)
+    dropped = [line for line in lines if drop and f'"graph_id": "{drop}"' in line]
+    text = "".join(line for line in lines if line not in dropped) + (dropped[0][:200] if torn else "")
+    path = folder / REFERENCE.name
+    path.write_text(text)
+    return path
+
+
+def test_reference_rows_match_the_row_schema():
+    log = RunLog.read(REFERENCE)
+    rows = log.rows()
+    keys = set(Row.__dataclass_fields__) - {"pass_name"} | {"pass", "type"}
+    assert rows and all(set(r) == keys - {"invariant_violations"} for r in rows), "old rows: the same keys, less the later invariants"
+    assert {Status(r["status"]) for r in rows} == {Status.OK}
+
+
+def test_torn_last_line_is_cut_before_appending(tmp_path):
+    path = _copy(tmp_path, drop=CHEAPEST, torn=True)
+    with RunLog.resume(path) as log:
+        row = dict(log.rows()[0], seq=46, graph_id="appended")
+        log.append({k: v for k, v in row.items() if k != "type"})
+    rows = RunLog(path).rows()
+    assert [r["graph_id"] for r in rows][-1] == "appended" and len(rows) == 47
+
+
+def test_reference_run_compares_with_itself(tmp_path):
+    path = _copy(tmp_path)
+    other = shutil.copy(path, path.with_name("copy.jsonl"))
+    result = runner.invoke(app, ["compare", str(path), str(other)])
+    assert result.exit_code == 0, result.output
+    assert CHEAPEST in result.stdout and "1.000" in result.stdout
+
+
+@pytest.mark.slow
+def test_reference_run_resumes_after_a_torn_line(tmp_path):
+    """The committed reference log without one row, that row torn at the end, resumes: one new row,
+    every graph exactly once, and the log reads back whole."""
+    path = _copy(tmp_path, drop=CHEAPEST, torn=True)
+    result = runner.invoke(app, ["run", "--resume", path.stem, "--out", str(tmp_path / "res")])
+    assert result.exit_code == 0, result.output
+    rows = [json.loads(line) for line in path.read_text().splitlines()[1:]]
+    ids = [r["graph_id"] for r in rows]
+    assert len(ids) == 47 and len(set(ids)) == 47
+    assert rows[-1]["graph_id"] == CHEAPEST and rows[-1]["seq"] == 46
+    assert rows[-1]["status"] == "ok" and rows[-1]["weights"] == "const"

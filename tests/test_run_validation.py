@@ -1,0 +1,87 @@
+"""`dbench run` refuses bad input before anything is written: each case is a command line, its exit
+code and a phrase its one-line message must contain; no traceback, no run log, input files unchanged."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from dbench.cli import app
+from dbench.gen.manifest import write_manifest
+from tests.helpers import write_csv
+
+runner = CliRunner()
+
+CASES = [
+    # numeric ranges
+    (["--timeout", "0"], 2, "--timeout 0 must be a positive number of seconds"),
+    (["--timeout", "-5"], 2, "--timeout -5 must be a positive"),
+    (["--threads", "100000"], 2, "--threads 100000 is out of range; use 1 to"),
+    (["--threads", "-1"], 2, "--threads -1 is out of range"),
+    (["--runtime", "openvino", "--threads", "-1"], 2, "--threads -1 is out of range"),
+    (["--min-time", "-1"], 2, "--min-time -1 must be a positive"),
+    (["--min-time", "1", "--max-time", "0.5"], 2, "--max-time 0.5 is below --min-time 1"),
+    (["--warmup", "-1"], 2, "--warmup -1 must be 0 or more"),
+    (["--profile-runs", "-3"], 2, "--profile-runs -3 must be 0"),
+    (["--memory-limit", "0"], 2, "--memory-limit 0 must be a positive number of GiB"),
+    (["--memory-limit", "-1"], 2, "--memory-limit -1 must be a positive"),
+    # enumerations
+    (["--weights", "maybe"], 2, "unknown weights mode 'maybe'; valid: auto, const, input"),
+    (["--gemm-form", "mm"], 2, "unknown gemm form 'mm'; valid: gemm, matmul"),
+    (["--graph-opt", "max"], 2, "unknown graph optimisation level 'max'; valid: disable, basic"),
+    (["--option", "NOEQUALS"], 2, "is not KEY=VALUE"),
+    # empty selections
+    (["--kernels", "{K}", "--id", "nomatch_*"], 2, "no kernel matches --suite all --id 'nomatch_*'"),
+    (["--kernels", "{K}", "--id", "[gemm"], 2, "no kernel matches"),
+    (["--kernels", "{K}", "--app", "NoSuchApp"], 2, "no kernel matches --suite all --app NoSuchApp"),
+    (["--ops", ""], 2, "--ops was given no value"),
+    (["--kernels", "{K}", "--suite", "train"], 2, "no kernel matches --suite train"),
+    (["--kernels", "{H}"], 2, "holds no kernel rows"),
+    (["--suite", "user"], 2, "--suite user selects the rows of --kernels"),
+    (["--id", "nomatch_*"], 2, "no kernel matches --suite inference --id 'nomatch_*' in the DeepBench catalog"),
+    (["--graphs", "{G}"], 2, "lists no graphs"),
+    # conflicting options
+    (["--kernels", "{K}", "--graphs", "{G}", "--precision", "bf16"], 2, "--graphs runs the folder's graphs as generated, so --kernels, --precision"),
+    (["--graphs", "{G}", "--gemm-form", "matmul"], 2, "so --gemm-form cannot apply"),
+    (["--resume", "run-x", "--runtime", "openvino", "--suite", "train"], 2,
+     "--resume takes the selection, runtime and timing from the run; drop --suite, --runtime"),
+    (["--resume", "run-x", "--min-time", "0.3"], 2, "drop --min-time"),
+    # options a runtime does not honour, or values it would refuse for every graph
+    (["--option", "NOPE=1"], 2, "--option NOPE is not a CPUExecutionProvider option; known: use_arena"),
+    (["--device", "GPU7"], 2, "--device is not supported by runtime ort-cpu"),
+    (["--runtime", "openvino", "--option", "NOPE=1"], 2, "--option NOPE is not an OpenVINO property"),
+    (["--runtime", "openvino", "--option", "NUM_STREAMS=banana"], 2, "--option NUM_STREAMS=banana is not valid; use AUTO or NUMA or a non-negative integer"),
+    (["--runtime", "openvino", "--graph-opt", "basic"], 2, "--graph-opt is not supported by runtime openvino"),
+    (["--runtime", "openvino", "--device", "GPU7"], 2, "--device 'GPU7' is not an OpenVINO device name"),
+    (["--runtime", "tvm"], 2, "unknown runtime 'tvm'; known runtimes: ort-cpu"),
+]
+
+
+def _command(args: list[str], tmp_path: Path) -> list[str]:
+    """The command line with {K} a one-kernel CSV, {H} a header-only CSV, {G} a folder whose manifest lists no graphs."""
+    folder = tmp_path / "g"
+    folder.mkdir()
+    write_manifest(folder, [])
+    files = {"{K}": write_csv(tmp_path / "k.csv", "m,n,k,a_t,b_t", "16,8,32,0,0"),
+             "{H}": write_csv(tmp_path / "h.csv", "m,n,k,a_t,b_t"), "{G}": folder}
+    return ["run", "--out", str(tmp_path / "res"), *(str(files.get(a, a)) for a in args)]
+
+
+@pytest.mark.parametrize("args,code,phrase", CASES, ids=[" ".join(c[0]) for c in CASES])
+def test_bad_run_input_is_one_line_before_anything_is_written(args, code, phrase, tmp_path):
+    command = _command(args, tmp_path)
+    inputs = {p: p.read_bytes() for p in tmp_path.rglob("*") if p.is_file()}
+    result = runner.invoke(app, command)
+    assert result.exit_code == code, result.output
+    assert phrase in " ".join(result.output.split()), result.output
+    assert "Traceback" not in result.output and result.exception is None or isinstance(result.exception, SystemExit)
+    assert not list(tmp_path.glob("res/*/*.jsonl")), "no run log for input that cannot run"
+    assert {p: p.read_bytes() for p in inputs} == inputs, "input files are left as they were"
+
+
+def test_gen_refuses_an_unknown_gemm_form_before_writing(tmp_path):
+    result = runner.invoke(app, ["gen", "--gemm-form", "mm", "--out", str(tmp_path / "g")])
+    assert result.exit_code == 2 and "unknown gemm form 'mm'; valid: gemm, matmul" in result.output
+    assert not (tmp_path / "g").exists(), "no folder is left for input that cannot run"
