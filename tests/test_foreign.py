@@ -107,6 +107,7 @@ def test_too_large_for_the_reference_is_unverified_plainly(tmp_path):
     (row,) = rows_of(tmp_path / "results")
     assert row["status"] == "ok" and row["verified"] is None and row["verified_by"] is None
     assert row["message"].startswith("unverified: 0.54 GFLOP is above onnx.reference's budget")
+    assert "ok unverified" in result.output  # the terminal table says it too
 
 
 def test_model_vs_kernels_sums_median_times_copies():

@@ -46,6 +46,7 @@ def results_table(rows: list[dict[str, Any]], title: str) -> Table:
         cv = _num(r.get("cv"), ".2f") + ("!" if r.get("unstable") else "")
         table.add_row(
             r["graph_id"], f"[{STATUS_STYLE.get(r['status'], 'white')}]{r['status']}[/]"
+            + (" [yellow]unverified[/]" if r["status"] == "ok" and r.get("verified") is None else "")
             + ("[bold red]![/]" if r.get("invariant_violations") else ""), prec,
             _num(r.get("median_us"), ".1f"), cv, _num(r.get("kernel_time_us"), ".1f"), _num(r.get("tflops"), ".3f"),
             _num(r.get("gbps"), ".1f"), _num(r.get("error"), ".1e"),
