@@ -208,6 +208,8 @@ def gen(
 
     selection, selected = _kernels("gen", suite, ops, app_, pattern, kernels)
     options = GenOptions.from_fields(_gen_fields(precision, passes, gemm_form, rnn_form, gru_activation, int8_form, no_pad), "qdq")
+    if not selected:
+        raise UsageError(selection.nothing_matches(f"--kernels {kernels}" if kernels else "the DeepBench catalog"))
     requests = plan(selected, selection.suite_tags, options)
     folder = prepare_folder(out_dir / selection.suite)
     counts: dict[str, int] = {}
@@ -317,13 +319,68 @@ def compare(
     run_b: Annotated[str, typer.Argument(help="Second run, compared with the first.")],
     out_dir: Annotated[Path, typer.Option("--out", help="Results folder to look run ids up in.")] = Path("results"),
 ) -> None:
-    """Two runs side by side, joined on graph id: status, executed precision, medians and their ratio."""
-    from dbench.store.compare import open_run, pair_rows
+    """Two runs kernel by kernel: time ratio b/a with its 95% interval and a faster/slower/same verdict."""
     from dbench.render.tables import compare_table
+    from dbench.store.compare import machine_of, open_run, pair_rows, summary_line
 
     a, b = open_run(out_dir, run_a), open_run(out_dir, run_b)
-    names = [f"{log.header()['run_id']} ({log.header().get('runtime', {}).get('name', '')}, {log.header()['host']['machine']})" for log in (a, b)]
-    out.print(compare_table(pair_rows(a.rows(), b.rows()), *names))
+    headers = [log.header() for log in (a, b)]
+    names = [f"{h['run_id']} ({h.get('runtime', {}).get('name', '')}, {machine_of(h)})" for h in headers]
+    pairs = pair_rows(a.rows(), b.rows())
+    out.print(compare_table(pairs, *names))
+    out.print(summary_line(pairs), highlight=False)
+    if machine_of(headers[0]) != machine_of(headers[1]):
+        err.print(f"[bold red]warning: the runs are from different machines ({machine_of(headers[0])} vs "
+                  f"{machine_of(headers[1])}): the ratios include the hardware, not only the software[/]", highlight=False)
+
+
+@app.command()
+@friendly
+def report(
+    results: Annotated[list[Path], typer.Argument(help="Run logs (.jsonl) or folders of them: any runs, runtimes, machines.")],
+    out_dir: Annotated[Path, typer.Option("--out", help="Folder for report.md/.html/.xlsx, CSVs and PNGs.")] = Path("report"),
+    baseline: Annotated[Optional[str], typer.Option("--baseline", help="Column group (or runtime name) speedups are relative to; default the first.")] = None,
+) -> None:
+    """Side-by-side tables, summary, support matrix, plots; terminal, Markdown, CSV, xlsx and HTML."""
+    from dbench.report.build import build_report
+    from dbench.report.load import load
+    from dbench.report.terminal import terminal_report
+    from dbench.report.write import write_report
+
+    built = build_report(load(results), baseline)
+    out.print(terminal_report(built))
+    written = write_report(built, out_dir)
+    out.print(f"wrote {written.html}, {written.markdown.name}, {written.xlsx.name}, "
+              f"{len(written.csv)} CSV and {len(written.images)} PNG files in {out_dir}", highlight=False)
+
+
+@app.command()
+@friendly
+def peak(
+    runtime: Annotated[Optional[list[str]], typer.Option("--runtime", "-r", help="Runtimes to measure GEMM on (default: every usable one).")] = None,
+    precision: Annotated[Optional[list[str]], typer.Option("--precision", "-p", help="Precisions to try (default fp32).")] = None,
+    out_dir: Annotated[Path, typer.Option("--out", help="Results folder; writes <out>/<machine key>/peak.json.")] = Path("results"),
+) -> None:
+    """Measure this machine's ceilings (memory bandwidth, best GEMM rate per runtime and precision) for rooflines."""
+    from dbench.report.peak import measure_peaks, save_peaks
+    from dbench.runtimes.registry import RUNTIMES, status
+
+    names = list(_split(runtime)) or [n for n in RUNTIMES if status(n).available]
+    peaks = measure_peaks(names, list(_split(precision)) or ["fp32"], log=lambda line: err.print(escape(line), highlight=False, soft_wrap=True))
+    out.print(f"wrote {save_peaks(peaks, out_dir)}", highlight=False)
+
+
+@app.command()
+@friendly
+def env() -> None:
+    """Print what dbench records about this machine: host metadata, machine key, usable runtimes."""
+    from dbench.runtimes.registry import RUNTIMES, status
+    from dbench.store.metadata import host_metadata
+
+    host = host_metadata()
+    host["cpu_flags"] = " ".join(host["cpu_flags"])
+    host["runtimes"] = {name: (s.version if s.available else f"unusable: {s.reason}") for name in RUNTIMES for s in [status(name)]}
+    sys.stdout.write(json.dumps(host, indent=1, default=str) + "\n")
 
 
 def _pairs(values: Optional[list[str]]) -> dict[str, str]:

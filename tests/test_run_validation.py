@@ -85,3 +85,20 @@ def test_gen_refuses_an_unknown_gemm_form_before_writing(tmp_path):
     result = runner.invoke(app, ["gen", "--gemm-form", "mm", "--out", str(tmp_path / "g")])
     assert result.exit_code == 2 and "unknown gemm form 'mm'; valid: gemm, matmul" in result.output
     assert not (tmp_path / "g").exists(), "no folder is left for input that cannot run"
+
+
+GEN_CASES = [
+    (["--id", "nomatch_*"], 2, "no kernel matches --suite inference --id 'nomatch_*' in the DeepBench catalog"),
+    (["--ops", ""], 2, "--ops was given no value"),
+    (["--suite", "nosuch"], 2, "unknown suite 'nosuch'"),
+    (["--precision", "fp8"], 2, "unknown precision 'fp8'"),
+    (["--rnn-form", "unrolled"], 2, "unknown rnn form 'unrolled'"),
+]
+
+
+@pytest.mark.parametrize("args,code,phrase", GEN_CASES, ids=[" ".join(c[0]) for c in GEN_CASES])
+def test_bad_gen_input_is_one_line_and_writes_no_folder(args, code, phrase, tmp_path):
+    result = runner.invoke(app, ["gen", "--out", str(tmp_path / "g"), *args])
+    assert result.exit_code == code, result.output
+    assert phrase in " ".join(result.output.split()), result.output
+    assert "Traceback" not in result.output and not (tmp_path / "g").exists()

@@ -83,7 +83,7 @@ def test_run_logs_verified_rows_with_metadata(kernels, tmp_path):
     assert row["weights"] == "const" and row["peak_rss_bytes"] > 0
     (log,) = out.glob("*/*.jsonl")
     header = json.loads(log.read_text().splitlines()[0])
-    assert header["schema_version"] == 1 and header["host"]["cpu_count"] == os.cpu_count()
+    assert header["schema_version"] == 2 and header["host"]["cpu_count"] == os.cpu_count()
     assert "onnxruntime" in header["host"]["packages"] and header["timing"]["min_samples"] == 3
     assert log.with_suffix(".parquet").exists() and log.with_suffix(".csv").exists()
     assert "6 ok" in result.stdout
@@ -366,10 +366,12 @@ def test_compare_two_runs_side_by_side(kernels, tmp_path):
     first, second = sorted(p.stem for p in out.glob("*/*.jsonl"))
     result = runner.invoke(app, ["compare", first, second, "--out", str(out)])
     assert result.exit_code == 0, result.output
-    assert "gemm_m16_n8_k32_tn.fwd.gemm.fp32" in result.stdout and "ok fp32" in result.stdout
+    assert "gemm_m16_n8_k32_tn.fwd.gemm.fp32" in result.stdout and "geometric-mean time ratio" in result.stdout
     rows = {p.stem: json.loads(p.read_text().splitlines()[1]) for p in out.glob("*/*.jsonl")}
-    ratio = rows[second]["median_us"] / rows[first]["median_us"]
-    assert f"{ratio:.3f}" in result.stdout
+    from dbench.store.compare import hodges_lehmann, verdict
+
+    shift = hodges_lehmann(rows[first]["samples_us"], rows[second]["samples_us"])
+    assert f"{shift.ratio:.3f}" in result.stdout and verdict(shift) in result.stdout
     missing = runner.invoke(app, ["compare", first, "run-nope", "--out", str(out)])
     assert missing.exit_code == 1 and "unknown run 'run-nope'" in missing.output
 

@@ -54,6 +54,18 @@ class Selection:
     def suite_tags(self) -> tuple[str, ...]:
         return SUITES[self.suite]
 
+    def describe(self) -> str:
+        """The selectors as command-line flags, to name them in a message."""
+        given = [f"--suite {self.suite}", *(f"--ops {op}" for op in self.ops), *(f"--app {app}" for app in self.apps)]
+        if self.pattern is not None:
+            given.append(f"--id {self.pattern!r}")
+        return " ".join(given)
+
+    def nothing_matches(self, source: str) -> str:
+        """The one line for a selection that matches no kernel of `source`."""
+        return (f"no kernel matches {self.describe()} in {source}; check the selectors with dbench list "
+                "(an --id glob matches whole ids, e.g. 'gemm_m1760_*')")
+
     def matches(self, kernel: Kernel) -> bool:
         return self.admits(kernel.id, kernel.family, kernel.op, kernel.suites, kernel.apps)
 

@@ -54,14 +54,6 @@ def items_from_folder(folder: Path) -> list[Item]:
     return [Item(e.spec, loader(folder / e.file, e.sha256)) for e in read_manifest(folder)]
 
 
-def _selectors(request: "RunRequest", suite: str) -> str:
-    given = [f"--suite {suite}", *(f"--ops {op}" for op in request.ops), *(f"--app {app}" for app in request.apps)]
-    if request.pattern is not None:
-        given.append(f"--id {request.pattern!r}")
-    source = f"--graphs {request.graphs}" if request.graphs else f"--kernels {request.kernels}" if request.kernels else "the DeepBench catalog"
-    return f"{' '.join(given)} in {source}"
-
-
 def is_model_file(graphs: Path) -> bool:
     """A path naming one model (`--model`), existing or not (a missing one is then reported as such)."""
     return graphs.is_file() or graphs.suffix == ".onnx"
@@ -100,6 +92,6 @@ def build_items(request: "RunRequest", int8_form: str) -> list[Item]:
         options = GenOptions.from_fields(request.gen, int8_form)
         items = items_from_requests(plan(select(source, selection), selection.suite_tags, options))
     if not items:
-        raise UsageError(f"no kernel matches {_selectors(request, suite)}; check the selectors with dbench list "
-                         "(an --id glob matches whole ids, e.g. 'gemm_m1760_*')")
+        source = f"--graphs {request.graphs}" if request.graphs else f"--kernels {request.kernels}" if request.kernels else "the DeepBench catalog"
+        raise UsageError(selection.nothing_matches(source))
     return items

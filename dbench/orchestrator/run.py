@@ -80,7 +80,8 @@ def plan_run(request: RunRequest, out_dir: Path, resume: str | None) -> PlannedR
         header = {
             "kind": "model" if request.graphs and is_model_file(Path(request.graphs)) else "kernels",
             "request": dataclasses.asdict(request),
-            "runtime": {"name": request.runtime, "version": runtime_cls.version()},
+            "runtime": {"name": request.runtime, "version": runtime_cls.version(),
+                        **runtime_cls.header_metadata(config.options)},
             "timing": config.timing.to_dict(),
             "host": host_metadata(),
             "command": sys.argv,

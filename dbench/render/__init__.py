@@ -1,1 +1,1 @@
-"""Terminal rendering (rich tables and progress) used only by the CLI."""
+"""Terminal rendering (rich tables, progress, per-graph lines, warnings) used only by the CLI."""

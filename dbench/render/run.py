@@ -1,45 +1,72 @@
-"""`dbench run` in the terminal: the plan line, a progress bar fed by the run's callbacks, and the
-results table and status counts at the end."""
+"""`dbench run` in the terminal: the plan line, a progress bar fed by the run's callbacks (one plain
+line per finished graph when the output is not a terminal, e.g. CI logs), and at the end the results
+table, status counts, the fraction of this machine's peak and warnings that say what to do."""
 
 from __future__ import annotations
 
 from types import TracebackType
 
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
 from dbench.orchestrator.items import Item
 from dbench.orchestrator.run import PlannedRun, RunResult
 from dbench.render.tables import results_table, speedup_table
+from dbench.render.warnings import peak_line, run_warnings
+from dbench.report.peak import read_peak_file
+from dbench.report.units import format_time, significant
 from dbench.store.derived import sparse_speedups
 from dbench.store.schema import Row
 
 
+def graph_line(done: int, total: int, row: Row) -> str:
+    """`[3/13] gemm_m35_n700_k2048_nn.fwd.gemm.fp32 ok 721 µs ±0.4% 0.07 TFLOP/s` (or the status and message)."""
+    head = f"[{done}/{total}] {row.graph_id} {row.status}"
+    if row.status != "ok":
+        return f"{head}: {row.message}"[:300]
+    parts = [format_time(row.median_us)]
+    if row.ci_rel is not None:
+        parts.append(f"±{row.ci_rel * 100:.1f}%" + (" unstable" if row.unstable else ""))
+    if row.tflops:
+        parts.append(f"{significant(row.tflops)} TFLOP/s")
+    return f"{head} {' '.join(parts)}"
+
+
 class RunProgress:
-    """A transient progress bar over a planned run's pending graphs; `on_start` and `on_row` are the
-    callbacks `execute_run` takes."""
+    """A transient progress bar over a planned run's pending graphs on a terminal, a line per finished
+    graph elsewhere; `on_start` and `on_row` are the callbacks `execute_run` takes."""
 
     def __init__(self, console: Console, planned: PlannedRun) -> None:
-        pending = len(planned.pending)
-        console.print(f"run {planned.run_id}: {pending} graphs on {planned.request.runtime} "
+        self.console, self.total, self.done = console, len(planned.pending), 0
+        console.print(f"run {planned.run_id}: {self.total} graphs on {planned.request.runtime} "
                       f"({len(planned.done)} already done) -> {planned.log.path}", highlight=False)
-        columns = (TextColumn("{task.description}", style="cyan"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                   TextColumn("ETA"), TimeRemainingColumn())
-        self.progress = Progress(*columns, console=console, transient=True)
-        self.task = self.progress.add_task("starting", total=pending)
+        self.progress: Progress | None = None
+        if console.is_terminal:
+            columns = (TextColumn("{task.description}", style="cyan"), BarColumn(), MofNCompleteColumn(),
+                       TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn())
+            self.progress = Progress(*columns, console=console, transient=True)
+            self.task = self.progress.add_task("starting", total=self.total)
 
     def __enter__(self) -> "RunProgress":
-        self.progress.start()
+        if self.progress is not None:
+            self.progress.start()
         return self
 
     def __exit__(self, kind: type[BaseException] | None, error: BaseException | None, tb: TracebackType | None) -> None:
-        self.progress.stop()
+        if self.progress is not None:
+            self.progress.stop()
 
     def on_start(self, item: Item) -> None:
-        self.progress.update(self.task, description=item.spec.id[:60])
+        if self.progress is not None:
+            self.progress.update(self.task, description=f"{item.spec.id[:50]} · in the worker")
 
     def on_row(self, row: Row) -> None:
-        self.progress.advance(self.task)
+        self.done += 1
+        if self.progress is not None:
+            self.progress.advance(self.task)
+        else:
+            self.console.print(escape(graph_line(self.done, self.total, row)), highlight=False, soft_wrap=True)
 
 
 def print_run(console: Console, result: RunResult) -> None:
@@ -55,3 +82,6 @@ def print_run(console: Console, result: RunResult) -> None:
     parquet, csv = result.exports
     console.print(", ".join(f"{n} {s}" for s, n in sorted(counts.items())) + f" · log {result.log_path} · {parquet.name}, {csv.name}",
                   highlight=False)
+    console.print(peak_line(rows, read_peak_file(result.log_path.parent)), highlight=False)
+    for line in run_warnings(rows, result.header["host"]):
+        console.print(f"[yellow]warning:[/] {line}", highlight=False, soft_wrap=True)

@@ -7,6 +7,8 @@ from typing import Any
 from rich.markup import escape
 from rich.table import Table
 
+from dbench.report.units import format_time, significant
+
 
 def kernels_table(rows: list[dict[str, Any]], selection) -> Table:
     """The `dbench list` table, with a caption that reconciles kernels and upstream rows."""
@@ -24,33 +26,37 @@ STATUS_STYLE = {"ok": "green", "mismatch": "bold red", "unsupported": "yellow", 
                 "timeout": "red", "oom": "magenta"}
 
 
-def _num(value, fmt: str) -> str:
-    return "" if value is None else format(value, fmt)
+def _ci(row: dict[str, Any]) -> str:
+    """The median's 95% interval half-width in percent, `!` when the row is unstable."""
+    if row.get("ci_rel") is None:
+        return ""
+    return f"±{row['ci_rel'] * 100:.1f}%" + ("!" if row.get("unstable") else "")
 
 
 def results_table(rows: list[dict[str, Any]], title: str) -> Table:
-    """The end-of-run summary: one line per graph with status, precision asked -> executed, median
-    latency, spread, kernel time, TFLOP/s, GB/s, verification error and memory."""
+    """The end-of-run summary, readable at 80 columns: one line per graph with status (! when it
+    breaks an invariant), precision asked -> executed, median (adaptive units) and its 95% interval,
+    p90, p99, the cold first call, TFLOP/s and GB/s."""
     broken = sum(1 for r in rows if r.get("invariant_violations"))
-    caption = f"[bold red]{broken} rows marked ! break an invariant: see their invariant_violations[/]" if broken else None
+    caption = "±: 95% interval of the median; !: unstable (wider than ±2%)"
+    if broken:
+        caption += f"\n[bold red]{broken} rows marked ! break an invariant: see their invariant_violations[/]"
     table = Table(title=title, caption=caption)
-    for column, justify in [("graph", "left"), ("status", "left"), ("prec", "left"), ("median µs", "right"),
-                            ("cv", "right"), ("kernel µs", "right"), ("TFLOP/s", "right"), ("GB/s", "right"),
-                            ("error", "right"), ("mem MB", "right")]:
-        table.add_column(column, justify=justify, overflow="fold", no_wrap=column == "graph")
+    for column, justify in [("graph", "left"), ("status", "left"), ("prec", "left"), ("median", "right"),
+                            ("±", "right"), ("p90", "right"), ("p99", "right"), ("cold", "right"),
+                            ("TFLOP/s", "right"), ("GB/s", "right")]:
+        table.add_column(column, justify=justify, overflow="fold", min_width=4 if column != "graph" else 12)
     for r in rows:
         executed = r.get("precision_executed") or ""
         prec = r["precision"] if executed in ("", r["precision"]) else f"{r['precision']}→{executed}"
         if r.get("precision_fallback"):
             prec = f"[yellow]{prec}[/]"
-        cv = _num(r.get("cv"), ".2f") + ("!" if r.get("unstable") else "")
         table.add_row(
             r["graph_id"], f"[{STATUS_STYLE.get(r['status'], 'white')}]{r['status']}[/]"
             + (" [yellow]unverified[/]" if r["status"] == "ok" and r.get("verified") is None else "")
             + ("[bold red]![/]" if r.get("invariant_violations") else ""), prec,
-            _num(r.get("median_us"), ".1f"), cv, _num(r.get("kernel_time_us"), ".1f"), _num(r.get("tflops"), ".3f"),
-            _num(r.get("gbps"), ".1f"), _num(r.get("error"), ".1e"),
-            _num(r["memory_bytes"] / 1e6 if r.get("memory_bytes") is not None else None, ".1f"),
+            format_time(r.get("median_us")), _ci(r), format_time(r.get("p90_us")), format_time(r.get("p99_us")),
+            format_time(r.get("first_call_us")), significant(r.get("tflops")), significant(r.get("gbps")),
         )
     return table
 
@@ -76,19 +82,21 @@ def speedup_table(speedups: dict[str, float]) -> Table:
 
 
 def compare_table(pairs, name_a: str, name_b: str) -> Table:
-    """`dbench compare`: status, executed precision and median of each run, and median(b)/median(a)."""
-    table = Table(title=f"a = {name_a}   b = {name_b}", caption="ratio = median b / median a (above 1: b is slower)")
-    for column, justify in [("graph", "left"), ("a", "left"), ("b", "left"), ("a µs", "right"), ("b µs", "right"), ("ratio", "right")]:
-        table.add_column(column, justify=justify, no_wrap=column == "graph")
+    """`dbench compare`: each run's status or median, the ratio b/a with its 95% interval, the verdict."""
+    table = Table(title=f"a = {name_a}\nb = {name_b}",
+                  caption="ratio = time b / time a (Hodges-Lehmann, 95% interval); verdict beyond a 2% noise floor")
+    for column, justify in [("graph", "left"), ("a", "right"), ("b", "right"), ("b/a", "right"), ("95% CI", "right"), ("verdict", "left")]:
+        table.add_column(column, justify=justify, overflow="fold")
+    styles = {"faster": "green", "slower": "red", "same": "dim"}
 
-    def side(row):
+    def side(row) -> str:
         if row is None:
             return "—"
-        return row["status"] if row["status"] != "ok" else f"ok {row.get('precision_executed', '')}"
+        return format_time(row.get("median_us")) if row["status"] == "ok" else row["status"]
 
     for pair in pairs:
-        table.add_row(pair.graph_id, side(pair.a), side(pair.b),
-                      _num(pair.a.get("median_us") if pair.a else None, ".1f"),
-                      _num(pair.b.get("median_us") if pair.b else None, ".1f"),
-                      _num(pair.ratio, ".3f"))
+        interval = f"{pair.shift.low:.3f}–{pair.shift.high:.3f}" if pair.shift else ""
+        ratio = f"{pair.ratio:.3f}" if pair.ratio else ""
+        style = styles.get(pair.verdict, "yellow")
+        table.add_row(pair.graph_id, side(pair.a), side(pair.b), ratio, interval, f"[{style}]{pair.verdict}[/]")
     return table

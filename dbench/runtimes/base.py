@@ -82,6 +82,16 @@ class Session(ABC):
         session's last use: an adapter that needs a second, profiling model may release the timed one
         first, so that its memory (pre-packed weights) is reused rather than doubled."""
 
+    def runtime_latency_us(self) -> float | None:
+        """The runtime's own clock for the last run(), in µs, where it keeps one; None otherwise.
+        Read by the timing loop after a sample, outside the timed interval."""
+        return None
+
+    def device_time_us(self, iterations: int) -> float | None:
+        """Device time per run in µs from device events around `iterations` back-to-back runs (no host
+        synchronisation inside), where the runtime has a device clock (GPUs); None otherwise."""
+        return None
+
     def device_memory(self) -> int | None:
         """Device memory the session holds, in bytes, where the runtime can tell (GPUs); None on CPU."""
         return None
@@ -138,6 +148,12 @@ class Runtime(ABC):
                 raise UsageError(f"{flag} is not supported by runtime {cls.name}; leave it out "
                                  f"(this runtime honours: {', '.join(OPTION_FLAGS[n] for n in OPTION_FLAGS if n in cls.supported_options) or 'none'})")
         cls.validate_values(options)
+
+    @classmethod
+    def header_metadata(cls, options: RuntimeOptions) -> dict[str, Any]:
+        """Facts about the device the run will use, for the run header, read in the parent without
+        importing or starting the runtime (a GPU's NVML record); empty where there are none."""
+        return {}
 
     @classmethod
     def validate_values(cls, options: RuntimeOptions) -> None:

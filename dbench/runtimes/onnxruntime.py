@@ -7,13 +7,11 @@ more than timing them (ONNX Runtime 1.31 still copies them once into the session
 from __future__ import annotations
 
 import bisect
-import importlib.util
 import json
 import os
 import tempfile
 from collections import defaultdict
 from contextlib import AbstractContextManager, contextmanager
-from pathlib import Path
 from typing import Any, ClassVar, Iterable, Mapping
 
 import numpy as np
@@ -31,22 +29,9 @@ ORT_TYPE_PRECISION = {
     "int8": "int8", "uint8": "int8", "int32": "int32", "int64": "int64",
 }
 OPT_LEVELS = ("disable", "basic", "extended", "all")
-# Provider options each execution provider reads (ORT stores unknown keys without a word, so a typo
+# Provider options the CPU execution provider reads (ORT stores unknown keys without a word, so a typo
 # would be recorded in every row as if applied). Values are checked by ORT itself at session creation.
 CPU_PROVIDER_OPTIONS = frozenset({"use_arena"})
-CUDA_PROVIDER_OPTIONS = frozenset({
-    "device_id", "gpu_mem_limit", "arena_extend_strategy", "cudnn_conv_algo_search", "do_copy_in_default_stream",
-    "cudnn_conv_use_max_workspace", "cudnn_conv1d_pad_to_nc1d", "enable_cuda_graph", "enable_skip_layer_norm_strict_mode",
-    "use_tf32", "prefer_nhwc", "tunable_op_enable", "tunable_op_tuning_enable", "tunable_op_max_tuning_duration_ms",
-    "use_ep_level_unified_stream", "fuse_conv_bias", "sdpa_kernel"})
-TRT_PROVIDER_OPTIONS = frozenset({
-    "device_id", "trt_max_workspace_size", "trt_fp16_enable", "trt_int8_enable", "trt_int8_calibration_table_name",
-    "trt_int8_use_native_calibration_table", "trt_dla_enable", "trt_dla_core", "trt_max_partition_iterations",
-    "trt_min_subgraph_size", "trt_dump_subgraphs", "trt_engine_cache_enable", "trt_engine_cache_path",
-    "trt_timing_cache_enable", "trt_timing_cache_path", "trt_force_sequential_engine_build", "trt_context_memory_sharing_enable",
-    "trt_layer_norm_fp32_fallback", "trt_build_heuristics_enable", "trt_sparsity_enable", "trt_builder_optimization_level",
-    "trt_auxiliary_streams", "trt_tactic_sources", "trt_detailed_build_log", "trt_cuda_graph_enable", "trt_bf16_enable",
-    "trt_profile_min_shapes", "trt_profile_max_shapes", "trt_profile_opt_shapes"})
 # ORT's words for an allocation failure inside a running kernel, which it raises as a plain
 # RuntimeException/Fail (std::bad_alloc at the Python boundary arrives as MemoryError).
 OOM_WORDS = ("bad_alloc", "failed to allocate memory", "out of memory")
@@ -241,23 +226,10 @@ class OrtRuntime(Runtime):
                                                  "onnxruntime-directml", "onnxruntime-qnn")
     extra: ClassVar[str] = "cpu"
     provider: ClassVar[str] = "CPUExecutionProvider"
-    provider_library: ClassVar[str | None] = None
-    """The execution provider's shared library in onnxruntime/capi (None: built into the core
-    library), looked for on disk so that telling availability imports nothing."""
     int8_form: ClassVar[str] = "qlinear"
     constants_in_memory: ClassVar[bool] = True
     """Constant weights as in-memory external initializers (else serialised into the model)."""
-
-    @classmethod
-    def availability(cls) -> tuple[bool, str]:
-        installed, reason = super().availability()
-        if not installed or cls.provider_library is None:
-            return installed, reason
-        capi = Path(importlib.util.find_spec(cls.module).submodule_search_locations[0]) / "capi"
-        if not any(capi.glob(f"*{cls.provider_library}.*")):
-            return False, (f"{cls.provider} is not in this onnxruntime build (no {cls.provider_library} library in {capi}): "
-                           f"pip install 'dbench[{cls.extra}]' in its own environment")
-        return True, ""
+    session_class: ClassVar[type[OrtSession]] = OrtSession
 
     @property
     def io_device(self) -> tuple[str, int]:
@@ -303,16 +275,17 @@ class OrtRuntime(Runtime):
         if constants:
             options.add_external_initializers(list(constants), list(constants.values()))
         with classified(loading=True):
-            return ort.InferenceSession(model_bytes, options, providers=[(self.provider, self.provider_options())])
+            return ort.InferenceSession(model_bytes, options, providers=[(self.provider, self.provider_options())],
+                                        enable_fallback=0)  # never retry a failed provider on the CPU
 
     def prepare(self, model: onnx.ModelProto, spec: GraphSpec, constants: Mapping[str, np.ndarray]) -> Session:
         if not constants:
-            return OrtSession(self, model.SerializeToString(), spec, {})
+            return self.session_class(self, model.SerializeToString(), spec, {})
         if not self.constants_in_memory:
-            return OrtSession(self, embed_weights(model, constants).SerializeToString(), spec, {})
+            return self.session_class(self, embed_weights(model, constants).SerializeToString(), spec, {})
         with classified():
             values = {name: _ortvalue(array, "cpu", 0) for name, array in constants.items()}
-        return OrtSession(self, declare_constants(model, constants).SerializeToString(), spec, values)
+        return self.session_class(self, declare_constants(model, constants).SerializeToString(), spec, values)
 
     def errors(self) -> AbstractContextManager:
         return classified()
@@ -338,52 +311,3 @@ class OrtCpu(OrtRuntime):
     name: ClassVar[str] = "ort-cpu"
 
 
-class OrtCuda(OrtRuntime):
-    """ONNX Runtime, CUDAExecutionProvider; inputs and outputs live on the GPU."""
-
-    name: ClassVar[str] = "ort-cuda"
-    extra: ClassVar[str] = "gpu"
-    provider: ClassVar[str] = "CUDAExecutionProvider"
-    provider_library: ClassVar[str | None] = "onnxruntime_providers_cuda"
-    supported_options: ClassVar[frozenset[str]] = frozenset({"threads", "device", "graph_optimization", "extra"})
-    provider_option_names: ClassVar[frozenset[str]] = CUDA_PROVIDER_OPTIONS
-
-    @classmethod
-    def validate_values(cls, options: RuntimeOptions) -> None:
-        super().validate_values(options)
-        if options.device is not None and not options.device.isdigit():
-            raise UsageError(f"--device {options.device!r}: {cls.name} takes a CUDA device index (0, 1, ...)")
-
-    @property
-    def io_device(self) -> tuple[str, int]:
-        return "cuda", int(self.options.device or 0)
-
-    def provider_options(self) -> dict[str, str]:
-        return {"device_id": str(self.options.device or 0), **self.options.extra}
-
-    def device_memory(self) -> int | None:
-        from dbench.runtimes.gpu import device_memory_used
-
-        return device_memory_used(int(self.options.device or 0))
-
-
-class OrtTensorrt(OrtCuda):
-    """ONNX Runtime, TensorrtExecutionProvider (engines built at session creation, outside timing)."""
-
-    name: ClassVar[str] = "ort-trt"
-    provider: ClassVar[str] = "TensorrtExecutionProvider"
-    provider_library: ClassVar[str | None] = "onnxruntime_providers_tensorrt"
-    supported_options: ClassVar[frozenset[str]] = frozenset(
-        {"threads", "device", "graph_optimization", "allow_runtime_precision", "extra"})
-    provider_option_names: ClassVar[frozenset[str]] = TRT_PROVIDER_OPTIONS
-    int8_form: ClassVar[str] = "qdq"
-    # The TensorRT EP hands TensorRT's parser a serialised copy of its subgraph; whether that keeps
-    # in-memory external initializers is untested here (no GPU), so its weights go into the model.
-    constants_in_memory: ClassVar[bool] = False
-
-    def provider_options(self) -> dict[str, str]:
-        options = {"device_id": str(self.options.device or 0)}
-        if not self.options.allow_runtime_precision:
-            options["trt_fp16_enable"] = "False"
-            options["trt_int8_enable"] = "False"
-        return {**options, **self.options.extra}

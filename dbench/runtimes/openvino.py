@@ -232,6 +232,10 @@ class OpenVinoSession(Session):
         # share_outputs: no copy of the outputs into new numpy arrays inside the timed call.
         self.request.infer(share_outputs=True)
 
+    def runtime_latency_us(self) -> float | None:
+        """InferRequest.latency: OpenVINO's own duration of the last infer (ms), in µs."""
+        return float(self.request.latency) * 1e3
+
     def outputs(self) -> dict[str, np.ndarray]:
         return {t.name: _host_array(self.request.get_tensor(t.name)) for t in self.spec.outputs}
 

@@ -11,8 +11,9 @@ from dbench.runtimes.base import Runtime
 
 RUNTIMES: dict[str, str] = {
     "ort-cpu": "dbench.runtimes.onnxruntime:OrtCpu",
-    "ort-cuda": "dbench.runtimes.onnxruntime:OrtCuda",
-    "ort-trt": "dbench.runtimes.onnxruntime:OrtTensorrt",
+    "ort-cuda": "dbench.runtimes.ort_gpu:OrtCuda",
+    "ort-trt": "dbench.runtimes.ort_gpu:OrtTensorrt",
+    "tensorrt": "dbench.runtimes.tensorrt:Tensorrt",
     "openvino": "dbench.runtimes.openvino:OpenVino",
 }
 

@@ -1,5 +1,9 @@
 """The append-only run log: `results/<machine>/<run-id>.jsonl`, a header line then one line per
-result, each flushed and fsynced the moment it exists so a killed run loses nothing finished."""
+result, each flushed and fsynced the moment it exists so a killed run loses nothing finished.
+
+Schema 2 adds the per-sample times (`samples_us`), the median's confidence interval and robust spread,
+`first_call_us`, `runtime_median_us`, the load average when each row was written (`load_1m`), and the
+machine key and load at the start in the header. Version-1 logs still open; they have no samples."""
 
 from __future__ import annotations
 
@@ -13,7 +17,8 @@ from typing import Any, Iterator
 
 from dbench.errors import DbenchError
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+READABLE_VERSIONS = (1, 2)
 
 
 def new_run_id(kind: str = "run") -> str:
@@ -93,9 +98,10 @@ class RunLog:
         """An existing log, for reading only: nothing in the file is changed (a torn last line from a
         kill mid-write is skipped by `rows`)."""
         log = cls(path)
-        header = log.header()
-        if header.get("schema_version") != SCHEMA_VERSION:
-            raise DbenchError(f"{path} has schema version {header.get('schema_version')}, this dbench reads {SCHEMA_VERSION}")
+        version = log.header().get("schema_version")
+        if version not in READABLE_VERSIONS:
+            raise DbenchError(f"{path} has schema version {version}; this dbench reads versions "
+                              f"{', '.join(map(str, READABLE_VERSIONS))}: use a dbench that writes version {version}")
         return log
 
     @classmethod

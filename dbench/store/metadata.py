@@ -14,9 +14,10 @@ from pathlib import Path
 from typing import Any
 
 import dbench
+from dbench.store.machine import isa_features, machine_key, microarchitecture
 
 PACKAGES = (
-    "numpy", "onnx", "onnxruntime", "onnxruntime-gpu", "openvino", "tensorrt", "mpi4py", "mpich",
+    "archspec", "numpy", "onnx", "onnxruntime", "onnxruntime-gpu", "openvino", "tensorrt", "mpi4py", "mpich",
     "openmpi", "pandas", "pyarrow", "ml_dtypes", "cupy-cuda12x",
 )
 THREAD_ENV = re.compile(r"^(OMP_|MKL_|OPENBLAS_|KMP_|GOMP_|ORT_|OV_|TBB_|CUDA_VISIBLE_DEVICES|NVIDIA_TF32|DNNL_|ONEDNN_)")
@@ -70,22 +71,82 @@ def package_versions() -> dict[str, str]:
     return versions
 
 
+def _gpus() -> list[str]:
+    """GPU model names from nvidia-smi where it exists (empty list otherwise)."""
+    try:
+        out = subprocess.run(["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"], capture_output=True,
+                             text=True, timeout=10)
+    except (OSError, subprocess.SubprocessError):
+        return []
+    return [line.strip() for line in out.stdout.splitlines() if line.strip()] if out.returncode == 0 else []
+
+
+def cache_sizes() -> dict[str, int]:
+    """cpu0's caches in bytes by level, e.g. {"L1d": 32768, "L2": 524288, "L3": 33554432} (Linux sysfs)."""
+    sizes = {}
+    for index in sorted(Path("/sys/devices/system/cpu/cpu0/cache").glob("index*")):
+        try:
+            level, kind, size = ((index / name).read_text().strip() for name in ("level", "type", "size"))
+        except OSError:
+            continue
+        scale = {"K": 2**10, "M": 2**20, "G": 2**30}.get(size[-1:], 1)
+        suffix = {"Data": "d", "Instruction": "i"}.get(kind, "")
+        sizes[f"L{level}{suffix}"] = int(size.rstrip("KMG")) * scale
+    return sizes
+
+
+def load_average() -> list[float] | None:
+    """The 1, 5 and 15 minute load averages (None where the OS has none)."""
+    try:
+        return [round(v, 2) for v in os.getloadavg()]
+    except OSError:
+        return None
+
+
+BUSY_LOAD_PER_CORE = 0.5
+"""A run is flagged busy when the 1-minute load average exceeds this many per usable core at its
+start or its end (dbench's own worker counts, so a 1-thread run on 2 cores is near the line)."""
+
+
+def is_busy(load: list[float] | None, cores: int | None) -> bool:
+    """The busy-machine rule above, for one load reading."""
+    return bool(load and cores and load[0] > cores * BUSY_LOAD_PER_CORE)
+
+
+def _identity() -> dict[str, Any]:
+    """What the machine key is built from."""
+    cpu = _cpu()
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except AttributeError:
+        cores = os.cpu_count() or 0
+    return {"microarchitecture": microarchitecture(cpu), "isa": isa_features(cpu["flags"]), "cores": cores,
+            "memory_bytes": _memory_bytes(), "gpus": _gpus(), "cpu_model": cpu["model"], "hostname": socket.gethostname()}
+
+
 def machine_name() -> str:
-    """A folder-safe name for this machine (its host name), used as results/<machine>/."""
-    return re.sub(r"[^A-Za-z0-9_.-]", "_", socket.gethostname()) or "machine"
+    """This machine's key (see dbench.store.machine), used as results/<machine>/ for new runs."""
+    return machine_key(_identity())
 
 
 def host_metadata() -> dict[str, Any]:
-    """CPU model and flags, cores, memory, OS, Python, package versions, dbench version and git
-    commit, thread-related environment variables, and the time this was taken (UTC)."""
+    """Machine key and what it is built from, load average, CPU model and flags, cores, memory, OS,
+    Python, package versions, dbench version and git commit, thread-related environment variables,
+    and the time this was taken (UTC)."""
     cpu = _cpu()
-    try:
-        affinity = len(os.sched_getaffinity(0))
-    except AttributeError:
-        affinity = os.cpu_count()
+    identity = _identity()
+    affinity = identity["cores"]
+    load = load_average()
     return {
         "taken_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-        "machine": machine_name(),
+        "machine": machine_key(identity),
+        "machine_key": machine_key(identity),
+        "microarchitecture": identity["microarchitecture"],
+        "isa": identity["isa"],
+        "gpus": identity["gpus"],
+        "load_start": load,
+        "caches": cache_sizes(),
+        "busy_start": is_busy(load, affinity),
         "hostname": socket.gethostname(),
         "cpu_model": cpu["model"],
         "cpu_flags": cpu["flags"],

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from dbench.gen.graph import GraphSpec
 from dbench.store.invariants import violations
+from dbench.store.metadata import load_average
 
 if TYPE_CHECKING:
     from dbench.worker.main import Outcome
@@ -34,8 +35,9 @@ class Status(str, Enum):
 
 PASSING = frozenset({Status.OK, Status.UNSUPPORTED})
 """Statuses of an honest run: measured and verified, or refused by the runtime with its reason."""
-STAT_FIELDS = ("median_us", "p10_us", "p90_us", "p99_us", "min_us", "mean_us", "std_us", "cv", "samples",
-               "calls_per_sample", "unstable", "timed_s", "warmup_s")
+STAT_FIELDS = ("median_us", "p10_us", "p90_us", "p99_us", "min_us", "mean_us", "std_us", "cv", "spread", "mad_us",
+               "ci_low_us", "ci_high_us", "ci_rel", "samples", "calls_per_sample", "unstable", "timed_s", "warmup_s",
+               "first_call_us", "runtime_median_us", "samples_us")
 
 
 def executed_precision(nodes: list[dict[str, Any]]) -> str:
@@ -91,11 +93,21 @@ class Row:
     mean_us: float | None
     std_us: float | None
     cv: float | None
+    spread: float | None
+    mad_us: float | None
+    ci_low_us: float | None
+    ci_high_us: float | None
+    ci_rel: float | None
     samples: int | None
     calls_per_sample: int | None
     unstable: bool | None
     timed_s: float | None
     warmup_s: float | None
+    first_call_us: float | None
+    runtime_median_us: float | None
+    device_median_us: float | None
+    """Device time per call from the runtime's device events (GPU runtimes), beside the host clock."""
+    samples_us: list[float] | None
     kernel_time_us: float | None
     overhead_us: float | None
     nodes: list[dict[str, Any]]
@@ -119,6 +131,8 @@ class Row:
     verify_s: float | None
     profile_s: float | None
     finished_at: str
+    load_1m: float | None
+    """The machine's 1-minute load average when the row was made (the last row's is the run's end)."""
     invariant_violations: list[str] = dataclasses.field(default_factory=list)
     """What the row breaks of dbench.store.invariants (absent from rows written before those checks)."""
     verified_by: str | None = None
@@ -163,8 +177,9 @@ class Row:
             verified=verification.get("ok"), verified_by=verification.get("by"), error=verification.get("error"),
             tolerance_metric=verification.get("metric"), tolerance=verification.get("bound"),
             verified_rows=verification.get("rows_checked"),
-            inputs_s=outcome.inputs_s, prepare_s=outcome.prepare_s,
+            device_median_us=outcome.device_median_us, inputs_s=outcome.inputs_s, prepare_s=outcome.prepare_s,
             verify_s=outcome.verify_s, profile_s=outcome.profile_s,
             finished_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+            load_1m=(load_average() or [None])[0],
         )
         return dataclasses.replace(row, invariant_violations=violations(row.to_dict()))

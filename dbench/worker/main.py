@@ -53,6 +53,7 @@ class Outcome:
     peak_rss_bytes: int | None = None
     memory_bytes: int | None = None
     device_memory_bytes: int | None = None
+    device_median_us: float | None = None
     runtime_options: dict[str, Any] | None = None
     inputs_s: float | None = None
     prepare_s: float | None = None
@@ -100,6 +101,11 @@ def _verify_rows(spec: GraphSpec) -> "np.ndarray | None":
 def _profile_runs(limit: int, median_us: float) -> int:
     """At least 2 runs (the first, cold one is dropped), at most `limit`, about PROFILE_BUDGET_S of work."""
     return max(2, min(limit, math.ceil(PROFILE_BUDGET_S * 1e6 / max(median_us, 1.0))))
+
+
+def _device_iterations(median_us: float) -> int:
+    """Runs per device-event round: about PROFILE_BUDGET_S of work, between 10 and 10,000."""
+    return max(10, min(10_000, math.ceil(PROFILE_BUDGET_S * 1e6 / max(median_us, 1.0))))
 
 
 def _estimate_bytes(spec, verify: bool, weights_const: bool) -> int:
@@ -183,12 +189,13 @@ def execute(job: Job) -> Outcome:
             session.bind(per_call)
             outcome.prepare_s = time.perf_counter() - t0
             outcome.runtime_options = runtime.describe()  # after prepare: includes what the runtime read back
-            stats = measure(session.run, job.timing)
+            stats = measure(session.run, job.timing, session.runtime_latency_us)
             outcome.stats = stats.to_dict()
             if peak_resets and (peak := memory.peak_rss()) is not None:
                 outcome.peak_rss_bytes = peak
                 outcome.memory_bytes = max(0, peak - baseline)
             outcome.device_memory_bytes = session.device_memory()
+            outcome.device_median_us = session.device_time_us(_device_iterations(stats.median_us))
             if job.verify:
                 t0 = time.perf_counter()
                 rows = _verify_rows(spec)

@@ -1,0 +1,50 @@
+"""The report as one self-contained HTML page: inline CSS, plots as base64 PNG, no script and no
+network reference, so it opens offline and can be mailed as one file."""
+
+from __future__ import annotations
+
+import base64
+import html
+
+import pandas as pd
+
+from dbench.report.build import Report, display_allreduce, display_family, display_summary
+
+STYLE = """
+body { font-family: system-ui, sans-serif; margin: 2em; color: #222; }
+table { border-collapse: collapse; margin: 0.5em 0 1.5em; font-size: 13px; }
+th, td { border: 1px solid #ccc; padding: 3px 6px; text-align: right; }
+th:first-child, td:first-child { text-align: left; }
+thead th { background: #f0f0f0; }
+.note { background: #fff6d5; border-left: 4px solid #e0b000; padding: 6px 10px; margin: 4px 0; }
+img { max-width: 100%; display: block; margin: 1em 0; }
+"""
+
+
+def _table(frame: pd.DataFrame, caption: str) -> str:
+    body = frame.to_html(escape=True, border=0, na_rep="")
+    return body.replace("<table", f'<table data-caption="{html.escape(caption)}"', 1)
+
+
+def to_html(report: Report, images: dict[str, bytes]) -> str:
+    """The page; `images` maps a title to PNG bytes."""
+    parts = ["<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8"><title>dbench report</title>',
+             f"<style>{STYLE}</style></head><body>", "<h1>dbench report</h1>"]
+    parts += [f'<p class="note">{html.escape(note)}</p>' for note in report.notes]
+    if report.groups:
+        parts.append(f"<p>Speedup = {html.escape(report.baseline.label)} time / time; ★ = fastest verified; "
+                     "only verified rows (ran and matched the numpy reference) have times.</p>")
+        parts += ["<h2>Summary per runtime</h2>", _table(display_summary(report), "summary")]
+        parts += ["<h2>Support matrix</h2>", _table(report.support, "support")]
+        for family in report.families:
+            parts += [f"<h2>{html.escape(family)}</h2>", _table(display_family(report, family), family)]
+    if not report.allreduce.empty:
+        parts += ["<h2>All-reduce</h2>", _table(display_allreduce(report), "allreduce")]
+    if images:
+        parts.append("<h2>Plots</h2>")
+    for title, data in images.items():
+        encoded = base64.b64encode(data).decode("ascii")
+        parts.append(f'<figure><img alt="{html.escape(title)}" src="data:image/png;base64,{encoded}">'
+                     f"<figcaption>{html.escape(title)}</figcaption></figure>")
+    parts.append("</body></html>")
+    return "\n".join(parts)

@@ -1,0 +1,115 @@
+"""Result files (run logs, or folders holding them) read into pandas: one frame of kernel rows over
+every run, machine and runtime, one frame of all-reduce rows, and each run's header for the Specs."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from dbench.errors import DbenchError
+from dbench.store.log import RunLog
+
+KERNEL_COLUMNS = (
+    "graph_id", "kernel_id", "family", "op", "pass", "form", "precision", "precision_executed", "precision_fallback",
+    "runtime", "runtime_version", "device", "status", "message", "verified", "median_us", "p10_us", "p90_us", "p99_us",
+    "ci_low_us", "ci_high_us", "ci_rel", "cv", "spread", "unstable", "samples", "first_call_us", "runtime_median_us",
+    "tflops", "gbps", "intensity", "flops", "min_bytes", "samples_us",
+)
+
+
+@dataclass(frozen=True)
+class Run:
+    """One run's identity and the header fields a report shows (Specs sheet)."""
+
+    run_id: str
+    kind: str
+    machine: str
+    path: Path
+    header: dict[str, Any]
+    schema_version: int
+
+    @property
+    def has_samples(self) -> bool:
+        return self.schema_version >= 2
+
+
+@dataclass
+class Results:
+    """Everything a report is built from."""
+
+    kernels: pd.DataFrame
+    allreduce: pd.DataFrame
+    runs: list[Run] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    """Facts the reader must know, e.g. runs without samples."""
+
+
+def machine_key(header: dict[str, Any]) -> str:
+    """The run's machine key; a version-1 run has only its host name, marked as such."""
+    host = header.get("host", {})
+    return host.get("machine_key") or f"{host.get('machine') or host.get('hostname') or 'unknown'}~host-only"
+
+
+def log_paths(paths: list[Path]) -> list[Path]:
+    """Every run log named or inside the folders named (recursively), each once, in name order."""
+    found: list[Path] = []
+    for path in paths:
+        if path.is_dir():
+            found += sorted(path.rglob("*.jsonl"))
+        elif path.is_file() and path.suffix == ".jsonl":
+            found.append(path)
+        elif path.exists():
+            raise DbenchError(f"{path} is not a run log (.jsonl) or a folder of them; give files written by dbench run or allreduce")
+        else:
+            raise DbenchError(f"{path} does not exist; give run logs (.jsonl) or results folders")
+    unique = list(dict.fromkeys(p.resolve() for p in found))
+    if not unique:
+        raise DbenchError(f"no run logs (.jsonl) in {', '.join(map(str, paths))}; run dbench run first or name the results folder")
+    return unique
+
+
+def load(paths: list[Path]) -> Results:
+    """Read every run log under `paths`; kernel rows get the run's machine key and run id."""
+    kernel_rows: list[dict[str, Any]] = []
+    allreduce_rows: list[dict[str, Any]] = []
+    runs: list[Run] = []
+    notes: list[str] = []
+    for path in log_paths(paths):
+        log = RunLog.read(path)
+        header = log.header()
+        run = Run(header["run_id"], header.get("kind", "kernels"), machine_key(header), path, header, header["schema_version"])
+        runs.append(run)
+        if not run.has_samples and run.kind == "kernels":
+            notes.append(f"{run.run_id} is a schema-1 run: no per-sample times, so its intervals come from the stored statistics")
+        target = allreduce_rows if run.kind == "allreduce" else kernel_rows
+        for row in log.rows():
+            target.append({**row, "run_id": run.run_id, "machine": run.machine, "taken_at": header.get("host", {}).get("taken_at", "")})
+    return Results(_kernel_frame(kernel_rows), pd.DataFrame(allreduce_rows), runs, notes)
+
+
+def _kernel_frame(rows: list[dict[str, Any]]) -> pd.DataFrame:
+    """Kernel rows with the report's columns (missing ones None); the latest run wins a duplicate."""
+    frame = pd.DataFrame([{**{c: r.get(c) for c in KERNEL_COLUMNS}, "run_id": r["run_id"], "machine": r["machine"],
+                           "taken_at": r["taken_at"]} for r in rows])
+    if frame.empty:
+        return frame
+    frame["kernel"] = frame["kernel_id"] + "." + frame["pass"].astype(str) + "." + frame["form"].astype(str)
+    frame["counts"] = (frame["status"] == "ok") & (frame["verified"] == True)  # noqa: E712 (None is not True)
+    frame = frame.sort_values("taken_at", kind="stable")
+    return frame.drop_duplicates(["machine", "runtime", "precision", "kernel"], keep="last").reset_index(drop=True)
+
+
+def read_peaks(runs: list[Run]) -> dict[str, dict[str, Any]]:
+    """machine key -> its peak.json (written by dbench peak beside that machine's run logs)."""
+    peaks: dict[str, dict[str, Any]] = {}
+    for run in runs:
+        path = run.path.parent / "peak.json"
+        if run.machine not in peaks and path.is_file():
+            data = json.loads(path.read_text())
+            if data.get("machine_key") == run.machine:
+                peaks[run.machine] = data
+    return peaks

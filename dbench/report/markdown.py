@@ -1,0 +1,35 @@
+"""The report as Markdown: notes, summary per runtime, support matrix, one side-by-side table per
+family, all-reduce, and links to the plots."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from dbench.report.build import Report, display_allreduce, display_family, display_summary
+
+
+def markdown_table(frame: pd.DataFrame, index_name: str | None = None) -> str:
+    """A GitHub-flavoured Markdown table (pipes in cells escaped), index as the first column."""
+    header = [index_name or frame.index.name or ""] + [str(c) for c in frame.columns]
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    for index, row in frame.iterrows():
+        cells = [str(index)] + ["" if v is None else str(v) for v in row]
+        lines.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
+    return "\n".join(lines)
+
+
+def to_markdown(report: Report, images: list[str]) -> str:
+    """The whole report; `images` are PNG file names beside the Markdown file."""
+    parts = ["# dbench report", ""]
+    parts += [f"> {note}" for note in report.notes] + ([""] if report.notes else [])
+    if report.groups:
+        parts += [f"Speedup = {report.baseline.label} time / time; {'★'} = fastest verified; only verified rows have times.", ""]
+        parts += ["## Summary per runtime", "", markdown_table(display_summary(report)), ""]
+        parts += ["## Support matrix", "", markdown_table(report.support), ""]
+        for family in report.families:
+            parts += [f"## {family}", "", markdown_table(display_family(report, family)), ""]
+    if not report.allreduce.empty:
+        parts += ["## All-reduce", "", markdown_table(display_allreduce(report)), ""]
+    if images:
+        parts += ["## Plots", ""] + [f"![{name}]({name})" for name in images] + [""]
+    return "\n".join(parts)

@@ -1,0 +1,127 @@
+"""The report's plots as PNG bytes (matplotlib's Agg canvas, imported only here and only when called):
+roofline per machine and precision, latency bars per family, TFLOP/s against problem size, and the
+CDF of speedups. Only verified rows are drawn."""
+
+from __future__ import annotations
+
+import io
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from dbench.report.frames import Group
+from dbench.report.peak import ceilings
+
+FAMILY_COLOURS = {"gemm": "#1f77b4", "conv": "#ff7f0e", "rnn": "#2ca02c", "sparse": "#d62728"}
+MARKERS = "os^Dv<>pP*X"
+MAX_BARS = 40
+"""Latency bars show at most this many kernels per family (the slowest first are kept)."""
+
+
+def _figure(width: float = 7.5, height: float = 4.5):
+    from matplotlib.figure import Figure
+
+    return Figure(figsize=(width, height), dpi=100, layout="constrained")
+
+
+def png(figure) -> bytes:
+    """The figure as PNG bytes."""
+    buffer = io.BytesIO()
+    figure.savefig(buffer, format="png")
+    return buffer.getvalue()
+
+
+def roofline(frame: pd.DataFrame, machine: str, precision: str, peaks: dict[str, Any] | None,
+             caches: dict[str, int]) -> tuple[Any, list[str]]:
+    """Achieved TFLOP/s against arithmetic intensity (FLOP per minimum byte), colour = family, marker =
+    runtime, hollow = the working set fits in the last-level cache. Returns the figure and its notes."""
+    rows = frame[(frame.machine == machine) & (frame.precision == precision) & frame.counts & (frame.intensity > 0)]
+    figure = _figure()
+    axes = figure.add_subplot()
+    axes.set(xscale="log", yscale="log", xlabel="arithmetic intensity (FLOP / minimum byte)", ylabel="TFLOP/s",
+             title=f"roofline · {machine} · {precision}")
+    notes = []
+    llc = max(caches.values(), default=0)
+    for i, (runtime, mine) in enumerate(rows.groupby("runtime", sort=False)):
+        for family, points in mine.groupby("family", sort=False):
+            colour = FAMILY_COLOURS.get(family, "#7f7f7f")
+            in_cache = points.min_bytes <= llc
+            common = dict(marker=MARKERS[i % len(MARKERS)], s=36, edgecolors=colour, linewidths=1.2)
+            axes.scatter(points.intensity[~in_cache], points.tflops[~in_cache], c=colour,
+                         label=f"{runtime} · {family}" if (~in_cache).any() else None, **common)
+            axes.scatter(points.intensity[in_cache], points.tflops[in_cache], facecolors="none",
+                         label=f"{runtime} · {family} (fits in cache)" if in_cache.any() else None, **common)
+    peak_tflops, bandwidth = ceilings(peaks, precision)
+    if peaks is None:
+        notes.append("no ceilings measured: run dbench peak on this machine")
+    elif peak_tflops is None:
+        notes.append(f"no {precision} GEMM rate in peak.json: run dbench peak --precision {precision}")
+    if bandwidth:
+        span = np.logspace(np.log10(max(rows.intensity.min() / 2, 1e-2)), np.log10(rows.intensity.max() * 2), 100) if len(rows) else np.logspace(-1, 3, 100)
+        roof = bandwidth * span / 1e3
+        if peak_tflops:
+            roof = np.minimum(roof, peak_tflops)
+        axes.plot(span, roof, "k-", linewidth=1, label=f"triad {bandwidth:.0f} GB/s" + (f", GEMM {peak_tflops:.3g} TFLOP/s" if peak_tflops else ""))
+        above = rows[rows.gbps > bandwidth]
+        if len(above):
+            fits = int((above.min_bytes <= llc).sum())
+            notes.append(f"{len(above)} points above DRAM bandwidth: {fits} of them have a working set that fits in the "
+                         f"{llc / 2**20:.0f} MiB last-level cache (hollow markers), so they run from cache")
+    if peak_tflops and (rows.tflops > peak_tflops).any():
+        load = peaks.get("load_start") or ["?"]
+        why = f"peak.json was measured on a busy machine (load {load[0]})" if peaks.get("busy_start") else \
+            "these kernels beat the square GEMMs dbench peak measured"
+        notes.append(f"{int((rows.tflops > peak_tflops).sum())} points above the GEMM ceiling: {why}")
+    if notes:
+        top = max(float(rows.tflops.max()) if len(rows) else 1.0, peak_tflops or 0.0)
+        axes.set_ylim(top=top * 8)  # headroom for the notes
+        axes.text(0.01, 0.99, "\n".join(notes), transform=axes.transAxes, va="top", fontsize=7, wrap=True,
+                  bbox=dict(facecolor="white", alpha=0.8, edgecolor="#ccc"))
+    if len(rows):
+        axes.legend(fontsize=7, loc="lower right")
+    return figure, notes
+
+
+def latency_bars(frame: pd.DataFrame, family: str, groups: list[Group]):
+    """Median latency per kernel of `family`, one bar per column group, log scale."""
+    rows = frame[(frame.family == family) & frame.counts]
+    kernels = list(rows.groupby("kernel").median_us.max().sort_values(ascending=False).index[:MAX_BARS])
+    figure = _figure(7.5, max(2.5, 0.28 * len(kernels) * max(1, len(groups)) ** 0.5 + 1.2))
+    axes = figure.add_subplot()
+    height = 0.8 / max(len(groups), 1)
+    positions = np.arange(len(kernels))
+    for i, group in enumerate(groups):
+        times = group.rows(rows).set_index("kernel").median_us.reindex(kernels)
+        axes.barh(positions + i * height, times.fillna(0), height=height, label=group.label)
+    axes.set_yticks(positions + height * (len(groups) - 1) / 2, [k[:48] for k in kernels], fontsize=6)
+    axes.invert_yaxis()
+    axes.set(xscale="log", xlabel="median latency (µs)", title=f"{family}: latency per kernel (verified rows)")
+    axes.legend(fontsize=7)
+    return figure
+
+
+def tflops_vs_size(frame: pd.DataFrame, groups: list[Group]):
+    """Achieved TFLOP/s against problem size (FLOPs), one series per column group."""
+    figure = _figure()
+    axes = figure.add_subplot()
+    for i, group in enumerate(groups):
+        rows = group.rows(frame[frame.counts])
+        axes.scatter(rows.flops, rows.tflops, marker=MARKERS[i % len(MARKERS)], s=24, label=group.label)
+    axes.set(xscale="log", yscale="log", xlabel="problem size (FLOP)", ylabel="TFLOP/s", title="TFLOP/s against problem size")
+    axes.legend(fontsize=7)
+    return figure
+
+
+def speedup_cdf(speedups: dict[str, list[float]], baseline: str):
+    """Cumulative distribution of per-kernel speedups against the baseline, one line per group."""
+    figure = _figure(7.5, 4)
+    axes = figure.add_subplot()
+    for label, values in speedups.items():
+        values = np.sort(np.asarray(values, dtype=float))
+        axes.step(values, np.arange(1, values.size + 1) / values.size, where="post", label=f"{label} ({values.size})")
+    axes.axvline(1.0, color="#999", linewidth=0.8)
+    axes.set(xscale="log", xlabel=f"speedup against {baseline} (baseline time / time)", ylabel="fraction of kernels",
+             title="distribution of speedups", ylim=(0, 1.02))
+    axes.legend(fontsize=7)
+    return figure

@@ -1,0 +1,50 @@
+"""The report on the terminal with rich: readable at 80 columns (one compact cell per column group:
+median, TFLOP/s and speedup stacked), units that scale."""
+
+from __future__ import annotations
+
+from rich.console import Group as RichGroup
+from rich.markup import escape
+from rich.table import Table
+from rich.text import Text
+
+from dbench.report.build import Report, display_allreduce, display_cell, display_summary
+
+
+def _frame_table(frame, title: str) -> Table:
+    table = Table(title=title, title_justify="left")
+    table.add_column(frame.index.name or "", overflow="fold")
+    for column in frame.columns:
+        table.add_column(escape(str(column)), justify="right", overflow="fold")
+    for index, row in frame.iterrows():
+        table.add_row(escape(str(index)), *[escape(str(v)) for v in row])
+    return table
+
+
+def family_table(report: Report, family: str) -> Table:
+    """Kernels down; per column group one cell: median (★ fastest) over TFLOP/s and speedup."""
+    table = Table(title=f"{family} · speedup vs {report.baseline.label}", title_justify="left")
+    table.add_column("kernel", overflow="fold", ratio=2)
+    for group in report.groups:
+        table.add_column(escape(group.label), justify="right", overflow="fold", ratio=1)
+    data = report.families[family]
+    for kernel in data.index:
+        cells = []
+        for group in report.groups:
+            median, tflops, speedup = display_cell(data, group.label, kernel)
+            second = " ".join(p for p in (f"{tflops} TF" if tflops else "", speedup) if p)
+            cells.append(Text(median + ("\n" + second if second else ""), style="" if tflops else "yellow"))
+        table.add_row(escape(kernel), *cells)
+    return table
+
+
+def terminal_report(report: Report) -> RichGroup:
+    """Everything, in reading order: notes, summary, support, families, all-reduce."""
+    parts = [Text(f"note: {n}", style="yellow") for n in report.notes]
+    if report.groups:
+        parts.append(_frame_table(display_summary(report), "summary per runtime"))
+        parts.append(_frame_table(report.support, "support matrix"))
+        parts += [family_table(report, family) for family in report.families]
+    if not report.allreduce.empty:
+        parts.append(_frame_table(display_allreduce(report), "all-reduce"))
+    return RichGroup(*parts)

@@ -1,0 +1,36 @@
+"""Numbers as people read them: times in ns / µs / ms / s by size, rates with three significant digits."""
+
+from __future__ import annotations
+
+TIME_UNITS = ((1e6, "s"), (1e3, "ms"), (1.0, "µs"), (1e-3, "ns"))
+"""(microseconds per unit, unit), largest first."""
+
+
+def format_time(us: float | None) -> str:
+    """A duration given in µs, in the largest unit that keeps it >= 1, three significant digits:
+    0.0042 -> '4.20 ns', 23.4 -> '23.4 µs', 412000 -> '412 ms'."""
+    if us is None or us != us:
+        return ""
+    for scale, unit in TIME_UNITS:
+        if abs(us) >= scale or scale == TIME_UNITS[-1][0]:
+            return f"{significant(us / scale)} {unit}"
+    return ""
+
+
+def significant(value: float | None, digits: int = 3) -> str:
+    """`value` with `digits` significant digits and no exponent below 1e6 (1234 -> '1234', 0.01234 -> '0.0123')."""
+    if value is None or value != value:
+        return ""
+    if value == 0:
+        return "0"
+    magnitude = len(str(int(abs(value)))) if abs(value) >= 1 else 0
+    if abs(value) >= 1e6:
+        return f"{value:.{digits - 1}e}"
+    if abs(value) >= 1:
+        return f"{value:.{max(digits - magnitude, 0)}f}"
+    return f"{value:.{digits}g}" if abs(value) < 1e-4 else f"{value:#.{digits}g}".rstrip(".")
+
+
+def format_ratio(value: float | None) -> str:
+    """A speedup or time ratio: '×1.23'."""
+    return "" if value is None or value != value else f"×{value:.2f}"

@@ -1,0 +1,62 @@
+"""The report as an .xlsx workbook laid out like DeepBench's result sheets: one sheet per family
+(kernels down, column groups across, numbers as numbers), Summary, Support, All-reduce, and a Specs
+sheet with each run's machine and versions."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+
+from dbench.report.build import Report
+
+FIELD_NAMES = {"median_us": "median µs", "tflops": "TFLOP/s", "speedup": "speedup", "status": "status", "winner": "fastest"}
+
+
+def specs(report: Report) -> pd.DataFrame:
+    """One row per run: machine, host, CPU, cores, memory, OS, runtime and package versions."""
+    records = []
+    for run in report.results.runs:
+        host = run.header.get("host", {})
+        records.append({
+            "run": run.run_id, "kind": run.kind, "schema": run.schema_version, "machine": run.machine,
+            "hostname": host.get("hostname"), "cpu": host.get("cpu_model"), "microarchitecture": host.get("microarchitecture"),
+            "isa": " ".join(host.get("isa") or []), "cores": host.get("cpu_affinity"),
+            "memory GiB": round((host.get("memory_bytes") or 0) / 2**30, 1), "gpus": ", ".join(host.get("gpus") or []),
+            "os": host.get("os"), "python": host.get("python"),
+            "runtime": (run.header.get("runtime") or {}).get("name"), "runtime version": (run.header.get("runtime") or {}).get("version"),
+            "load at start": " ".join(map(str, host.get("load_start") or [])), "taken at": host.get("taken_at"),
+            "packages": ", ".join(f"{k} {v}" for k, v in (host.get("packages") or {}).items()), "git": host.get("git_commit"),
+        })
+    return pd.DataFrame(records)
+
+
+def _sheet_name(name: str, used: set[str]) -> str:
+    """Excel's limits: 31 characters, no []:*?/\\, unique."""
+    clean = "".join("_" if c in "[]:*?/\\" else c for c in name)[:31]
+    while clean in used:
+        clean = clean[:28] + f"~{len(used)}"
+    used.add(clean)
+    return clean
+
+
+def write_xlsx(report: Report, path: Path) -> Path:
+    """Write the workbook and return its path."""
+    used: set[str] = set()
+    with pd.ExcelWriter(path, engine="openpyxl") as writer:
+        if not report.summary.empty:
+            report.summary.to_excel(writer, sheet_name=_sheet_name("Summary", used))
+            report.support.to_excel(writer, sheet_name=_sheet_name("Support", used))
+        for family, table in report.families.items():
+            flat = table.copy()
+            flat.columns = [f"{label} {FIELD_NAMES[field]}" for label, field in flat.columns]
+            ordered = [f"{g.label} {FIELD_NAMES[f]}" for g in report.groups for f in FIELD_NAMES]
+            flat[ordered].to_excel(writer, sheet_name=_sheet_name(family, used))
+        if not report.allreduce.empty:
+            table = report.allreduce.copy()
+            table.columns = [" · ".join(map(str, c)) for c in table.columns]
+            table.to_excel(writer, sheet_name=_sheet_name("All-reduce", used))
+        notes = pd.DataFrame({"note": report.notes or ["(none)"]})
+        specs(report).to_excel(writer, sheet_name=_sheet_name("Specs", used), index=False)
+        notes.to_excel(writer, sheet_name=_sheet_name("Notes", used), index=False)
+    return path

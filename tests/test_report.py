@@ -1,0 +1,203 @@
+"""`dbench report` over a real ORT CPU run and a real OpenVINO run: terminal at 80 columns, Markdown,
+CSV, xlsx read back, PNGs checked; `dbench compare` on the same runs; bad input."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from rich.console import Console
+from typer.testing import CliRunner
+
+from dbench.cli import app
+from dbench.report.build import build_report
+from dbench.report.load import load
+from dbench.report.terminal import terminal_report
+from tests.report_fixtures import fake_log, two_runtimes  # noqa: F401 (fixture)
+
+pytestmark = pytest.mark.slow
+
+
+def rows_of(folder: Path) -> list[dict]:
+    return [json.loads(line) for path in folder.rglob("run-*.jsonl") for line in path.read_text().splitlines()
+            if json.loads(line)["type"] == "result"]
+
+
+def test_rows_keep_samples_and_the_runtime_clock(two_runtimes):
+    rows = rows_of(two_runtimes)
+    assert {r["runtime"] for r in rows} == {"ort-cpu", "openvino"} and len(rows) == 6
+    for row in rows:
+        assert row["status"] == "ok" and row["verified"] is True
+        assert len(row["samples_us"]) == min(row["samples"], 1000) and row["first_call_us"] > 0
+        assert row["ci_low_us"] <= row["median_us"] <= row["ci_high_us"]
+        # OpenVINO's own clock is read after every sample; ORT has none
+        assert (row["runtime_median_us"] is not None and row["runtime_median_us"] > 0) == (row["runtime"] == "openvino")
+    header = json.loads(next(two_runtimes.rglob("run-*.jsonl")).read_text().splitlines()[0])
+    assert header["schema_version"] == 2 and header["host"]["machine_key"] in str(next(two_runtimes.rglob("run-*.jsonl")))
+    assert all(row["load_1m"] >= 0 for row in rows)
+
+
+def test_parquet_keeps_samples_as_a_list_column(two_runtimes):
+    import pandas as pd
+
+    parquet = next(two_runtimes.rglob("run-*.parquet"))
+    frame = pd.read_parquet(parquet)
+    assert isinstance(frame.samples_us[0], np.ndarray) and frame.samples_us[0].size == min(frame.samples[0], 1000)
+    csv = pd.read_csv(parquet.with_suffix(".csv"))
+    assert json.loads(csv.samples_us[0]) == pytest.approx(list(frame.samples_us[0]))
+
+
+def test_report_writes_every_output(two_runtimes, tmp_path):
+    out = tmp_path / "rep"
+    result = CliRunner().invoke(app, ["report", str(two_runtimes), "--out", str(out), "--baseline", "ort-cpu"])
+    assert result.exit_code == 0, result.output
+    markdown = (out / "report.md").read_text()
+    assert "## gemm" in markdown and "ort-cpu median" in markdown and "openvino speedup" in markdown
+    assert "no ceilings measured: run dbench peak" in result.output or (out / "report.html").read_text().count("data:image/png") >= 4
+    summary = (out / "summary.csv").read_text()
+    assert "geomean_speedup" in summary and "openvino" in summary
+    for name in ("rows.csv", "report.html", "report.xlsx"):
+        assert (out / name).stat().st_size > 0
+
+
+def test_terminal_report_fits_80_columns(two_runtimes):
+    report = build_report(load([two_runtimes]))
+    console = Console(width=80, record=True, file=open("/dev/null", "w"))
+    console.print(terminal_report(report))
+    text = console.export_text()
+    assert max(len(line) for line in text.splitlines()) <= 80
+    assert "µs" in text and "support matrix" in text and "★" in text
+
+
+def test_xlsx_reads_back(two_runtimes, tmp_path):
+    import openpyxl
+
+    from dbench.report.write import write_report
+
+    report = build_report(load([two_runtimes]), baseline="openvino")
+    written = write_report(report, tmp_path)
+    book = openpyxl.load_workbook(written.xlsx)
+    assert {"Summary", "Support", "gemm", "Specs", "Notes"} <= set(book.sheetnames)
+    sheet = book["gemm"]
+    header = [c.value for c in sheet[1]]
+    column = header.index("ort-cpu median µs")
+    medians = {r["kernel_id"]: r["median_us"] for r in rows_of(two_runtimes) if r["runtime"] == "ort-cpu"}
+    for line in sheet.iter_rows(min_row=2, values_only=True):
+        assert line[column] == pytest.approx(medians[line[0].split(".")[0]])
+    specs = [c.value for c in book["Specs"][1]]
+    assert "machine" in specs and "runtime version" in specs
+    assert book["Specs"].max_row == 3  # two runs
+
+
+def test_pngs_have_content(two_runtimes, tmp_path):
+    from matplotlib.image import imread
+
+    from dbench.report.write import write_report
+
+    written = write_report(build_report(load([two_runtimes])), tmp_path)
+    names = {p.name.split("-")[0] for p in written.images}
+    assert {"roofline", "latency", "tflops", "speedup"} <= names
+    for path in written.images:
+        assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and path.stat().st_size > 5000
+        pixels = imread(path)
+        assert pixels.shape[0] >= 250 and pixels.shape[1] >= 500
+        assert pixels[..., :3].std() > 0.05  # not a blank canvas
+
+
+def test_roofline_draws_ceilings_from_dbench_peak(two_runtimes, tmp_path):
+    from dbench.report import plots
+    from dbench.report.peak import gemm_rate, measure_bandwidth
+
+    frame = load([two_runtimes]).kernels
+    machine = frame.machine[0]
+    bandwidth = measure_bandwidth(1 << 20, repeats=2)
+    assert bandwidth.triad_gbps > 0 and bandwidth.copy_gbps > 0
+    rate = gemm_rate("ort-cpu", "fp32", 128)
+    assert rate > 0
+    peaks = {"machine_key": machine, "triad_gbps": bandwidth.triad_gbps, "gemm_tflops": {"ort-cpu": {"fp32": rate}}}
+    _, notes = plots.roofline(frame, machine, "fp32", peaks, {"L3": 1 << 25})
+    assert not any("no ceilings" in n for n in notes)
+    _, notes = plots.roofline(frame, machine, "fp32", None, {})
+    assert notes == ["no ceilings measured: run dbench peak on this machine"]
+
+
+def test_compare_real_runs(two_runtimes):
+    logs = sorted(two_runtimes.rglob("run-*.jsonl"))
+    result = CliRunner().invoke(app, ["compare", str(logs[0]), str(logs[1])])
+    assert result.exit_code == 0, result.output
+    verdicts = [w for w in ("faster", "slower", "same") if w in result.output]
+    assert verdicts and "geometric-mean time ratio" in result.output and "different machines" not in result.output
+
+
+def test_unknown_schema_is_one_line(tmp_path):
+    path = fake_log(tmp_path, "run-x", {"machine": "m"}, [], schema=99)
+    result = CliRunner().invoke(app, ["report", str(path), "--out", str(tmp_path / "rep")])
+    assert result.exit_code != 0 and "schema version 99" in result.output
+    assert len(result.output.strip().splitlines()) == 1 and "Traceback" not in result.output
+
+
+def _row(kernel: str, status: str, median: float | None, runtime: str = "ort-cpu") -> dict:
+    return {"graph_id": f"{kernel}.fwd.gemm.fp32", "kernel_id": kernel, "family": "gemm", "op": "gemm", "pass": "fwd",
+            "form": "gemm", "precision": "fp32", "precision_executed": "fp32" if median else "", "precision_fallback": False,
+            "runtime": runtime, "status": status, "verified": status == "ok", "median_us": median,
+            "tflops": 1e-3 if median else None, "samples_us": [median] * 8 if median else None, "flops": 1000,
+            "min_bytes": 100, "intensity": 10.0, "gbps": 1.0}
+
+
+def test_no_verified_rows_says_so(tmp_path):
+    fake_log(tmp_path / "m", "run-a", {"machine_key": "k1"}, [_row("gemm_a", "unsupported", None), _row("gemm_b", "mismatch", None)])
+    out = tmp_path / "rep"
+    result = CliRunner().invoke(app, ["report", str(tmp_path / "m"), "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    assert "no verified rows (1 unsupported, 1 mismatch)" in result.output.replace("\n", " ")
+    assert not list(out.glob("*.png")) and "no verified rows" in (out / "report.md").read_text()
+
+
+def test_two_machines_with_one_host_name_stay_apart(tmp_path):
+    host = {"hostname": "board", "machine": "board"}
+    fake_log(tmp_path / "a", "run-a", {**host, "machine_key": "board-zen4-8c-32g-avx512-111111"}, [_row("gemm_a", "ok", 10.0)])
+    fake_log(tmp_path / "b", "run-b", {**host, "machine_key": "board-neoverse_n1-4c-8g-neon-222222"}, [_row("gemm_a", "ok", 20.0)])
+    report = build_report(load([tmp_path]))
+    assert [g.label for g in report.groups] == ["board-zen4-8c-32g-avx512-111111", "board-neoverse_n1-4c-8g-neon-222222"]
+    assert any("2 different machines" in n for n in report.notes)
+    table = report.families["gemm"]
+    assert table[("board-neoverse_n1-4c-8g-neon-222222", "speedup")].iloc[0] == pytest.approx(0.5)
+
+
+def test_version_1_runs_still_open_without_samples():
+    reference = Path(__file__).parent.parent / "results" / "reference"
+    results = load([reference])
+    assert any("schema-1 run" in n for n in results.notes)
+    log = str(next(reference.rglob("*.jsonl")))
+    result = CliRunner().invoke(app, ["compare", log, log])
+    assert result.exit_code == 0 and "no samples" in result.output
+
+
+def test_run_summary_shows_rows_as_a_fraction_of_peak(two_runtimes):
+    from dbench.render.warnings import peak_line
+
+    rows = rows_of(two_runtimes)
+    assert "run dbench peak" in peak_line(rows, None)
+    best = max(rows, key=lambda r: r["tflops"])
+    peaks = {"taken_at": "t", "triad_gbps": 1e12, "gemm_tflops": {"ort-cpu": {"fp32": best["tflops"]}}}
+    line = peak_line(rows, peaks)  # a GEMM ceiling equal to the best row's rate, bandwidth out of the way
+    assert f"best 100% ({best['graph_id']})" in line and "over 6 rows" in line
+
+
+def test_report_modules_do_not_import_matplotlib_until_plotting():
+    import subprocess
+    import sys
+
+    code = ("import sys\nimport dbench.cli, dbench.report.write, dbench.report.plots, dbench.report.build\n"
+            "sys.exit(1 if 'matplotlib' in sys.modules or 'openpyxl' in sys.modules else 0)")
+    assert subprocess.run([sys.executable, "-c", code], timeout=120).returncode == 0
+
+
+@pytest.mark.parametrize("runtime", ["ort-cpu", "openvino"])
+def test_peak_gemm_rate_is_a_verified_fp32_rate(runtime):
+    """`dbench peak`'s GEMM ceiling goes through the adapter, verifies, and checks the precision it ran."""
+    from dbench.report.peak import gemm_rate
+
+    assert gemm_rate(runtime, "fp32", 64) > 0
