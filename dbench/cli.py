@@ -67,6 +67,14 @@ Int8FormOpt = Annotated[
     Optional[str],
     typer.Option("--int8-form", help="qlinear | qdq | integer. Default: the runtime's preferred form (gen: qdq)."),
 ]
+FromModelOpt = Annotated[
+    Optional[Path],
+    typer.Option("--from-model", help="An ONNX model: its compute nodes become kernels (identical nodes counted once, with 'copies')."),
+]
+DimOpt = Annotated[
+    Optional[list[str]],
+    typer.Option("--dim", help="Symbolic dimension sizes of the model's inputs: NAME=N, comma-separated or repeated (e.g. batch=1,seq=128)."),
+]
 NoPadOpt = Annotated[bool, typer.Option("--no-pad", help="int8: do not round dims up to multiples of 4 (DeepBench pads by default).")]
 
 
@@ -103,11 +111,16 @@ def list_kernels(
     pattern: IdOpt = None,
     kernels: KernelsOpt = None,
     fmt: Annotated[str, typer.Option("--format", "-f", help="table | csv | json.")] = "table",
+    from_model: FromModelOpt = None,
+    dim: DimOpt = None,
 ) -> None:
     """List the kernels a selection holds (DeepBench's duplicates are one kernel with several copies)."""
     from dbench.catalog.listing import kernel_rows, to_csv
     from dbench.render.tables import kernels_table
 
+    if from_model:
+        _only_model("--from-model", suite=suite, ops=ops, app=app_, id=pattern, kernels=kernels)
+        return _list_model(from_model, dim, fmt)
     selection, selected = _kernels("list", suite, ops, app_, pattern, kernels)
     rows = kernel_rows(selected, selection.suite_tags)
     if fmt == "json":
@@ -118,6 +131,49 @@ def list_kernels(
         out.print(kernels_table(rows, selection))
     else:
         raise typer.BadParameter(f"unknown format {fmt!r}; valid: table, csv, json", param_hint="--format")
+
+
+def _only_model(option: str, **selectors) -> None:
+    """A model brings its own kernels: a catalog selector beside it would be silently ignored, so refuse it."""
+    given = [name for name, value in selectors.items() if value]
+    if given:
+        raise UsageError(f"{option} takes its kernels from the model; drop --{given[0].replace('_', '-')}")
+
+
+def _list_model(path: Path, dim: Optional[list[str]], fmt: str) -> None:
+    """`dbench list --from-model`: the model's kernels and the nodes that are not kernels."""
+    from dbench.frommodel.dims import parse_dims
+    from dbench.frommodel.output import kernel_rows, kernels_csv, skipped_rows
+    from dbench.frommodel.walk import model_kernels
+    from dbench.render.frommodel import kernels_table, not_expressed_table
+
+    if fmt not in ("table", "csv", "json"):
+        raise typer.BadParameter(f"unknown format {fmt!r}; valid: table, csv, json", param_hint="--format")
+    extraction = model_kernels(path, parse_dims(dim or []))
+    if fmt == "json":
+        sys.stdout.write(json.dumps({"kernels": kernel_rows(extraction), "not_kernels": skipped_rows(extraction)}, indent=1) + "\n")
+    elif fmt == "csv":
+        sys.stdout.write(kernels_csv(extraction))
+    else:
+        out.print(kernels_table(extraction))
+        if extraction.skipped:
+            out.print(not_expressed_table(extraction))
+
+
+def _gen_model(path: Path, dim: Optional[list[str]], out_dir: Path) -> None:
+    """`dbench gen --from-model`: kernels CSV, not-expressed sidecar and one graph per kernel in <out>/<model>/."""
+    from dbench.frommodel.dims import parse_dims
+    from dbench.frommodel.output import KERNELS_FILE, NOT_EXPRESSED_FILE, build_graphs, write_outputs
+    from dbench.frommodel.walk import model_kernels
+    from dbench.render.frommodel import kernels_table, not_expressed_table
+
+    extraction = model_kernels(path, parse_dims(dim or []))
+    folder = write_outputs(extraction, build_graphs(extraction), out_dir / extraction.model)
+    out.print(kernels_table(extraction))
+    if extraction.skipped:
+        out.print(not_expressed_table(extraction, f"every node is listed in {folder / NOT_EXPRESSED_FILE}"))
+    out.print(f"{folder}: {len(extraction.kernels)} graphs, {KERNELS_FILE} (for --kernels), "
+              f"{len(extraction.not_expressed)} nodes not expressed ({NOT_EXPRESSED_FILE})", highlight=False)
 
 
 @app.command()
@@ -137,8 +193,13 @@ def gen(
     no_pad: NoPadOpt = False,
     out_dir: Annotated[Path, typer.Option("--out", help="Output folder; graphs go to <out>/<suite>/.")] = Path("graphs"),
     force: Annotated[bool, typer.Option("--force", help="Rewrite every graph file even when unchanged.")] = False,
+    from_model: FromModelOpt = None,
+    dim: DimOpt = None,
 ) -> None:
     """Write one small .onnx per kernel (no weight data inside) plus a manifest to run it anywhere."""
+    if from_model:
+        _only_model("--from-model", suite=suite, ops=ops, app=app_, id=pattern, kernels=kernels, passes=passes)
+        return _gen_model(from_model, dim, out_dir)
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     from dbench.gen.options import GenOptions
@@ -241,6 +302,9 @@ def run(
     memory_limit: Annotated[Optional[float], typer.Option("--memory-limit", help="Address-space limit of the worker in GiB (out-of-memory becomes an `oom` row).")] = None,
     out_dir: Annotated[Path, typer.Option("--out", help="Results folder; the run goes to <out>/<machine>/<run-id>.jsonl.")] = Path("results"),
     resume: Annotated[Optional[str], typer.Option("--resume", help="Complete an interrupted run by its id; it takes every selection, runtime and timing option from the run (giving one is an error); only --out applies.")] = None,
+    model: Annotated[Optional[Path], typer.Option("--model", help="Time a whole ONNX model (inputs from its declared shapes, --dim for symbolic ones).")] = None,
+    dim: DimOpt = None,
+    kernels_run: Annotated[Optional[str], typer.Option("--kernels-run", help="With --model: a run of its `gen --from-model` kernels to print the model beside their sum.")] = None,
 ) -> None:
     """Time every selected graph on a runtime, verify it, and log one row per graph as it finishes.
 
@@ -248,8 +312,16 @@ def run(
     timeout or oom, 2 for bad input, 1 for other errors, 130 on Ctrl-C."""
     from dbench.orchestrator.request import RunRequest
     from dbench.orchestrator.run import execute_run, plan_run
+    from dbench.frommodel.dims import parse_dims
     from dbench.render.run import RunProgress, print_run
+    from dbench.store.compare import open_run
 
+    if model and graphs:
+        raise UsageError("--model runs one model file and --graphs a folder; give one of them")
+    if kernels_run and not model:
+        raise UsageError("--kernels-run compares a whole model's run with its kernels; give --model too")
+    kernel_rows = open_run(out_dir, kernels_run).rows() if kernels_run else None  # a bad run id fails before timing
+    graphs = model or graphs
     request = RunRequest(
         suite=suite, ops=_split(ops, "--ops"), apps=_split(app_, "--app"), pattern=pattern,
         kernels=str(kernels) if kernels else None, graphs=str(graphs) if graphs else None,
@@ -257,12 +329,18 @@ def run(
         runtime=runtime, device=device, threads=threads, weights=weights, graph_optimization=graph_opt,
         allow_runtime_precision=allow_runtime_precision, extra=_pairs(option), quick=quick, min_time=min_time,
         max_time=max_time, warmup=warmup, verify=not no_verify, profile_runs=profile_runs, timeout=timeout,
-        memory_limit=int(memory_limit * 2**30) if memory_limit is not None else None, cpus=cpus,
+        memory_limit=int(memory_limit * 2**30) if memory_limit is not None else None, dims=parse_dims(dim or []),
+        cpus=cpus,
     )
     planned = plan_run(request, out_dir, resume)
     with RunProgress(err, planned) as progress:
         result = execute_run(planned, progress.on_start, progress.on_row)
     print_run(out, result)
+    if kernel_rows is not None:
+        from dbench.frommodel.predict import model_vs_kernels
+        from dbench.render.frommodel import prediction_table
+
+        out.print(prediction_table(model_vs_kernels(result.rows, kernel_rows)))
     raise typer.Exit(result.exit_code)
 
 

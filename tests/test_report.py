@@ -8,6 +8,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+
+REPO = Path(__file__).resolve().parent.parent
 from rich.console import Console
 from typer.testing import CliRunner
 
@@ -201,3 +203,18 @@ def test_peak_gemm_rate_is_a_verified_fp32_rate(runtime):
     from dbench.report.peak import gemm_rate
 
     assert gemm_rate(runtime, "fp32", 64) > 0
+
+
+def test_report_sets_each_whole_model_beside_the_sum_of_its_kernels(tmp_path):
+    """The committed from-model runs: ResNet-18, an encoder and an LSTM, each timed whole and as kernels."""
+    from dbench.report.build import build_report, display_models
+    from dbench.report.load import load
+    from dbench.report.write import write_report
+
+    report = build_report(load([REPO / "results/reference/vm-epyc-2core/models"]))
+    models = report.models.set_index(["model", "runtime"])
+    assert set(models.index) == {(m, r) for m in ("resnet18", "encoder", "lstm") for r in ("ort-cpu", "openvino")}
+    assert (models.share == models.kernels_us / models.model_us).all() and (models.kernels_timed == models.kernels).all()
+    assert "share" in display_models(report).columns
+    write_report(report, tmp_path)
+    assert "Whole model vs the sum of its kernels" in (tmp_path / "report.md").read_text()

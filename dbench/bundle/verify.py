@@ -71,9 +71,12 @@ def verify_members(members: dict[str, bytes], where: str) -> None:
     _check_graphs(members, where)
 
 
+ARCHIVE_SUFFIXES = (".tar.gz", ".tgz", ".tar")
+
+
 def is_bundle(path: Path) -> bool:
-    """A tar archive, or a folder holding SHA256SUMS (a plain `dbench gen` folder has none)."""
-    return path.is_file() or (path / CHECKSUMS).exists() or (path / CHECKSUMS).is_symlink()
+    """A tar archive by its name, or a folder holding SHA256SUMS (a plain `dbench gen` folder has none)."""
+    return path.name.endswith(ARCHIVE_SUFFIXES) or (path / CHECKSUMS).exists() or (path / CHECKSUMS).is_symlink()
 
 
 def open_graphs(path: Path) -> tuple[list[Entry], Callable[[Entry], bytes]]:

@@ -8,8 +8,17 @@ the graph reports that separately as executed FLOPs.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 from typing import Any, ClassVar
+
+
+EXTENSION = "extension"
+"""Field metadata key marking a parameter DeepBench's columns lack (batch, groups, dilations)."""
+
+
+def extension(default: int) -> Any:
+    """A parameter beyond DeepBench's columns: optional in kernel files, left out of params() at its default."""
+    return field(default=default, metadata={EXTENSION: True})
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -53,8 +62,11 @@ class Kernel:
         return sum(o.suite == suite for o in self.origins)
 
     def params(self) -> dict[str, Any]:
-        """The problem's parameters, in upstream column order, without origins."""
-        return {f.name: getattr(self, f.name) for f in fields(self) if f.name != "origins"}
+        """The problem's parameters, in upstream column order, without origins; an extension field
+        (beyond DeepBench's columns) only when it differs from its default, so DeepBench's kernels keep
+        their parameters, ids and manifests."""
+        return {f.name: getattr(self, f.name) for f in fields(self)
+                if f.name != "origins" and not (f.metadata.get(EXTENSION) and getattr(self, f.name) == f.default)}
 
     def flops(self) -> int:
         """FLOPs by DeepBench's formula for this family."""
@@ -71,26 +83,29 @@ def _t(flag: bool) -> str:
 
 @dataclass(frozen=True, kw_only=True)
 class GemmKernel(Kernel):
-    """C (m x n) = op(A) (m x k) · op(B) (k x n) + C, column-major as in cuBLAS."""
+    """C (m x n) = op(A) (m x k) · op(B) (k x n) + C, column-major as in cuBLAS; `batch` independent
+    products of these sizes (a batched MatMul, e.g. attention scores; 1 for DeepBench's kernels)."""
 
     m: int
     n: int
     k: int
     a_t: bool
     b_t: bool
+    batch: int = extension(1)
 
     family: ClassVar[str] = "gemm"
 
     @property
     def id(self) -> str:
-        return f"gemm_m{self.m}_n{self.n}_k{self.k}_{_t(self.a_t)}{_t(self.b_t)}"
+        batch = f"_b{self.batch}" if self.batch != 1 else ""
+        return f"gemm_m{self.m}_n{self.n}_k{self.k}_{_t(self.a_t)}{_t(self.b_t)}{batch}"
 
     def flops(self) -> int:
-        return 2 * self.m * self.n * self.k
+        return 2 * self.batch * self.m * self.n * self.k
 
     def min_bytes(self, itemsize: int) -> int:
         # A and B read, C read (beta = 1) and written.
-        return itemsize * (self.m * self.k + self.k * self.n + 2 * self.m * self.n)
+        return itemsize * self.batch * (self.m * self.k + self.k * self.n + 2 * self.m * self.n)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -123,7 +138,9 @@ class SparseKernel(Kernel):
 
 @dataclass(frozen=True, kw_only=True)
 class ConvKernel(Kernel):
-    """NCHW convolution in DeepBench's column order: width before height, filter s (width) before r (height)."""
+    """NCHW convolution in DeepBench's column order: width before height, filter s (width) before r (height).
+    `groups` (channels split into independent convolutions) and the dilations are beyond DeepBench's
+    columns (all 1 there): a depthwise convolution has groups = c."""
 
     w: int
     h: int
@@ -136,33 +153,53 @@ class ConvKernel(Kernel):
     pad_h: int
     wstride: int
     hstride: int
+    groups: int = extension(1)
+    dil_w: int = extension(1)
+    dil_h: int = extension(1)
 
     family: ClassVar[str] = "conv"
 
     @property
     def id(self) -> str:
+        groups = f"_g{self.groups}" if self.groups != 1 else ""
+        dilations = f"_dw{self.dil_w}_dh{self.dil_h}" if (self.dil_w, self.dil_h) != (1, 1) else ""
         return (
             f"conv_w{self.w}_h{self.h}_c{self.c}_n{self.n}_k{self.k}_s{self.s}_r{self.r}"
-            f"_pw{self.pad_w}_ph{self.pad_h}_sw{self.wstride}_sh{self.hstride}"
+            f"_pw{self.pad_w}_ph{self.pad_h}_sw{self.wstride}_sh{self.hstride}{groups}{dilations}"
         )
 
     @property
+    def extent_w(self) -> int:
+        """Input columns one output column sees: dil_w·(s - 1) + 1."""
+        return self.dil_w * (self.s - 1) + 1
+
+    @property
+    def extent_h(self) -> int:
+        """Input rows one output row sees: dil_h·(r - 1) + 1."""
+        return self.dil_h * (self.r - 1) + 1
+
+    @property
     def out_w(self) -> int:
-        """P = 1 + floor((w - s + 2 pad_w) / wstride), as cuDNN."""
-        return 1 + (self.w - self.s + 2 * self.pad_w) // self.wstride
+        """P = 1 + floor((w - extent_w + 2 pad_w) / wstride), as cuDNN."""
+        return 1 + (self.w - self.extent_w + 2 * self.pad_w) // self.wstride
 
     @property
     def out_h(self) -> int:
-        """Q = 1 + floor((h - r + 2 pad_h) / hstride), as cuDNN."""
-        return 1 + (self.h - self.r + 2 * self.pad_h) // self.hstride
+        """Q = 1 + floor((h - extent_h + 2 pad_h) / hstride), as cuDNN."""
+        return 1 + (self.h - self.extent_h + 2 * self.pad_h) // self.hstride
+
+    @property
+    def group_c(self) -> int:
+        """Input channels each filter reads: c / groups."""
+        return self.c // self.groups
 
     def flops(self) -> int:
         # Same count for fwd, bwd_data and bwd_filter (DeepBench's sheets).
-        return 2 * self.n * self.k * self.c * self.r * self.s * self.out_w * self.out_h
+        return 2 * self.n * self.k * self.group_c * self.r * self.s * self.out_w * self.out_h
 
     def min_bytes(self, itemsize: int) -> int:
         x = self.n * self.c * self.h * self.w
-        wt = self.k * self.c * self.r * self.s
+        wt = self.k * self.group_c * self.r * self.s
         y = self.n * self.k * self.out_h * self.out_w
         return itemsize * (x + wt + y)
 

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Callable, Iterable
 
 from dbench.catalog.kernels import (
+    KERNEL_TYPES,
     RNN_CELLS,
     ConvKernel,
     GemmKernel,
@@ -100,6 +101,16 @@ SCHEMAS: dict[type[Kernel], tuple[Column, ...]] = {
     ),
 }
 
+OPTIONAL: dict[type[Kernel], tuple[Column, ...]] = {
+    GemmKernel: (Column("batch", POS),),
+    ConvKernel: (Column("groups", POS), Column("dil_w", POS), Column("dil_h", POS)),
+}
+"""Columns beyond DeepBench's (default 1 when absent or empty), so older files stay valid."""
+
+FAMILY_COLUMN = "family"
+"""A file with this column mixes families (one per row, e.g. the kernels of a model); each row needs
+only its family's columns."""
+
 SHIPPED_FILES = {GemmKernel: "gemm.csv", ConvKernel: "conv.csv", RnnKernel: "rnn.csv", SparseKernel: "sparse.csv"}
 
 
@@ -119,36 +130,67 @@ def _detect_family(header: list[str], path: str) -> type[Kernel]:
 
 
 def _check_fits(kernel: ConvKernel, path: str, row: int) -> None:
-    if kernel.s > kernel.w + 2 * kernel.pad_w:
-        raise KernelFileError(path, row, "s", f"filter width {kernel.s} is larger than the padded input width {kernel.w + 2 * kernel.pad_w}")
-    if kernel.r > kernel.h + 2 * kernel.pad_h:
-        raise KernelFileError(path, row, "r", f"filter height {kernel.r} is larger than the padded input height {kernel.h + 2 * kernel.pad_h}")
+    if kernel.extent_w > kernel.w + 2 * kernel.pad_w:
+        raise KernelFileError(path, row, "s", f"filter width {kernel.extent_w} (dilated) is larger than the padded input width {kernel.w + 2 * kernel.pad_w}")
+    if kernel.extent_h > kernel.h + 2 * kernel.pad_h:
+        raise KernelFileError(path, row, "r", f"filter height {kernel.extent_h} (dilated) is larger than the padded input height {kernel.h + 2 * kernel.pad_h}")
+    for column, channels in (("c", kernel.c), ("k", kernel.k)):
+        if channels % kernel.groups:
+            raise KernelFileError(path, row, "groups", f"{column}={channels} is not a multiple of groups={kernel.groups}")
+
+
+def _row_family(row: dict[str, str], header: list[str], path: str, row_number: int) -> type[Kernel]:
+    """The row's family: its `family` cell in a mixed file, else the one the header tells."""
+    if FAMILY_COLUMN not in header:
+        return _detect_family(header, path)
+    name = (row.get(FAMILY_COLUMN) or "").strip()
+    if name not in KERNEL_TYPES:
+        raise KernelFileError(path, row_number, FAMILY_COLUMN, f"unknown family {name!r}; valid: {', '.join(KERNEL_TYPES)}")
+    return KERNEL_TYPES[name]
+
+
+def _values(cls: type[Kernel], row: dict[str, str], path: str, row_number: int) -> dict[str, object]:
+    """The row's parameters for `cls`: every required column, and the optional ones that are filled."""
+    values = {}
+    for column in SCHEMAS[cls] + OPTIONAL.get(cls, ()):
+        text = (row.get(column.name) or "").strip()
+        if not text:
+            if column in OPTIONAL.get(cls, ()):
+                continue
+            raise KernelFileError(path, row_number, column.name, "empty value")
+        try:
+            values[column.name] = column.parse(text)
+        except ValueError as err:
+            raise KernelFileError(path, row_number, column.name, str(err)) from None
+    return values
+
+
+def _copies(row: dict[str, str], path: str, row_number: int) -> int:
+    """How many times the row's kernel occurs (optional `copies` column, e.g. identical nodes of a model)."""
+    text = (row.get("copies") or "").strip()
+    try:
+        return POS(text) if text else 1
+    except ValueError as err:
+        raise KernelFileError(path, row_number, "copies", str(err)) from None
 
 
 def parse_rows(rows: Iterable[dict[str, str]], header: list[str], path: str, source: str) -> list[Kernel]:
     """Validate every row of one CSV and build its kernels (duplicates merged, origins kept)."""
-    cls = _detect_family(header, path)
-    schema = SCHEMAS[cls]
-    for column in schema:
-        if column.name not in header:
-            raise KernelFileError(path, 1, column.name, f"missing column (a {cls.family} file needs {', '.join(c.name for c in schema)})")
+    if FAMILY_COLUMN not in header:
+        cls = _detect_family(header, path)
+        for column in SCHEMAS[cls]:
+            if column.name not in header:
+                raise KernelFileError(path, 1, column.name, f"missing column (a {cls.family} file needs {', '.join(c.name for c in SCHEMAS[cls])})")
     merged: dict[str, Kernel] = {}
     for row_number, row in enumerate(rows, start=2):
-        values = {}
-        for column in schema:
-            text = (row.get(column.name) or "").strip()
-            if not text:
-                raise KernelFileError(path, row_number, column.name, "empty value")
-            try:
-                values[column.name] = column.parse(text)
-            except ValueError as err:
-                raise KernelFileError(path, row_number, column.name, str(err)) from None
+        cls = _row_family(row, header, path, row_number)
+        values = _values(cls, row, path, row_number)
         suite = (row.get("suite") or "").strip() or USER_SUITE
         if suite not in KNOWN_SUITES + (USER_SUITE,):
             raise KernelFileError(path, row_number, "suite", f"unknown suite {suite!r}; valid: {', '.join(KNOWN_SUITES + (USER_SUITE,))}")
         line = int(row["upstream_line"]) if source == "deepbench" else row_number
         origin = Origin(suite=suite, app=(row.get("app") or "").strip() or "user", line=line, source=source)
-        kernel = cls(**values, origins=(origin,))
+        kernel = cls(**values, origins=(origin,) * _copies(row, path, row_number))
         if isinstance(kernel, ConvKernel):
             _check_fits(kernel, path, row_number)
         previous = merged.get(kernel.id)

@@ -7,6 +7,9 @@
   bwd_filter: dW[k,c,r,s] = a convolution of X^T[c,n,h,w] by dY^T[k,n,Q,P] dilated by the strides,
               sliced to r x s and transposed back. It computes R' x S' >= r x s taps when the
               stride does not divide evenly; those extra FLOPs are in `flops_executed`.
+Groups and dilations (beyond DeepBench's columns) become Conv/ConvTranspose's `group` and `dilations`
+attributes (conv_math.grouping); W is [k, c/groups, r, s]. bwd_filter is built for groups = 1 and no
+dilation only.
 Precision int8 (forward pass only) is built by int8.py.
 """
 
@@ -18,6 +21,7 @@ import numpy as np
 from onnx import helper
 
 from dbench.catalog.kernels import ConvKernel
+from dbench.errors import UnsupportedError
 from dbench.gen import conv_math, int8
 from dbench.gen.family import PlannedGraph, check_whole_outputs, float_tolerance, make_spec
 from dbench.gen.graph import Graph, GraphSpec, TensorSpec, make_model
@@ -43,15 +47,18 @@ def _nodes(kernel: ConvKernel, pass_name: str) -> tuple[list, int]:
     strides = [kernel.hstride, kernel.wstride]
     q, p = kernel.out_h, kernel.out_w
     if pass_name == "fwd":
-        node = helper.make_node("Conv", ["X", "W"], ["Y"], kernel_shape=[kernel.r, kernel.s], pads=pads, strides=strides)
+        node = helper.make_node("Conv", ["X", "W"], ["Y"], kernel_shape=[kernel.r, kernel.s], pads=pads, strides=strides,
+                                **conv_math.grouping(kernel))
         return [node], kernel.flops()
     if pass_name == "bwd_data":
-        output_padding = [kernel.h - (kernel.hstride * (q - 1) + kernel.r - 2 * kernel.pad_h),
-                          kernel.w - (kernel.wstride * (p - 1) + kernel.s - 2 * kernel.pad_w)]
+        output_padding = [kernel.h - (kernel.hstride * (q - 1) + kernel.extent_h - 2 * kernel.pad_h),
+                          kernel.w - (kernel.wstride * (p - 1) + kernel.extent_w - 2 * kernel.pad_w)]
         node = helper.make_node("ConvTranspose", ["dY", "W"], ["dX"], kernel_shape=[kernel.r, kernel.s], pads=pads,
-                                strides=strides, output_padding=output_padding)
+                                strides=strides, output_padding=output_padding, **conv_math.grouping(kernel))
         return [node], kernel.flops()
     if pass_name == "bwd_filter":
+        if conv_math.grouping(kernel):
+            raise UnsupportedError("the backward-filter graph is built for groups = 1 and no dilation only")
         r_ext, s_ext = _filter_extent(kernel)
         nodes = [
             helper.make_node("Transpose", ["X"], ["Xt"], perm=[1, 0, 2, 3]),
@@ -75,7 +82,7 @@ def build(kernel: ConvKernel, precision: str, pass_name: str = "fwd", form: str 
     dt = dtype_name(prec.dtype)
     n, c, h, w, k, r, s = kernel.n, kernel.c, kernel.h, kernel.w, kernel.k, kernel.r, kernel.s
     x = TensorSpec("X", (n, c, h, w), dt, "activation")
-    wt = TensorSpec("W", (k, c, r, s), dt, "weight")
+    wt = TensorSpec("W", (k, kernel.group_c, r, s), dt, "weight")
     dy = TensorSpec("dY", (n, k, kernel.out_h, kernel.out_w), dt, "activation")
     inputs, output = {
         "fwd": ((x, wt), TensorSpec("Y", dy.shape, dt, "output")),

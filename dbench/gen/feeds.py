@@ -26,7 +26,7 @@ def make_tensor(spec: TensorSpec, rng: np.random.Generator) -> np.ndarray:
         data += spec.low
     if spec.zeros:
         data[rng.random(spec.shape, dtype=np.float32) < spec.zeros] = 0
-    return np.ascontiguousarray(data.astype(dtype, copy=False))
+    return np.asarray(data.astype(dtype, copy=False), order="C")  # 0-d stays 0-d
 
 
 def make_feeds(spec: GraphSpec, seed: int | None = None) -> dict[str, np.ndarray]:

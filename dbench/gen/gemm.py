@@ -8,6 +8,8 @@ a column-major m x n matrix is the same memory as a row-major n x m one, so C^T 
   node:     Y[n, m] = Gemm(B, A, C, transA=b_t, transB=a_t)
 The `matmul` form is Y[n, m] = MatMul(X[n, k], W[k, m]): operands in MatMul's natural layout
 (a_t, b_t do not apply) and no C, for runtimes that treat Gemm and MatMul differently.
+A batched kernel (batch > 1, e.g. attention's Q·K^T) exists only in the `matmul` form, with a leading
+batch axis on X, W and Y; both operands are then activations (neither is a layer's weight).
 Precision int8 is built by int8.py.
 """
 
@@ -19,6 +21,7 @@ import numpy as np
 from onnx import helper
 
 from dbench.catalog.kernels import GemmKernel
+from dbench.errors import UnsupportedError
 from dbench.gen import int8
 from dbench.gen.family import PlannedGraph, check_whole_outputs, float_tolerance, make_spec
 from dbench.gen.graph import Graph, GraphSpec, TensorSpec, make_model
@@ -38,6 +41,9 @@ def build(kernel: GemmKernel, precision: str, pass_name: str = "fwd", form: str 
     prec = float_precision(precision)
     dt = dtype_name(prec.dtype)
     m, n, k = kernel.m, kernel.n, kernel.k
+    batch = (kernel.batch,) if kernel.batch != 1 else ()
+    if batch and form == "gemm":
+        raise UnsupportedError("ONNX Gemm has no batch axis; a batched GEMM is built in the matmul form (--gemm-form matmul)")
     if form == "gemm":
         a = TensorSpec("A", (m, k) if kernel.a_t else (k, m), dt, "weight")
         b = TensorSpec("B", (k, n) if kernel.b_t else (n, k), dt, "activation")
@@ -45,11 +51,12 @@ def build(kernel: GemmKernel, precision: str, pass_name: str = "fwd", form: str 
         inputs = (a, b, c)
         node = helper.make_node("Gemm", ["B", "A", "C"], ["Y"], transA=int(kernel.b_t), transB=int(kernel.a_t), alpha=1.0, beta=1.0)
     elif form == "matmul":
-        inputs = (TensorSpec("X", (n, k), dt, "activation"), TensorSpec("W", (k, m), dt, "weight"))
+        inputs = (TensorSpec("X", (*batch, n, k), dt, "activation"),
+                  TensorSpec("W", (*batch, k, m), dt, "activation" if batch else "weight"))
         node = helper.make_node("MatMul", ["X", "W"], ["Y"])
     else:
         raise ValueError(f"unknown gemm form {form!r}; valid: {', '.join(GEMM_FORMS)}")
-    outputs = (TensorSpec("Y", (n, m), dt, "output"),)
+    outputs = (TensorSpec("Y", (*batch, n, m), dt, "output"),)
     spec = make_spec(kernel, precision, pass_name, form, inputs=inputs, outputs=outputs, flops_executed=kernel.flops())
     return Graph(spec, make_model(spec.id, [node], inputs, outputs, doc=f"DeepBench GEMM {kernel.id}, {form} form"))
 
@@ -75,14 +82,16 @@ def cublas_reference(a: np.ndarray, b: np.ndarray, c: np.ndarray, a_t: bool, b_t
 
 
 def reference(spec: GraphSpec, feeds: dict[str, np.ndarray], rows: np.ndarray | None = None) -> dict[str, np.ndarray]:
-    """float64 numpy result for a GEMM graph (only output `rows` when given); the exact integer
-    result for int8 (whole outputs only)."""
+    """float64 numpy result for a GEMM graph (only output `rows` when given: of a batched graph,
+    batches); the exact integer result for int8 (whole outputs only)."""
     if spec.precision == "int8":
         check_whole_outputs("int8 gemm", rows)
         return int8.reference(spec, feeds)
     if spec.form == "matmul":
-        x = feeds["X"] if rows is None else feeds["X"][rows]
-        return {"Y": np.asarray(x, dtype=np.float64) @ np.asarray(feeds["W"], dtype=np.float64)}
+        x, w = feeds["X"], feeds["W"]
+        if rows is not None:
+            x, w = x[rows], (w[rows] if w.ndim == 3 else w)
+        return {"Y": np.asarray(x, dtype=np.float64) @ np.asarray(w, dtype=np.float64)}
     return {"Y": cublas_reference(feeds["A"], feeds["B"], feeds["C"], spec.params["a_t"], spec.params["b_t"], rows)}
 
 
@@ -92,7 +101,8 @@ def tolerance(spec: GraphSpec) -> Tolerance:
 
 
 def plan(kernel: GemmKernel, options: GenOptions, train: bool) -> list[PlannedGraph]:
-    """A GEMM has one pass; the form is the user's choice (`--gemm-form`, or `--int8-form` for int8)."""
+    """A GEMM has one pass; the form is the user's choice (`--gemm-form`, or `--int8-form` for int8),
+    except that a batched float GEMM exists only as a MatMul."""
     if options.precision == "int8":
         return int8.plan(kernel, options, train)
-    return [("fwd", options.gemm_form, {})]
+    return [("fwd", options.gemm_form if kernel.batch == 1 else "matmul", {})]

@@ -44,14 +44,15 @@ Int8Kernel = GemmKernel | ConvKernel
 
 def _conv_attrs(kernel: ConvKernel) -> dict:
     return {"kernel_shape": [kernel.r, kernel.s], "pads": [kernel.pad_h, kernel.pad_w, kernel.pad_h, kernel.pad_w],
-            "strides": [kernel.hstride, kernel.wstride]}
+            "strides": [kernel.hstride, kernel.wstride], **conv_math.grouping(kernel)}
 
 
 def _shapes(kernel: Int8Kernel) -> tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]]:
     """X, W and Y shapes of the executed (possibly padded) kernel."""
     if isinstance(kernel, GemmKernel):
-        return (kernel.n, kernel.k), (kernel.k, kernel.m), (kernel.n, kernel.m)
-    return ((kernel.n, kernel.c, kernel.h, kernel.w), (kernel.k, kernel.c, kernel.r, kernel.s),
+        batch = (kernel.batch,) if kernel.batch != 1 else ()
+        return (*batch, kernel.n, kernel.k), (*batch, kernel.k, kernel.m), (*batch, kernel.n, kernel.m)
+    return ((kernel.n, kernel.c, kernel.h, kernel.w), (kernel.k, kernel.group_c, kernel.r, kernel.s),
             (kernel.n, kernel.k, kernel.out_h, kernel.out_w))
 
 
@@ -64,7 +65,8 @@ def _tensors(kernel: Int8Kernel, form: str, types: FormTypes) -> tuple[TensorSpe
     else:
         x = TensorSpec("X", xs, types.x, "activation", 0, 255)
         y = TensorSpec("Y", ys, types.y, "output")
-    return x, TensorSpec("W", ws, types.w, "weight", *WEIGHT_RANGE), y
+    batched = isinstance(kernel, GemmKernel) and kernel.batch != 1  # both operands are activations
+    return x, TensorSpec("W", ws, types.w, "activation" if batched else "weight", *WEIGHT_RANGE), y
 
 
 def _nodes(kernel: Int8Kernel, form: str) -> list:

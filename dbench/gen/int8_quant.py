@@ -72,6 +72,8 @@ def padded_dims(kernel: GemmKernel | ConvKernel) -> dict[str, int]:
     dims = {"c": kernel.c, "h": kernel.h, "w": kernel.w}
     if all(v % PAD_MULTIPLE == 0 for v in dims.values()):
         return {}
+    if kernel.groups != 1:
+        raise UsageError("DeepBench's int8 padding rule is for ungrouped convolutions; build grouped ones with --no-pad")
     return {d: _round_up(v) for d, v in dims.items()}
 
 
@@ -79,7 +81,7 @@ def reduction_length(kernel: GemmKernel | ConvKernel) -> int:
     """How many products each output sums: K for a GEMM, C·R·S for a convolution."""
     if isinstance(kernel, GemmKernel):
         return kernel.k
-    return kernel.c * kernel.r * kernel.s
+    return kernel.group_c * kernel.r * kernel.s
 
 
 def scales(reduction: int) -> dict[str, float]:

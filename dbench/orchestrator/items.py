@@ -11,7 +11,7 @@ from dbench.errors import UnsupportedError, UsageError
 from dbench.gen.family import make_spec
 from dbench.gen.plan import GraphRequest, build
 from dbench.gen.graph import GraphSpec
-from dbench.gen.manifest import Entry
+from dbench.gen.manifest import MANIFEST, Entry
 
 if TYPE_CHECKING:
     from dbench.orchestrator.request import RunRequest
@@ -55,6 +55,19 @@ def items_from_folder(path: Path) -> list[Item]:
     return [Item(e.spec, loader(e)) for e in entries]
 
 
+def is_model_file(graphs: Path) -> bool:
+    """A path naming one model (`--model`), existing or not (a missing one is then reported as such)."""
+    return graphs.is_file() or graphs.suffix == ".onnx"
+
+
+def is_foreign(graphs: Path) -> bool:
+    """A model file, or a folder without a dbench manifest (of plain .onnx files); never a bundle
+    (an archive, or a folder with SHA256SUMS), which is verified as one."""
+    from dbench.bundle.verify import is_bundle
+
+    return not is_bundle(graphs) and (is_model_file(graphs) or (graphs.is_dir() and not (graphs / MANIFEST).exists()))
+
+
 def build_items(request: "RunRequest", int8_form: str) -> list[Item]:
     """The graphs a request names: from a gen folder (filtered by the same selectors), or generated in
     memory from the catalog or a kernel file. Naming no graph at all is a UsageError."""
@@ -63,6 +76,11 @@ def build_items(request: "RunRequest", int8_form: str) -> list[Item]:
     from dbench.gen.options import GenOptions
     from dbench.gen.plan import plan
 
+    if request.graphs and is_foreign(Path(request.graphs)):
+        from dbench.foreign.items import folder_items, model_item
+
+        path = Path(request.graphs)
+        return [model_item(path, request.dims)] if is_model_file(path) else folder_items(path, request.dims)
     suite = suite_for("run", request.suite, from_catalog=not (request.graphs or request.kernels))
     selection = Selection(suite, request.ops, request.apps, request.pattern)
     if request.graphs:

@@ -13,6 +13,7 @@ from typing import Any
 
 from dbench.affinity import parse_cpus
 from dbench.errors import DbenchError, UsageError
+from dbench.orchestrator.items import is_foreign
 from dbench.orchestrator.runner import WEIGHT_MODES, RunConfig
 from dbench.runtimes.base import Runtime, RuntimeOptions
 from dbench.worker.timing import QUICK, TimingConfig
@@ -25,14 +26,14 @@ FLAGS = {
     "runtime": "--runtime", "device": "--device", "threads": "--threads", "weights": "--weights",
     "graph_optimization": "--graph-opt", "allow_runtime_precision": "--allow-runtime-precision", "extra": "--option",
     "quick": "--quick", "min_time": "--min-time", "max_time": "--max-time", "warmup": "--warmup", "verify": "--no-verify",
-    "profile_runs": "--profile-runs", "timeout": "--timeout", "memory_limit": "--memory-limit",
+    "profile_runs": "--profile-runs", "timeout": "--timeout", "memory_limit": "--memory-limit", "dims": "--dim",
     "cpus": "--cpus",
 }
 GEN_FLAGS = {"precision": "--precision", "passes": "--pass", "gemm_form": "--gemm-form", "rnn_form": "--rnn-form",
              "gru_activation": "--gru-activation", "int8_form": "--int8-form", "int8_pad": "--no-pad"}
-ADDED_LATER = {"cpus": None}
+ADDED_LATER = {"cpus": None, "dims": {}}
 """Request fields newer than the first run headers, with the value every run made before them had
-(no --cpus: not pinned), so those runs still resume."""
+(no --cpus: not pinned; no --dim: there was none), so those runs still resume."""
 MAX_THREADS_PER_CORE = 4
 """--threads above this many per core only oversubscribes the machine (and can hang every graph)."""
 
@@ -63,6 +64,8 @@ class RunRequest:
     profile_runs: int = 10
     timeout: float = 300.0
     memory_limit: int | None = None
+    dims: dict[str, int] = field(default_factory=dict)
+    """Sizes of the symbolic input dimensions of foreign models (`--graphs` on .onnx files, `--model`)."""
     cpus: str | None = None
 
     @classmethod
@@ -136,12 +139,18 @@ def check_numbers(request: RunRequest) -> None:
 
 def check_combinations(request: RunRequest) -> None:
     """Options a gen folder fixes cannot be asked for with --graphs; --suite user needs --kernels."""
+    if request.graphs and is_foreign(Path(request.graphs)):
+        selectors = [flag for name, flag in FLAGS.items() if name in ("suite", "ops", "apps", "pattern") and getattr(request, name)]
+        if selectors:
+            raise UsageError(f"{request.graphs} holds foreign models, run whole; {', '.join(selectors)} cannot select in them; drop them")
     if request.graphs:
         fixed = (["--kernels"] if request.kernels else []) + [
             flag for name, flag in GEN_FLAGS.items() if request.gen.get(name) != GEN_DEFAULTS[name]]
         if fixed:
             raise UsageError(f"--graphs runs the folder's graphs as generated, so {', '.join(fixed)} cannot apply; "
                              "drop them, or generate a folder with them (dbench gen ...)")
+    elif request.dims:
+        raise UsageError("--dim sizes the inputs of foreign models; give --model FILE or --graphs with a folder of .onnx files")
     elif request.suite == "user" and not request.kernels:
         raise UsageError("--suite user selects the rows of --kernels that name no suite; add --kernels FILE")
     if request.weights not in WEIGHT_MODES:

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
-from dbench.orchestrator.items import Item, build_items
+from dbench.orchestrator.items import Item, build_items, is_model_file
 from dbench.orchestrator.request import RunRequest, check_resume, validate
 from dbench.orchestrator.runner import RunConfig, Runner
 from dbench.runtimes.base import Runtime
@@ -79,7 +79,7 @@ def plan_run(request: RunRequest, out_dir: Path, resume: str | None) -> PlannedR
         folder = ensure_writable(out_dir / machine_name())
         run_id = new_run_id()
         header = {
-            "kind": "kernels",
+            "kind": "model" if request.graphs and is_model_file(Path(request.graphs)) else "kernels",
             "request": dataclasses.asdict(request),
             "runtime": {"name": request.runtime, "version": runtime_cls.version(),
                         **runtime_cls.header_metadata(config.options)},

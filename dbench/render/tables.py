@@ -53,6 +53,7 @@ def results_table(rows: list[dict[str, Any]], title: str) -> Table:
             prec = f"[yellow]{prec}[/]"
         table.add_row(
             r["graph_id"], f"[{STATUS_STYLE.get(r['status'], 'white')}]{r['status']}[/]"
+            + (" [yellow]unverified[/]" if r["status"] == "ok" and r.get("verified") is None else "")
             + ("[bold red]![/]" if r.get("invariant_violations") else ""), prec,
             format_time(r.get("median_us")), _ci(r), format_time(r.get("p90_us")), format_time(r.get("p99_us")),
             format_time(r.get("first_call_us")), significant(r.get("tflops")), significant(r.get("gbps")),

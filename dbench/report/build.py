@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
+from dbench.frommodel.predict import model_vs_kernels
 from dbench.report.frames import (Group, allreduce_table, baseline_group, groups, runtime_summary, side_by_side,
                                   support_matrix)
 from dbench.report.load import Results
@@ -27,6 +28,8 @@ class Report:
     summary: pd.DataFrame = field(default_factory=pd.DataFrame)
     support: pd.DataFrame = field(default_factory=pd.DataFrame)
     allreduce: pd.DataFrame = field(default_factory=pd.DataFrame)
+    models: pd.DataFrame = field(default_factory=pd.DataFrame)
+    """Each timed whole model beside the sum of its kernels' times (`dbench gen --from-model`)."""
     notes: list[str] = field(default_factory=list)
 
     @property
@@ -36,7 +39,8 @@ class Report:
 
 def build_report(results: Results, baseline: str | None = None) -> Report:
     """Every table; notes say what is missing (no verified rows, machines that differ, schema-1 runs)."""
-    report = Report(results, notes=list(results.notes), allreduce=allreduce_table(results.allreduce))
+    report = Report(results, notes=list(results.notes), allreduce=allreduce_table(results.allreduce),
+                    models=pd.DataFrame(model_vs_kernels(results.rows, results.rows)))
     frame = results.kernels
     if frame.empty:
         if results.allreduce.empty:
@@ -95,3 +99,19 @@ def display_allreduce(report: Report) -> pd.DataFrame:
     table = report.allreduce.copy()
     table.columns = [" · ".join(map(str, c)) for c in table.columns]
     return table.map(lambda v: significant(v) if isinstance(v, float) else ("" if v is None else str(v)))
+
+
+def display_models(report: Report) -> pd.DataFrame:
+    """Whole model against Σ kernel median x copies: times scaled, shares as percentages."""
+    models = report.models
+
+    def share(value) -> str:
+        return "" if value is None or pd.isna(value) else f"{value:.0%}"
+
+    return pd.DataFrame({
+        "model": models.model, "runtime": models.runtime, "model median": models.model_us.map(format_time),
+        "Σ kernels": models.kernels_us.map(format_time), "share": models.share.map(share),
+        "share of min": models.share_of_min.map(share),
+        "kernels timed": [f"{t}/{n}" for t, n in zip(models.kernels_timed, models.kernels)],
+        "not ok": models.kernels_not_ok.map(", ".join), "model checked by": models.model_verified_by,
+    }).set_index("model")

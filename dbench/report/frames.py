@@ -65,7 +65,8 @@ def side_by_side(frame: pd.DataFrame, family: str, all_groups: list[Group], base
         table[(group.label, "status")] = [
             "" if not isinstance(s, str) else ("unverified" if s == "ok" and not c else s) for s, c in zip(mine.status, counted)]
     medians = table[[(g.label, "median_us") for g in all_groups]]
-    fastest = medians.idxmin(axis=1, skipna=True) if not medians.dropna(how="all").empty else pd.Series(index=table.index, dtype=object)
+    timed = medians.dropna(how="all")  # pandas refuses idxmin over a row with no value at all
+    fastest = timed.astype(float).idxmin(axis=1) if not timed.empty else pd.Series(index=table.index, dtype=object)
     contested = medians.notna().sum(axis=1) > 1
     for group in all_groups:
         table[(group.label, "winner")] = [f == (group.label, "median_us") and c for f, c in zip(fastest.reindex(table.index), contested)]

@@ -8,7 +8,7 @@ import html
 
 import pandas as pd
 
-from dbench.report.build import Report, display_allreduce, display_family, display_summary
+from dbench.report.build import Report, display_allreduce, display_models, display_family, display_summary
 
 STYLE = """
 body { font-family: system-ui, sans-serif; margin: 2em; color: #222; }
@@ -38,6 +38,8 @@ def to_html(report: Report, images: dict[str, bytes]) -> str:
         parts += ["<h2>Support matrix</h2>", _table(report.support, "support")]
         for family in report.families:
             parts += [f"<h2>{html.escape(family)}</h2>", _table(display_family(report, family), family)]
+    if not report.models.empty:
+        parts += ["<h2>Whole model vs the sum of its kernels</h2>", _table(display_models(report), "models")]
     if not report.allreduce.empty:
         parts += ["<h2>All-reduce</h2>", _table(display_allreduce(report), "allreduce")]
     if images:

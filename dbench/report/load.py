@@ -44,6 +44,8 @@ class Results:
     kernels: pd.DataFrame
     allreduce: pd.DataFrame
     runs: list[Run] = field(default_factory=list)
+    rows: list[dict[str, Any]] = field(default_factory=list)
+    """The kernel rows as logged (whole models and their kernels are matched on them)."""
     notes: list[str] = field(default_factory=list)
     """Facts the reader must know, e.g. runs without samples."""
 
@@ -88,7 +90,7 @@ def load(paths: list[Path]) -> Results:
         target = allreduce_rows if run.kind == "allreduce" else kernel_rows
         for row in log.rows():
             target.append({**row, "run_id": run.run_id, "machine": run.machine, "taken_at": header.get("host", {}).get("taken_at", "")})
-    return Results(_kernel_frame(kernel_rows), pd.DataFrame(allreduce_rows), runs, notes)
+    return Results(_kernel_frame(kernel_rows), pd.DataFrame(allreduce_rows), runs, kernel_rows, notes)
 
 
 def _kernel_frame(rows: list[dict[str, Any]]) -> pd.DataFrame:

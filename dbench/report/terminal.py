@@ -8,7 +8,7 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
-from dbench.report.build import Report, display_allreduce, display_cell, display_summary
+from dbench.report.build import Report, display_allreduce, display_models, display_cell, display_summary
 
 
 def _frame_table(frame, title: str) -> Table:
@@ -45,6 +45,8 @@ def terminal_report(report: Report) -> RichGroup:
         parts.append(_frame_table(display_summary(report), "summary per runtime"))
         parts.append(_frame_table(report.support, "support matrix"))
         parts += [family_table(report, family) for family in report.families]
+    if not report.models.empty:
+        parts.append(_frame_table(display_models(report), "whole model vs the sum of its kernels"))
     if not report.allreduce.empty:
         parts.append(_frame_table(display_allreduce(report), "all-reduce"))
     return RichGroup(*parts)

@@ -52,6 +52,9 @@ def write_xlsx(report: Report, path: Path) -> Path:
             flat.columns = [f"{label} {FIELD_NAMES[field]}" for label, field in flat.columns]
             ordered = [f"{g.label} {FIELD_NAMES[f]}" for g in report.groups for f in FIELD_NAMES]
             flat[ordered].to_excel(writer, sheet_name=_sheet_name(family, used))
+        if not report.models.empty:
+            report.models.assign(kernels_not_ok=report.models.kernels_not_ok.map(", ".join)).to_excel(
+                writer, sheet_name=_sheet_name("Models", used), index=False)
         if not report.allreduce.empty:
             table = report.allreduce.copy()
             table.columns = [" · ".join(map(str, c)) for c in table.columns]

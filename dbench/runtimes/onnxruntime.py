@@ -86,7 +86,7 @@ def _ortvalue(array: np.ndarray, device: str, device_id: int):
     """An OrtValue on `device` holding `array` (on the CPU it shares the array's memory); bfloat16 (no
     numpy type in ORT) goes in as raw 16-bit words tagged bfloat16."""
     ort = _ort()
-    array = np.ascontiguousarray(array)
+    array = np.asarray(array, order="C")  # keeps a 0-d (scalar) input 0-d; ascontiguousarray makes it (1,)
     if array.dtype != DTYPES["bfloat16"]:
         return ort.OrtValue.ortvalue_from_numpy(array, device, device_id)
     if device == "cpu":

@@ -174,7 +174,7 @@ def _host_array(tensor) -> np.ndarray:
 def _fill(tensor, array: np.ndarray) -> None:
     """Copy `array` into an OpenVINO tensor's own memory (bfloat16 as its raw 16-bit words)."""
     target = tensor.data
-    source = np.ascontiguousarray(array)
+    source = np.asarray(array, order="C")  # keeps 0-d inputs 0-d
     if tuple(target.shape) != source.shape or target.dtype.itemsize != source.dtype.itemsize:
         raise DbenchError(f"feed of shape {source.shape} ({source.dtype}) does not fit OpenVINO's "
                           f"{tuple(target.shape)} {tensor.element_type.to_string()} input; regenerate the graph")
@@ -188,7 +188,7 @@ def _constant(array: np.ndarray):
         tensor = ov.Tensor(ov.Type.bf16, ov.Shape(list(array.shape)))
         _fill(tensor, array)
         return ov.op.Constant(tensor)
-    return ov.op.Constant(np.ascontiguousarray(array), shared_memory=True)
+    return ov.op.Constant(np.asarray(array, order="C"), shared_memory=True)
 
 
 def make_constant(model, constants: Mapping[str, np.ndarray]) -> None:

@@ -6,12 +6,14 @@ from __future__ import annotations
 
 from typing import Any
 
-KERNEL_TIME_TOLERANCE = 1.0
+KERNEL_TIME_TOLERANCE = 2.0
 """How far the profiled kernel time may exceed the end-to-end median. The profile is taken seconds after
-the timed calls, in a second, freshly compiled session; on a shared 2-core VM a kernel's time moves by up
-to 75% between such moments (OpenVINO gemm_m35_n700_k2048: 1111 us timed, 1754 us profiled, with
-PERF_COUNT itself costing nothing measurable), so only a kernel time above twice the median is taken as
-a defect. The defects this catches were 4.6x to 79x."""
+the timed calls, in a second, freshly compiled session, and on a shared 2-core VM a kernel's time moves
+that much between such moments: OpenVINO gemm_m35_n700_k2048 1111 us timed vs 1754 us profiled on a
+quiet machine (PERF_COUNT itself costs nothing measurable: 1523 vs 1579 us per call on and off); ORT
+rnn_lstm_h256_n1_t150 2954 us vs 6369 us during a test run, and its median anywhere from 2.9 to 12 ms
+over a few minutes at load 3. So only a kernel time above three times the median is taken as a
+defect; the defects this check exists for were 4.6x to 79x."""
 
 COMPUTE_PRECISIONS = {
     "fp32": {"fp32", "fp16", "bf16"},

@@ -135,6 +135,9 @@ class Row:
     """The machine's 1-minute load average when the row was made (the last row's is the run's end)."""
     invariant_violations: list[str] = dataclasses.field(default_factory=list)
     """What the row breaks of dbench.store.invariants (absent from rows written before those checks)."""
+    verified_by: str | None = None
+    """What computed the expected outputs: `numpy` (dbench's reference), `onnx.reference` (a foreign
+    model), or None when the row was not verified (absent from rows written before foreign graphs)."""
 
     def to_dict(self) -> dict[str, Any]:
         row = {("pass" if f.name == "pass_name" else f.name): getattr(self, f.name) for f in dataclasses.fields(self)}
@@ -171,7 +174,7 @@ class Row:
             intensity=spec.flops / spec.min_bytes if spec.min_bytes else None,
             peak_rss_bytes=outcome.peak_rss_bytes, memory_bytes=outcome.memory_bytes,
             device_memory_bytes=outcome.device_memory_bytes,
-            verified=verification.get("ok"), error=verification.get("error"),
+            verified=verification.get("ok"), verified_by=verification.get("by"), error=verification.get("error"),
             tolerance_metric=verification.get("metric"), tolerance=verification.get("bound"),
             verified_rows=verification.get("rows_checked"),
             device_median_us=outcome.device_median_us, inputs_s=outcome.inputs_s, prepare_s=outcome.prepare_s,

@@ -21,6 +21,8 @@ from dbench.worker.timing import TimingConfig
 if TYPE_CHECKING:
     import numpy as np
 
+    from dbench.gen.tolerance import Tolerance
+
 
 @dataclass(frozen=True)
 class Job:
@@ -129,12 +131,26 @@ def runtime_for(name: str, options: RuntimeOptions) -> Runtime:
     return _runtime[0][2]
 
 
+def _expected(model, spec: GraphSpec, feeds: dict, rows) -> tuple[dict | None, str, Tolerance]:
+    """(reference outputs, what computed them, tolerance rule): dbench's numpy reference for its own
+    graphs; onnx.reference for a foreign model, or (None, why not, rule) when it cannot run it."""
+    from dbench.foreign.spec import FAMILY
+
+    if spec.family == FAMILY:
+        from dbench.foreign.reference import reference_outputs, tolerance as model_tolerance
+
+        outputs, by = reference_outputs(model, spec, feeds)
+        return outputs, by, model_tolerance(spec)
+    from dbench.gen.plan import reference, tolerance
+
+    return reference(spec, feeds, rows), "numpy", tolerance(spec)
+
+
 def execute(job: Job) -> Outcome:
     """Run one job in this process (the worker loop calls this; tests may call it directly)."""
     import onnx
 
     from dbench.errors import DbenchError, OutOfMemory, RuntimeSetupError, UnsupportedError
-    from dbench.gen.plan import reference, tolerance
     from dbench.gen.feeds import make_feeds
     from dbench.gen.manifest import sha256
     from dbench.gen.weights import split_feeds
@@ -186,12 +202,17 @@ def execute(job: Job) -> Outcome:
                 outputs = session.outputs()
                 if rows is not None:
                     outputs = {name: value[rows] for name, value in outputs.items()}
-                verdict = compare(outputs, reference(spec, feeds, rows), tolerance(spec))
+                expected, by, rule = _expected(model, spec, feeds, rows)
+                if expected is None:  # a foreign model the reference evaluator cannot run: said plainly
+                    outcome.verification = {"ok": None, "by": None}
+                    outcome.message = f"unverified: {by}"
+                else:
+                    verdict = compare(outputs, expected, rule)
+                    outcome.verification = {**verdict.to_dict(), "by": by, "rows_checked": len(rows) if rows is not None else None}
+                    if not verdict.ok:
+                        outcome.status = Status.MISMATCH
+                        outcome.message = f"{verdict.detail}: error {verdict.error:.3g} > {verdict.metric} tolerance {verdict.bound:g}"
                 outcome.verify_s = time.perf_counter() - t0
-                outcome.verification = {**verdict.to_dict(), "rows_checked": len(rows) if rows is not None else None}
-                if not verdict.ok:
-                    outcome.status = Status.MISMATCH
-                    outcome.message = f"{verdict.detail}: error {verdict.error:.3g} > {verdict.metric} tolerance {verdict.bound:g}"
             if job.profile_runs:
                 t0 = time.perf_counter()
                 # The session's last use: the adapter may release the timed model to reuse its memory.

@@ -1,0 +1,39 @@
+"""Verify a foreign model against onnx.reference.ReferenceEvaluator (ONNX's own Python implementation
+of every standard op), when it runs every op of the model and the model is small enough for it."""
+
+from __future__ import annotations
+
+import numpy as np
+import onnx
+
+from dbench.gen.tolerance import Tolerance
+from dbench.gen.graph import GraphSpec
+from dbench.gen.precision import PRECISIONS
+
+BY = "onnx.reference"
+FLOP_BUDGET = 5e8
+"""Above this many FLOPs (in the kernels dbench recognises) the pure-Python evaluator is too slow to use."""
+
+
+def tolerance(spec: GraphSpec) -> Tolerance:
+    """Relative error bound of the model's precision (runtimes and the evaluator sum in different orders)."""
+    return Tolerance("rel", PRECISIONS[spec.precision].tolerance)
+
+
+def _first_line(err: BaseException) -> str:
+    text = str(err).strip()
+    return f"{type(err).__name__}: {text.splitlines()[0][:200]}" if text else type(err).__name__
+
+
+def reference_outputs(model: onnx.ModelProto, spec: GraphSpec, feeds: dict[str, np.ndarray]) -> tuple[dict[str, np.ndarray] | None, str]:
+    """(outputs by name, BY), or (None, why the model stays unverified)."""
+    if spec.flops > FLOP_BUDGET:
+        return None, f"{spec.flops / 1e9:.2f} GFLOP is above onnx.reference's budget of {FLOP_BUDGET / 1e9:g} GFLOP"
+    from onnx.reference import ReferenceEvaluator
+
+    try:
+        evaluator = ReferenceEvaluator(model)
+        results = evaluator.run(None, feeds)
+    except Exception as err:  # an op it does not implement, or one of its own failures
+        return None, f"onnx.reference cannot run this model ({_first_line(err)})"
+    return {t.name: np.asarray(r) for t, r in zip(spec.outputs, results)}, BY

@@ -1,0 +1,90 @@
+"""Walk a loaded model: identical nodes become one kernel with a count and the nodes' names; every
+other node is accounted for with the reason it is not a kernel (nothing is dropped silently)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from dbench.catalog.kernels import Kernel, Origin
+from dbench.catalog.load import USER_SUITE
+from dbench.frommodel.extract import Found, NotExpressed, Shapes, node_kernel
+from dbench.frommodel.load import LoadedModel
+
+
+@dataclass(frozen=True)
+class ModelKernel:
+    """A kernel of the model: the catalog kernel (one origin per occurrence), the graph that times it
+    (precision, pass, form) and the nodes it stands for."""
+
+    kernel: Kernel
+    precision: str
+    pass_name: str
+    form: str
+    nodes: tuple[str, ...]
+
+    @property
+    def copies(self) -> int:
+        return len(self.nodes)
+
+
+@dataclass(frozen=True)
+class Skipped:
+    """A node that is not a kernel: folded into one (Q/DQ of an int8 kernel), or not expressible."""
+
+    node: str
+    op: str
+    reason: str
+    folded_into: str = ""
+
+
+@dataclass(frozen=True)
+class Extraction:
+    """The kernels of one model and the nodes left over, in graph order."""
+
+    model: str
+    kernels: tuple[ModelKernel, ...]
+    skipped: tuple[Skipped, ...]
+
+    @property
+    def not_expressed(self) -> tuple[Skipped, ...]:
+        return tuple(s for s in self.skipped if not s.folded_into)
+
+
+def extract(loaded: LoadedModel) -> Extraction:
+    """Every node of the model's main graph as a kernel occurrence or a Skipped with its reason."""
+    shapes = Shapes(loaded.shapes)
+    merged: dict[tuple[str, str, str, str], ModelKernel] = {}
+    folded: dict[str, str] = {}
+    reasons: dict[str, Skipped] = {}
+    order: list[str] = []
+    for index, node in enumerate(loaded.model.graph.node):
+        name = node.name or f"{node.op_type}_{index}"
+        order.append(name)
+        try:
+            found: Found = node_kernel(node, shapes)
+        except NotExpressed as why:
+            reasons[name] = Skipped(name, node.op_type, str(why))
+            continue
+        for absorbed in found.folded:
+            folded.setdefault(absorbed, name)
+        key = (found.kernel.id, found.precision, found.pass_name, found.form)
+        origins = tuple(Origin(suite=USER_SUITE, app=loaded.name, line=index, source=name) for _ in range(found.repeat))
+        previous = merged.get(key)
+        kernel = replace(found.kernel, origins=(previous.kernel.origins if previous else ()) + origins)
+        nodes = (previous.nodes if previous else ()) + (name,) * found.repeat
+        merged[key] = ModelKernel(kernel, found.precision, found.pass_name, found.form, nodes)
+    skipped = []
+    for name in order:
+        if name in folded and name in reasons:
+            skipped.append(replace(reasons[name], reason=f"folded into the int8 kernel of node {folded[name]}",
+                                   folded_into=folded[name]))
+        elif name in reasons:
+            skipped.append(reasons[name])
+    return Extraction(loaded.name, tuple(merged.values()), tuple(skipped))
+
+
+def model_kernels(path, dims: dict[str, int]) -> Extraction:
+    """Load a model (shapes only, no weight data) and extract its kernels."""
+    from dbench.frommodel.load import load_model
+
+    return extract(load_model(path, dims, weights=False))
