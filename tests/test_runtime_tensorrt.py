@@ -4,7 +4,6 @@ TensorRT 10 and 11 JSON schemas. The GPU path itself is in test_runtime_gpu.py (
 
 from __future__ import annotations
 
-import numpy as np
 import onnx
 import pytest
 
