@@ -137,8 +137,12 @@ class OrtSession(Session):
         for name, array in feeds.items():
             binding.bind_ortvalue_input(name, _ortvalue(array, device, device_id))
         for output in self.spec.outputs:
-            binding.bind_output(output.name, device, device_id)
+            self._bind_output(binding, output, device, device_id)
         return binding
+
+    def _bind_output(self, binding, output, device: str, device_id: int) -> None:
+        """Bind one output where the runtime writes it (ORT allocates it on the first run)."""
+        binding.bind_output(output.name, device, device_id)
 
     def bind(self, feeds: dict[str, np.ndarray]) -> None:
         self.feeds = feeds

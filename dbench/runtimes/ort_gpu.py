@@ -127,15 +127,9 @@ class OrtGpuSession(OrtSession):
     """An OrtSession whose outputs are preallocated on the device, whose run waits for the device
     explicitly, and which can time itself with CUDA events on the runtime's stream."""
 
-    def _bind(self, session, feeds: dict[str, np.ndarray]):
-        binding = session.io_binding()
-        device, device_id = self.runtime.io_device
-        for name, array in feeds.items():
-            binding.bind_ortvalue_input(name, _ortvalue(array, device, device_id))
-        for output in self.spec.outputs:
-            value = _ortvalue(np.zeros(output.shape, _dtype(output.dtype)), device, device_id)
-            binding.bind_ortvalue_output(output.name, value)
-        return binding
+    def _bind_output(self, binding, output, device: str, device_id: int) -> None:
+        """Preallocate the output on the device, so no timed run allocates it."""
+        binding.bind_ortvalue_output(output.name, _ortvalue(np.zeros(output.shape, _dtype(output.dtype)), device, device_id))
 
     def run(self) -> None:
         self.session.run_with_iobinding(self.binding, self.runtime.run_options(synchronize=True))
