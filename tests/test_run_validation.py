@@ -102,3 +102,31 @@ def test_bad_gen_input_is_one_line_and_writes_no_folder(args, code, phrase, tmp_
     assert result.exit_code == code, result.output
     assert phrase in " ".join(result.output.split()), result.output
     assert "Traceback" not in result.output and not (tmp_path / "g").exists()
+
+
+@pytest.mark.parametrize("field,value,phrase", [
+    ("flops", "many", "flops must be a non-negative integer, not 'many'"),
+    ("inputs", [{"name": "A", "shape": "abc", "dtype": "float32", "role": "weight"}], "input A: shape must be a list"),
+    ("suites", "inference", "suites must be a list of text"),
+    ("precision", 32, "precision must be text"),
+])
+def test_manifest_field_of_the_wrong_type_is_one_line_before_any_log(field, value, phrase, tmp_path):
+    """A hand-edited manifest used to reach the worker and end in a traceback after the log existed."""
+    import json
+
+    assert runner.invoke(app, ["gen", "--suite", "inference-device", "--ops", "gemm", "--out", str(tmp_path / "g")]).exit_code == 0
+    manifest = tmp_path / "g" / "inference-device" / "manifest.json"
+    data = json.loads(manifest.read_text())
+    data["graphs"][0][field] = value
+    manifest.write_text(json.dumps(data))
+    result = runner.invoke(app, ["run", "--graphs", str(manifest.parent), "--out", str(tmp_path / "res")])
+    assert result.exit_code == 1 and phrase in " ".join(result.output.split()), result.output
+    assert "Traceback" not in result.output and not (tmp_path / "res").exists()
+
+
+def test_missing_manifest_hint_names_the_suite_the_folder_stands_for(tmp_path):
+    from dbench.gen.manifest import read_manifest
+    from dbench.errors import DbenchError
+
+    with pytest.raises(DbenchError, match=rf"dbench gen --suite train --out {tmp_path}`"):
+        read_manifest(tmp_path / "train")

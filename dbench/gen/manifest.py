@@ -9,8 +9,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from dbench.catalog.select import SUITES
 from dbench.errors import DbenchError
 from dbench.gen.graph import IR_VERSION, OPSET, GraphSpec
+from dbench.gen.precision import DTYPES
 
 MANIFEST = "manifest.json"
 MANIFEST_VERSION = 1
@@ -52,12 +54,61 @@ def check_version(version: Any, where: Path) -> None:
                           f"upgrade dbench on this machine (pip install -U dbench) or export with the same dbench version")
 
 
+TEXT_FIELDS = ("id", "kernel_id", "family", "op", "pass_name", "form", "precision", "file", "sha256")
+COUNT_FIELDS = ("flops", "flops_executed", "seed")
+
+
+def _is_count(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
+def _check_tensor(tensor: Any, where: str) -> None:
+    if not isinstance(tensor, dict) or not isinstance(tensor.get("name"), str):
+        raise ValueError(f"{where} must be an object with a name")
+    where = f"{where} {tensor['name']}"
+    shape = tensor.get("shape")
+    if not isinstance(shape, list) or not all(_is_count(d) for d in shape):
+        raise ValueError(f"{where}: shape must be a list of non-negative integers, not {shape!r}")
+    if tensor.get("dtype") not in DTYPES:
+        raise ValueError(f"{where}: dtype {tensor.get('dtype')!r} is not one of {', '.join(DTYPES)}")
+    for bound in ("low", "high", "zeros"):
+        if bound in tensor and not isinstance(tensor[bound], (int, float)):
+            raise ValueError(f"{where}: {bound} must be a number")
+
+
+def _check_entry(entry: Any, index: int) -> None:
+    """ValueError naming the graph and field whose value has the wrong type (a hand-edited manifest),
+    so a run refuses it before any log exists instead of failing inside the worker."""
+    if not isinstance(entry, dict):
+        raise ValueError(f"graph {index} must be an object")
+    where = f"graph {index} ({entry.get('id')!r})"
+    for name in TEXT_FIELDS:
+        if not isinstance(entry.get(name), str):
+            raise ValueError(f"{where}: {name} must be text, not {entry.get(name)!r}")
+    for name in COUNT_FIELDS:
+        if not _is_count(entry.get(name)):
+            raise ValueError(f"{where}: {name} must be a non-negative integer, not {entry.get(name)!r}")
+    for name in ("suites", "apps"):
+        if not isinstance(entry.get(name), list) or not all(isinstance(v, str) for v in entry[name]):
+            raise ValueError(f"{where}: {name} must be a list of text")
+    for name in ("params", "attrs"):
+        if not isinstance(entry.get(name, {}), dict):
+            raise ValueError(f"{where}: {name} must be an object")
+    for role in ("inputs", "outputs"):
+        if not isinstance(entry.get(role), list):
+            raise ValueError(f"{where}: {role} must be a list")
+        for tensor in entry[role]:
+            _check_tensor(tensor, f"{where}, {role[:-1]}")
+
+
 def parse_manifest(text: str | bytes, path: Path) -> list[Entry]:
     """The entries of a manifest's text (read from `path`, named in errors), or a clear error when it
     is malformed or newer than this dbench."""
     try:
         data = json.loads(text)
         check_version(data.get("manifest_version"), path)
+        for index, entry in enumerate(data["graphs"]):
+            _check_entry(entry, index)
         return [Entry(GraphSpec.from_dict({k: v for k, v in e.items() if k not in ("file", "sha256")}), e["file"], e["sha256"])
                 for e in data["graphs"]]
     except (json.JSONDecodeError, UnicodeDecodeError, KeyError, TypeError, AttributeError, ValueError) as err:
@@ -69,7 +120,9 @@ def read_manifest(folder: Path) -> list[Entry]:
     than this dbench, or names a file outside the folder."""
     path = folder / MANIFEST
     if not path.is_file():
-        raise DbenchError(f"no {MANIFEST} in {folder}; generate the graphs with `dbench gen --out {folder.parent}` or point --graphs at a folder made by dbench gen")
+        suite = f" --suite {folder.name}" if folder.name in SUITES else ""
+        raise DbenchError(f"no {MANIFEST} in {folder}; generate the graphs with `dbench gen{suite} --out {folder.parent}` "
+                          "or point --graphs at a folder made by dbench gen")
     entries = parse_manifest(path.read_bytes(), path)
     for entry in entries:
         confined_file(folder, entry.file)
