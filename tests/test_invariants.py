@@ -65,3 +65,9 @@ def test_every_row_of_a_run_keeps_the_invariants(runtime, tmp_path):
     measured = [r for r in rows if r["status"] == "ok"]
     assert measured and all("invariant_violations" in r for r in rows)
     assert [(r["graph_id"], r["invariant_violations"]) for r in rows if r["invariant_violations"]] == []
+
+
+def test_the_kernel_time_violation_names_the_load_it_was_measured_under():
+    over = 100.0 * (1 + KERNEL_TIME_TOLERANCE) + 1
+    (found,) = violations({**SOUND, "kernel_time_us": over, "load_1m": 3.5})
+    assert "1-minute load 3.50" in found
