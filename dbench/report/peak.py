@@ -73,14 +73,16 @@ def gemm_rate(runtime_name: str, precision: str, size: int) -> float:
     graph = build(GraphRequest(GemmKernel(m=size, n=size, k=size, a_t=False, b_t=False), precision, "fwd", "gemm"))
     feeds = make_feeds(graph.spec)
     constants, per_call = split_feeds(graph.spec, feeds, "const")
-    session = require(runtime_name)(RuntimeOptions()).prepare(graph.model, graph.spec, constants)
-    try:
-        session.bind(per_call)
-        stats = measure(session.run, TimingConfig(**PEAK_TIMING))
-        verdict = compare(session.outputs(), reference(graph.spec, feeds), tolerance(graph.spec))
-        executed = executed_precision([asdict(n) for n in session.profile(2)])
-    finally:
-        session.close()
+    runtime = require(runtime_name)(RuntimeOptions())
+    with runtime.errors():  # the runtime's own exceptions as UnsupportedError / DbenchError, as in the worker
+        session = runtime.prepare(graph.model, graph.spec, constants)
+        try:
+            session.bind(per_call)
+            stats = measure(session.run, TimingConfig(**PEAK_TIMING))
+            verdict = compare(session.outputs(), reference(graph.spec, feeds), tolerance(graph.spec))
+            executed = executed_precision([asdict(n) for n in session.profile(2)])
+        finally:
+            session.close()
     if not verdict.ok:
         raise DbenchError(f"{runtime_name} {precision} GEMM {size}: output does not match the reference ({verdict.detail})")
     if executed != precision:
