@@ -102,6 +102,18 @@ def _gen_fields(precision: str, passes, gemm_form: str, rnn_form: str, gru_activ
                 gru_activation=gru_activation, int8_form=int8_form, int8_pad=not no_pad)
 
 
+def _planned(command: str, suite, ops, apps, pattern, kernels: Optional[Path], fields: dict):
+    """The selection and the graphs it yields (gen, export), or one line when it selects no kernel."""
+    from dbench.gen.options import GenOptions
+    from dbench.gen.plan import plan
+
+    selection, selected = _kernels(command, suite, ops, apps, pattern, kernels)
+    options = GenOptions.from_fields(fields, "qdq")
+    if not selected:
+        raise UsageError(selection.nothing_matches(f"--kernels {kernels}" if kernels else "the DeepBench catalog"))
+    return selection, plan(selected, selection.suite_tags, options)
+
+
 @app.command("list")
 @friendly
 def list_kernels(
@@ -202,15 +214,10 @@ def gen(
         return _gen_model(from_model, dim, out_dir)
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    from dbench.gen.options import GenOptions
-    from dbench.gen.plan import plan
     from dbench.gen.writer import prepare_folder, write_graphs
 
-    selection, selected = _kernels("gen", suite, ops, app_, pattern, kernels)
-    options = GenOptions.from_fields(_gen_fields(precision, passes, gemm_form, rnn_form, gru_activation, int8_form, no_pad), "qdq")
-    if not selected:
-        raise UsageError(selection.nothing_matches(f"--kernels {kernels}" if kernels else "the DeepBench catalog"))
-    requests = plan(selected, selection.suite_tags, options)
+    selection, requests = _planned("gen", suite, ops, app_, pattern, kernels,
+                                   _gen_fields(precision, passes, gemm_form, rnn_form, gru_activation, int8_form, no_pad))
     folder = prepare_folder(out_dir / selection.suite)
     counts: dict[str, int] = {}
     skipped: dict[str, str] = {}
@@ -247,12 +254,10 @@ def export(
 ) -> None:
     """Pack graphs, manifest, checksums and a README into a bundle for another machine (an ARM board)."""
     from dbench.bundle.export import export_bundle
-    from dbench.gen.options import GenOptions
-    from dbench.gen.plan import plan
 
-    selection, selected = _kernels("export", suite, ops, app_, pattern, kernels)
-    options = GenOptions.from_fields(_gen_fields(precision, passes, gemm_form, rnn_form, gru_activation, int8_form, no_pad), "qdq")
-    exported = export_bundle(plan(selected, selection.suite_tags, options), selection.suite, out_path)
+    selection, requests = _planned("export", suite, ops, app_, pattern, kernels,
+                                   _gen_fields(precision, passes, gemm_form, rnn_form, gru_activation, int8_form, no_pad))
+    exported = export_bundle(requests, selection.suite, out_path)
     out.print(f"{exported.path}: {exported.graphs} graphs + manifest, SHA256SUMS, README.txt; run with: dbench run --graphs {exported.path.name}", highlight=False)
     for reason, n in exported.skipped.items():
         out.print(f"[yellow]skipped {n}:[/] {escape(reason)}")

@@ -93,7 +93,7 @@ def test_folder_export_holds_the_archive_members(bundle, tmp_path):
 def test_export_of_nothing_writes_nothing(tmp_path):
     out = tmp_path / "none.tar.gz"
     result = invoke("export", "--suite", "inference-device", "--id", "nomatch_*", "--out", str(out))
-    assert result.exit_code != 0 and "nothing to export" in result.output
+    assert result.exit_code == 2 and "no kernel matches --suite inference-device --id 'nomatch_*'" in " ".join(result.output.split())
     assert list(tmp_path.iterdir()) == []
 
 

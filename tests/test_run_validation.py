@@ -130,3 +130,4 @@ def test_missing_manifest_hint_names_the_suite_the_folder_stands_for(tmp_path):
 
     with pytest.raises(DbenchError, match=rf"dbench gen --suite train --out {tmp_path}`"):
         read_manifest(tmp_path / "train")
+
