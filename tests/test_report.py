@@ -218,3 +218,23 @@ def test_report_sets_each_whole_model_beside_the_sum_of_its_kernels(tmp_path):
     assert "share" in display_models(report).columns
     write_report(report, tmp_path)
     assert "Whole model vs the sum of its kernels" in (tmp_path / "report.md").read_text()
+
+
+@pytest.mark.parametrize("width", [80, 200])
+def test_run_summary_keeps_every_number_whole_at_any_width(width):
+    """The issue's complaint: at 80 columns numbers folded into stacks of digits."""
+    from io import StringIO
+
+    from rich.console import Console
+
+    from dbench.render.tables import results_table
+
+    row = {"graph_id": "conv_w700_h161_c1_n4_k32_s20_r5_pw0_ph0_sw2_sh2.fwd.conv.fp32", "status": "ok", "precision": "fp32",
+           "precision_executed": "fp32", "verified": True, "median_us": 123456.7, "ci_rel": 1.234, "unstable": True,
+           "p90_us": 234567.8, "p99_us": 345678.9, "first_call_us": 456789.1, "tflops": 0.0226387, "gbps": 1.87}
+    console = Console(file=StringIO(), width=width, color_system=None)
+    console.print(results_table([row, {**row, "status": "unsupported", "median_us": None}], "t", width))
+    text = console.file.getvalue()
+    assert max(len(line) for line in text.splitlines()) <= width
+    for number in ("123 ms", "±123.4%!", "235 ms", "346 ms", "457 ms", "0.0226"):
+        assert number in text, (number, text)

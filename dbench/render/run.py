@@ -72,7 +72,8 @@ class RunProgress:
 def print_run(console: Console, result: RunResult) -> None:
     """The run's results table, sparse speedups if any, and one line of status counts and files."""
     rows = result.rows
-    console.print(results_table(rows, f"{result.run_id} · {result.header['runtime']['name']} · {result.header['host']['cpu_model']}"))
+    console.print(results_table(rows, f"{result.run_id} · {result.header['runtime']['name']} · {result.header['host']['cpu_model']}",
+                                console.width))
     speedups = sparse_speedups(rows)
     if speedups:
         console.print(speedup_table(speedups))

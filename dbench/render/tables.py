@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from rich.markup import escape
+from rich import box
 from rich.table import Table
 
 from dbench.report.units import format_time, significant
@@ -33,31 +34,42 @@ def _ci(row: dict[str, Any]) -> str:
     return f"±{row['ci_rel'] * 100:.1f}%" + ("!" if row.get("unstable") else "")
 
 
-def results_table(rows: list[dict[str, Any]], title: str) -> Table:
+NARROW = 100
+"""Below this many columns the run summary drops its box lines and the GB/s column (kept in the files)."""
+
+
+def results_table(rows: list[dict[str, Any]], title: str, width: int = 200) -> Table:
     """The end-of-run summary, readable at 80 columns: one line per graph with status (! when it
     breaks an invariant), precision asked -> executed, median (adaptive units) and its 95% interval,
-    p90, p99, the cold first call, TFLOP/s and GB/s."""
+    p90, p99, the cold first call, TFLOP/s and GB/s. Numbers never wrap; only the graph id folds."""
     broken = sum(1 for r in rows if r.get("invariant_violations"))
     caption = "±: 95% interval of the median; !: unstable (wider than ±2%)"
     if broken:
         caption += f"\n[bold red]{broken} rows marked ! break an invariant: see their invariant_violations[/]"
-    table = Table(title=title, caption=caption)
-    for column, justify in [("graph", "left"), ("status", "left"), ("prec", "left"), ("median", "right"),
-                            ("±", "right"), ("p90", "right"), ("p99", "right"), ("cold", "right"),
-                            ("TFLOP/s", "right"), ("GB/s", "right")]:
-        table.add_column(column, justify=justify, overflow="fold", min_width=4 if column != "graph" else 12)
+    narrow = width < NARROW
+    table = Table(title=title, caption=caption, box=box.SIMPLE_HEAD if narrow else box.HEAVY_HEAD,
+                  padding=(0, 1, 0, 0) if narrow else (0, 1), pad_edge=not narrow)
+    columns = ["graph", "status", "prec", "median", "±", "p90", "p99", "cold", "TF/s" if narrow else "TFLOP/s"]
+    columns += [] if narrow else ["GB/s"]
+    for column in columns:
+        if column == "graph":
+            table.add_column(column, overflow="fold", min_width=12, ratio=1)
+        else:
+            table.add_column(column, justify="left" if column in ("status", "prec") else "right", no_wrap=True,
+                             overflow="ellipsis")
     for r in rows:
         executed = r.get("precision_executed") or ""
         prec = r["precision"] if executed in ("", r["precision"]) else f"{r['precision']}→{executed}"
         if r.get("precision_fallback"):
             prec = f"[yellow]{prec}[/]"
-        table.add_row(
+        cells = [
             r["graph_id"], f"[{STATUS_STYLE.get(r['status'], 'white')}]{r['status']}[/]"
             + (" [yellow]unverified[/]" if r["status"] == "ok" and r.get("verified") is None else "")
             + ("[bold red]![/]" if r.get("invariant_violations") else ""), prec,
             format_time(r.get("median_us")), _ci(r), format_time(r.get("p90_us")), format_time(r.get("p99_us")),
             format_time(r.get("first_call_us")), significant(r.get("tflops")), significant(r.get("gbps")),
-        )
+        ]
+        table.add_row(*cells[:len(columns)])
     return table
 
 
