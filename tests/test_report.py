@@ -233,7 +233,9 @@ def test_run_summary_keeps_every_number_whole_at_any_width(width):
            "precision_executed": "fp32", "verified": True, "median_us": 123456.7, "ci_rel": 1.234, "unstable": True,
            "p90_us": 234567.8, "p99_us": 345678.9, "first_call_us": 456789.1, "tflops": 0.0226387, "gbps": 1.87}
     console = Console(file=StringIO(), width=width, color_system=None)
-    console.print(results_table([row, {**row, "status": "unsupported", "median_us": None}], "t", width))
+    rows = [row, {**row, "status": "unsupported", "median_us": None},
+            {**row, "precision": "fp16", "precision_executed": "fp32", "precision_fallback": True}]
+    console.print(results_table(rows, "t", width))
     text = console.file.getvalue()
     assert max(len(line) for line in text.splitlines()) <= width
     for number in ("123 ms", "±123.4%!", "235 ms", "346 ms", "457 ms", "0.0226"):

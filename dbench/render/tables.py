@@ -35,7 +35,8 @@ def _ci(row: dict[str, Any]) -> str:
 
 
 NARROW = 100
-"""Below this many columns the run summary drops its box lines and the GB/s column (kept in the files)."""
+"""Below this many columns the run summary drops its box lines (one space between columns) and the GB/s
+column (kept in the files), so that the widest statuses and precisions still leave every number whole."""
 
 
 def results_table(rows: list[dict[str, Any]], title: str, width: int = 200) -> Table:
@@ -47,13 +48,13 @@ def results_table(rows: list[dict[str, Any]], title: str, width: int = 200) -> T
     if broken:
         caption += f"\n[bold red]{broken} rows marked ! break an invariant: see their invariant_violations[/]"
     narrow = width < NARROW
-    table = Table(title=title, caption=caption, box=box.SIMPLE_HEAD if narrow else box.HEAVY_HEAD,
-                  padding=(0, 1, 0, 0) if narrow else (0, 1), pad_edge=not narrow)
+    table = Table(title=title, caption=caption, box=None if narrow else box.HEAVY_HEAD,
+                  padding=(0, 1, 0, 0) if narrow else (0, 1), pad_edge=not narrow, header_style="bold underline")
     columns = ["graph", "status", "prec", "median", "±", "p90", "p99", "cold", "TF/s" if narrow else "TFLOP/s"]
     columns += [] if narrow else ["GB/s"]
     for column in columns:
         if column == "graph":
-            table.add_column(column, overflow="fold", min_width=12, ratio=1)
+            table.add_column(column, overflow="fold", min_width=10, ratio=1)
         else:
             table.add_column(column, justify="left" if column in ("status", "prec") else "right", no_wrap=True,
                              overflow="ellipsis")
