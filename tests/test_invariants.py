@@ -9,7 +9,8 @@ import pytest
 from typer.testing import CliRunner
 
 from dbench.cli import app
-from dbench.store.invariants import KERNEL_TIME_TOLERANCE, violations
+from dbench.store.invariants import (KERNEL_TIME_TOLERANCE, PROFILE_CLOCK_SLACK_US, PROFILE_CLOCK_TOLERANCE,
+                                     violations)
 
 SOUND = {"precision": "fp32", "precision_executed": "fp32", "median_us": 100.0, "kernel_time_us": 90.0}
 
@@ -25,6 +26,18 @@ def test_kernel_time_above_the_end_to_end_median_is_a_violation():
     (found,) = violations({**SOUND, "kernel_time_us": over})
     assert "exceeds the end-to-end median" in found
     assert violations({**SOUND, "kernel_time_us": over - 2}) == []
+
+
+def test_kernel_time_above_its_own_profiling_pass_is_a_miscount():
+    """Node times of one pass sum to at most that pass's time per call: beyond it, the adapter miscounts
+    (a loop container added to its body), however the machine's load moved."""
+    nodes = [{"time_us": 50.0}, {"time_us": 45.0}, {"time_us": 95.0, "container": True}]
+    within = {**SOUND, "kernel_time_us": 95.0, "profile_call_us": 96.0, "nodes": nodes}
+    assert violations(within) == []
+    allowed = 96.0 * (1 + PROFILE_CLOCK_TOLERANCE) + PROFILE_CLOCK_SLACK_US * 2
+    (found,) = violations({**within, "kernel_time_us": allowed + 0.5})
+    assert "exceeds the 96.0 us per call of the profiling pass" in found
+    assert violations({**within, "kernel_time_us": 190.0, "median_us": 100.0}) != []
 
 
 @pytest.mark.parametrize("precision, executed", [("fp32", "int64"), ("fp32", "bool"), ("fp16", "int8"),
@@ -64,10 +77,11 @@ def test_every_row_of_a_run_keeps_the_invariants(runtime, tmp_path):
     assert len(rows) >= len(CASES)
     measured = [r for r in rows if r["status"] == "ok"]
     assert measured and all("invariant_violations" in r for r in rows)
+    assert all(r["profile_call_us"] for r in measured)  # the same-pass check had its frame on every row
     assert [(r["graph_id"], r["invariant_violations"]) for r in rows if r["invariant_violations"]] == []
 
 
 def test_the_kernel_time_violation_names_the_load_it_was_measured_under():
     over = 100.0 * (1 + KERNEL_TIME_TOLERANCE) + 1
-    (found,) = violations({**SOUND, "kernel_time_us": over, "load_1m": 3.5})
-    assert "1-minute load 3.50" in found
+    (found,) = violations({**SOUND, "kernel_time_us": over, "load_1m": 3.5, "profile_call_us": 400.0})
+    assert "1-minute load 3.50; the profiling pass ran at 400.0 us per call" in found

@@ -395,3 +395,35 @@ def test_memory_is_reported_only_when_the_peak_could_be_reset(resets, monkeypatc
         assert outcome.peak_rss_bytes > 0 and outcome.memory_bytes is not None
     else:
         assert outcome.peak_rss_bytes is None and outcome.memory_bytes is None
+
+
+class _ScriptedPasses:
+    """A session whose profiling passes run at the given speeds (µs per call), one per call to profile."""
+
+    def __init__(self, speeds: list[float]) -> None:
+        self.speeds = list(speeds)
+        self.asked: list[tuple[int, int]] = []
+
+    def profile(self, runs: int, warmup: int = 1):
+        from dbench.runtimes.base import NodeProfile, Profile
+
+        self.asked.append((runs, warmup))
+        call = self.speeds.pop(0)
+        return Profile([NodeProfile("mm", "Gemm", "Gemm", "CPU", "fp32", call * 0.98)], call)
+
+
+def test_a_profiling_pass_slower_than_the_timed_calls_is_taken_again_and_the_fastest_kept():
+    """A load burst during the profile is the machine, not the kernel: another pass is taken (at most
+    PROFILE_ATTEMPTS), each after a warm-up of about PROFILE_WARMUP_S."""
+    from dbench.worker.main import PROFILE_ATTEMPTS, PROFILE_WARMUP_CALLS, _profile
+
+    burst = _ScriptedPasses([5000.0, 4000.0, 1100.0, 900.0])
+    assert _profile(burst, 10, median_us=1000.0).call_us == 1100.0
+    assert burst.asked == [(10, 50)] * 3 and len(burst.asked) == PROFILE_ATTEMPTS
+    steady = _ScriptedPasses([1500.0, 900.0])
+    assert _profile(steady, 10, median_us=1000.0).call_us == 1500.0 and len(steady.asked) == 1
+    long_kernel = _ScriptedPasses([2e6])
+    _profile(long_kernel, 2, median_us=2e6)
+    tiny_kernel = _ScriptedPasses([5.0])
+    _profile(tiny_kernel, 10, median_us=5.0)
+    assert long_kernel.asked == [(2, 1)] and tiny_kernel.asked == [(10, PROFILE_WARMUP_CALLS)]

@@ -50,7 +50,7 @@ def execute(graph: Graph, seed: int, weights: str = "const", **options) -> tuple
     session.bind(per_call)
     session.run()
     verdict = compare(session.outputs(), reference(graph.spec, feeds), tolerance(graph.spec))
-    nodes = session.profile(5)
+    nodes = session.profile(5).nodes
     session.close()
     return runtime, nodes, verdict
 
@@ -227,14 +227,43 @@ def test_cpu_profile_is_a_running_average_whose_cold_first_run_is_taken_out():
     four of 10 µs read 70, 40, 30, 25, 22. The warm runs' time is 10, not a median of averages (27.5)."""
     from dbench.runtimes.openvino import parse_profile
 
-    (node,) = parse_profile([_layers(us) for us in (70, 40, 30, 25, 22)], "CPU", {}, {})
+    (node,) = parse_profile([_layers(us) for us in (70, 40, 30, 25, 22)], "CPU", {}, {}).nodes
     assert node.time_us == pytest.approx(10) and node.precision == "fp32" and node.kernel == "brgemm_avx512_f32"
+
+
+def test_cpu_running_average_leaves_out_every_warm_up_run():
+    """Three warm-up runs (70, 10, 10 µs) then two of 10 µs: averages 70, 40, 30 | 25, 22; read from
+    the third on, the later runs' mean is (5 * 22 - 3 * 30) / 2 = 10."""
+    from dbench.runtimes.openvino import parse_profile
+
+    profile = parse_profile([_layers(us) for us in (30, 25, 22)], "CPU", {}, {}, warmup=3, latencies_us=[12.0, 14.0])
+    (node,) = profile.nodes
+    assert node.time_us == pytest.approx(10) and profile.call_us == 13.0
+
+
+def test_a_real_profiling_pass_brackets_its_layer_times(seed):
+    """On OpenVINO itself: the layer times of a pass (whole-µs running averages) sum to within the
+    request's own latency, as the row invariant requires."""
+    from dbench.store.invariants import violations
+    from dbench.store.schema import kernel_time
+
+    graph = gemm.build(GEMM, "fp32", "fwd")
+    feeds = make_feeds(graph.spec, seed)
+    constants, per_call = split_feeds(graph.spec, feeds, "const")
+    session = OpenVino(RuntimeOptions(threads=1)).prepare(graph.model, graph.spec, constants)
+    session.bind(per_call)
+    profile = session.profile(3, warmup=6)
+    session.close()
+    nodes = [vars(n) for n in profile.nodes]
+    assert profile.call_us is not None and kernel_time(nodes) > 0
+    assert violations({"precision": "fp32", "precision_executed": "fp32", "kernel_time_us": kernel_time(nodes),
+                       "profile_call_us": profile.call_us, "nodes": nodes}) == []
 
 
 def test_per_run_profile_of_another_device_drops_the_cold_first_run():
     from dbench.runtimes.openvino import parse_profile
 
-    (node,) = parse_profile([_layers(us) for us in (100, 10, 12)], "GPU.0", {}, {})
+    (node,) = parse_profile([_layers(us) for us in (100, 10, 12)], "GPU.0", {}, {}).nodes
     assert node.time_us == 11
 
 

@@ -34,7 +34,7 @@ def test_fp32_conv_runs_verifies_and_profiles(weights, seed):
     session.run()
     out = session.outputs()["Y"]
     assert normalized_error(out, conv.reference(graph.spec, feeds)["Y"]) < 1e-5
-    nodes = session.profile(3)
+    nodes = session.profile(3).nodes
     compute = [n for n in nodes if n.precision]  # const weights add NCHWc Reorder nodes (no precision)
     assert [n.op_type for n in compute] == ["Conv"] and compute[0].provider == "CPUExecutionProvider"
     assert executed_precision([vars(n) for n in nodes]) == "fp32"
@@ -54,7 +54,7 @@ def test_constants_in_memory_act_as_embedded_weights(precision, seed):
     for session in sessions:
         session.bind(per_call)
         session.run()
-        results.append((session.outputs()["Y"], [(n.op_type, n.precision) for n in session.profile(2)]))
+        results.append((session.outputs()["Y"], [(n.op_type, n.precision) for n in session.profile(2).nodes]))
     in_memory = sessions[0]
     parsed = onnx.load_model_from_string(in_memory.model_bytes)
     assert [(t.name, t.data_location, t.raw_data) for t in parsed.graph.initializer if t.name in constants] == [
@@ -110,9 +110,37 @@ def _profile_events(runs: list[dict[str, list[int]]]) -> list[dict]:
 def test_profile_drops_the_cold_first_run():
     from dbench.runtimes.onnxruntime import parse_profile
 
-    (node,) = parse_profile(_profile_events([{"Gemm_0": [100]}, {"Gemm_0": [10]}, {"Gemm_0": [12]}]))
+    (node,) = parse_profile(_profile_events([{"Gemm_0": [100]}, {"Gemm_0": [10]}, {"Gemm_0": [12]}])).nodes
     assert node.time_us == 11 and node.precision == "fp32" and node.kernel == "Gemm:CPUExecutionProvider"
     assert node.calls == 1 and not node.container
+
+
+def test_profile_drops_its_warm_up_runs_and_keeps_the_pass_time_per_call():
+    """A fresh session's first calls are slow: every warm-up run is left out of node and pass times."""
+    from dbench.runtimes.onnxruntime import parse_profile
+
+    runs = [{"Gemm_0": [us]} for us in (3400, 5600, 2900, 1200, 1180, 1220)]
+    profile = parse_profile(_profile_events(runs), warmup=3)
+    (node,) = profile.nodes
+    assert node.time_us == 1200
+    assert profile.call_us == 1201  # the model_run span: the node plus the fake events' 1 µs gaps
+
+
+def test_a_real_profiling_pass_brackets_its_node_times(seed):
+    """On ORT itself: the warm-up runs happen (one model_run each) and the node sum stays within the pass."""
+    from dbench.store.invariants import violations
+    from dbench.store.schema import kernel_time
+
+    graph = conv.build(KERNEL, "fp32", "fwd")
+    constants, per_call = split_feeds(graph.spec, make_feeds(graph.spec, seed), "const")
+    session = OrtCpu(RuntimeOptions(threads=1)).prepare(graph.model, graph.spec, constants)
+    session.bind(per_call)
+    profile = session.profile(3, warmup=4)
+    nodes = [vars(n) for n in profile.nodes]
+    kernel = kernel_time(nodes)
+    assert profile.call_us is not None and 0 < kernel <= profile.call_us
+    assert violations({"precision": "fp32", "precision_executed": "fp32", "kernel_time_us": kernel,
+                       "profile_call_us": profile.call_us, "nodes": nodes}) == []
 
 
 def test_loop_body_events_are_summed_per_run_and_the_loop_is_a_container():
@@ -121,7 +149,7 @@ def test_loop_body_events_are_summed_per_run_and_the_loop_is_a_container():
     from dbench.store.schema import executed_precision, kernel_time
 
     run = {"Gemm_1": [2, 3, 2], "Loop_0": [40]}
-    nodes = {n.name: n for n in parse_profile(_profile_events([run, run, run]))}
+    nodes = {n.name: n for n in parse_profile(_profile_events([run, run, run])).nodes}
     assert nodes["Gemm_1"].time_us == 7 and nodes["Gemm_1"].calls == 3 and nodes["Gemm_1"].precision == "fp32"
     assert nodes["Loop_0"].container and nodes["Loop_0"].precision == ""
     as_rows = [vars(n) for n in nodes.values()]
@@ -148,7 +176,7 @@ def test_fp16_on_cpu_reports_the_fp32_it_really_ran(seed):
     session = OrtCpu(RuntimeOptions()).prepare(graph.model, graph.spec, {})
     session.bind(make_feeds(graph.spec, seed))
     session.run()
-    nodes = [vars(n) for n in session.profile(2)]
+    nodes = [vars(n) for n in session.profile(2).nodes]
     assert any(n["op_type"] == "Cast" for n in nodes)
     assert executed_precision(nodes) == "fp32"
 
@@ -186,7 +214,7 @@ def test_cuda_provider_runs_and_verifies(seed):
     session.bind(feeds)
     session.run()
     assert normalized_error(session.outputs()["Y"], gemm.reference(graph.spec, feeds)["Y"]) < 1e-2
-    assert executed_precision([vars(n) for n in session.profile(3)]) == "fp16"
+    assert executed_precision([vars(n) for n in session.profile(3).nodes]) == "fp16"
     assert session.device_memory() > 0
 
 

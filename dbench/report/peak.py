@@ -80,7 +80,7 @@ def gemm_rate(runtime_name: str, precision: str, size: int) -> float:
             session.bind(per_call)
             stats = measure(session.run, TimingConfig(**PEAK_TIMING))
             verdict = compare(session.outputs(), reference(graph.spec, feeds), tolerance(graph.spec))
-            executed = executed_precision([asdict(n) for n in session.profile(2)])
+            executed = executed_precision([asdict(n) for n in session.profile(1).nodes])
         finally:
             session.close()
     if not verdict.ok:

@@ -21,7 +21,7 @@ from dbench.errors import DbenchError, OutOfMemory, UnsupportedError, UsageError
 from dbench.gen.graph import GraphSpec
 from dbench.gen.precision import DTYPES
 from dbench.gen.weights import embed_weights
-from dbench.runtimes.base import NodeProfile, Runtime, RuntimeOptions, Session
+from dbench.runtimes.base import NodeProfile, Profile, Runtime, RuntimeOptions, Session
 
 # ONNX Runtime's profiler type names -> our precision names.
 ORT_TYPE_PRECISION = {
@@ -155,11 +155,11 @@ class OrtSession(Session):
         arrays = self.binding.copy_outputs_to_cpu()  # host copies, from CPU or device memory alike
         return {t.name: a.view(DTYPES["bfloat16"]) if t.dtype == "bfloat16" else a for t, a in zip(self.spec.outputs, arrays)}
 
-    def profile(self, runs: int) -> list[NodeProfile]:
+    def profile(self, runs: int, warmup: int = 1) -> Profile:
         self.binding = self.session = None  # profiling is the last use: free the timed session's packed weights
         session = self.runtime.make_session(self.model_bytes, self.constants, profiling=True)
         binding = self._bind(session, self.feeds)
-        for _ in range(runs):
+        for _ in range(warmup + runs):
             session.run_with_iobinding(binding)
         path = session.end_profiling()
         try:
@@ -167,7 +167,7 @@ class OrtSession(Session):
                 events = json.load(fh)
         finally:
             os.unlink(path)
-        return parse_profile(events)
+        return parse_profile(events, warmup)
 
     def device_memory(self) -> int | None:
         return self.runtime.device_memory()
@@ -187,11 +187,12 @@ def _run_index(events: list[dict[str, Any]]) -> tuple[list[int], list[int]]:
     return [start for start, _ in runs], [end for _, end in runs]
 
 
-def parse_profile(events: list[dict[str, Any]]) -> list[NodeProfile]:
+def parse_profile(events: list[dict[str, Any]], warmup: int = 1) -> Profile:
     """ONNX Runtime profiler events -> one NodeProfile per node with its kernel time per run: the sum
     of its events within each `model_run` (a node inside a Loop body has one event per iteration), the
-    median over runs (and how many events that was per run); the first run of the fresh profiling session is cold and dropped when there are
-    later ones. A control-flow node's time contains its body's nodes (listed too): it is a container."""
+    median over runs (and how many events that was per run), and the median `model_run` itself. The
+    first `warmup` runs of the fresh profiling session are dropped when later ones exist. A
+    control-flow node's time contains its body's nodes (listed too): it is a container."""
     starts, ends = _run_index(events)
     totals: dict[str, list[float]] = defaultdict(lambda: [0.0] * len(starts))
     counts: dict[str, list[int]] = defaultdict(lambda: [0] * len(starts))
@@ -206,7 +207,7 @@ def parse_profile(events: list[dict[str, Any]]) -> list[NodeProfile]:
         totals[name][run] += float(event.get("dur", 0))
         counts[name][run] += 1
         info[name] = event.get("args", {})
-    warm = slice(1, None) if len(starts) > 1 else slice(None)
+    warm = slice(warmup, None) if len(starts) > warmup else slice(None)
     nodes = []
     for name, args in info.items():
         types = [next(iter(t)) for t in args.get("input_type_shape", []) if t]
@@ -219,7 +220,7 @@ def parse_profile(events: list[dict[str, Any]]) -> list[NodeProfile]:
                                  precision=ORT_TYPE_PRECISION.get(types[0], types[0]) if compute else "",
                                  time_us=float(np.median(totals[name][warm])),
                                  calls=int(np.median(counts[name][warm])), container=container))
-    return nodes
+    return Profile(nodes, float(np.median([end - start for start, end in zip(starts, ends)][warm])))
 
 
 class OrtRuntime(Runtime):

@@ -17,7 +17,7 @@ import onnx
 from dbench.errors import DbenchError, OutOfMemory, RuntimeSetupError, UnsupportedError, UsageError
 from dbench.gen.graph import GraphSpec
 from dbench.gen.precision import DTYPES
-from dbench.runtimes.base import NodeProfile, Runtime, RuntimeOptions, Session
+from dbench.runtimes.base import NodeProfile, Profile, Runtime, RuntimeOptions, Session
 
 DEFAULT_DEVICE = "CPU"
 # Devices that schedule onto other devices: they take the hardware devices' config keys but do not
@@ -134,21 +134,29 @@ def fused_layers(compiled) -> dict[str, tuple[str, ...]]:
     return fused
 
 
-def warm_time_us(reported: list[float], cumulative: bool) -> float:
-    """One layer's time per run from its reports after each of N runs, the first run (cold) left out.
-    OpenVINO's CPU plugin reports the average over every run since compile, so the warm runs' mean is
-    (N * last - first) / (N - 1); per-run reports (other devices) give the median of the warm ones."""
+def cumulative_reports(device: str) -> bool:
+    """Whether OpenVINO reports layer times on `device` as averages since compile (its CPU plugin)."""
+    return all(d.split(".")[0] == "CPU" for d in device.split(","))
+
+
+def warm_time_us(reported: list[float], cumulative: bool, warmup: int = 1) -> float:
+    """One layer's time per run from its report after the last of `warmup` runs, then after each later
+    run. OpenVINO's CPU plugin reports the average over every run since compile, so the later runs'
+    mean is (N * last - warmup * first) / (N - warmup) over N runs in all; per-run reports (other
+    devices) give the median of the later ones."""
     if len(reported) < 2:
         return reported[0]
     if cumulative:
-        return max(0.0, (len(reported) * reported[-1] - reported[0]) / (len(reported) - 1))
+        total = warmup + len(reported) - 1
+        return max(0.0, (total * reported[-1] - warmup * reported[0]) / (total - warmup))
     return float(np.median(reported[1:]))
 
 
 def parse_profile(samples: list[list[Any]], device: str, fused: dict[str, tuple[str, ...]],
-                  sources: dict[str, str]) -> list[NodeProfile]:
-    """ProfilingInfo lists read after each of several runs of a fresh request -> one NodeProfile per
-    executed layer with its time per warm run (see `warm_time_us`)."""
+                  sources: dict[str, str], warmup: int = 1, latencies_us: list[float] | None = None) -> Profile:
+    """ProfilingInfo lists read after the last of `warmup` runs of a fresh request and after each later
+    run -> one NodeProfile per executed layer with its time per later run (see `warm_time_us`), and
+    the request's own latency per later run (their mean, as the CPU layers' times are means)."""
     times: dict[str, list[float]] = defaultdict(list)
     info: dict[str, Any] = {}
     executed = _ov().ProfilingInfo.Status.EXECUTED
@@ -158,11 +166,15 @@ def parse_profile(samples: list[list[Any]], device: str, fused: dict[str, tuple[
                 continue
             times[layer.node_name].append(layer.real_time.total_seconds() * 1e6)
             info[layer.node_name] = layer
-    cumulative = all(d.split(".")[0] == "CPU" for d in device.split(","))
-    return [NodeProfile(name=name, op_type=layer.node_type, kernel=layer.exec_type, provider=device,
-                        precision=kernel_precision(layer.node_type, layer.exec_type, fused.get(name, ()), sources),
-                        time_us=warm_time_us(times[name], cumulative))
-            for name, layer in info.items()]
+    cumulative = cumulative_reports(device)
+    nodes = [NodeProfile(name=name, op_type=layer.node_type, kernel=layer.exec_type, provider=device,
+                         precision=kernel_precision(layer.node_type, layer.exec_type, fused.get(name, ()), sources),
+                         time_us=warm_time_us(times[name], cumulative, warmup))
+             for name, layer in info.items()]
+    call_us = None
+    if latencies_us:
+        call_us = float(np.mean(latencies_us) if cumulative else np.median(latencies_us))
+    return Profile(nodes, call_us)
 
 
 def _host_array(tensor) -> np.ndarray:
@@ -239,17 +251,24 @@ class OpenVinoSession(Session):
     def outputs(self) -> dict[str, np.ndarray]:
         return {t.name: _host_array(self.request.get_tensor(t.name)) for t in self.spec.outputs}
 
-    def profile(self, runs: int) -> list[NodeProfile]:
+    def profile(self, runs: int, warmup: int = 1) -> Profile:
         self.request = self.compiled = None  # profiling is the last use: free the timed model's memory
         compiled = self.runtime.compile(self.model_bytes, self.spec, self.constants, perf_count=True)
         request = compiled.create_infer_request()
         self._bind(compiled, request, self.feeds)
-        samples = []
-        for _ in range(runs):
-            request.infer(share_outputs=True)
-            samples.append(request.get_profiling_info())
         device = self.runtime.properties.get("EXECUTION_DEVICES", self.runtime.device)
-        return parse_profile(samples, device, fused_layers(compiled), self.sources)
+        if cumulative_reports(device):
+            # Averages in whole µs: the later runs' mean amplifies their rounding by (N + warmup) / runs,
+            # so as many runs as warm-up keep it within 3 µs per layer.
+            runs = max(runs, warmup)
+        samples, latencies = [], []
+        for call in range(warmup + runs):
+            request.infer(share_outputs=True)
+            if call >= warmup - 1:  # the report after the last warm-up run, then one per profiled run
+                samples.append(request.get_profiling_info())
+            if call >= warmup:
+                latencies.append(float(request.latency) * 1e3)
+        return parse_profile(samples, device, fused_layers(compiled), self.sources, warmup, latencies)
 
     def close(self) -> None:
         self.request = None

@@ -23,7 +23,7 @@ from dbench.errors import DbenchError, OutOfMemory, UnsupportedError
 from dbench.gen.graph import GraphSpec
 from dbench.gen.precision import DTYPES
 from dbench.runtimes import engine_cache, gpu
-from dbench.runtimes.base import NodeProfile, Runtime, RuntimeOptions, Session
+from dbench.runtimes.base import Profile, Runtime, RuntimeOptions, Session
 from dbench.runtimes.tensorrt_layers import node_profiles
 from dbench.runtimes.tensorrt_options import TensorrtOptions, parse_tensorrt_options
 
@@ -267,7 +267,7 @@ class TensorrtSession(Session):
     def outputs(self) -> dict[str, np.ndarray]:
         return {t.name: self.buffers.download(t.name, DTYPES[t.dtype], t.shape) for t in self.spec.outputs}
 
-    def profile(self, runs: int) -> list[NodeProfile]:
+    def profile(self, runs: int, warmup: int = 1) -> Profile:
         trt = self.trt
         times: dict[str, list[float]] = defaultdict(list)
 
@@ -280,14 +280,19 @@ class TensorrtSession(Session):
 
         self.graph = None  # the profiler sees plain enqueues only
         self.context.profiler = LayerTimes()
-        for _ in range(runs):
+        calls_us = []
+        for call in range(warmup + runs):
+            start = time.perf_counter()
             self._enqueue()
             self.buffers.synchronize()
+            if call >= warmup:
+                calls_us.append((time.perf_counter() - start) * 1e6)
         inspector = self.engine.create_engine_inspector()
         inspector.execution_context = self.context
         info = json.loads(inspector.get_engine_information(trt.LayerInformationFormat.JSON))
-        # The first run of a fresh profiler is cold: dropped when there are later ones.
-        return node_profiles(info, {name: float(np.median(t[1:] or t)) for name, t in times.items()})
+        # The warm-up runs of a fresh profiler are dropped (one report per layer per run).
+        return Profile(node_profiles(info, {name: float(np.median(t[warmup:] or t)) for name, t in times.items()}),
+                       float(np.median(calls_us)))
 
     def device_memory(self) -> int | None:
         return gpu.process_device_memory(self.device)

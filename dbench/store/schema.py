@@ -138,6 +138,9 @@ class Row:
     verified_by: str | None = None
     """What computed the expected outputs: `numpy` (dbench's reference), `onnx.reference` (a foreign
     model), or None when the row was not verified (absent from rows written before foreign graphs)."""
+    profile_call_us: float | None = None
+    """The profiling pass's own time per call, on the clock that brackets its node times: the kernel
+    time's frame (absent from rows written before it was recorded)."""
 
     def to_dict(self) -> dict[str, Any]:
         row = {("pass" if f.name == "pass_name" else f.name): getattr(self, f.name) for f in dataclasses.fields(self)}
@@ -178,7 +181,7 @@ class Row:
             tolerance_metric=verification.get("metric"), tolerance=verification.get("bound"),
             verified_rows=verification.get("rows_checked"),
             device_median_us=outcome.device_median_us, inputs_s=outcome.inputs_s, prepare_s=outcome.prepare_s,
-            verify_s=outcome.verify_s, profile_s=outcome.profile_s,
+            verify_s=outcome.verify_s, profile_s=outcome.profile_s, profile_call_us=outcome.profile_call_us,
             finished_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
             load_1m=(load_average() or [None])[0],
         )

@@ -14,7 +14,7 @@ from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from dbench.gen.graph import GraphSpec
-from dbench.runtimes.base import Runtime, RuntimeOptions
+from dbench.runtimes.base import Profile, Runtime, RuntimeOptions, Session
 from dbench.store.schema import Status
 from dbench.worker.timing import TimingConfig
 
@@ -59,6 +59,8 @@ class Outcome:
     prepare_s: float | None = None
     verify_s: float | None = None
     profile_s: float | None = None
+    profile_call_us: float | None = None
+    """The profiling pass's own time per call, on the clock that brackets its node times."""
     aborts_run: bool = False
 
 
@@ -83,7 +85,15 @@ def _check_model(model, spec) -> str | None:
 VERIFY_ROWS = 256
 """Above this many output rows (GEMM and sparse), verification checks a seeded sample of rows."""
 PROFILE_BUDGET_S = 0.05
-"""Profiling stops after about this much kernel time, once two runs are done (the first run is cold)."""
+"""Profiling stops after about this much kernel time, once two runs are done."""
+PROFILE_WARMUP_S = 0.05
+"""A profiling pass first runs about this long unprofiled (1 to PROFILE_WARMUP_CALLS calls): a fresh
+session's first calls are slow (ONNX Runtime's gemm_m35_n700_k2048: 3.4, 5.6, 2.9, 1.7 ms, then a
+steady 1.2 ms), and profiling them made kernel times 2-5x the timed median on a quiet machine."""
+PROFILE_WARMUP_CALLS = 50
+PROFILE_ATTEMPTS = 3
+"""Profiling passes at most: another is taken while a pass ran slower than the invariant allows against
+the timed median (a load burst), and the pass with the fastest calls is kept."""
 
 
 def _verify_rows(spec: GraphSpec) -> "np.ndarray | None":
@@ -101,6 +111,27 @@ def _verify_rows(spec: GraphSpec) -> "np.ndarray | None":
 def _profile_runs(limit: int, median_us: float) -> int:
     """At least 2 runs (the first, cold one is dropped), at most `limit`, about PROFILE_BUDGET_S of work."""
     return max(2, min(limit, math.ceil(PROFILE_BUDGET_S * 1e6 / max(median_us, 1.0))))
+
+
+def _profile_warmup(median_us: float) -> int:
+    """Warm-up runs of a profiling pass: about PROFILE_WARMUP_S of work, 1 to PROFILE_WARMUP_CALLS."""
+    return max(1, min(PROFILE_WARMUP_CALLS, math.ceil(PROFILE_WARMUP_S * 1e6 / max(median_us, 1.0))))
+
+
+def _profile(session: Session, runs: int, median_us: float) -> Profile:
+    """The profiling pass to report: a new pass while the last ran slower than the timed calls allow
+    (see dbench.store.invariants), up to PROFILE_ATTEMPTS, keeping the one with the fastest calls."""
+    from dbench.store.invariants import KERNEL_TIME_TOLERANCE
+
+    warmup = _profile_warmup(median_us)
+    best = session.profile(runs, warmup)
+    for _ in range(PROFILE_ATTEMPTS - 1):
+        if best.call_us is None or best.call_us <= median_us * (1 + KERNEL_TIME_TOLERANCE):
+            break
+        again = session.profile(runs, warmup)
+        if again.call_us is not None and again.call_us < best.call_us:
+            best = again
+    return best
 
 
 def _device_iterations(median_us: float) -> int:
@@ -216,7 +247,9 @@ def execute(job: Job) -> Outcome:
             if job.profile_runs:
                 t0 = time.perf_counter()
                 # The session's last use: the adapter may release the timed model to reuse its memory.
-                outcome.nodes = [asdict(n) for n in session.profile(_profile_runs(job.profile_runs, stats.median_us))]
+                profile = _profile(session, _profile_runs(job.profile_runs, stats.median_us), stats.median_us)
+                outcome.nodes = [asdict(n) for n in profile.nodes]
+                outcome.profile_call_us = profile.call_us
                 outcome.profile_s = time.perf_counter() - t0
     except RuntimeSetupError as err:
         return Outcome(Status.FAILED, str(err), aborts_run=True)
