@@ -134,6 +134,8 @@ def list_kernels(
         _only_model("--from-model", suite=suite, ops=ops, app=app_, id=pattern, kernels=kernels)
         return _list_model(from_model, dim, fmt)
     selection, selected = _kernels("list", suite, ops, app_, pattern, kernels)
+    if not selected:  # as gen, export and run: an empty selection is a mistyped selector, not an answer
+        raise UsageError(selection.nothing_matches(f"--kernels {kernels}" if kernels else "the DeepBench catalog"))
     rows = kernel_rows(selected, selection.suite_tags)
     if fmt == "json":
         sys.stdout.write(json.dumps(rows, indent=1) + "\n")

@@ -40,6 +40,7 @@ def test_list_table_reconciles_counts():
 @pytest.mark.parametrize("args,needle", [
     (("list", "--suite", "bogus"), "valid suites: train, inference"),
     (("list", "--ops", "fft"), "valid ops: gemm, conv"),
+    (("list", "--id", "nomatch_*"), "no kernel matches --suite all --id 'nomatch_*' in the DeepBench catalog"),
     (("gen", "--precision", "fp8"), "valid precisions: fp32, fp16, bf16, int8"),
 ])
 def test_bad_choices_are_one_line_exit_2(args, needle):
