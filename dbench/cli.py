@@ -341,7 +341,7 @@ def run(
     )
     planned = plan_run(request, out_dir, resume)
     with RunProgress(err, planned) as progress:
-        result = execute_run(planned, progress.on_start, progress.on_row)
+        result = execute_run(planned, progress)
     print_run(out, result)
     if kernel_rows is not None:
         from dbench.frommodel.predict import model_vs_kernels

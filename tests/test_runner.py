@@ -427,3 +427,26 @@ def test_a_profiling_pass_slower_than_the_timed_calls_is_taken_again_and_the_fas
     tiny_kernel = _ScriptedPasses([5.0])
     _profile(tiny_kernel, 10, median_us=5.0)
     assert long_kernel.asked == [(2, 1)] and tiny_kernel.asked == [(10, PROFILE_WARMUP_CALLS)]
+
+
+def test_the_worker_reports_each_phase_of_a_job_before_its_outcome():
+    """Through the real worker process: a kernel that takes minutes says what it is doing."""
+    from dbench.catalog.kernels import GemmKernel
+    from dbench.gen.plan import GraphRequest, build
+    from dbench.orchestrator.worker_process import WorkerProcess
+    from dbench.runtimes.base import RuntimeOptions
+    from dbench.store.schema import Status
+    from dbench.worker.main import Job
+    from dbench.worker.timing import QUICK
+
+    graph = build(GraphRequest(GemmKernel(m=8, n=4, k=16, a_t=False, b_t=False), "fp32", "fwd", "gemm"))
+    job = Job(spec=graph.spec, model=graph.model.SerializeToString(), sha256=None, runtime="ort-cpu",
+              options=RuntimeOptions(threads=1), timing=QUICK)
+    phases: list[str] = []
+    worker = WorkerProcess()
+    try:
+        outcome = worker.submit(job, 120, phases.append)
+    finally:
+        worker.stop()
+    assert outcome.status == Status.OK, outcome.message
+    assert phases == ["making inputs", "preparing", "timing", "verifying", "profiling"]

@@ -8,16 +8,16 @@ import dataclasses
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from dbench.orchestrator.items import Item, build_items, is_model_file
 from dbench.orchestrator.request import RunRequest, check_resume, validate
-from dbench.orchestrator.runner import RunConfig, Runner
+from dbench.orchestrator.runner import RunConfig, RunObserver, Runner
 from dbench.runtimes.base import Runtime
 from dbench.store.export import export_run
 from dbench.store.log import RunLog, ensure_writable, find_run, new_run_id
 from dbench.store.metadata import host_metadata, machine_name
-from dbench.store.schema import PASSING, Row, Status
+from dbench.store.schema import PASSING, Status
 
 FAILING_EXIT_CODE = 3
 """`dbench run`'s exit status when any row is mismatch, failed, crashed, timeout or oom."""
@@ -93,9 +93,9 @@ def plan_run(request: RunRequest, out_dir: Path, resume: str | None) -> PlannedR
     return PlannedRun(request, config, runtime_cls, log, run_id, header, items, done)
 
 
-def execute_run(planned: PlannedRun, on_start: Callable[[Item], None], on_row: Callable[[Row], None]) -> RunResult:
+def execute_run(planned: PlannedRun, observer: RunObserver) -> RunResult:
     """Run the pending graphs, logging each row as it is made, then export the whole run."""
     with planned.log:  # the log stays locked until the run is exported
         runner = Runner(planned.config, planned.runtime_cls, planned.log, planned.run_id)
-        runner.run(planned.items, planned.done, on_start, on_row)
+        runner.run(planned.items, planned.done, observer)
         return RunResult(planned.run_id, planned.header, planned.log.path, planned.log.rows(), export_run(planned.log))

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
-from typing import Callable
+from typing import Protocol
 
 from dbench.errors import DbenchError, RuntimeSetupError
 from dbench.gen.graph import GraphSpec
@@ -52,6 +52,19 @@ def weights_for(spec: GraphSpec, mode: str) -> str:
     return "input" if training else "const"
 
 
+class RunObserver(Protocol):
+    """What follows a run as it goes (the terminal's progress display; tests)."""
+
+    def on_start(self, item: Item) -> None:
+        """A graph goes to the worker."""
+
+    def on_phase(self, item: Item, phase: str) -> None:
+        """The worker began a phase of the graph's job (`preparing`, `timing`, `verifying`...)."""
+
+    def on_row(self, row: Row) -> None:
+        """The graph's row is in the log."""
+
+
 class Runner:
     """Runs items on one runtime through a persistent worker, logging each row as it is made."""
 
@@ -62,7 +75,7 @@ class Runner:
         self.runtime_info = {"name": config.runtime, "version": runtime_cls.version(),
                              "device": config.options.device or "default"}
 
-    def _outcome(self, worker: WorkerProcess, item: Item, weights: str) -> Outcome:
+    def _outcome(self, worker: WorkerProcess, item: Item, weights: str, observer: RunObserver) -> Outcome:
         if item.unsupported:
             return Outcome(Status.UNSUPPORTED, item.unsupported)
         try:
@@ -72,12 +85,11 @@ class Runner:
         job = Job(spec=item.spec, model=data, sha256=digest, runtime=self.config.runtime, options=self.config.options,
                   timing=self.config.timing, weights=weights, verify=self.config.verify,
                   profile_runs=self.config.profile_runs)
-        return worker.submit(job, self.config.timeout)
+        return worker.submit(job, self.config.timeout, lambda name: observer.on_phase(item, name))
 
-    def run(self, items: list[Item], done: set[str], on_start: Callable[[Item], None],
-            on_row: Callable[[Row], None]) -> list[Row]:
-        """Run every item whose graph id is not in `done`, calling `on_start(item)` as it starts and
-        `on_row(row)` once its row is logged."""
+    def run(self, items: list[Item], done: set[str], observer: RunObserver) -> list[Row]:
+        """Run every item whose graph id is not in `done`, telling `observer` as each starts, enters a
+        phase in the worker, and has its row logged."""
         rows = []
         worker = WorkerProcess(self.config.memory_limit, self.config.cpus)
         seq = len(done)
@@ -85,9 +97,9 @@ class Runner:
             for item in items:
                 if item.spec.id in done:
                     continue
-                on_start(item)
+                observer.on_start(item)
                 weights = weights_for(item.spec, self.config.weights)
-                outcome = self._outcome(worker, item, weights)
+                outcome = self._outcome(worker, item, weights, observer)
                 if outcome.aborts_run:
                     raise RuntimeSetupError(f"{outcome.message}; {seq} rows are in {self.log.path}")
                 # The settings in force as the worker read them after prepare; as requested when no graph got that far.
@@ -96,7 +108,7 @@ class Runner:
                 self.log.append(row.to_dict())
                 rows.append(row)
                 seq += 1
-                on_row(row)
+                observer.on_row(row)
             worker.close()
         except KeyboardInterrupt:
             raise Interrupted(f"interrupted; {seq} rows are in {self.log.path}; finish with: {resume_command(self.log.path)}") from None

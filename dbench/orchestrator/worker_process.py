@@ -9,11 +9,13 @@ import signal
 import socket
 import subprocess
 import sys
+import time
 from multiprocessing.connection import Connection
 from pathlib import Path
+from typing import Callable
 
 from dbench.store.schema import Status
-from dbench.worker.main import Job, Outcome
+from dbench.worker.main import Job, Outcome, Phase
 
 CGROUP_ROOT = Path("/sys/fs/cgroup")
 
@@ -67,15 +69,20 @@ class WorkerProcess:
     def alive(self) -> bool:
         return self.process is not None and self.process.poll() is None
 
-    def submit(self, job: Job, timeout: float) -> Outcome:
-        """The worker's Outcome for `job`, or the parent's when it died or exceeded `timeout` seconds."""
+    def submit(self, job: Job, timeout: float, on_phase: Callable[[str], None] = lambda name: None) -> Outcome:
+        """The worker's Outcome for `job`, or the parent's when it died or exceeded `timeout` seconds
+        (for the whole job); `on_phase` is told each phase the worker reports on the way."""
         if not self.alive():
             self._start()
         kills_before = oom_kills()
+        deadline = time.monotonic() + timeout
         try:
             self.connection.send(job)
-            if self.connection.poll(timeout):
-                return self.connection.recv()
+            while self.connection.poll(max(0.0, deadline - time.monotonic())):
+                message = self.connection.recv()
+                if not isinstance(message, Phase):
+                    return message
+                on_phase(message.name)
         except (EOFError, OSError):
             return self._death(kills_before)  # the pipe closed: the worker is dead or dying
         self.stop()

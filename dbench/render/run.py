@@ -34,8 +34,8 @@ def graph_line(done: int, total: int, row: Row) -> str:
 
 
 class RunProgress:
-    """A transient progress bar over a planned run's pending graphs on a terminal, a line per finished
-    graph elsewhere; `on_start` and `on_row` are the callbacks `execute_run` takes."""
+    """A transient progress bar over a planned run's pending graphs on a terminal, naming the graph and
+    the worker's phase; a line per finished graph elsewhere. It is the RunObserver `execute_run` takes."""
 
     def __init__(self, console: Console, planned: PlannedRun) -> None:
         self.console, self.total, self.done = console, len(planned.pending), 0
@@ -59,7 +59,11 @@ class RunProgress:
 
     def on_start(self, item: Item) -> None:
         if self.progress is not None:
-            self.progress.update(self.task, description=f"{item.spec.id[:50]} · in the worker")
+            self.progress.update(self.task, description=f"{item.spec.id[:50]} · starting")
+
+    def on_phase(self, item: Item, phase: str) -> None:
+        if self.progress is not None:
+            self.progress.update(self.task, description=f"{item.spec.id[:50]} · {phase}")
 
     def on_row(self, row: Row) -> None:
         self.done += 1

@@ -11,7 +11,7 @@ import sys
 import time
 import traceback
 from dataclasses import asdict, dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Callable
 
 from dbench.gen.graph import GraphSpec
 from dbench.runtimes.base import Profile, Runtime, RuntimeOptions, Session
@@ -62,6 +62,18 @@ class Outcome:
     profile_call_us: float | None = None
     """The profiling pass's own time per call, on the clock that brackets its node times."""
     aborts_run: bool = False
+
+
+@dataclass(frozen=True)
+class Phase:
+    """Sent by the worker before an Outcome as each phase of a job begins, so that a kernel that takes
+    minutes shows what it is doing (the parent's timeout still covers the whole job)."""
+
+    name: str
+
+
+def _no_phase(name: str) -> None:
+    """Phases go nowhere when a job runs in-process."""
 
 
 def _first_line(err: BaseException) -> str:
@@ -177,8 +189,9 @@ def _expected(model, spec: GraphSpec, feeds: dict, rows) -> tuple[dict | None, s
     return reference(spec, feeds, rows), "numpy", tolerance(spec)
 
 
-def execute(job: Job) -> Outcome:
-    """Run one job in this process (the worker loop calls this; tests may call it directly)."""
+def execute(job: Job, phase: Callable[[str], None] = _no_phase) -> Outcome:
+    """Run one job in this process (the worker loop calls this; tests may call it directly), calling
+    `phase` with each phase's name as it begins."""
     import onnx
 
     from dbench.errors import DbenchError, OutOfMemory, RuntimeSetupError, UnsupportedError
@@ -211,15 +224,18 @@ def execute(job: Job) -> Outcome:
             memory.trim()
             baseline = memory.current_rss()
             peak_resets = memory.reset_peak()  # else the peak would be an earlier kernel's: not reported
+            phase("making inputs")
             t0 = time.perf_counter()
             feeds = make_feeds(spec)
             constants, per_call = split_feeds(spec, feeds, job.weights)
             outcome.inputs_s = time.perf_counter() - t0
+            phase("preparing")
             t0 = time.perf_counter()
             session = runtime.prepare(model, spec, constants)
             session.bind(per_call)
             outcome.prepare_s = time.perf_counter() - t0
             outcome.runtime_options = runtime.describe()  # after prepare: includes what the runtime read back
+            phase("timing")
             stats = measure(session.run, job.timing, session.runtime_latency_us)
             outcome.stats = stats.to_dict()
             if peak_resets and (peak := memory.peak_rss()) is not None:
@@ -228,6 +244,7 @@ def execute(job: Job) -> Outcome:
             outcome.device_memory_bytes = session.device_memory()
             outcome.device_median_us = session.device_time_us(_device_iterations(stats.median_us))
             if job.verify:
+                phase("verifying")
                 t0 = time.perf_counter()
                 rows = _verify_rows(spec)
                 outputs = session.outputs()
@@ -245,6 +262,7 @@ def execute(job: Job) -> Outcome:
                         outcome.message = f"{verdict.detail}: error {verdict.error:.3g} > {verdict.metric} tolerance {verdict.bound:g}"
                 outcome.verify_s = time.perf_counter() - t0
             if job.profile_runs:
+                phase("profiling")
                 t0 = time.perf_counter()
                 # The session's last use: the adapter may release the timed model to reuse its memory.
                 profile = _profile(session, _profile_runs(job.profile_runs, stats.median_us), stats.median_us)
@@ -294,7 +312,7 @@ def serve(connection, memory_limit: int | None = None, cpus: tuple[int, ...] | N
             os.kill(os.getpid(), signal.SIGSEGV)
         if hang_on and hang_on in job.spec.id:
             time.sleep(3600)
-        connection.send(execute(job))
+        connection.send(execute(job, lambda name: connection.send(Phase(name))))
 
 
 PR_SET_PDEATHSIG = 1
