@@ -190,8 +190,9 @@ def _run_index(events: list[dict[str, Any]]) -> tuple[list[int], list[int]]:
 def parse_profile(events: list[dict[str, Any]], warmup: int = 1) -> Profile:
     """ONNX Runtime profiler events -> one NodeProfile per node with its kernel time per run: the sum
     of its events within each `model_run` (a node inside a Loop body has one event per iteration), the
-    median over runs (and how many events that was per run), and the median `model_run` itself. The
-    first `warmup` runs of the fresh profiling session are dropped when later ones exist. A
+    mean over runs (and the median count of events per run), and the mean `model_run` itself: means, so
+    that node times add up to at most the pass's time per call as each run's do (a sum of medians need
+    not). The first `warmup` runs of the fresh profiling session are dropped when later ones exist. A
     control-flow node's time contains its body's nodes (listed too): it is a container."""
     starts, ends = _run_index(events)
     totals: dict[str, list[float]] = defaultdict(lambda: [0.0] * len(starts))
@@ -218,9 +219,9 @@ def parse_profile(events: list[dict[str, Any]], warmup: int = 1) -> Profile:
         nodes.append(NodeProfile(name=name, op_type=op, kernel=f"{op}:{args.get('provider', '')}",
                                  provider=args.get("provider", ""),
                                  precision=ORT_TYPE_PRECISION.get(types[0], types[0]) if compute else "",
-                                 time_us=float(np.median(totals[name][warm])),
+                                 time_us=float(np.mean(totals[name][warm])),
                                  calls=int(np.median(counts[name][warm])), container=container))
-    return Profile(nodes, float(np.median([end - start for start, end in zip(starts, ends)][warm])))
+    return Profile(nodes, float(np.mean([end - start for start, end in zip(starts, ends)][warm])))
 
 
 class OrtRuntime(Runtime):

@@ -143,20 +143,21 @@ def warm_time_us(reported: list[float], cumulative: bool, warmup: int = 1) -> fl
     """One layer's time per run from its report after the last of `warmup` runs, then after each later
     run. OpenVINO's CPU plugin reports the average over every run since compile, so the later runs'
     mean is (N * last - warmup * first) / (N - warmup) over N runs in all; per-run reports (other
-    devices) give the median of the later ones."""
+    devices) give the mean of the later ones."""
     if len(reported) < 2:
         return reported[0]
     if cumulative:
         total = warmup + len(reported) - 1
         return max(0.0, (total * reported[-1] - warmup * reported[0]) / (total - warmup))
-    return float(np.median(reported[1:]))
+    return float(np.mean(reported[1:]))
 
 
 def parse_profile(samples: list[list[Any]], device: str, fused: dict[str, tuple[str, ...]],
                   sources: dict[str, str], warmup: int = 1, latencies_us: list[float] | None = None) -> Profile:
     """ProfilingInfo lists read after the last of `warmup` runs of a fresh request and after each later
     run -> one NodeProfile per executed layer with its time per later run (see `warm_time_us`), and
-    the request's own latency per later run (their mean, as the CPU layers' times are means)."""
+    the request's own mean latency over the later runs (means throughout, so that layer times add up to
+    at most the time per call, as each run's do)."""
     times: dict[str, list[float]] = defaultdict(list)
     info: dict[str, Any] = {}
     executed = _ov().ProfilingInfo.Status.EXECUTED
@@ -173,7 +174,7 @@ def parse_profile(samples: list[list[Any]], device: str, fused: dict[str, tuple[
              for name, layer in info.items()]
     call_us = None
     if latencies_us:
-        call_us = float(np.mean(latencies_us) if cumulative else np.median(latencies_us))
+        call_us = float(np.mean(latencies_us))
     return Profile(nodes, call_us)
 
 

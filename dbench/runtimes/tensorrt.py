@@ -290,9 +290,10 @@ class TensorrtSession(Session):
         inspector = self.engine.create_engine_inspector()
         inspector.execution_context = self.context
         info = json.loads(inspector.get_engine_information(trt.LayerInformationFormat.JSON))
-        # The warm-up runs of a fresh profiler are dropped (one report per layer per run).
-        return Profile(node_profiles(info, {name: float(np.median(t[warmup:] or t)) for name, t in times.items()}),
-                       float(np.median(calls_us)))
+        # The warm-up runs of a fresh profiler are dropped (one report per layer per run); means, so that
+        # layer times add up to at most the time per call, as each run's do.
+        return Profile(node_profiles(info, {name: float(np.mean(t[warmup:] or t)) for name, t in times.items()}),
+                       float(np.mean(calls_us)))
 
     def device_memory(self) -> int | None:
         return gpu.process_device_memory(self.device)
