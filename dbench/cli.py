@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import json
+import signal
 import sys
 from pathlib import Path
 from typing import Annotated, Callable, Optional, TypeVar
@@ -275,6 +276,12 @@ def runtimes() -> None:
     out.print(runtimes_table([status(name) for name in RUNTIMES]))
 
 
+def _stop_as_on_ctrl_c(signum: int, frame: object) -> None:
+    """SIGTERM (a scheduler, `kill`, a job started in the background where Ctrl-C is ignored) stops a
+    run as Ctrl-C does: finished rows kept, the worker's group killed, the resume command printed."""
+    raise KeyboardInterrupt
+
+
 @app.command()
 @friendly
 def run(
@@ -316,7 +323,7 @@ def run(
     """Time every selected graph on a runtime, verify it, and log one row per graph as it finishes.
 
     Exit status: 0 when every row is ok or unsupported, 3 when any is mismatch, failed, crashed,
-    timeout or oom, 2 for bad input, 1 for other errors, 130 on Ctrl-C."""
+    timeout or oom, 2 for bad input, 1 for other errors, 130 on Ctrl-C or SIGTERM."""
     from dbench.orchestrator.request import RunRequest
     from dbench.orchestrator.run import execute_run, plan_run
     from dbench.frommodel.dims import parse_dims
@@ -340,8 +347,12 @@ def run(
         cpus=cpus,
     )
     planned = plan_run(request, out_dir, resume)
-    with RunProgress(err, planned) as progress:
-        result = execute_run(planned, progress)
+    before = signal.signal(signal.SIGTERM, _stop_as_on_ctrl_c)
+    try:
+        with RunProgress(err, planned) as progress:
+            result = execute_run(planned, progress)
+    finally:
+        signal.signal(signal.SIGTERM, before)
     print_run(out, result)
     if kernel_rows is not None:
         from dbench.frommodel.predict import model_vs_kernels

@@ -247,11 +247,13 @@ def test_the_runtime_receives_the_jobs_weights_mode(weights, monkeypatch):
 
 
 @pytest.mark.slow
-def test_ctrl_c_keeps_finished_rows(kernels, tmp_path):
+@pytest.mark.parametrize("stop", [signal.SIGINT, signal.SIGTERM], ids=["ctrl-c", "sigterm"])
+def test_ctrl_c_keeps_finished_rows(stop, kernels, tmp_path):
+    """Ctrl-C, or SIGTERM as a scheduler or `kill` sends it: rows kept, one line saying how to finish."""
     out = tmp_path / "res"
     proc = dbench("run", "--kernels", str(kernels), *FAST, "--out", str(out), env={"DBENCH_WORKER_HANG_ON": "gemm_m48_"})
     wait_for_rows(out, 2)
-    proc.send_signal(signal.SIGINT)
+    proc.send_signal(stop)
     _, stderr = proc.communicate(timeout=30)
     assert proc.returncode == 130
     assert "interrupted" in stderr and "--resume" in stderr and "Traceback" not in stderr
