@@ -95,3 +95,12 @@ def test_inspector_json_of_tensorrt_10_and_11_gives_layers_kernels_and_executed_
                                        ("Int8", "int8"), ("Float", "fp32"), ("Row major linear INT32", "int32"), ("Bool", "")])
 def test_precision_names(text, name):
     assert precision_of(text) == name
+
+
+def test_layer_times_are_means_over_the_typical_runs_after_the_warm_up():
+    """Two warm-up reports, then three runs of which the second was preempted: it is left out of both
+    the layer times and the time per call, so the layers still fit inside the call."""
+    from dbench.runtimes.tensorrt_layers import typical_layer_times
+
+    layers, call = typical_layer_times({"conv": [90.0, 50.0, 10.0, 40.0, 12.0], "odd": [3.0]}, 2, [12.0, 45.0, 14.0])
+    assert layers == {"conv": 11.0, "odd": 3.0} and call == 13.0

@@ -10,7 +10,7 @@ import importlib.util
 from abc import ABC, abstractmethod
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Mapping
+from typing import Any, ClassVar, Mapping, Sequence
 
 import numpy as np
 import onnx
@@ -71,6 +71,15 @@ class Profile:
     nodes: list[NodeProfile]
     call_us: float | None
     """The pass's wall time per profiled call (warm-up calls left out); None where it is not known."""
+
+
+def typical_runs(calls_us: Sequence[float]) -> list[int]:
+    """The indices of the profiled runs no slower than their median: node times are means over these
+    runs, and the pass's time per call the mean of the same runs, so the node sum stays within it (each
+    run's nodes fit inside that run) while a run preempted by other work on a busy machine (a mean's
+    weak point) is left out."""
+    middle = float(np.median(calls_us))
+    return [i for i, call in enumerate(calls_us) if call <= middle]
 
 
 class Session(ABC):

@@ -21,7 +21,7 @@ from dbench.errors import DbenchError, OutOfMemory, UnsupportedError, UsageError
 from dbench.gen.graph import GraphSpec
 from dbench.gen.precision import DTYPES
 from dbench.gen.weights import embed_weights
-from dbench.runtimes.base import NodeProfile, Profile, Runtime, RuntimeOptions, Session
+from dbench.runtimes.base import NodeProfile, Profile, Runtime, RuntimeOptions, Session, typical_runs
 
 # ONNX Runtime's profiler type names -> our precision names.
 ORT_TYPE_PRECISION = {
@@ -189,11 +189,11 @@ def _run_index(events: list[dict[str, Any]]) -> tuple[list[int], list[int]]:
 
 def parse_profile(events: list[dict[str, Any]], warmup: int = 1) -> Profile:
     """ONNX Runtime profiler events -> one NodeProfile per node with its kernel time per run: the sum
-    of its events within each `model_run` (a node inside a Loop body has one event per iteration), the
-    mean over runs (and the median count of events per run), and the mean `model_run` itself: means, so
-    that node times add up to at most the pass's time per call as each run's do (a sum of medians need
-    not). The first `warmup` runs of the fresh profiling session are dropped when later ones exist. A
-    control-flow node's time contains its body's nodes (listed too): it is a container."""
+    of its events within each `model_run` (a node inside a Loop body has one event per iteration),
+    averaged over the typical runs (`typical_runs`; with the median count of events per run), and the
+    mean `model_run` of those runs. The first `warmup` runs of the fresh profiling session are dropped
+    when later ones exist. A control-flow node's time contains its body's nodes (listed too): it is a
+    container."""
     starts, ends = _run_index(events)
     totals: dict[str, list[float]] = defaultdict(lambda: [0.0] * len(starts))
     counts: dict[str, list[int]] = defaultdict(lambda: [0] * len(starts))
@@ -208,7 +208,9 @@ def parse_profile(events: list[dict[str, Any]], warmup: int = 1) -> Profile:
         totals[name][run] += float(event.get("dur", 0))
         counts[name][run] += 1
         info[name] = event.get("args", {})
-    warm = slice(warmup, None) if len(starts) > warmup else slice(None)
+    warm = range(warmup, len(starts)) if len(starts) > warmup else range(len(starts))
+    durations = [ends[run] - starts[run] for run in warm]
+    kept = [warm[i] for i in typical_runs(durations)]
     nodes = []
     for name, args in info.items():
         types = [next(iter(t)) for t in args.get("input_type_shape", []) if t]
@@ -219,9 +221,9 @@ def parse_profile(events: list[dict[str, Any]], warmup: int = 1) -> Profile:
         nodes.append(NodeProfile(name=name, op_type=op, kernel=f"{op}:{args.get('provider', '')}",
                                  provider=args.get("provider", ""),
                                  precision=ORT_TYPE_PRECISION.get(types[0], types[0]) if compute else "",
-                                 time_us=float(np.mean(totals[name][warm])),
-                                 calls=int(np.median(counts[name][warm])), container=container))
-    return Profile(nodes, float(np.mean([end - start for start, end in zip(starts, ends)][warm])))
+                                 time_us=float(np.mean([totals[name][run] for run in kept])),
+                                 calls=int(np.median([counts[name][run] for run in kept])), container=container))
+    return Profile(nodes, float(np.mean([ends[run] - starts[run] for run in kept])))
 
 
 class OrtRuntime(Runtime):

@@ -24,7 +24,7 @@ from dbench.gen.graph import GraphSpec
 from dbench.gen.precision import DTYPES
 from dbench.runtimes import engine_cache, gpu
 from dbench.runtimes.base import Profile, Runtime, RuntimeOptions, Session
-from dbench.runtimes.tensorrt_layers import node_profiles
+from dbench.runtimes.tensorrt_layers import node_profiles, typical_layer_times
 from dbench.runtimes.tensorrt_options import TensorrtOptions, parse_tensorrt_options
 
 DISTRIBUTIONS = {"tensorrt-cu13": 13, "tensorrt-cu12": 12, "tensorrt": 13}
@@ -290,10 +290,8 @@ class TensorrtSession(Session):
         inspector = self.engine.create_engine_inspector()
         inspector.execution_context = self.context
         info = json.loads(inspector.get_engine_information(trt.LayerInformationFormat.JSON))
-        # The warm-up runs of a fresh profiler are dropped (one report per layer per run); means, so that
-        # layer times add up to at most the time per call, as each run's do.
-        return Profile(node_profiles(info, {name: float(np.mean(t[warmup:] or t)) for name, t in times.items()}),
-                       float(np.mean(calls_us)))
+        layer_us, call_us = typical_layer_times(times, warmup, calls_us)
+        return Profile(node_profiles(info, layer_us), call_us)
 
     def device_memory(self) -> int | None:
         return gpu.process_device_memory(self.device)
