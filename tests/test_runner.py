@@ -452,3 +452,52 @@ def test_the_worker_reports_each_phase_of_a_job_before_its_outcome():
         worker.stop()
     assert outcome.status == Status.OK, outcome.message
     assert phases == ["making inputs", "preparing", "timing", "verifying", "profiling"]
+
+
+def _scripted_worker(gaps_s: list[float]):
+    """A WorkerProcess whose 'worker' is a thread on the other end of its connection: it takes the job
+    and sends a Phase after each gap, then an ok Outcome (the process slot holds a sleeping child)."""
+    import socket
+    import threading
+    from multiprocessing.connection import Connection
+
+    from dbench.orchestrator.worker_process import WorkerProcess
+    from dbench.store.schema import Status
+    from dbench.worker.main import Outcome, Phase
+
+    ours, theirs = socket.socketpair()
+    worker = WorkerProcess()
+    worker.process = subprocess.Popen(["sleep", "60"], start_new_session=True)
+    worker.connection = Connection(ours.detach())
+    far = Connection(theirs.detach())
+
+    def serve() -> None:
+        try:
+            far.recv()
+            for i, gap in enumerate(gaps_s):
+                time.sleep(gap)
+                far.send(Phase(f"phase {i}"))
+            far.send(Outcome(Status.OK))
+        except OSError:  # the parent gave up and closed its end
+            pass
+
+    threading.Thread(target=serve, daemon=True).start()
+    return worker
+
+
+def test_each_phase_restarts_the_timeout_and_a_stalled_one_is_named():
+    """--timeout is a watchdog on progress: a job longer than it in all, but never silent that long,
+    finishes; a phase silent past it is a timeout that says which phase stalled."""
+    from dbench.store.schema import Status
+
+    steady = _scripted_worker([0.8, 0.8, 0.8])
+    try:
+        assert steady.submit(None, 2.0).status == Status.OK  # 2.4 s in all
+    finally:
+        steady.stop()
+    stalled = _scripted_worker([0.2, 4.0])
+    try:
+        outcome = stalled.submit(None, 2.0)
+    finally:
+        stalled.stop()
+    assert outcome.status == Status.TIMEOUT and "no progress for 2 s while phase 0" in outcome.message

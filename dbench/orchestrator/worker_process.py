@@ -9,7 +9,6 @@ import signal
 import socket
 import subprocess
 import sys
-import time
 from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Callable
@@ -70,23 +69,25 @@ class WorkerProcess:
         return self.process is not None and self.process.poll() is None
 
     def submit(self, job: Job, timeout: float, on_phase: Callable[[str], None] = lambda name: None) -> Outcome:
-        """The worker's Outcome for `job`, or the parent's when it died or exceeded `timeout` seconds
-        (for the whole job); `on_phase` is told each phase the worker reports on the way."""
+        """The worker's Outcome for `job`, or the parent's when it died or made no progress for `timeout`
+        seconds: each phase the worker reports (told to `on_phase`) restarts the clock, so a server GRU
+        verified for minutes is not mistaken for a hang, while a stuck phase still is."""
         if not self.alive():
             self._start()
         kills_before = oom_kills()
-        deadline = time.monotonic() + timeout
+        phase = "starting"
         try:
             self.connection.send(job)
-            while self.connection.poll(max(0.0, deadline - time.monotonic())):
+            while self.connection.poll(timeout):
                 message = self.connection.recv()
                 if not isinstance(message, Phase):
                     return message
-                on_phase(message.name)
+                phase = message.name
+                on_phase(phase)
         except (EOFError, OSError):
             return self._death(kills_before)  # the pipe closed: the worker is dead or dying
         self.stop()
-        return Outcome(Status.TIMEOUT, f"no result within {timeout:g} s; the worker was killed and replaced")
+        return Outcome(Status.TIMEOUT, f"no progress for {timeout:g} s while {phase}; the worker was killed and replaced")
 
     def _death(self, kills_before: int | None) -> Outcome:
         try:
