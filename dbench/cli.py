@@ -311,7 +311,7 @@ def run(
     warmup: Annotated[Optional[float], typer.Option("--warmup", help="Minimum warm-up time per graph, seconds (default 0.05).")] = None,
     no_verify: Annotated[bool, typer.Option("--no-verify", help="Skip the comparison with the numpy reference.")] = False,
     profile_runs: Annotated[int, typer.Option("--profile-runs", help="Runs of the untimed per-node profiling pass (0 = none).")] = 10,
-    timeout: Annotated[float, typer.Option("--timeout", help="Seconds a graph may spend in one phase (preparing, timing, verifying, profiling...) before its worker is killed as hung.")] = 300.0,
+    timeout: Annotated[float, typer.Option("--timeout", help="Seconds a graph may spend in one phase (preparing, timing, verifying, profiling...) before its worker is killed as hung.")] = 600.0,
     cpus: Annotated[Optional[str], typer.Option("--cpus", help="Pin the worker to these CPUs, e.g. 4-7 (a board's big cluster); default threads = their count.")] = None,
     memory_limit: Annotated[Optional[float], typer.Option("--memory-limit", help="Address-space limit of the worker in GiB (out-of-memory becomes an `oom` row).")] = None,
     out_dir: Annotated[Path, typer.Option("--out", help="Results folder; the run goes to <out>/<machine>/<run-id>.jsonl.")] = Path("results"),

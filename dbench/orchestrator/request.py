@@ -62,7 +62,7 @@ class RunRequest:
     warmup: float | None = None
     verify: bool = True
     profile_runs: int = 10
-    timeout: float = 300.0
+    timeout: float = 600.0
     memory_limit: int | None = None
     dims: dict[str, int] = field(default_factory=dict)
     """Sizes of the symbolic input dimensions of foreign models (`--graphs` on .onnx files, `--model`)."""

@@ -31,7 +31,7 @@ class RunConfig:
     weights: str = "auto"
     verify: bool = True
     profile_runs: int = 10
-    timeout: float = 300.0
+    timeout: float = 600.0
     memory_limit: int | None = None
     cpus: tuple[int, ...] | None = None
     """CPUs the worker is pinned to (None: wherever the parent may run)."""
