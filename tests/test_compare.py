@@ -22,9 +22,15 @@ def row(graph: str, times: list[float] | None, status: str = "ok", verified: boo
 
 
 def test_same_distribution_is_same(seed):
+    """The verdict is `same`; the 95% interval covers 1 for about 95% of fresh pairs, not for every
+    pair (asserting it for one pair failed a CI run here, as it must one time in twenty)."""
     rng = np.random.default_rng(seed)
     shift = hodges_lehmann(np.array(samples(rng, 100, 0.05)), np.array(samples(rng, 100, 0.05)))
-    assert verdict(shift) == "same" and shift.low < 1 < shift.high
+    assert verdict(shift) == "same"
+    shifts = [hodges_lehmann(np.array(samples(rng, 100, 0.05, 100)), np.array(samples(rng, 100, 0.05, 100)))
+              for _ in range(200)]
+    covered = sum(s.low < 1 < s.high for s in shifts)
+    assert covered >= 170, f"interval covered 1 in {covered} of 200 pairs; nominal 95%"  # 6 sd below 190
 
 
 def test_ten_percent_slower_with_tight_samples_is_slower(seed):
