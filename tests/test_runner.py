@@ -47,15 +47,17 @@ def dbench(*args: str, env: dict | None = None, **kwargs) -> subprocess.Popen:
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True, **kwargs)
 
 
-def children(pid: int) -> list[int]:
-    """The live processes whose parent is `pid` (from /proc)."""
+def worker_children(pid: int) -> list[int]:
+    """The live dbench worker processes whose parent is `pid` (from /proc); other children, such as a
+    short-lived command the run starts to read the machine's metadata, are not workers."""
     found = []
     for stat in Path("/proc").glob("[0-9]*/stat"):
         try:
             fields = stat.read_text().rsplit(")", 1)[1].split()
+            command = (stat.parent / "cmdline").read_bytes()
         except OSError:
             continue
-        if int(fields[1]) == pid and fields[0] != "Z":
+        if int(fields[1]) == pid and fields[0] != "Z" and b"dbench.worker" in command:
             found.append(int(stat.parent.name))
     return found
 
@@ -148,10 +150,10 @@ def test_worker_killed_from_outside_is_crashed_not_oom(kernels, tmp_path):
     try:
         wait_for_rows(out, 1)
         deadline = time.time() + 30
-        while time.time() < deadline and not children(proc.pid):
+        while time.time() < deadline and not worker_children(proc.pid):
             time.sleep(0.1)
         time.sleep(1)  # the worker has the hanging graph by now
-        for worker in children(proc.pid):
+        for worker in worker_children(proc.pid):
             os.kill(worker, signal.SIGKILL)
         proc.communicate(timeout=120)
     finally:
@@ -189,7 +191,7 @@ def test_sigkilled_run_leaves_no_worker_behind(kernels, tmp_path):
     try:
         deadline = time.time() + 60
         while time.time() < deadline and not workers:
-            workers = children(proc.pid)
+            workers = worker_children(proc.pid)
             time.sleep(0.2)
         assert workers, "the run started no worker"
         assert all(os.getpgid(w) != os.getpgid(proc.pid) for w in workers), "the worker has its own process group"
