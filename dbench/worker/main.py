@@ -67,7 +67,7 @@ class Outcome:
 @dataclass(frozen=True)
 class Phase:
     """Sent by the worker before an Outcome as each phase of a job begins, so that a kernel that takes
-    minutes shows what it is doing (the parent's timeout still covers the whole job)."""
+    minutes shows what it is doing; each one restarts the parent's `--timeout` clock."""
 
     name: str
 
@@ -99,7 +99,7 @@ VERIFY_ROWS = 256
 PROFILE_BUDGET_S = 0.05
 """Profiling stops after about this much kernel time, once two runs are done."""
 PROFILE_WARMUP_S = 0.05
-"""A profiling pass first runs about this long unprofiled (1 to PROFILE_WARMUP_CALLS calls): a fresh
+"""A profiling pass first runs about this long, left out of the profile (1 to PROFILE_WARMUP_CALLS calls): a fresh
 session's first calls are slow (ONNX Runtime's gemm_m35_n700_k2048: 3.4, 5.6, 2.9, 1.7 ms, then a
 steady 1.2 ms), and profiling them made kernel times 2-5x the timed median on a quiet machine."""
 PROFILE_WARMUP_CALLS = 50
