@@ -267,6 +267,16 @@ def test_per_run_profile_of_another_device_drops_the_cold_first_run():
     assert node.time_us == 11
 
 
+def test_per_run_profile_leaves_out_a_preempted_run_by_its_latency():
+    """A device that reports per run: the run whose request took 40 µs (preempted) is left out of the
+    layer's time and of the time per call alike, as on ONNX Runtime and TensorRT."""
+    from dbench.runtimes.openvino import parse_profile
+
+    profile = parse_profile([_layers(us) for us in (100, 10, 35, 12)], "GPU.0", {}, {}, latencies_us=[11.0, 40.0, 13.0])
+    (node,) = profile.nodes
+    assert node.time_us == 11 and profile.call_us == 12
+
+
 def test_cpu_plugin_still_reports_running_averages():
     """The premise of the rule above, checked on this OpenVINO: the counters belong to the compiled
     model and accumulate over its runs, so a request that never ran reports the earlier runs' times."""

@@ -17,7 +17,7 @@ import onnx
 from dbench.errors import DbenchError, OutOfMemory, RuntimeSetupError, UnsupportedError, UsageError
 from dbench.gen.graph import GraphSpec
 from dbench.gen.precision import DTYPES
-from dbench.runtimes.base import NodeProfile, Profile, Runtime, RuntimeOptions, Session
+from dbench.runtimes.base import NodeProfile, Profile, Runtime, RuntimeOptions, Session, typical_runs
 
 DEFAULT_DEVICE = "CPU"
 # Devices that schedule onto other devices: they take the hardware devices' config keys but do not
@@ -139,25 +139,29 @@ def cumulative_reports(device: str) -> bool:
     return all(d.split(".")[0] == "CPU" for d in device.split(","))
 
 
-def warm_time_us(reported: list[float], cumulative: bool, warmup: int = 1) -> float:
+def warm_time_us(reported: list[float], cumulative: bool, warmup: int = 1, kept: list[int] | None = None) -> float:
     """One layer's time per run from its report after the last of `warmup` runs, then after each later
     run. OpenVINO's CPU plugin reports the average over every run since compile, so the later runs'
     mean is (N * last - warmup * first) / (N - warmup) over N runs in all; per-run reports (other
-    devices) give the mean of the later ones."""
+    devices) give the mean of the later runs listed in `kept` (all of them when None)."""
     if len(reported) < 2:
         return reported[0]
     if cumulative:
         total = warmup + len(reported) - 1
         return max(0.0, (total * reported[-1] - warmup * reported[0]) / (total - warmup))
-    return float(np.mean(reported[1:]))
+    later = reported[1:]
+    if kept is not None and all(i < len(later) for i in kept):  # a layer reported in every run
+        later = [later[i] for i in kept]
+    return float(np.mean(later))
 
 
 def parse_profile(samples: list[list[Any]], device: str, fused: dict[str, tuple[str, ...]],
                   sources: dict[str, str], warmup: int = 1, latencies_us: list[float] | None = None) -> Profile:
     """ProfilingInfo lists read after the last of `warmup` runs of a fresh request and after each later
     run -> one NodeProfile per executed layer with its time per later run (see `warm_time_us`), and
-    the request's own mean latency over the later runs (means throughout, so that layer times add up to
-    at most the time per call, as each run's do)."""
+    the request's own mean latency over the same runs, so that layer times add up to at most the time
+    per call, as each run's do. Devices that report per run keep only the typical runs
+    (`typical_runs`, by latency); the CPU plugin's running averages cannot leave a run out."""
     times: dict[str, list[float]] = defaultdict(list)
     info: dict[str, Any] = {}
     executed = _ov().ProfilingInfo.Status.EXECUTED
@@ -168,14 +172,14 @@ def parse_profile(samples: list[list[Any]], device: str, fused: dict[str, tuple[
             times[layer.node_name].append(layer.real_time.total_seconds() * 1e6)
             info[layer.node_name] = layer
     cumulative = cumulative_reports(device)
+    kept = typical_runs(latencies_us) if latencies_us and not cumulative else None
     nodes = [NodeProfile(name=name, op_type=layer.node_type, kernel=layer.exec_type, provider=device,
                          precision=kernel_precision(layer.node_type, layer.exec_type, fused.get(name, ()), sources),
-                         time_us=warm_time_us(times[name], cumulative, warmup))
+                         time_us=warm_time_us(times[name], cumulative, warmup, kept))
              for name, layer in info.items()]
-    call_us = None
-    if latencies_us:
-        call_us = float(np.mean(latencies_us))
-    return Profile(nodes, call_us)
+    if not latencies_us:
+        return Profile(nodes, None)
+    return Profile(nodes, float(np.mean([latencies_us[i] for i in kept] if kept is not None else latencies_us)))
 
 
 def _host_array(tensor) -> np.ndarray:
