@@ -13,11 +13,11 @@ from typing import Any
 from dbench.orchestrator.items import Item, build_items, is_model_file
 from dbench.orchestrator.request import RunRequest, check_resume, validate
 from dbench.orchestrator.runner import RunConfig, RunObserver, Runner
+from dbench.outcome import PASSING, Status
 from dbench.runtimes.base import Runtime
 from dbench.store.export import export_run
 from dbench.store.log import RunLog, ensure_writable, find_run, new_run_id
 from dbench.store.metadata import host_metadata, machine_name
-from dbench.store.schema import PASSING, Status
 
 FAILING_EXIT_CODE = 3
 """`dbench run`'s exit status when any row is mismatch, failed, crashed, timeout or oom."""

@@ -10,11 +10,12 @@ from typing import Protocol
 from dbench.errors import DbenchError, RuntimeSetupError
 from dbench.gen.graph import GraphSpec
 from dbench.orchestrator.items import Item
+from dbench.outcome import Outcome, Status
 from dbench.orchestrator.worker_process import WorkerProcess
 from dbench.runtimes.base import Runtime, RuntimeOptions
 from dbench.store.log import RunLog, resume_command
-from dbench.store.schema import Row, Status
-from dbench.worker.main import Job, Outcome
+from dbench.store.schema import Row
+from dbench.worker.main import Job
 from dbench.worker.timing import TimingConfig
 
 WEIGHT_MODES = ("auto", "const", "input")

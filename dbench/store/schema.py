@@ -7,34 +7,14 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from enum import Enum
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from dbench.gen.graph import GraphSpec
+from dbench.outcome import Outcome, Status
 from dbench.store.invariants import violations
 from dbench.store.metadata import load_average
 
-if TYPE_CHECKING:
-    from dbench.worker.main import Outcome
 
-
-class Status(str, Enum):
-    """A row's verdict; the value is what the log stores."""
-
-    OK = "ok"
-    UNSUPPORTED = "unsupported"
-    MISMATCH = "mismatch"
-    FAILED = "failed"
-    CRASHED = "crashed"
-    TIMEOUT = "timeout"
-    OOM = "oom"
-
-    def __str__(self) -> str:
-        return self.value
-
-
-PASSING = frozenset({Status.OK, Status.UNSUPPORTED})
-"""Statuses of an honest run: measured and verified, or refused by the runtime with its reason."""
 STAT_FIELDS = ("median_us", "p10_us", "p90_us", "p99_us", "min_us", "mean_us", "std_us", "cv", "spread", "mad_us",
                "ci_low_us", "ci_high_us", "ci_rel", "samples", "calls_per_sample", "unstable", "timed_s", "warmup_s",
                "first_call_us", "runtime_median_us", "samples_us")
@@ -149,7 +129,7 @@ class Row:
 
     @classmethod
     def build(cls, run_id: str, seq: int, spec: GraphSpec, runtime: dict[str, Any], weights: str | None,
-              outcome: "Outcome") -> "Row":
+              outcome: Outcome) -> "Row":
         """A row from the worker's Outcome (or the parent's, with just status and message, when the
         worker died or the graph never reached it).
         `runtime` holds name, version, device and the options in force; `weights` is the job's mode."""

@@ -10,12 +10,12 @@ import signal
 import sys
 import time
 import traceback
-from dataclasses import asdict, dataclass, field
-from typing import TYPE_CHECKING, Any, Callable
+from dataclasses import asdict, dataclass
+from typing import TYPE_CHECKING, Callable
 
 from dbench.gen.graph import GraphSpec
+from dbench.outcome import Outcome, Phase, Status
 from dbench.runtimes.base import Profile, Runtime, RuntimeOptions, Session
-from dbench.store.schema import Status
 from dbench.worker.timing import TimingConfig
 
 if TYPE_CHECKING:
@@ -38,38 +38,6 @@ class Job:
     weights: str = "const"
     verify: bool = True
     profile_runs: int = 10
-
-
-@dataclass
-class Outcome:
-    """What the worker measured for one Job: status, message, statistics, verdict, profile, memory.
-    `aborts_run`: the runtime cannot start as configured, so no later job can run either."""
-
-    status: Status
-    message: str = ""
-    stats: dict[str, Any] | None = None
-    verification: dict[str, Any] | None = None
-    nodes: list[dict[str, Any]] = field(default_factory=list)
-    peak_rss_bytes: int | None = None
-    memory_bytes: int | None = None
-    device_memory_bytes: int | None = None
-    device_median_us: float | None = None
-    runtime_options: dict[str, Any] | None = None
-    inputs_s: float | None = None
-    prepare_s: float | None = None
-    verify_s: float | None = None
-    profile_s: float | None = None
-    profile_call_us: float | None = None
-    """The profiling pass's own time per call, on the clock that brackets its node times."""
-    aborts_run: bool = False
-
-
-@dataclass(frozen=True)
-class Phase:
-    """Sent by the worker before an Outcome as each phase of a job begins, so that a kernel that takes
-    minutes shows what it is doing; each one restarts the parent's `--timeout` clock."""
-
-    name: str
 
 
 def _no_phase(name: str) -> None:
