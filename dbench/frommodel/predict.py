@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from dbench.foreign.spec import FAMILY
 from dbench.frommodel.output import MODEL_ATTR
+from dbench.gen.graph import MODEL_FAMILY
 
 
 def _model_tag(row: dict[str, Any]) -> dict[str, Any]:
@@ -19,7 +19,7 @@ def model_vs_kernels(model_rows: list[dict[str, Any]], kernel_rows: list[dict[st
     ratio (`share`); the same over minimum times (`share_of_min`: less sensitive to a busy machine), and how many kernels (and model nodes) the sum covers; kernels that did not run ok
     are named, never counted as zero."""
     table = []
-    for model in (r for r in model_rows if r.get("family") == FAMILY):
+    for model in (r for r in model_rows if r.get("family") == MODEL_FAMILY):
         name, runtime = model["kernel_id"], model["runtime"]
         kernels = [r for r in kernel_rows if _model_tag(r).get("name") == name and r["runtime"] == runtime]
         timed = [r for r in kernels if r["status"] == "ok" and r.get("median_us") is not None]

@@ -9,10 +9,10 @@ from typing import Protocol
 
 from dbench.errors import DbenchError, RuntimeSetupError
 from dbench.gen.graph import GraphSpec
-from dbench.orchestrator.items import Item
 from dbench.outcome import Outcome, Status
 from dbench.orchestrator.worker_process import WorkerProcess
 from dbench.runtimes.base import Runtime, RuntimeOptions
+from dbench.sources.item import Item
 from dbench.store.log import RunLog, resume_command
 from dbench.store.schema import Row
 from dbench.worker.main import Job
@@ -85,7 +85,7 @@ class Runner:
             return Outcome(Status.FAILED, f"cannot read the graph file: {err.strerror}")
         job = Job(spec=item.spec, model=data, sha256=digest, runtime=self.config.runtime, options=self.config.options,
                   timing=self.config.timing, weights=weights, verify=self.config.verify,
-                  profile_runs=self.config.profile_runs)
+                  profile_runs=self.config.profile_runs, contract=item.contract)
         return worker.submit(job, self.config.timeout, lambda name: observer.on_phase(item, name))
 
     def run(self, items: list[Item], done: set[str], observer: RunObserver) -> list[Row]:

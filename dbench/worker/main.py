@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Callable
 from dbench.gen.graph import GraphSpec
 from dbench.outcome import Outcome, Phase, Status
 from dbench.runtimes.base import Profile, Runtime, RuntimeOptions, Session
+from dbench.sources.contract import Contract
 from dbench.worker.timing import TimingConfig
 
 if TYPE_CHECKING:
@@ -26,8 +27,9 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class Job:
-    """One graph to measure. `model` is the serialized ONNX graph (no weights inside); `weights` is
-    `const` (weights become constants at load time) or `input` (fed every call)."""
+    """One graph to measure. `model` is the serialized ONNX graph (no weights inside, except a foreign
+    model's own); `weights` is `const` (weights become constants at load time) or `input` (fed every
+    call); `contract` is what its source promises about it (the inputs it expects, what verifies it)."""
 
     spec: GraphSpec
     model: bytes
@@ -38,6 +40,7 @@ class Job:
     weights: str = "const"
     verify: bool = True
     profile_runs: int = 10
+    contract: Contract = Contract()
 
 
 def _no_phase(name: str) -> None:
@@ -47,19 +50,6 @@ def _no_phase(name: str) -> None:
 def _first_line(err: BaseException) -> str:
     text = str(err).strip()
     return f"{type(err).__name__}: {text.splitlines()[0]}" if text else type(err).__name__
-
-
-def _check_model(model, spec) -> str | None:
-    """A reason the graph does not match its manifest entry, or None."""
-    names = [i.name for i in model.graph.input]
-    expected = [t.name for t in spec.inputs]
-    if names != expected:
-        return f"graph inputs {names} do not match the manifest's {expected}"
-    for value, tensor in zip(model.graph.input, spec.inputs):
-        dims = tuple(d.dim_value for d in value.type.tensor_type.shape.dim)
-        if dims != tensor.shape:
-            return f"input {tensor.name} has shape {dims} in the graph but {tensor.shape} in the manifest"
-    return None
 
 
 VERIFY_ROWS = 256
@@ -142,13 +132,14 @@ def runtime_for(name: str, options: RuntimeOptions) -> Runtime:
     return _runtime[0][2]
 
 
-def _expected(model, spec: GraphSpec, feeds: dict, rows) -> tuple[dict | None, str, Tolerance]:
-    """(reference outputs, what computed them, tolerance rule): dbench's numpy reference for its own
-    graphs; onnx.reference for a foreign model, or (None, why not, rule) when it cannot run it."""
-    from dbench.foreign.spec import FAMILY
+def _expected(model, spec: GraphSpec, feeds: dict, rows, reference: str) -> tuple[dict | None, str, Tolerance]:
+    """(reference outputs, what computed them, tolerance rule) by the reference the source names:
+    dbench's numpy reference of the graph's family, or onnx.reference (None and why not, when it
+    cannot run the model)."""
+    from dbench.sources.contract import ONNX_REFERENCE
 
-    if spec.family == FAMILY:
-        from dbench.foreign.reference import reference_outputs, tolerance as model_tolerance
+    if reference == ONNX_REFERENCE:
+        from dbench.sources.model_reference import reference_outputs, tolerance as model_tolerance
 
         outputs, by = reference_outputs(model, spec, feeds)
         return outputs, by, model_tolerance(spec)
@@ -166,6 +157,7 @@ def execute(job: Job, phase: Callable[[str], None] = _no_phase) -> Outcome:
     from dbench.gen.feeds import make_feeds
     from dbench.gen.manifest import sha256
     from dbench.gen.weights import split_feeds
+    from dbench.sources.contract import check_model, stored_weights
     from dbench.worker import memory
     from dbench.worker.timing import measure
     from dbench.worker.verify import compare
@@ -176,10 +168,10 @@ def execute(job: Job, phase: Callable[[str], None] = _no_phase) -> Outcome:
     except Exception as err:  # protobuf raises DecodeError and friends
         return Outcome(Status.FAILED, f"cannot load the graph: {_first_line(err)}")
     if job.sha256 and sha256(job.model) != job.sha256:
-        return Outcome(Status.FAILED, "the graph file does not match its manifest (sha256 differs); regenerate it with dbench gen --force")
-    mismatch = _check_model(model, spec)
+        return Outcome(Status.FAILED, f"the graph file does not match its manifest (sha256 differs); {job.contract.remedy}")
+    mismatch = check_model(model, spec)
     if mismatch:
-        return Outcome(Status.FAILED, f"{mismatch}; regenerate the folder with dbench gen --force")
+        return Outcome(Status.FAILED, f"{mismatch} in {job.contract.described_by}; {job.contract.remedy}")
     need = _estimate_bytes(spec, job.verify, job.weights == "const")
     if need > memory.available():
         return Outcome(Status.OOM, f"needs at least {need / 2**30:.1f} GiB, {memory.available() / 2**30:.1f} GiB available; skipped before allocating")
@@ -194,7 +186,7 @@ def execute(job: Job, phase: Callable[[str], None] = _no_phase) -> Outcome:
             peak_resets = memory.reset_peak()  # else the peak would be an earlier kernel's: not reported
             phase("making inputs")
             t0 = time.perf_counter()
-            feeds = make_feeds(spec)
+            feeds = {**make_feeds(spec), **stored_weights(model, job.weights)}
             constants, per_call = split_feeds(spec, feeds, job.weights)
             outcome.inputs_s = time.perf_counter() - t0
             phase("preparing")
@@ -218,7 +210,7 @@ def execute(job: Job, phase: Callable[[str], None] = _no_phase) -> Outcome:
                 outputs = session.outputs()
                 if rows is not None:
                     outputs = {name: value[rows] for name, value in outputs.items()}
-                expected, by, rule = _expected(model, spec, feeds, rows)
+                expected, by, rule = _expected(model, spec, feeds, rows, job.contract.reference)
                 if expected is None:  # a foreign model the reference evaluator cannot run: said plainly
                     outcome.verification = {"ok": None, "by": None}
                     outcome.message = f"unverified: {by}"

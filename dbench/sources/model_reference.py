@@ -6,11 +6,12 @@ from __future__ import annotations
 import numpy as np
 import onnx
 
-from dbench.gen.tolerance import Tolerance
 from dbench.gen.graph import GraphSpec
 from dbench.gen.precision import PRECISIONS
+from dbench.gen.tolerance import Tolerance
+from dbench.sources.contract import ONNX_REFERENCE
 
-BY = "onnx.reference"
+BY = ONNX_REFERENCE
 FLOP_BUDGET = 5e8
 """Above this many FLOPs (in the kernels dbench recognises) the pure-Python evaluator is too slow to use."""
 

@@ -14,10 +14,10 @@ from dbench.frommodel.dims import graph_inputs
 from dbench.frommodel.load import LoadedModel
 from dbench.frommodel.walk import Extraction
 from dbench.gen.feeds import default_seed
-from dbench.gen.graph import GraphSpec, TensorSpec
+from dbench.gen.graph import MODEL_FAMILY, GraphSpec, TensorSpec
 from dbench.gen.precision import ONNX_TYPES
 
-FAMILY = "model"
+FAMILY = MODEL_FAMILY
 RANDOM_WEIGHTS = "dbench.random_weights"
 """Model metadata key: JSON {input name: [low, high]} for weights stored without data (drawn at run time)."""
 DTYPE_NAMES = {onnx_type: name for name, onnx_type in ONNX_TYPES.items()}
