@@ -35,6 +35,9 @@ CPU_PROVIDER_OPTIONS = frozenset({"use_arena"})
 # ORT's words for an allocation failure inside a running kernel, which it raises as a plain
 # RuntimeException/Fail (std::bad_alloc at the Python boundary arrives as MemoryError).
 OOM_WORDS = ("bad_alloc", "failed to allocate memory", "out of memory")
+# ORT states a feature its kernels lack in the text of a FAIL status, not as NOT_IMPLEMENTED ("Batchwise
+# recurrent operations (layout == 1) are not supported", "Non per-tensor quantization is not supported now").
+REFUSAL_WORDS = ("not supported", "not implemented", "unsupported")
 # Nodes that move or reshape data, not compute: their input type says nothing about the math.
 NON_COMPUTE_OPS = {"Cast", "Transpose", "Slice", "Reshape", "Constant", "Identity", "MemcpyToHost", "MemcpyFromHost",
                    "QuantizeLinear", "DequantizeLinear", "DynamicQuantizeLinear", "Squeeze", "Unsqueeze",
@@ -60,9 +63,10 @@ def _first_line(err: BaseException) -> str:
 
 @contextmanager
 def classified(loading: bool = False):
-    """ONNX Runtime's typed exceptions as dbench's: NotImplemented -> UnsupportedError (no kernel for
-    this op and type), MemoryError or an allocation failure -> OutOfMemory, the rest -> DbenchError
-    (GraphLoadError while `loading`). ORT's own types are imported here, when ORT is in use."""
+    """ONNX Runtime's typed exceptions as dbench's: NotImplemented, or a failure whose text states that
+    a feature is not supported -> UnsupportedError (no kernel for this op, type or attribute), MemoryError
+    or an allocation failure -> OutOfMemory, the rest -> DbenchError (GraphLoadError while `loading`).
+    ORT's own types are imported here, when ORT is in use."""
     from onnxruntime.capi import onnxruntime_pybind11_state as state
 
     try:
@@ -77,9 +81,16 @@ def classified(loading: bool = False):
         message = _first_line(err)
         if any(word in message.lower() for word in OOM_WORDS):
             raise OutOfMemory(message) from None
+        if any(word in message.lower() for word in REFUSAL_WORDS):
+            raise UnsupportedError(message) from None
         raise (GraphLoadError if loading else DbenchError)(message) from None
     except (state.InvalidGraph, state.InvalidProtobuf, state.InvalidArgument, state.NoModel) as err:
         raise GraphLoadError(f"{type(err).__name__}: {_first_line(err)}") from None
+    except RuntimeError as err:  # run_with_iobinding reports a kernel's failing status as a plain RuntimeError
+        message = _first_line(err)
+        if any(word in message.lower() for word in OOM_WORDS):
+            raise OutOfMemory(message) from None
+        raise (UnsupportedError if any(word in message.lower() for word in REFUSAL_WORDS) else DbenchError)(message) from None
 
 
 def _ortvalue(array: np.ndarray, device: str, device_id: int):

@@ -49,7 +49,10 @@ OPTION_VALUES: dict[str, tuple[str, ...] | str | None] = {
 }
 # A graph's precision -> (INFERENCE_PRECISION_HINT, OPTIMIZATION_CAPABILITIES entry it needs).
 # int8 (Q/DQ) graphs: quantised layers run int8 kernels; the float parts around them stay f32.
-PINNED = {"fp32": ("f32", "FP32"), "fp16": ("f16", "FP16"), "bf16": ("bf16", "BF16"), "int8": ("f32", "INT8")}
+# fp64 (a foreign model's): OpenVINO has no f64 inference precision and computes such graphs in f32,
+# which the row's executed precision then says.
+PINNED = {"fp32": ("f32", "FP32"), "fp16": ("f16", "FP16"), "bf16": ("bf16", "BF16"), "int8": ("f32", "INT8"),
+          "fp64": ("f32", "FP32")}
 # Suffix of an exec_type (`brgemm_avx512_f32`, `jit_avx512_I8`) -> our precision name.
 KERNEL_PRECISION = {"f32": "fp32", "f16": "fp16", "bf16": "bf16", "f64": "fp64", "i8": "int8", "u8": "int8",
                     "i32": "int32", "i64": "int64"}
@@ -68,6 +71,8 @@ INSERTED_CONVERSION = re.compile(r"^(Convert|FakeQuantize)_\d+$")
 NOT_READ_BACK = ("SUPPORTED_PROPERTIES", "NETWORK_NAME")
 OOM_WORDS = ("bad_alloc", "out of memory", "failed to allocate")
 """OpenVINO raises allocation failures as plain RuntimeErrors: only its message tells them apart."""
+REFUSAL_WORDS = ("not supported", "not implemented", "unsupported")
+"""Nor does it type a refusal of a feature at run time: its message says it."""
 SOURCE_LOCATION = re.compile(r"Check '[^']*' failed at \S+:\d+:\s*")
 
 
@@ -392,7 +397,8 @@ class OpenVino(Runtime):
     @contextmanager
     def errors(self):
         """Errors while binding, running or profiling: OutOfMemory when OpenVINO says it could not
-        allocate, DbenchError with its message otherwise."""
+        allocate, UnsupportedError when it says it does not support something, DbenchError with its
+        message otherwise."""
         try:
             yield
         except DbenchError:
@@ -401,7 +407,9 @@ class OpenVino(Runtime):
             raise OutOfMemory(f"out of memory: {_message(err)}") from None
         except RuntimeError as err:
             message = _message(err)
-            raise (OutOfMemory if any(w in message.lower() for w in OOM_WORDS) else DbenchError)(message) from None
+            if any(w in message.lower() for w in OOM_WORDS):
+                raise OutOfMemory(message) from None
+            raise (UnsupportedError if any(w in message.lower() for w in REFUSAL_WORDS) else DbenchError)(message) from None
 
     @staticmethod
     def _read_back(compiled) -> dict[str, str]:

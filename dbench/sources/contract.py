@@ -10,7 +10,7 @@ import numpy as np
 import onnx
 from onnx import numpy_helper
 
-from dbench.frommodel.dims import graph_inputs
+from dbench.frommodel.dims import FIRST_IR_WITHOUT_INPUT_INITIALIZERS, graph_inputs
 from dbench.gen.graph import GraphSpec
 from dbench.gen.precision import ONNX_TYPES
 
@@ -18,8 +18,6 @@ NUMPY = "numpy"
 """dbench's own float64 reference of the graph's family (generated graphs)."""
 ONNX_REFERENCE = "onnx.reference"
 """ONNX's Python implementation of every standard op (foreign models)."""
-FIRST_IR_WITHOUT_INPUT_INITIALIZERS = 4
-"""From IR 4 on an initializer need not be listed as a graph input, and one that is not is a constant."""
 STORED_WEIGHT_TYPES = (onnx.TensorProto.FLOAT, onnx.TensorProto.FLOAT16, onnx.TensorProto.BFLOAT16, onnx.TensorProto.DOUBLE)
 """Initialized inputs of these types are weights: fed every call in weights-as-inputs mode. The others
 (shape arithmetic, indices) stay constants in both modes."""
