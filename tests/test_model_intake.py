@@ -197,7 +197,37 @@ def test_an_input_that_sets_a_shape_is_unsupported_with_its_reason(tmp_path):
     result = invoke("run", "--model", mb.save(m, tmp_path, "reshape"), *RUN, "--out", tmp_path / "results")
     assert result.exit_code == 0, result.output
     (row,) = rows_of(tmp_path / "results")
-    assert row["status"] == "unsupported" and "input 'shape' sets a shape or size (Reshape input 1)" in row["message"]
+    assert row["status"] == "unsupported" and "input 'shape' sets a shape, size or axis (Reshape input 1)" in row["message"]
+
+
+def test_an_input_that_sets_an_axis_through_other_ops_is_found(tmp_path):
+    """Its values reach CumSum's axis through a Cast and an If branch: no drawn value would do."""
+    branch = helper.make_graph([helper.make_node("CumSum", ["x", "axis"], ["s"])], "then", [], [mb.value("s", [2, 6])])
+    nodes = [helper.make_node("Cast", ["a"], ["axis"], to=TensorProto.INT64),
+             helper.make_node("If", ["flag"], ["y"], then_branch=branch, else_branch=branch)]
+    m = mb.model(nodes, [mb.value("x", [2, 6]), mb.value("a", [], TensorProto.INT32), mb.value("flag", [], TensorProto.BOOL)],
+                 [mb.value("y", [2, 6])], (), "axis")
+    from dbench.sources.model import model_item
+
+    item = model_item(mb.save(m, tmp_path, "axis"), {})
+    assert item.unsupported == ("input 'a' sets a shape, size or axis (CumSum input 1): dbench cannot draw it; make it a "
+                                "constant (an initializer) in the model")
+
+
+def test_a_data_dependent_output_need_not_keep_its_declared_shape(tmp_path):
+    """A test model declares NonZero's output as its own example data made it; dbench's inputs make another."""
+    m = mb.model([helper.make_node("NonZero", ["x"], ["y"])], [mb.value("x", [4, 5], TensorProto.BOOL)],
+                 [mb.value("y", [2, 3], TensorProto.INT64)], (), "nonzero")
+    _, outcome = run_item(mb.save(m, tmp_path, "nonzero"), {})
+    assert (outcome.status, outcome.verification["ok"]) == ("ok", True), outcome.message
+
+
+def test_an_op_the_runtime_does_not_know_is_unsupported(tmp_path):
+    """ConstantFill, an experimental op PyTorch's opset-7 exports still write, which ONNX Runtime never had."""
+    m = mb.model([helper.make_node("ConstantFill", ["x"], ["y"], value=1.0), helper.make_node("Add", ["x", "y"], ["z"])],
+                 [mb.value("x", [4])], [mb.value("z", [4])], (), "fill")
+    _, outcome = run_item(mb.save(mb.initializers_as_inputs(m, ir_version=3, opset=7), tmp_path, "fill"), {})
+    assert outcome.status == "unsupported" and "is not a registered function/op" in outcome.message
 
 
 def test_executed_precision_is_that_of_arithmetic():

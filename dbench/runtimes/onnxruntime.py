@@ -36,8 +36,9 @@ CPU_PROVIDER_OPTIONS = frozenset({"use_arena"})
 # RuntimeException/Fail (std::bad_alloc at the Python boundary arrives as MemoryError).
 OOM_WORDS = ("bad_alloc", "failed to allocate memory", "out of memory")
 # ORT states a feature its kernels lack in the text of a FAIL status, not as NOT_IMPLEMENTED ("Batchwise
-# recurrent operations (layout == 1) are not supported", "Non per-tensor quantization is not supported now").
-REFUSAL_WORDS = ("not supported", "not implemented", "unsupported")
+# recurrent operations (layout == 1) are not supported", "Non per-tensor quantization is not supported now"),
+# and an op it does not know at all likewise ("ai.onnx.preview.training:Adam(-1) is not a registered function/op").
+REFUSAL_WORDS = ("not supported", "not implemented", "unsupported", "is not a registered function/op")
 # Nodes that move or reshape data, not compute: their input type says nothing about the math.
 NON_COMPUTE_OPS = {"Cast", "Transpose", "Slice", "Reshape", "Constant", "Identity", "MemcpyToHost", "MemcpyFromHost",
                    "QuantizeLinear", "DequantizeLinear", "DynamicQuantizeLinear", "Squeeze", "Unsqueeze",

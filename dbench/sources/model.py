@@ -44,7 +44,11 @@ def model_item(path: Path, dims: dict[str, int], all_dims: bool = True) -> Item:
         return Item(_unread(loaded.name, path), _no_graph, MODEL, unsupported=str(why))
 
     def load() -> tuple[bytes, str | None]:
-        return load_model(path, dims, weights=True, all_dims=all_dims).model.SerializeToString(), None
+        model = load_model(path, dims, weights=True, all_dims=all_dims).model
+        for output in model.graph.output:  # the shape its exporter's example data gave: the runtime computes it
+            if output.type.HasField("tensor_type"):
+                output.type.tensor_type.ClearField("shape")
+        return model.SerializeToString(), None
 
     return Item(spec, load, MODEL)
 

@@ -1,8 +1,9 @@
 """How each input of a foreign model is drawn, from what reads it: data of 8-bit quantised kernels over
 the type's whole range, zero points around its middle, scales positive, indices within the axis they
-index, other integers in [1, 4] (never 0: a divisor), floats in [-1, 1]. An integer input that sets a
-shape or a size (Reshape's shape, TopK's k...) has no value dbench can invent: the model is unsupported,
-with that reason, until the input is made a constant."""
+index, other integers in [1, 4] (never 0: a divisor), floats in [-1, 1]. An input whose values set a
+shape, a size or an axis (Reshape's shape, TopK's k, CumSum's axis), directly or through the ops that
+pass values on (Slice, Concat, Cast...), has no value dbench can invent: the model is unsupported, with
+that reason, until the input is made a constant."""
 
 from __future__ import annotations
 
@@ -31,15 +32,18 @@ ZERO_POINTS = {("QuantizeLinear", 2), ("DequantizeLinear", 2), ("QLinearConv", 2
 SCALES = {("QuantizeLinear", 1), ("DequantizeLinear", 1), ("QLinearConv", 1), ("QLinearConv", 4),
           ("QLinearConv", 6), ("QLinearMatMul", 1), ("QLinearMatMul", 4), ("QLinearMatMul", 6)}
 INDICES = {("Gather", 1): "axis", ("GatherElements", 1): "axis", ("ScatterElements", 1): "axis",
-           ("GatherND", 1): "nd", ("ScatterND", 1): "nd"}
-"""Index inputs: bounded by the data's size along `axis` (default 0), or for the ND forms by the
-smallest of the axes the last index dimension addresses."""
+           ("GatherND", 1): "nd", ("ScatterND", 1): "nd", ("ArrayFeatureExtractor", 1): "last"}
+"""Index inputs: bounded by the data's size along `axis` (default 0), its last axis, or for the ND forms
+by the smallest of the axes the last index dimension addresses."""
+SHAPE_ONLY = {"Shape", "Size"}
+"""Ops that read only a tensor's shape: its values go no further."""
+DOMAINS = ("", "ai.onnx", "ai.onnx.ml")
 SETS_SHAPE = {("Reshape", 1), ("Expand", 1), ("Tile", 1), ("ConstantOfShape", 0), ("Range", 0), ("Range", 1),
               ("Range", 2), ("Slice", 1), ("Slice", 2), ("Slice", 3), ("Slice", 4), ("Pad", 1), ("Pad", 3),
               ("Resize", 3), ("TopK", 1), ("Split", 1), ("Squeeze", 1), ("Unsqueeze", 1), ("OneHot", 1),
               ("ReduceSum", 1), ("ReduceMean", 1), ("ReduceMax", 1), ("ReduceMin", 1), ("ReduceProd", 1),
               ("ReduceL1", 1), ("ReduceL2", 1), ("ReduceLogSum", 1), ("ReduceLogSumExp", 1),
-              ("ReduceSumSquare", 1), ("CumSum", 1), ("Loop", 0), ("Loop", 1),
+              ("ReduceSumSquare", 1), ("CumSum", 1), ("CumProd", 1), ("MaxUnpool", 2), ("Loop", 0), ("Loop", 1),
               ("CenterCropPad", 1), ("Col2Im", 1), ("Col2Im", 2), ("DFT", 1), ("DFT", 2), ("STFT", 1),
               ("STFT", 3), ("NonMaxSuppression", 2), ("BlackmanWindow", 0), ("HannWindow", 0),
               ("HammingWindow", 0), ("MelWeightMatrix", 0), ("MelWeightMatrix", 1), ("MelWeightMatrix", 2),
@@ -63,7 +67,7 @@ def uses(graph: onnx.GraphProto) -> dict[str, list[Use]]:
 
     def walk(g: onnx.GraphProto) -> None:
         for node in g.node:
-            if node.domain in ("", "ai.onnx"):
+            if node.domain in DOMAINS:
                 for index, name in enumerate(node.input):
                     if name:
                         found.setdefault(name, []).append(Use(node.op_type, index, node))
@@ -80,7 +84,10 @@ def _index_bound(use: Use, shape_of) -> int | None:
     data = shape_of(use.node.input[0])
     if not data:
         return None
-    if INDICES[(use.op, use.index)] == "axis":
+    rule = INDICES[(use.op, use.index)]
+    if rule == "last":
+        return data[-1] if data[-1] > 0 else None
+    if rule == "axis":
         axis = next((a.i for a in use.node.attribute if a.name == "axis"), 0)
         return data[axis] if -len(data) <= axis < len(data) and data[axis] > 0 else None
     batch = next((a.i for a in use.node.attribute if a.name == "batch_dims"), 0)
@@ -88,19 +95,37 @@ def _index_bound(use: Use, shape_of) -> int | None:
     return min(sizes) if sizes else None
 
 
+def sets_shape(name: str, reads: dict[str, list[Use]]) -> tuple[str, int] | None:
+    """The (op, input index) where the values of `name` set a shape, size or axis, following them through
+    every op that passes values on (not through Shape or Size, which read only the shape); None if nowhere."""
+    seen, todo = {name}, [name]
+    while todo:
+        for use in reads.get(todo.pop(), []):
+            if (use.op, use.index) in SETS_SHAPE:
+                return use.op, use.index
+            if use.op in SHAPE_ONLY:
+                continue
+            for out in use.node.output:
+                if out and out not in seen:
+                    seen.add(out)
+                    todo.append(out)
+    return None
+
+
 def _integer_range(elem: int) -> tuple[int, int]:
     info = np.iinfo(onnx.helper.tensor_dtype_to_np_dtype(elem))
     return int(info.min), int(info.max)
 
 
-def bounds(name: str, elem: int, reads: list[Use], shape_of) -> tuple[float, float]:
-    """[low, high] to draw input `name` of ONNX element type `elem` in, from the places it is read;
-    UnsupportedError when it sets a shape (no value can be drawn for it)."""
+def bounds(name: str, elem: int, everywhere: dict[str, list[Use]], shape_of) -> tuple[float, float]:
+    """[low, high] to draw input `name` of ONNX element type `elem` in, from the places it is read
+    (`everywhere`: every tensor's readers); UnsupportedError when its values set a shape, size or axis."""
+    reads = everywhere.get(name, [])
     keys = {(u.op, u.index) for u in reads}
-    sets_shape = sorted(keys & SETS_SHAPE)
-    if sets_shape:
-        op, index = sets_shape[0]
-        raise UnsupportedError(f"input {name!r} sets a shape or size ({op} input {index}): dbench cannot draw it; "
+    setting = sets_shape(name, everywhere)
+    if setting:
+        op, index = setting
+        raise UnsupportedError(f"input {name!r} sets a shape, size or axis ({op} input {index}): dbench cannot draw it; "
                                "make it a constant (an initializer) in the model")
     if elem == onnx.TensorProto.BOOL:
         return BOOL_RANGE

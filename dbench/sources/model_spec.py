@@ -87,8 +87,7 @@ def foreign_spec(loaded: LoadedModel, extraction: Extraction, graph_id: str) -> 
     for value in graph_inputs(model):
         dtype = _dtype(value, "input")
         role = "weight" if value.name in weights else "activation"
-        low, high = weights.get(value.name) or bounds(value.name, value.type.tensor_type.elem_type,
-                                                      reads.get(value.name, []), shape_of)
+        low, high = weights.get(value.name) or bounds(value.name, value.type.tensor_type.elem_type, reads, shape_of)
         inputs.append(TensorSpec(value.name, _shape(value), dtype, role, low, high))
     outputs = tuple(TensorSpec(v.name, _shape(v), _dtype(v, "output"), "output") for v in model.graph.output)
     flops = sum(k.kernel.flops() * k.copies for k in extraction.kernels)
