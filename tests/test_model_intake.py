@@ -399,3 +399,27 @@ def test_the_profiler_cost_per_node_is_not_a_violation():
     assert violations(row) == []
     assert PROFILE_EVENT_US * 2 < 500.0 - 300.0  # the same kernel time over two nodes is still a violation
     assert violations({**row, "nodes": many[:2]}) != []
+
+
+# Found by the corpus (benchmarks/model_intake.py) -------------------------------------------------------
+
+def test_an_input_that_becomes_indices_through_arithmetic_is_unsupported(tmp_path):
+    """Direct indices (and ones only cast on the way) get their bounds; after arithmetic they have none."""
+    from dbench.sources.model import model_item
+
+    table = mb.weight("table", (10, 4), np.random.default_rng(0))
+    cast = mb.model([helper.make_node("Cast", ["ids"], ["i64"], to=TensorProto.INT64), helper.make_node("Gather", ["table", "i64"], ["e"])],
+                    [mb.value("ids", [5], TensorProto.INT32)], [mb.value("e", [5, 4])], [table], "cast")
+    assert [(t.low, t.high) for t in model_item(mb.save(cast, tmp_path, "cast"), {}).spec.inputs] == [(0, 9)]
+    shifted = mb.model([helper.make_node("Add", ["ids", "ids"], ["twice"]), helper.make_node("Gather", ["table", "twice"], ["e"])],
+                       [mb.value("ids", [5], TensorProto.INT64)], [mb.value("e", [5, 4])], [table], "shifted")
+    assert "becomes indices (Gather input 1) through other ops" in model_item(mb.save(shifted, tmp_path, "shifted"), {}).unsupported
+
+
+def test_bfloat16_outputs_are_read_back_from_onnx_runtime(tmp_path):
+    """ONNX Runtime runs a bf16 Unique but has no numpy type to copy its output with."""
+    m = mb.model([helper.make_node("Unique", ["x"], ["y"], sorted=1)], [mb.value("x", [12], TensorProto.BFLOAT16)],
+                 [mb.value("y", [None], TensorProto.BFLOAT16)], (), "unique")
+    m.opset_import[0].version, m.ir_version = 28, 14  # Unique takes bfloat16 in the newest opset (28, IR 14)
+    _, outcome = run_item(mb.save(m, tmp_path, "unique"), {})
+    assert (outcome.status, outcome.verification["ok"]) == ("ok", True), outcome.message

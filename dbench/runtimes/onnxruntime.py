@@ -94,6 +94,18 @@ def classified(loading: bool = False):
         raise (UnsupportedError if any(word in message.lower() for word in REFUSAL_WORDS) else DbenchError)(message) from None
 
 
+def _host_array(value, dtype: str) -> np.ndarray:
+    """A copy of a CPU OrtValue's data as `dtype` (bfloat16 through its 16-bit words)."""
+    import ctypes
+
+    if dtype != "bfloat16":
+        return value.numpy()
+    shape = value.shape()
+    words = np.empty(shape, dtype=np.uint16)
+    ctypes.memmove(words.ctypes.data, value.data_ptr(), words.nbytes)
+    return words.view(DTYPES["bfloat16"])
+
+
 def _ortvalue(array: np.ndarray, device: str, device_id: int):
     """An OrtValue on `device` holding `array` (on the CPU it shares the array's memory); bfloat16 (no
     numpy type in ORT) goes in as raw 16-bit words tagged bfloat16."""
@@ -164,6 +176,9 @@ class OrtSession(Session):
         self.session.run_with_iobinding(self.binding)  # errors classified around the whole measurement: Runtime.errors
 
     def outputs(self) -> dict[str, np.ndarray]:
+        if any(t.dtype == "bfloat16" for t in self.spec.outputs) and self.runtime.io_device[0] == "cpu":
+            # ORT has no numpy type for bfloat16 and refuses to copy such outputs: read their memory instead.
+            return {t.name: _host_array(v, t.dtype) for t, v in zip(self.spec.outputs, self.binding.get_outputs())}
         arrays = self.binding.copy_outputs_to_cpu()  # host copies, from CPU or device memory alike
         return {t.name: a.view(DTYPES["bfloat16"]) if t.dtype == "bfloat16" else a for t, a in zip(self.spec.outputs, arrays)}
 

@@ -37,6 +37,8 @@ INDICES = {("Gather", 1): "axis", ("GatherElements", 1): "axis", ("ScatterElemen
 by the smallest of the axes the last index dimension addresses."""
 SHAPE_ONLY = {"Shape", "Size"}
 """Ops that read only a tensor's shape: its values go no further."""
+PASS_THROUGH = {"Cast", "Identity", "Reshape", "Squeeze", "Unsqueeze", "Flatten"}
+"""Ops that hand their first input's values on unchanged: an index cast to int64 is still that index."""
 DOMAINS = ("", "ai.onnx", "ai.onnx.ml")
 SETS_SHAPE = {("Reshape", 1), ("Expand", 1), ("Tile", 1), ("ConstantOfShape", 0), ("Range", 0), ("Range", 1),
               ("Range", 2), ("Slice", 1), ("Slice", 2), ("Slice", 3), ("Slice", 4), ("Pad", 1), ("Pad", 3),
@@ -95,21 +97,24 @@ def _index_bound(use: Use, shape_of) -> int | None:
     return min(sizes) if sizes else None
 
 
-def sets_shape(name: str, reads: dict[str, list[Use]]) -> tuple[str, int] | None:
-    """The (op, input index) where the values of `name` set a shape, size or axis, following them through
-    every op that passes values on (not through Shape or Size, which read only the shape); None if nowhere."""
-    seen, todo = {name}, [name]
+def reached(name: str, everywhere: dict[str, list[Use]]) -> list[tuple[Use, bool]]:
+    """Every place the values of `name` are read, following them through the ops they flow into (not
+    through Shape or Size, which read only the shape), each with whether only PASS_THROUGH ops lie
+    between (`direct`: the values arrive unchanged)."""
+    found: list[tuple[Use, bool]] = []
+    seen, todo = {name}, [(name, True)]
     while todo:
-        for use in reads.get(todo.pop(), []):
-            if (use.op, use.index) in SETS_SHAPE:
-                return use.op, use.index
+        tensor, direct = todo.pop()
+        for use in everywhere.get(tensor, []):
+            found.append((use, direct))
             if use.op in SHAPE_ONLY:
                 continue
+            onward = direct and use.op in PASS_THROUGH and use.index == 0
             for out in use.node.output:
                 if out and out not in seen:
                     seen.add(out)
-                    todo.append(out)
-    return None
+                    todo.append((out, onward))
+    return found
 
 
 def _integer_range(elem: int) -> tuple[int, int]:
@@ -120,13 +125,16 @@ def _integer_range(elem: int) -> tuple[int, int]:
 def bounds(name: str, elem: int, everywhere: dict[str, list[Use]], shape_of) -> tuple[float, float]:
     """[low, high] to draw input `name` of ONNX element type `elem` in, from the places it is read
     (`everywhere`: every tensor's readers); UnsupportedError when its values set a shape, size or axis."""
-    reads = everywhere.get(name, [])
+    flows = reached(name, everywhere)
+    reads = [use for use, direct in flows if direct]
     keys = {(u.op, u.index) for u in reads}
-    setting = sets_shape(name, everywhere)
-    if setting:
-        op, index = setting
-        raise UnsupportedError(f"input {name!r} sets a shape, size or axis ({op} input {index}): dbench cannot draw it; "
-                               "make it a constant (an initializer) in the model")
+    for use, direct in flows:
+        if (use.op, use.index) in SETS_SHAPE:
+            raise UnsupportedError(f"input {name!r} sets a shape, size or axis ({use.op} input {use.index}): dbench cannot "
+                                   "draw it; make it a constant (an initializer) in the model")
+        if (use.op, use.index) in INDICES and not direct:
+            raise UnsupportedError(f"input {name!r} becomes indices ({use.op} input {use.index}) through other ops: dbench "
+                                   "cannot tell their bounds; make it a constant (an initializer) in the model")
     if elem == onnx.TensorProto.BOOL:
         return BOOL_RANGE
     if elem in FLOAT_TYPES:
