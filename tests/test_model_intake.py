@@ -423,3 +423,17 @@ def test_bfloat16_outputs_are_read_back_from_onnx_runtime(tmp_path):
     m.opset_import[0].version, m.ir_version = 28, 14  # Unique takes bfloat16 in the newest opset (28, IR 14)
     _, outcome = run_item(mb.save(m, tmp_path, "unique"), {})
     assert (outcome.status, outcome.verification["ok"]) == ("ok", True), outcome.message
+
+
+def test_values_leaving_a_branch_are_followed(tmp_path):
+    """`n` is read inside an If branch whose result, leaving by position, sets Range's limit."""
+    from dbench.sources.model import model_item
+
+    one = numpy_helper.from_array(np.array(1, np.int64), "one")
+    branch = helper.make_graph([helper.make_node("Add", ["n", "one"], ["limit_in"])], "branch", [],
+                               [mb.value("limit_in", [], TensorProto.INT64)])
+    nodes = [helper.make_node("If", ["flag"], ["limit"], then_branch=branch, else_branch=branch),
+             helper.make_node("Range", ["zero", "limit", "one"], ["r"])]
+    m = mb.model(nodes, [mb.value("n", [], TensorProto.INT64), mb.value("flag", [], TensorProto.BOOL)],
+                 [mb.value("r", [None], TensorProto.INT64)], [one, numpy_helper.from_array(np.array(0, np.int64), "zero")], "range")
+    assert "input 'n' sets a shape, size or axis (Range input 1)" in model_item(mb.save(m, tmp_path, "range"), {}).unsupported

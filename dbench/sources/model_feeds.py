@@ -54,6 +54,10 @@ SETS_SHAPE = {("Reshape", 1), ("Expand", 1), ("Tile", 1), ("ConstantOfShape", 0)
 (Resize's and Upsample's scales)."""
 
 
+BODY = -1
+"""The input index of a Use by a control-flow node whose body reads the tensor."""
+
+
 @dataclass(frozen=True)
 class Use:
     """One place a tensor is read: the reading node's op, the input's position, and the node."""
@@ -67,15 +71,23 @@ def uses(graph: onnx.GraphProto) -> dict[str, list[Use]]:
     """Every tensor name -> where it is read, subgraphs included (a Loop body reads outer names)."""
     found: dict[str, list[Use]] = {}
 
-    def walk(g: onnx.GraphProto) -> None:
+    def walk(g: onnx.GraphProto) -> set[str]:
+        """Register g's readers; return every name read in g or below it."""
+        read: set[str] = set()
         for node in g.node:
             if node.domain in DOMAINS:
                 for index, name in enumerate(node.input):
                     if name:
                         found.setdefault(name, []).append(Use(node.op_type, index, node))
+            read.update(node.input)
+            inner: set[str] = set()
             for attr in node.attribute:
                 for sub in ([attr.g] if attr.type == onnx.AttributeProto.GRAPH else list(attr.graphs)):
-                    walk(sub)
+                    inner |= walk(sub)
+            for name in inner - {""}:  # a body's result leaves through the node's outputs, not by name
+                found.setdefault(name, []).append(Use(node.op_type, BODY, node))
+            read |= inner
+        return read
 
     walk(graph)
     return found
