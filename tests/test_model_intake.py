@@ -437,3 +437,12 @@ def test_values_leaving_a_branch_are_followed(tmp_path):
     m = mb.model(nodes, [mb.value("n", [], TensorProto.INT64), mb.value("flag", [], TensorProto.BOOL)],
                  [mb.value("r", [None], TensorProto.INT64)], [one, numpy_helper.from_array(np.array(0, np.int64), "zero")], "range")
     assert "input 'n' sets a shape, size or axis (Range input 1)" in model_item(mb.save(m, tmp_path, "range"), {}).unsupported
+
+
+def test_an_input_openvino_renames_is_still_fed(tmp_path, seed):
+    """OpenVINO names a Parameter that flows straight to an output after that output: fed by what is
+    left, not left unfed (its memory read as the output: errors of 1e21 before)."""
+    m = mb.model([helper.make_node("Dropout", ["x"], ["y"]), helper.make_node("Relu", ["z"], ["w"])],
+                 [mb.value("x", [4, 4]), mb.value("z", [4, 4])], [mb.value("y", [4, 4]), mb.value("w", [4, 4])], (), "identity")
+    _, outcome = run_item(mb.save(m, tmp_path, "identity"), {}, runtime="openvino")
+    assert (outcome.status, outcome.verification["ok"]) == ("ok", True), outcome.message

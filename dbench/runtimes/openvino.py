@@ -203,6 +203,30 @@ def _fill(tensor, array: np.ndarray) -> None:
     target[...] = source.view(target.dtype)
 
 
+def _fits(port, array: np.ndarray) -> bool:
+    shape = port.get_partial_shape()
+    return (shape.rank.is_static and len(shape) == array.ndim
+            and all(d.is_dynamic or d.get_length() == n for d, n in zip(shape, array.shape))
+            and port.get_element_type().size == array.dtype.itemsize)
+
+
+def _port_feeds(ports, feeds: dict[str, np.ndarray]) -> dict:
+    """Each compiled input port -> the feed it takes: by tensor name, else (a port OpenVINO renamed) the
+    only feed left unclaimed that fits its shape and type. A port no feed fits is refused: running it
+    unfed would read whatever its memory holds."""
+    claimed = {port: next((n for n in feeds if n in port.get_names()), None) for port in ports}
+    left = [n for n in feeds if n not in claimed.values()]
+    for port, name in claimed.items():
+        if name is None:
+            fitting = [n for n in left if _fits(port, feeds[n])]
+            if len(fitting) != 1:
+                raise UnsupportedError(f"OpenVINO's compiled input {sorted(port.get_names())} matches no graph input by name "
+                                       f"and {len(fitting)} by shape: it renamed an input dbench cannot place")
+            claimed[port] = fitting[0]
+            left.remove(fitting[0])
+    return claimed
+
+
 def _constant(array: np.ndarray):
     """An OpenVINO Constant holding `array`: sharing its memory, or a copy for bfloat16 (no numpy type in OpenVINO)."""
     ov = _ov()
@@ -240,11 +264,11 @@ class OpenVinoSession(Session):
 
     @staticmethod
     def _bind(compiled, request, feeds: dict[str, np.ndarray]) -> None:
-        """Fill the inputs the compiled model has: OpenVINO drops a graph input that nothing reads."""
-        read = {name for port in compiled.inputs for name in port.get_names()}
-        for name, array in feeds.items():
-            if name in read:
-                _fill(request.get_tensor(name), array)
+        """Fill the inputs the compiled model has: OpenVINO drops a graph input that nothing reads, and
+        renames one that flows straight to an output (after an Identity or an inference Dropout) to
+        that output's name; such a port takes the one unnamed feed of its shape and type."""
+        for port, name in _port_feeds(compiled.inputs, feeds).items():
+            _fill(request.get_tensor(port), feeds[name])
 
     def bind(self, feeds: dict[str, np.ndarray]) -> None:
         self.feeds = feeds
