@@ -31,8 +31,26 @@ def _first_line(err: BaseException) -> str:
     return f"{type(err).__name__}: {text.splitlines()[0][:200]}" if text else type(err).__name__
 
 
+RANDOM_OPS = {"RandomUniform", "RandomNormal", "RandomUniformLike", "RandomNormalLike", "Bernoulli", "Multinomial"}
+"""Ops that draw their own random numbers: two implementations never agree on them."""
+
+
+def _ops(graph: onnx.GraphProto) -> set[str]:
+    """Every op type in a graph and its subgraphs."""
+    found = set()
+    for node in graph.node:
+        found.add(node.op_type)
+        for attr in node.attribute:
+            for sub in ([attr.g] if attr.type == onnx.AttributeProto.GRAPH else list(attr.graphs)):
+                found |= _ops(sub)
+    return found
+
+
 def reference_outputs(model: onnx.ModelProto, spec: GraphSpec, feeds: dict[str, np.ndarray]) -> tuple[dict[str, np.ndarray] | None, str]:
     """(outputs by name, BY), or (None, why the model stays unverified)."""
+    drawing = sorted(_ops(model.graph) & RANDOM_OPS)
+    if drawing:
+        return None, f"the model draws random numbers ({', '.join(drawing)}): no reference can reproduce them"
     if spec.flops > FLOP_BUDGET:
         return None, f"{spec.flops / 1e9:.2f} GFLOP is above onnx.reference's budget of {FLOP_BUDGET / 1e9:g} GFLOP"
     from onnx.reference import ReferenceEvaluator
