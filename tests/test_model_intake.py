@@ -171,6 +171,10 @@ def test_inputs_are_drawn_for_what_reads_them(tmp_path):
     drawn = {t.name: (t.low, t.high) for t in item.spec.inputs}
     assert drawn == {"ids": (0, 9), "q": (-128, 127), "s": SCALE_RANGE, "z": (-64, 63), "x": FLOAT_RANGE}
     assert SCALE_RANGE[0] > 0
+    roi = mb.model([helper.make_node("RoiAlign", ["x", "rois", "batch"], ["y"], output_height=2, output_width=2)],
+                   [mb.value("x", [3, 4, 8, 8]), mb.value("rois", [5, 4]), mb.value("batch", [5], TensorProto.INT64)],
+                   [mb.value("y", [5, 4, 2, 2])], (), "roi")
+    assert {t.name: (t.low, t.high) for t in model_item(mb.save(roi, tmp_path, "roi"), {}).spec.inputs}["batch"] == (0, 2)
 
 
 def test_an_int8_model_is_int8(tmp_path, seed):

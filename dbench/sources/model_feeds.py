@@ -32,9 +32,11 @@ ZERO_POINTS = {("QuantizeLinear", 2), ("DequantizeLinear", 2), ("QLinearConv", 2
 SCALES = {("QuantizeLinear", 1), ("DequantizeLinear", 1), ("QLinearConv", 1), ("QLinearConv", 4),
           ("QLinearConv", 6), ("QLinearMatMul", 1), ("QLinearMatMul", 4), ("QLinearMatMul", 6)}
 INDICES = {("Gather", 1): "axis", ("GatherElements", 1): "axis", ("ScatterElements", 1): "axis",
-           ("GatherND", 1): "nd", ("ScatterND", 1): "nd", ("ArrayFeatureExtractor", 1): "last"}
-"""Index inputs: bounded by the data's size along `axis` (default 0), its last axis, or for the ND forms
-by the smallest of the axes the last index dimension addresses."""
+           ("GatherND", 1): "nd", ("ScatterND", 1): "nd", ("ArrayFeatureExtractor", 1): "last",
+           ("RoiAlign", 2): "axis"}
+"""Index inputs: bounded by the data's size along `axis` (default 0; RoiAlign's batch indices: X's
+batch), its last axis, or for the ND forms by the smallest of the axes the last index dimension
+addresses. An index out of bounds is an error to one runtime and a crash to another."""
 SHAPE_ONLY = {"Shape", "Size"}
 """Ops that read only a tensor's shape: its values go no further."""
 PASS_THROUGH = {"Cast", "Identity", "Reshape", "Squeeze", "Unsqueeze", "Flatten"}
