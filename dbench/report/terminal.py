@@ -8,7 +8,7 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
-from dbench.report.build import Report, display_allreduce, display_models, display_cell, display_summary
+from dbench.report.build import LEGEND, Report, display_allreduce, display_models, display_cell, display_summary
 
 
 def _frame_table(frame, title: str) -> Table:
@@ -42,6 +42,7 @@ def terminal_report(report: Report) -> RichGroup:
     """Everything, in reading order: notes, summary, support, families, all-reduce."""
     parts = [Text(f"note: {n}", style="yellow") for n in report.notes]
     if report.groups:
+        parts.append(Text(f"baseline: {report.baseline.label}. {LEGEND}"))
         parts.append(_frame_table(display_summary(report), "summary per runtime"))
         parts.append(_frame_table(report.support, "support matrix"))
         parts += [family_table(report, family) for family in report.families]

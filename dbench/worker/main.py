@@ -38,6 +38,8 @@ class Job:
     weights: str = "const"
     verify: bool = True
     profile_runs: int = 10
+    round: int = 1
+    """Which round of the graph this job is (1-based): the first verifies and profiles."""
 
 
 @dataclass
@@ -287,6 +289,12 @@ def execute(job: Job, phase: Callable[[str], None] = _no_phase) -> Outcome:
     return outcome
 
 
+def _hooked(hook: str, job: Job) -> bool:
+    """Whether a test hook (`ID` or `ID@ROUND`) names this job."""
+    part, _, round_number = hook.partition("@")
+    return part in job.spec.id and (not round_number or int(round_number) == job.round)
+
+
 def serve(connection, memory_limit: int | None = None, cpus: tuple[int, ...] | None = None) -> None:
     """Worker main loop: receive Jobs, send Outcomes, until the parent closes the pipe.
     SIGINT is ignored so that Ctrl-C is handled once, by the parent. `cpus` pins this process
@@ -307,10 +315,11 @@ def serve(connection, memory_limit: int | None = None, cpus: tuple[int, ...] | N
             job = connection.recv()
         except EOFError:
             return
-        # Test hooks: a kernel whose id contains the string crashes (SIGSEGV) or hangs the worker.
-        if crash_on and crash_on in job.spec.id:
+        # Test hooks: a kernel whose id contains the string crashes (SIGSEGV) or hangs the worker; `ID@N`
+        # only in round N.
+        if crash_on and _hooked(crash_on, job):
             os.kill(os.getpid(), signal.SIGSEGV)
-        if hang_on and hang_on in job.spec.id:
+        if hang_on and _hooked(hang_on, job):
             time.sleep(3600)
         connection.send(execute(job, lambda name: connection.send(Phase(name))))
 
