@@ -123,7 +123,7 @@ def test_a_round_takes_its_share_of_the_time_count_and_iterations():
     config = TimingConfig(min_time=2.0, max_time=10.0, min_samples=10, rounds=4, iterations=101)
     share = config.per_round()
     assert (share.rounds, share.min_time, share.max_time, share.min_samples, share.iterations) == (1, 0.5, 2.5, 3, 26)
-    assert TimingConfig(rounds=3).per_round().min_samples == 4
+    assert TimingConfig(rounds=3).per_round().min_samples == 3 and TimingConfig(min_samples=10).per_round().min_samples == 4
 
 
 def test_iterations_time_exactly_that_many_calls():
