@@ -40,7 +40,7 @@ def test_reference_rows_match_the_row_schema():
     keys = set(Row.__dataclass_fields__) - {"pass_name"} | {"pass", "type"}
     later = {"invariant_violations", "spread", "mad_us", "ci_low_us", "ci_high_us", "ci_rel", "first_call_us",
              "runtime_median_us", "device_median_us", "samples_us", "load_1m", "verified_by",
-             "profile_call_us"}  # fields added after schema version 1
+             "profile_call_us", "device_graph_median_us", "gpu_state"}  # fields added after schema version 1
     assert rows and all(set(r) == keys - later for r in rows), "old rows: the same keys, less the later fields"
     assert {Status(r["status"]) for r in rows} == {Status.OK}
 
