@@ -334,13 +334,19 @@ def installed_cuda_version(package: Path) -> str | None:
     return found.group(1) if found else None
 
 
-def torch_cuda_problem(driver_library: str = gpu.DRIVER_LIBRARY) -> str | None:
-    """Why torch-cuda cannot run here, checked in order without importing torch: torch installed, a
-    CUDA build, the NVIDIA driver and a device, every NVIDIA library libtorch_cuda.so names."""
+def torch_package() -> Path | None:
+    """The installed torch package's folder, found without importing it."""
     spec = importlib.util.find_spec("torch")
-    if spec is None or not spec.submodule_search_locations:
+    return Path(list(spec.submodule_search_locations)[0]) if spec and spec.submodule_search_locations else None
+
+
+def torch_cuda_problem(driver_library: str = gpu.DRIVER_LIBRARY, package: Path | None = None) -> str | None:
+    """Why torch-cuda cannot run here, checked in order without importing torch: torch installed, a
+    CUDA build, the NVIDIA driver and a device, every NVIDIA library libtorch_cuda.so names.
+    `package`: the torch folder to check (default the installed one)."""
+    package = package or torch_package()
+    if package is None:
         return "torch is not installed: pip install 'dbench[torch-cuda]' (a CUDA build of PyTorch)"
-    package = Path(list(spec.submodule_search_locations)[0])
     cuda = installed_cuda_version(package)
     if cuda is None:
         version = importlib.metadata.version("torch")
