@@ -13,6 +13,7 @@ from dbench.report.frames import (Group, allreduce_table, baseline_group, groups
                                   support_matrix)
 from dbench.report.load import Results
 from dbench.report.units import format_ratio, format_time, significant
+from dbench.report.vendor import ratio_title
 
 WINNER = "★"
 
@@ -91,7 +92,8 @@ def display_summary(report: Report) -> pd.DataFrame:
     summary[counts] = summary[counts].map(lambda n: "" if n == 0 else str(n))
     empty = [c for c in counts if c not in ("graphs", "verified", "won") and not summary[c].any()]
     return summary.drop(columns=["machine", "runtime", "precision", *empty]).rename(
-        columns={"geomean_speedup": f"geomean speedup vs {report.baseline.label}", "precision_fallback": "precision fallback"})
+        columns={"geomean_speedup": f"geomean {ratio_title(report.baseline.runtime, report.baseline.label)}",
+                 "precision_fallback": "precision fallback"})
 
 
 def display_allreduce(report: Report) -> pd.DataFrame:

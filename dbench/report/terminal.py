@@ -9,6 +9,7 @@ from rich.table import Table
 from rich.text import Text
 
 from dbench.report.build import Report, display_allreduce, display_models, display_cell, display_summary
+from dbench.report.vendor import ratio_title
 
 
 def _frame_table(frame, title: str) -> Table:
@@ -23,7 +24,8 @@ def _frame_table(frame, title: str) -> Table:
 
 def family_table(report: Report, family: str) -> Table:
     """Kernels down; per column group one cell: median (★ fastest) over TFLOP/s and speedup."""
-    table = Table(title=f"{family} · speedup vs {report.baseline.label}", title_justify="left")
+    title = ratio_title(report.baseline.runtime, report.baseline.label)
+    table = Table(title=f"{family} · {title}", title_justify="left")
     table.add_column("kernel", overflow="fold", ratio=2)
     for group in report.groups:
         table.add_column(escape(group.label), justify="right", overflow="fold", ratio=1)
