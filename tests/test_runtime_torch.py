@@ -200,6 +200,13 @@ def test_profile_precision_names():
     assert precision_of("aten::mm", ["float"], "sm80_xmma_gemm_f32f32_tf32f32_f32_nn") == "tf32"
 
 
+def test_a_tf32_kernel_is_an_allowed_fallback_of_an_fp32_row_never_of_fp16():
+    from dbench.store.invariants import violations
+
+    assert violations({"precision": "fp32", "precision_executed": "tf32"}) == []
+    assert violations({"precision": "fp16", "precision_executed": "tf32"})
+
+
 def test_the_worker_times_verifies_and_profiles_a_torch_job():
     graph = rnn.build(RnnKernel(cell="lstm", hidden=16, batch=2, timesteps=4), "fp32", "fwd", "op")
     job = worker.Job(spec=graph.spec, model=graph.model.SerializeToString(), sha256=None, runtime="torch",

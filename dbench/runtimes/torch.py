@@ -142,19 +142,30 @@ class CudaSession(TorchSession):
     """A TorchSession on a CUDA stream of its own, timed on the device by CUDA events with and
     without a CUDA graph."""
 
+    graph_note: str | None = None
+    """Why the call could not be captured into a CUDA graph (a host synchronisation inside it, such as
+    a sparse weight compressed per call), reported in `gpu_state`; None when it was."""
+
     def device_time_us(self, iterations: int) -> float | None:
         from dbench.runtimes.torch_cuda import event_time_us
 
         return event_time_us(self.torch, self.kernel.run, self.runtime.stream, iterations)
 
     def device_graph_time_us(self, iterations: int) -> float | None:
+        """Device time of the call replayed as a CUDA graph; None, with the reason kept in
+        `graph_note`, where PyTorch cannot capture it (the row's other figures stand)."""
         from dbench.runtimes.torch_cuda import capture, event_time_us
 
-        graph = capture(self.torch, self.kernel.run, self.runtime.stream)
+        try:
+            graph = capture(self.torch, self.kernel.run, self.runtime.stream)
+        except RuntimeError as err:
+            self.graph_note = f"not captured: {_first_line(err)}"
+            return None
         return event_time_us(self.torch, lambda: graph.replay(), self.runtime.stream, iterations)
 
     def gpu_state(self) -> dict[str, Any] | None:
-        return gpu.gpu_state(self.runtime.device)
+        state = gpu.gpu_state(self.runtime.device)
+        return {**state, "cuda_graph": self.graph_note} if self.graph_note else state
 
     def device_memory(self) -> int | None:
         return gpu.process_device_memory(self.runtime.device)
@@ -175,7 +186,8 @@ class TorchCpu(Runtime):
     def __init__(self, options: RuntimeOptions) -> None:
         super().__init__(options)
         self.settings = parse_options(options.extra, self.known_options, self.name)
-        self.kernel: TorchKernel | None = None
+        self.kernel_description: dict[str, Any] | None = None
+        """What the last prepared kernel calls (kept as data: the kernel and its tensors go with its session)."""
         self._torch = None
 
     @property
@@ -220,7 +232,7 @@ class TorchCpu(Runtime):
         torch = self.torch
         kernel = torch_kernel(torch, spec, self.device_name)
         kernel.load({name: to_tensor(torch, array, self.device_name) for name, array in constants.items()})
-        self.kernel = kernel
+        self.kernel_description = kernel.describe()
         return self.session_class()(self, kernel)
 
     def session_class(self) -> type[TorchSession]:
@@ -239,7 +251,7 @@ class TorchCpu(Runtime):
             "fp32_precision": {"mkldnn_matmul": mkldnn.matmul.fp32_precision, "mkldnn_conv": mkldnn.conv.fp32_precision,
                                "mkldnn_rnn": mkldnn.rnn.fp32_precision},
             "quantized_engine": torch.backends.quantized.engine,
-            "kernel": self.kernel.describe() if self.kernel is not None else None,
+            "kernel": self.kernel_description,
         }
 
 
@@ -322,7 +334,7 @@ class TorchCuda(TorchCpu):
             "libraries": {"cuda_runtime": torch.version.cuda, "cudnn": cudnn.version()},
             "device_time": "CUDA events around back-to-back calls; device_graph_median_us: the same call replayed as a CUDA graph",
             "gpu": gpu.gpu_metadata(self.device),
-            "kernel": self.kernel.describe() if self.kernel is not None else None,
+            "kernel": self.kernel_description,
         }
 
 
