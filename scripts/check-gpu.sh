@@ -12,9 +12,10 @@
 # reachable: the GPU image this project is lent has PyTorch (CUDA 13), CuPy, NCCL and cuDNN but
 # neither onnxruntime-gpu nor TensorRT, whose wheels must be carried in (docs/runtimes/gpu.md).
 #
-# Usage: scripts/check-gpu.sh [--wheels DIR] [--suite SUITE] [--ops OPS] [--out DIR]
+# Usage: scripts/check-gpu.sh [--wheels DIR | --no-install] [--suite SUITE] [--ops OPS] [--out DIR]
 #   --wheels DIR  install what is missing from this folder of wheels only (pip --no-index): carried
 #                 onnxruntime-gpu / tensorrt / dbench's core dependencies
+#   --no-install  install nothing: report what is missing and go on
 #   --suite       suite for the torch-cuda run (default inference)     --ops  its ops (default all)
 #   --out         results and logs (default gpu-check/)
 # dbench runs from this checkout on the image's own Python (its CUDA build of PyTorch, CuPy and NCCL stay
@@ -23,10 +24,11 @@
 set -uo pipefail
 
 REPO=$(cd "$(dirname "$0")/.." && pwd)
-WHEELS="" SUITE=inference OPS="" OUT=$REPO/gpu-check
+WHEELS="" INSTALL=1 SUITE=inference OPS="" OUT=$REPO/gpu-check
 while [ $# -gt 0 ]; do
     case "$1" in
         --wheels) WHEELS=$(cd "$2" && pwd); shift 2 ;;
+        --no-install) INSTALL=0; shift ;;
         --suite) SUITE=$2; shift 2 ;;
         --ops) OPS=$2; shift 2 ;;
         --out) OUT=$2; shift 2 ;;
@@ -74,7 +76,9 @@ print(" ".join(dist for module, dist in wanted.items() if importlib.util.find_sp
 PYEOF
 }
 missing=$(missing_modules)
-if [ -n "$missing" ]; then
+if [ -n "$missing" ] && [ "$INSTALL" = 0 ]; then
+    say "missing (not installed: --no-install): $missing"
+elif [ -n "$missing" ]; then
     say "installing what the image lacks into $DEPS: $missing"
     pip_install $missing >"$OUT/install.log" 2>&1 || say "some could not be installed (log: $OUT/install.log)"
     still=$(missing_modules)

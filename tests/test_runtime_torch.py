@@ -8,6 +8,7 @@ from __future__ import annotations
 import importlib.metadata
 import json
 import os
+import shutil
 import subprocess
 import sys
 from dataclasses import asdict, replace
@@ -267,6 +268,34 @@ def test_dbench_run_on_torch_cuda_fails_fast_with_the_reason(tmp_path):
     assert done.returncode != 0
     assert (done.stdout + done.stderr).strip().splitlines() == [f"error: runtime torch-cuda is not usable here: {reason}"]
     assert not list(tmp_path.rglob("*.jsonl"))
+
+
+def test_check_gpu_script_stops_with_one_line_without_a_gpu(tmp_path):
+    if shutil.which("nvidia-smi"):
+        pytest.skip("nvidia-smi is here: scripts/check-gpu.sh runs for real on this machine")
+    done = subprocess.run(["bash", str(REPO / "scripts" / "check-gpu.sh"), "--out", str(tmp_path)], capture_output=True,
+                          text=True, timeout=60)
+    assert done.returncode == 3
+    assert done.stderr.strip().splitlines() == ["check-gpu: no NVIDIA GPU visible (nvidia-smi -L failed): run this on a GPU machine"]
+
+
+def test_check_gpu_script_says_why_each_runtime_could_not_run(tmp_path):
+    """A stand-in nvidia-smi lists a GPU, no GPU runtime is usable here: every line says the probe's
+    reason, nothing is attempted, and the script fails (nothing ran)."""
+    fake = tmp_path / "bin"
+    fake.mkdir()
+    (fake / "nvidia-smi").write_text("#!/bin/sh\necho 'GPU 0: Stand-in (UUID: GPU-0)'\n")
+    (fake / "nvidia-smi").chmod(0o755)
+    env = {**os.environ, "PATH": f"{fake}:{os.environ['PATH']}", "PYTHON": sys.executable}
+    done = subprocess.run(["bash", str(REPO / "scripts" / "check-gpu.sh"), "--no-install", "--out", str(tmp_path / "out")],
+                          capture_output=True, text=True, timeout=300, env=env)
+    assert done.returncode == 1, done.stdout + done.stderr
+    summary = done.stdout[done.stdout.index("check-gpu summary"):]
+    for name in ("torch-cuda", "ort-cuda", "ort-trt", "tensorrt"):
+        ok, reason = runtime_class(name).availability()
+        assert not ok and f"could not: {name}: {reason}" in summary
+    assert "could not: allreduce nccl: missing cupy" in summary and "ran:" not in summary
+    assert "nothing could run on this GPU machine" in done.stdout
 
 
 # ---- gpu-marked: torch-cuda on a GPU ---------------------------------------------------------------
