@@ -57,7 +57,8 @@ def _kernels(event) -> list[Any]:
 def parse_events(events: Iterable[Any], warmup: int, device: bool) -> Profile:
     """A Profile from torch.profiler FunctionEvents: one node per operator name (CPU) or per
     (operator, kernel name) (device), the first `warmup` call ranges dropped when later ones exist."""
-    calls = [e for e in events if e.name == CALL_RANGE]
+    # With CUDA activity a record_function range is also a device annotation event: the host's is the call.
+    calls = [e for e in events if e.name == CALL_RANGE and e.device_type.name == "CPU"]
     calls.sort(key=lambda e: e.time_range.start)
     if not calls:
         return Profile([], None)
