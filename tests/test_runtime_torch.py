@@ -14,7 +14,6 @@ import sys
 from dataclasses import asdict, replace
 from pathlib import Path
 
-import numpy as np
 import pytest
 
 from dbench.catalog.kernels import ConvKernel, GemmKernel, RnnKernel, SparseKernel

@@ -131,8 +131,8 @@ class Conv(TorchKernel):
              "bwd_filter": "torch.ops.aten.convolution_backward (grad weight only, as torch.nn.grad.conv2d_weight)"}
 
     def arguments(self) -> None:
-        torch, i = self.torch, self.inputs
-        self.kernel, self.geometry = conv_geometry(self.spec)
+        i = self.inputs
+        _, self.geometry = conv_geometry(self.spec)
         g = self.geometry
         self.result = None
         if self.spec.pass_name == "fwd":
