@@ -222,7 +222,7 @@ def test_the_worker_times_verifies_and_profiles_a_torch_job():
 def test_dbench_run_on_torch_writes_verified_rows(tmp_path):
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     done = subprocess.run([sys.executable, "-m", "dbench", "run", "--runtime", "torch", "--suite", "inference-device",
-                           "--ops", "gemm,conv", "--id", "*_n1_*", "--quick", "--threads", "1", "--out", str(tmp_path)],
+                           "--ops", "gemm", "--id", "*_n1_*", "--quick", "--threads", "1", "--out", str(tmp_path)],
                           capture_output=True, text=True, timeout=600, cwd=REPO, env=env)
     assert done.returncode == 0, done.stdout + done.stderr
     rows = [json.loads(line) for path in tmp_path.rglob("*.jsonl") for line in path.read_text().splitlines()]
