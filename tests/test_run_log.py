@@ -41,7 +41,8 @@ def test_reference_rows_match_the_row_schema():
     later = {"invariant_violations", "spread", "mad_us", "ci_low_us", "ci_high_us", "ci_rel", "first_call_us",
              "runtime_median_us", "device_median_us", "samples_us", "load_1m", "verified_by",
              "profile_call_us", "variant", "percentiles_us", "rerun_low_us", "rerun_high_us", "rerun_rel",
-             "interval_note", "rounds", "round_medians_us", "round_sizes", "round_sd"}  # fields added after schema version 1
+             "interval_note", "rounds", "round_medians_us", "round_sizes", "round_sd", "device_graph_median_us",
+             "gpu_state"}  # fields added after schema version 1
     assert rows and all(set(r) == keys - later for r in rows), "old rows: the same keys, less the later fields"
     assert {Status(r["status"]) for r in rows} == {Status.OK}
 

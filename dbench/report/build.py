@@ -14,10 +14,11 @@ from dbench.report.frames import (Group, allreduce_table, baseline_group, groups
 from dbench.report.load import Results
 from dbench.report.verdicts import speedups, winners
 from dbench.report.units import format_ratio, format_time, significant
+from dbench.report.vendor import ratio_title
 
 WINNER = "★"
 TIE = "≈"
-LEGEND = (f"Speedup = baseline time / time, [95% interval]; {WINNER} = fastest, separated from the next by the test; "
+LEGEND = (f"in brackets its 95% interval; {WINNER} = fastest, separated from the next by the test; "
           f"{TIE} after a median: fastest but within noise of the next; {TIE} after a speedup: same as the baseline within "
           "noise; ? = no interval (too few rounds); only verified rows have times.")
 
@@ -114,7 +115,8 @@ def display_summary(report: Report) -> pd.DataFrame:
     summary[counts] = summary[counts].map(lambda n: "" if n == 0 else str(n))
     empty = [c for c in counts if c not in ("graphs", "verified", "won", "tied") and not summary[c].any()]
     return summary.drop(columns=["machine", "runtime", "precision", *empty]).rename(
-        columns={"geomean_speedup": f"geomean speedup vs {report.baseline.label}", "precision_fallback": "precision fallback"})
+        columns={"geomean_speedup": f"geomean {ratio_title(report.baseline.runtime, report.baseline.label)}",
+                 "precision_fallback": "precision fallback"})
 
 
 def display_allreduce(report: Report) -> pd.DataFrame:

@@ -161,6 +161,11 @@ class Row:
     """How many of `samples_us` belong to each round, in order."""
     round_sd: float | None = None
     """The SD of the rounds' log medians: the row's measured noise between rounds."""
+    device_graph_median_us: float | None = None
+    """Device time per call with the call replayed as a captured CUDA graph (torch-cuda), beside
+    `device_median_us`: the difference is launch overhead (absent from earlier rows)."""
+    gpu_state: dict[str, Any] | None = None
+    """NVML's clocks, power and temperature of the GPU before (`start`) and after (`end`) timing."""
 
     def to_dict(self) -> dict[str, Any]:
         row = {("pass" if f.name == "pass_name" else f.name): getattr(self, f.name) for f in dataclasses.fields(self)}
@@ -203,6 +208,7 @@ class Row:
             verified_rows=verification.get("rows_checked"),
             device_median_us=outcome.device_median_us, inputs_s=outcome.inputs_s, prepare_s=outcome.prepare_s,
             verify_s=outcome.verify_s, profile_s=outcome.profile_s, profile_call_us=outcome.profile_call_us,
+            device_graph_median_us=outcome.device_graph_median_us, gpu_state=outcome.gpu_state,
             finished_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
             load_1m=(load_average() or [None])[0], variant=variant or runtime["name"],
         )

@@ -56,6 +56,8 @@ class Outcome:
     memory_bytes: int | None = None
     device_memory_bytes: int | None = None
     device_median_us: float | None = None
+    device_graph_median_us: float | None = None
+    gpu_state: dict[str, Any] | None = None
     runtime_options: dict[str, Any] | None = None
     inputs_s: float | None = None
     prepare_s: float | None = None
@@ -237,6 +239,7 @@ def execute(job: Job, phase: Callable[[str], None] = _no_phase) -> Outcome:
             session.bind(per_call)
             outcome.prepare_s = time.perf_counter() - t0
             outcome.runtime_options = runtime.describe()  # after prepare: includes what the runtime read back
+            gpu_start = session.gpu_state()
             phase("timing")
             stats = measure(session.run, job.timing, session.runtime_latency_us)
             outcome.stats = stats.to_dict()
@@ -245,6 +248,8 @@ def execute(job: Job, phase: Callable[[str], None] = _no_phase) -> Outcome:
                 outcome.memory_bytes = max(0, peak - baseline)
             outcome.device_memory_bytes = session.device_memory()
             outcome.device_median_us = session.device_time_us(_device_iterations(stats.median_us))
+            outcome.device_graph_median_us = session.device_graph_time_us(_device_iterations(stats.median_us))
+            outcome.gpu_state = {"start": gpu_start, "end": session.gpu_state()} if gpu_start is not None else None
             if job.verify:
                 phase("verifying")
                 t0 = time.perf_counter()
