@@ -164,7 +164,8 @@ def main() -> None:
     out = args.corpus / "results"
     shutil.rmtree(out, ignore_errors=True)
     done = run_folder(accepted, out, args.runtime, sorted(all_dims), args.run_timeout)
-    rows = {r["graph_id"]: r for log in out.rglob("*.jsonl") for r in map(json.loads, log.read_text().splitlines()[1:])}
+    rows = {r["graph_id"]: r for log in out.rglob("*.jsonl") for r in map(json.loads, log.read_text().splitlines()[1:])
+            if r.get("type") == "result"}
     run_tracebacks = len(TRACEBACK.findall(done.stdout + done.stderr))
     for name, row in table.items():
         if name in rows:

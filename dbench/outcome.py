@@ -42,6 +42,8 @@ class Outcome:
     memory_bytes: int | None = None
     device_memory_bytes: int | None = None
     device_median_us: float | None = None
+    device_graph_median_us: float | None = None
+    gpu_state: dict[str, Any] | None = None
     runtime_options: dict[str, Any] | None = None
     inputs_s: float | None = None
     prepare_s: float | None = None

@@ -8,7 +8,8 @@ import html
 
 import pandas as pd
 
-from dbench.report.build import Report, display_allreduce, display_models, display_family, display_summary
+from dbench.report.build import LEGEND, Report, display_allreduce, display_models, display_family, display_summary
+from dbench.report.vendor import ratio_sentence
 
 STYLE = """
 body { font-family: system-ui, sans-serif; margin: 2em; color: #222; }
@@ -32,8 +33,7 @@ def to_html(report: Report, images: dict[str, bytes]) -> str:
              f"<style>{STYLE}</style></head><body>", "<h1>dbench report</h1>"]
     parts += [f'<p class="note">{html.escape(note)}</p>' for note in report.notes]
     if report.groups:
-        parts.append(f"<p>Speedup = {html.escape(report.baseline.label)} time / time; ★ = fastest verified; "
-                     "only verified rows (ran and matched the numpy reference) have times.</p>")
+        parts.append(f"<p>{html.escape(ratio_sentence(report.baseline.runtime, report.baseline.label))}, {html.escape(LEGEND)}</p>")
         parts += ["<h2>Summary per runtime</h2>", _table(display_summary(report), "summary")]
         parts += ["<h2>Support matrix</h2>", _table(report.support, "support")]
         for family in report.families:

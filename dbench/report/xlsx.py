@@ -10,7 +10,9 @@ import pandas as pd
 
 from dbench.report.build import Report
 
-FIELD_NAMES = {"median_us": "median µs", "tflops": "TFLOP/s", "speedup": "speedup", "status": "status", "winner": "fastest"}
+FIELD_NAMES = {"median_us": "median µs", "tflops": "TFLOP/s", "speedup": "speedup", "speedup_low": "speedup low",
+               "speedup_high": "speedup high", "same": "same within noise", "rounds": "rounds", "status": "status",
+               "winner": "fastest"}
 
 
 def specs(report: Report) -> pd.DataFrame:
