@@ -183,8 +183,9 @@ def _gen_model(path: Path, dim: Optional[list[str]], out_dir: Path) -> None:
     from dbench.frommodel.walk import model_kernels
     from dbench.render.frommodel import kernels_table, not_expressed_table
 
-    extraction = model_kernels(path, parse_dims(dim or []))
-    folder = write_outputs(extraction, build_graphs(extraction), out_dir / extraction.model)
+    dims = parse_dims(dim or [])
+    extraction = model_kernels(path, dims)
+    folder = write_outputs(extraction, build_graphs(extraction, dims), out_dir / extraction.model)
     out.print(kernels_table(extraction))
     if extraction.skipped:
         out.print(not_expressed_table(extraction, f"every node is listed in {folder / NOT_EXPRESSED_FILE}"))
@@ -339,7 +340,7 @@ def run(
         raise UsageError("--model runs one model file and --graphs a folder; give one of them")
     if kernels_run and not model:
         raise UsageError("--kernels-run compares a whole model's run with its kernels; give --model too")
-    kernel_rows = open_run(out_dir, kernels_run).rows() if kernels_run else None  # a bad run id fails before timing
+    kernels_log = open_run(out_dir, kernels_run) if kernels_run else None  # a bad run id fails before timing
     graphs = model or graphs
     request = RunRequest(
         suite=suite, ops=_split(ops, "--ops"), apps=_split(app_, "--app"), pattern=pattern,
@@ -352,6 +353,11 @@ def run(
         cpus=cpus, rounds=rounds, iterations=iterations, warmup_calls=warmup_calls,
         percentiles=_numbers(percentiles, "--percentiles") if percentiles is not None else None,
     )
+    if kernels_log is not None:
+        from dbench.frommodel.predict import check_kernels_run
+
+        kernel_rows = kernels_log.rows()
+        check_kernels_run(model, request, kernels_log.header(), kernel_rows)
     planned = plan_run(request, out_dir, resume)
     before = signal.signal(signal.SIGTERM, _stop_as_on_ctrl_c)
     try:
@@ -360,7 +366,7 @@ def run(
     finally:
         signal.signal(signal.SIGTERM, before)
     print_run(out, result)
-    if kernel_rows is not None:
+    if kernels_log is not None:
         from dbench.frommodel.predict import model_vs_kernels
         from dbench.render.frommodel import prediction_table
 
