@@ -376,6 +376,99 @@ def run(
 
 @app.command()
 @friendly
+def predict(
+    model: Annotated[Optional[Path], typer.Argument(metavar="MODEL", help="The ONNX model to predict (not needed with --resume).")] = None,
+    dim: DimOpt = None,
+    runtime: Annotated[str, typer.Option("--runtime", "-r", help="The runtime whose layers cut the model: ort-cpu or openvino.")] = "ort-cpu",
+    device: Annotated[Optional[str], typer.Option("--device", help="Runtime device (OpenVINO: CPU, GPU, NPU, AUTO).")] = None,
+    threads: Annotated[Optional[int], typer.Option("--threads", "-t", help="Intra-op threads (default: every core).")] = None,
+    graph_opt: Annotated[str, typer.Option("--graph-opt", help="Graph optimisation level: disable | basic | extended | all.")] = "all",
+    allow_runtime_precision: Annotated[bool, typer.Option("--allow-runtime-precision", help="Let the runtime pick its execution precision (recorded as such).")] = False,
+    option: Annotated[Optional[list[str]], typer.Option("--option", help="Runtime option KEY=VALUE; repeatable.")] = None,
+    quick: Annotated[bool, typer.Option("--quick", help="Smoke run: minimal warm-up and sampling.")] = False,
+    min_time: Annotated[Optional[float], typer.Option("--min-time", help="Minimum sampling time per graph, seconds (default 2).")] = None,
+    max_time: Annotated[Optional[float], typer.Option("--max-time", help="Maximum sampling time per graph, seconds (default 10).")] = None,
+    warmup: Annotated[Optional[float], typer.Option("--warmup", help="Minimum warm-up time per graph and round, seconds (default 0.05).")] = None,
+    rounds: Annotated[Optional[int], typer.Option("--rounds", metavar="N", help="Rounds per graph; the model, its units and the empty graph share them, so the error gets a paired interval (default 3).")] = None,
+    no_verify: Annotated[bool, typer.Option("--no-verify", help="Skip verifying the model and its units against onnx.reference.")] = False,
+    profile_runs: Annotated[int, typer.Option("--profile-runs", help="Runs of the profiling pass (the units' times inside the model come from the model's).")] = 10,
+    timeout: Annotated[float, typer.Option("--timeout", help="Seconds a graph may spend in one phase before its worker is killed as hung.")] = 600.0,
+    cpus: Annotated[Optional[str], typer.Option("--cpus", help="Pin the workers to these CPUs, e.g. 4-7.")] = None,
+    memory_limit: Annotated[Optional[float], typer.Option("--memory-limit", help="Address-space limit of the worker in GiB.")] = None,
+    out_dir: Annotated[Path, typer.Option("--out", help="Results folder; the run goes to <out>/<machine>/<run-id>.jsonl.")] = Path("results"),
+    resume: Annotated[Optional[str], typer.Option("--resume", help="Complete an interrupted prediction run by its id.")] = None,
+    units_run: Annotated[Optional[str], typer.Option("--units-run", metavar="RUN", help="Predict from a run of the model's exported units (dbench export --units) on another machine, without running the model there.")] = None,
+    top: Annotated[int, typer.Option("--top", help="Units shown, by their time inside the model (0: all).")] = 20,
+    fmt: Annotated[str, typer.Option("--format", "-f", help="table | json (the prediction and every unit).")] = "table",
+) -> None:
+    """A model's latency from the units its runtime executes: cut the model where the runtime fuses
+    (its own optimized graph or runtime model), time every distinct unit, the whole model and an
+    empty graph in one run, in rounds, and set the prediction beside the measurement.
+
+    Exit status: 0 when every row is ok or unsupported, 3 when any is mismatch, failed, crashed,
+    timeout or oom, 2 for bad input, 130 on Ctrl-C or SIGTERM."""
+    from dbench.frommodel.dims import parse_dims
+    from dbench.orchestrator.request import RunRequest
+
+    if fmt not in ("table", "json"):
+        raise UsageError(f"unknown format {fmt!r}; valid: table, json")
+    if top < 0:
+        raise UsageError(f"--top {top} must be 0 (every unit) or more")
+    if model is None and not resume:
+        raise UsageError("give the model to predict (dbench predict MODEL.onnx), or --resume RUN")
+    if resume and units_run:
+        raise UsageError("--units-run predicts from a finished run; drop --resume")
+    request = RunRequest(
+        graphs=str(model) if model else None, runtime=runtime, device=device, threads=threads, graph_optimization=graph_opt,
+        allow_runtime_precision=allow_runtime_precision, extra=_pairs(option), quick=quick, min_time=min_time,
+        max_time=max_time, warmup=warmup, verify=not no_verify, profile_runs=profile_runs, timeout=timeout,
+        memory_limit=int(memory_limit * 2**30) if memory_limit is not None else None, dims=parse_dims(dim or []),
+        cpus=cpus, rounds=rounds)
+    if units_run:
+        from dbench.orchestrator.predict import units_run_predictions
+        from dbench.store.compare import open_run
+
+        _print_predictions(units_run_predictions(model, request, open_run(out_dir, units_run)), top, fmt)
+        return
+    from dbench.orchestrator.predict import plan_predict
+    from dbench.orchestrator.run import execute_run
+    from dbench.render.run import RunProgress, print_run
+    from dbench.units.prediction import predictions
+
+    planned, _ = plan_predict(RunRequest() if resume else request, out_dir, resume)
+    before = signal.signal(signal.SIGTERM, _stop_as_on_ctrl_c)
+    try:
+        with RunProgress(err, planned) as progress:
+            result = execute_run(planned, progress)
+    finally:
+        signal.signal(signal.SIGTERM, before)
+    if fmt == "table":
+        print_run(out, result)
+    _print_predictions(predictions(result.rows), top, fmt)
+    raise typer.Exit(result.exit_code)
+
+
+def _print_predictions(found, top: int, fmt: str) -> None:
+    """The predictions as tables (with the units and where isolation disagrees) or as JSON."""
+    from dbench.render.predict import disagreements, predictions_table, units_table
+
+    if fmt == "json":
+        import dataclasses
+
+        sys.stdout.write(json.dumps([{**p.to_dict(), "units": [dataclasses.asdict(u) for u in p.units]} for p in found],
+                                    indent=1, default=float) + "\n")
+        return
+    out.print(predictions_table(found))
+    for p in found:
+        out.print(units_table(p, top or None))
+        for line in p.notes:
+            err.print(f"[yellow]note:[/] {escape(line)}", highlight=False, soft_wrap=True)
+        for line in disagreements(p):
+            out.print(f"isolation vs model: {escape(line)}", highlight=False, soft_wrap=True)
+
+
+@app.command()
+@friendly
 def compare(
     runs: Annotated[list[str], typer.Argument(metavar="RUN...", help="Runs by id (globs like 'run-20261125-*' work) or .jsonl path: one interleaved run, two runs, or side a before --vs.")],
     versus: Annotated[Optional[list[str]], typer.Option("--vs", metavar="RUN", help="Side b: runs to compare side a with (repeat, or glob); several a side use the runs' spread.")] = None,

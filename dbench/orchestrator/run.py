@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from dbench.errors import UsageError
 from dbench.orchestrator.request import RunRequest, check_resume, validate
 from dbench.orchestrator.runner import RunConfig, RunObserver, Runner, RunState, Variant
 from dbench.outcome import PASSING, Status
@@ -22,6 +23,8 @@ from dbench.store.metadata import host_metadata, machine_name
 
 FAILING_EXIT_CODE = 3
 """`dbench run`'s exit status when any row is mismatch, failed, crashed, timeout or oom."""
+PREDICT_KIND = "predict"
+"""The run header's `kind` of a `dbench predict` run (a model, an empty graph and the model's units)."""
 
 
 @dataclass
@@ -64,35 +67,47 @@ def plan_run(request: RunRequest, out_dir: Path, resume: str | None) -> PlannedR
     """Check the request and build its graphs before anything is written; then create the log, or
     reopen it locked for appending (a torn last line set aside). The caller runs it with execute_run,
     which releases the lock."""
-    state = RunState()
     if resume:
         check_resume(request)
         stored = RunLog.read(find_run(out_dir, resume))
         header = stored.header()
         request = RunRequest.from_dict(header.get("request", {}), stored.path)
+        if header.get("kind") == PREDICT_KIND:
+            raise UsageError(f"{resume} is a dbench predict run; finish it with dbench predict --resume {resume}")
     classes = validate(request)
     config = request.config()
     items = build_items(request, classes[config.variants[0].runtime].int8_form)
     if resume:
-        run_id = resume
-        log = RunLog.resume(stored.path)
-        state = RunState.from_log(log.rows(), log.rounds(), config.variants[0].label)
-    else:
-        folder = ensure_writable(out_dir / machine_name())
-        run_id = new_run_id()
-        header = {
-            "kind": source_kind(request.graphs).run_kind,
-            "request": dataclasses.asdict(request),
-            "runtime": _runtime_header(config.variants[0], classes),
-            "variants": [{"label": v.label, **_runtime_header(v, classes)} for v in config.variants],
-            "timing": config.timing.to_dict(),
-            "host": host_metadata(),
-            "command": sys.argv,
-            "graphs": len(items),
-        }
-        log = RunLog.create(folder, run_id, header)
-    header = {**header, "run_id": run_id}
-    return PlannedRun(request, config, classes, log, run_id, header, items, state)
+        return resume_run(request, config, classes, stored.path, header, items)
+    return new_run(request, config, classes, out_dir, items, {"kind": source_kind(request.graphs).run_kind})
+
+
+def new_run(request: RunRequest, config: RunConfig, classes: dict[str, type[Runtime]], out_dir: Path, items: list[Item],
+            extra: dict[str, Any]) -> PlannedRun:
+    """Create the log of a new run of `items` (its header: the request, runtimes, timing, host, and `extra`)."""
+    folder = ensure_writable(out_dir / machine_name())
+    run_id = new_run_id()
+    header = {
+        **extra,
+        "request": dataclasses.asdict(request),
+        "runtime": _runtime_header(config.variants[0], classes),
+        "variants": [{"label": v.label, **_runtime_header(v, classes)} for v in config.variants],
+        "timing": config.timing.to_dict(),
+        "host": host_metadata(),
+        "command": sys.argv,
+        "graphs": len(items),
+    }
+    log = RunLog.create(folder, run_id, header)
+    return PlannedRun(request, config, classes, log, run_id, {**header, "run_id": run_id}, items, RunState())
+
+
+def resume_run(request: RunRequest, config: RunConfig, classes: dict[str, type[Runtime]], path: Path,
+               header: dict[str, Any], items: list[Item]) -> PlannedRun:
+    """Reopen a run's log for appending (a torn last line set aside) with what it already holds."""
+    run_id = header["run_id"]
+    log = RunLog.resume(path)
+    state = RunState.from_log(log.rows(), log.rounds(), config.variants[0].label)
+    return PlannedRun(request, config, classes, log, run_id, {**header, "run_id": run_id}, items, state)
 
 
 def _runtime_header(variant: Variant, classes: dict[str, type[Runtime]]) -> dict[str, Any]:

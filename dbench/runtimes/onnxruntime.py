@@ -9,6 +9,7 @@ from __future__ import annotations
 import bisect
 import json
 import os
+import shutil
 import tempfile
 from collections import defaultdict
 from contextlib import AbstractContextManager, contextmanager
@@ -18,6 +19,7 @@ import numpy as np
 import onnx
 
 from dbench.errors import DbenchError, OutOfMemory, UnsupportedError, UsageError
+from dbench.executed import ExecutedGraph
 from dbench.gen.graph import GraphSpec
 from dbench.gen.precision import DTYPES
 from dbench.gen.weights import embed_weights
@@ -199,6 +201,20 @@ class OrtSession(Session):
     def device_memory(self) -> int | None:
         return self.runtime.device_memory()
 
+    def executed_graph(self) -> ExecutedGraph:
+        """The optimized model ONNX Runtime builds for this graph with these options, saved by a fresh
+        session (its weights to a file beside it, removed with it) and read back as executed layers."""
+        from dbench.runtimes.ort_execution import executed_graph
+
+        folder = tempfile.mkdtemp(prefix="dbench-ort-graph-")
+        try:
+            path = os.path.join(folder, "optimized.onnx")
+            self.runtime.make_session(self.model_bytes, self.constants, profiling=False, saved_to=path)
+            optimized = onnx.load(path, load_external_data=False)
+        finally:
+            shutil.rmtree(folder, ignore_errors=True)
+        return executed_graph(optimized, self.runtime.name)
+
     def close(self) -> None:
         self.binding = None
         self.session = None
@@ -303,10 +319,16 @@ class OrtRuntime(Runtime):
             so.profile_file_prefix = os.path.join(tempfile.gettempdir(), f"dbench-ort-{os.getpid()}")
         return so
 
-    def make_session(self, model_bytes: bytes, constants: dict[str, Any], profiling: bool):
-        """An InferenceSession; `constants` (name -> OrtValue) fill the model's external initializers."""
+    def make_session(self, model_bytes: bytes, constants: dict[str, Any], profiling: bool, saved_to: str | None = None):
+        """An InferenceSession; `constants` (name -> OrtValue) fill the model's external initializers.
+        `saved_to`: ONNX Runtime writes its optimized model there (weights in a file beside it)."""
         ort = _ort()
         options = self.session_options(profiling)
+        if saved_to:
+            options.optimized_model_filepath = saved_to
+            options.add_session_config_entry("session.optimized_model_external_initializers_file_name",
+                                             os.path.basename(saved_to) + ".weights")
+            options.add_session_config_entry("session.optimized_model_external_initializers_min_size_in_bytes", "64")
         if constants:
             options.add_external_initializers(list(constants), list(constants.values()))
         with classified(loading=True):
@@ -344,5 +366,6 @@ class OrtCpu(OrtRuntime):
     """ONNX Runtime, CPUExecutionProvider."""
 
     name: ClassVar[str] = "ort-cpu"
+    reports_execution: ClassVar[bool] = True
 
 
