@@ -256,9 +256,24 @@ def export(
     gru_activation: GruActOpt = "tanh",
     int8_form: Int8FormOpt = None,
     no_pad: NoPadOpt = False,
+    units: Annotated[Optional[Path], typer.Option("--units", metavar="MODEL", help="Export MODEL's execution units as --runtime cuts them here (with an empty graph), for dbench predict --units-run.")] = None,
+    dim: DimOpt = None,
+    runtime: Annotated[str, typer.Option("--runtime", "-r", help="With --units: the runtime whose layers cut the model.")] = "ort-cpu",
+    threads: Annotated[Optional[int], typer.Option("--threads", "-t", help="With --units: the intra-op threads the board will run them with.")] = None,
+    device: Annotated[Optional[str], typer.Option("--device", help="With --units: the runtime device.")] = None,
+    graph_opt: Annotated[str, typer.Option("--graph-opt", help="With --units: graph optimisation level.")] = "all",
+    option: Annotated[Optional[list[str]], typer.Option("--option", help="With --units: runtime option KEY=VALUE; repeatable.")] = None,
 ) -> None:
-    """Pack graphs, manifest, checksums and a README into a bundle for another machine (an ARM board)."""
+    """Pack graphs, manifest, checksums and a README into a bundle for another machine (an ARM board);
+    with --units, a model's execution units instead of DeepBench kernels."""
     from dbench.bundle.export import export_bundle
+
+    if units:
+        _only_model("--units", suite=suite, ops=ops, app=app_, id=pattern, kernels=kernels, passes=passes)
+        return _export_units(units, dim, runtime, threads, device, graph_opt, option, out_path)
+    if dim or runtime != "ort-cpu" or threads is not None or device or graph_opt != "all" or option:
+        raise UsageError("--dim, --runtime, --threads, --device, --graph-opt and --option apply to --units MODEL; "
+                         "DeepBench's kernels are exported for any runtime")
 
     selection, requests = _planned("export", suite, ops, app_, pattern, kernels,
                                    _gen_fields(precision, passes, gemm_form, rnn_form, gru_activation, int8_form, no_pad))
@@ -266,6 +281,21 @@ def export(
     out.print(f"{exported.path}: {exported.graphs} graphs + manifest, SHA256SUMS, README.txt; run with: dbench run --graphs {exported.path.name}", highlight=False)
     for reason, n in exported.skipped.items():
         out.print(f"[yellow]skipped {n}:[/] {escape(reason)}")
+
+
+def _export_units(model: Path, dim, runtime: str, threads, device, graph_opt: str, option, out_path: Path) -> None:
+    """`dbench export --units MODEL`: the units as the runtime cuts them here, as a bundle."""
+    from dbench.frommodel.dims import parse_dims
+    from dbench.orchestrator.predict import export_units
+    from dbench.orchestrator.request import RunRequest
+
+    request = RunRequest(graphs=str(model), runtime=runtime, threads=threads, device=device, graph_optimization=graph_opt,
+                         extra=_pairs(option), dims=parse_dims(dim or []))
+    exported, left_out = export_units(request, out_path)
+    out.print(f"{exported.path}: {exported.graphs} graphs (the units of {model.name} and an empty graph) + manifest, "
+              f"SHA256SUMS, README.txt; run with: dbench run --graphs {exported.path.name} --runtime {runtime}", highlight=False)
+    for unit, reason in left_out.items():
+        out.print(f"[yellow]left out {escape(unit)}:[/] {escape(reason)}")
 
 
 @app.command()
@@ -325,6 +355,7 @@ def run(
     model: Annotated[Optional[Path], typer.Option("--model", help="Time a whole ONNX model (inputs from its declared shapes, --dim for symbolic ones).")] = None,
     dim: DimOpt = None,
     kernels_run: Annotated[Optional[str], typer.Option("--kernels-run", help="With --model: a run of its `gen --from-model` kernels to print the model beside their sum.")] = None,
+    show_profile: Annotated[bool, typer.Option("--show-profile", help="Print every row's per-node profile after the run (layer, op, kernel, precision, time, share), as benchmark_app -pc.")] = False,
 ) -> None:
     """Time every selected graph on a runtime, verify it, and log one row per graph as it finishes.
 
@@ -366,6 +397,8 @@ def run(
     finally:
         signal.signal(signal.SIGTERM, before)
     print_run(out, result)
+    if show_profile:
+        _print_profiles(result.rows)
     if kernels_log is not None:
         from dbench.frommodel.predict import model_vs_kernels
         from dbench.render.frommodel import prediction_table
@@ -446,6 +479,18 @@ def predict(
         print_run(out, result)
     _print_predictions(predictions(result.rows), top, fmt)
     raise typer.Exit(result.exit_code)
+
+
+def _print_profiles(rows: list[dict]) -> None:
+    """Each row's per-node profile; one line for rows without one."""
+    from dbench.render.profile import profile_table
+
+    for row in rows:
+        table = profile_table(row)
+        if table is None:
+            out.print(f"no profile for {escape(row['graph_id'])} ({row['status']}; --profile-runs 0 profiles nothing)", highlight=False)
+        else:
+            out.print(table)
 
 
 def _print_predictions(found, top: int, fmt: str) -> None:
@@ -529,14 +574,15 @@ def report(
     results: Annotated[list[Path], typer.Argument(help="Run logs (.jsonl) or folders of them: any runs, runtimes, machines.")],
     out_dir: Annotated[Path, typer.Option("--out", help="Folder for report.md/.html/.xlsx, CSVs and PNGs.")] = Path("report"),
     baseline: Annotated[Optional[str], typer.Option("--baseline", help="Column group (or runtime name) speedups are relative to; default the first.")] = None,
+    profile: Annotated[bool, typer.Option("--profile", help="Also every row's per-node profile (layer, op, kernel, precision, time, share), as benchmark_app -pc.")] = False,
 ) -> None:
-    """Side-by-side tables, summary, support matrix, plots; terminal, Markdown, CSV, xlsx and HTML."""
+    """Side-by-side tables, summary, support matrix, predictions, plots; terminal, Markdown, CSV, xlsx and HTML."""
     from dbench.report.build import build_report
     from dbench.report.load import load
     from dbench.report.terminal import terminal_report
     from dbench.report.write import write_report
 
-    built = build_report(load(results), baseline)
+    built = build_report(load(results), baseline, profile)
     out.print(terminal_report(built))
     written = write_report(built, out_dir)
     out.print(f"wrote {written.html}, {written.markdown.name}, {written.xlsx.name}, "

@@ -160,3 +160,50 @@ def units_run_predictions(model: Path, request: RunRequest, log: RunLog) -> list
         missing = "the empty graph" if len(units) == expected else f"{expected - len(units)} of its {expected} units"
         raise UsageError(f"{run} lacks {missing} for model {name}; run the whole exported bundle")
     return predictions(mine)
+
+
+RUN_FLAGS = {"threads": "--threads", "device": "--device", "graph_optimization": "--graph-opt",
+             "allow_runtime_precision": "--allow-runtime-precision"}
+PACKAGES = {"ort-cpu": "onnxruntime", "openvino": "openvino"}
+
+
+def _flags(request: RunRequest) -> str:
+    """The runtime flags a board's run of the units must repeat (those set away from their defaults)."""
+    default = RunRequest()
+    parts = []
+    for name, flag in RUN_FLAGS.items():
+        value = getattr(request, name)
+        if value != getattr(default, name):
+            parts.append(flag if value is True else f"{flag} {value}")
+    parts += [f"--option {k}={v}" for k, v in request.extra.items()]
+    return "".join(f" {p}" for p in parts)
+
+
+def export_units(request: RunRequest, out: Path):
+    """A bundle of the model's units as the runtime cuts them here, and the empty graph, for a board to
+    run (`dbench run --graphs`) and `dbench predict --units-run` to predict from. Units that cannot be
+    graphs of their own are left out and named in every graph's tag (`left_out`); returns the
+    Exported bundle and those units with their reasons."""
+    from dbench.bundle.export import export_graphs
+    from dbench.bundle.readme import units_readme_text
+    from dbench.frommodel.predict import dims_text
+    from dbench.units.prediction import PREDICT_ATTR
+
+    classes = validate(request)
+    check_predictable(request, classes)
+    items, graphs, _ = _items(request, request.config(), None)
+    made = [item for item in graphs.items if not item.unsupported]
+    left_out = {item.spec.id: item.unsupported for item in graphs.items if item.unsupported}
+    units = sum(1 for item in made if item.spec.family != "empty")
+
+    def retagged(spec):
+        tag = {**spec.attrs[PREDICT_ATTR], **({"graphs": units} if "graphs" in spec.attrs[PREDICT_ATTR] else {}),
+               "left_out": sorted(left_out)}
+        return dataclasses.replace(spec, attrs={**spec.attrs, PREDICT_ATTR: tag})
+
+    identity = graphs.identity
+    readme = units_readme_text(units, identity.model, dims_text(identity.dims), identity.runtime,
+                               ", ".join(f"{k}={v}" for k, v in identity.settings.items() if v not in (None, {}, "")),
+                               _flags(request), PACKAGES.get(identity.runtime, identity.runtime))
+    exported = export_graphs([(retagged(item.spec), item.load()[0]) for item in made], readme, out)
+    return exported, left_out
