@@ -155,7 +155,7 @@ def units_run_predictions(model: Path, request: RunRequest, log: RunLog) -> list
             raise UsageError(f"{name}'s units were cut at {_said(cut_options[field], flag)}, this prediction asks "
                              f"{_said(getattr(request.options(), field), flag)}; give the same")
     units = {r["graph_id"] for r in mine if tag(r).get("role") == "unit"}
-    expected = info.get("graphs", len(units))
+    expected = max((tag(r).get("graphs", 0) for r in mine if tag(r).get("role") == "unit"), default=0)
     if len(units) != expected or not any(tag(r).get("role") == "empty" for r in mine):
         missing = "the empty graph" if len(units) == expected else f"{expected - len(units)} of its {expected} units"
         raise UsageError(f"{run} lacks {missing} for model {name}; run the whole exported bundle")

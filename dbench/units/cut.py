@@ -3,6 +3,8 @@ that every node of the model lands in exactly one unit.
 
 1. A layer claims the nodes its sources name (a node's name, or a tensor's: the node writing it; a
    name `a/b` that names neither is tried as `a`).
+   A layer whose op is not among the nodes it names (ONNX Runtime names a fused convolution after the
+   Relu whose output it writes) claims the node of its op that those nodes alone read from.
 2. Where layers read and write the model's own tensors (ONNX Runtime), a layer also claims the nodes
    between the model tensors it reads and those it writes, looked through the layers the runtime
    inserted to move data (a reorder to its blocked layout and back): e.g. a Gemm that fused a MatMul
@@ -38,6 +40,8 @@ FOLDED = "folded"
 UNMATCHED = "unmatched"
 """Nodes no layer accounts for and no neighbour takes: timed in isolation, with no time inside the model."""
 SLICE_LIMIT = 10_000
+MAIN_OP_DEPTH = 3
+"""How far back a layer looks for the node of its own op (a convolution behind the Add and Relu it fused)."""
 DEQUANTIZE = "DequantizeLinear"
 
 
@@ -115,7 +119,38 @@ class _Layers:
         self.writer = {t: k for k, layer in enumerate(self.layers) for t in layer.outputs}
         if executed.tensor_names:
             self._claim_by_tensors()
+        self._claim_main_ops()
         self.feeds = [self._feeding(k) for k in range(len(self.layers))]
+
+    def _claim_main_ops(self) -> None:
+        """Step 1b: a layer of an op its claimed nodes lack (ONNX Runtime's `y_nchwc` Conv names the Relu
+        whose output it writes) claims the node of that op its claimed nodes alone read from, within
+        MAIN_OP_DEPTH private edges, with the nodes between."""
+        s = self.structure
+        taken = set().union(*self.claims) if self.claims else set()
+        for k, layer in enumerate(self.layers):
+            op = layer.op_type.rsplit(":", 1)[-1]
+            if not self.claims[k] or op in {s.nodes[i].op_type for i in self.claims[k]}:
+                continue
+            paths = [(i, ()) for i in sorted(self.claims[k])]
+            for _ in range(MAIN_OP_DEPTH):
+                found, step = None, []
+                for i, path in paths:
+                    for t in s.dynamic_reads(i):
+                        p = s.producer.get(t)
+                        if p is None or p in taken or s.readers.get(t) != [i]:
+                            continue
+                        if s.nodes[p].op_type == op:
+                            found = (*path, p)
+                            break
+                        step.append((p, (*path, p)))
+                    if found:
+                        break
+                if found:
+                    self.claims[k] |= set(found)
+                    taken |= set(found)
+                    break
+                paths = step
 
     def _through(self, tensor: str, seen: set[str]) -> set[int]:
         """The non-transparent layers whose output reaches `tensor` (through transparent layers)."""

@@ -201,7 +201,7 @@ def _prediction(run_id: str, variant: str, members: list[dict[str, Any]]) -> Pre
     lines = _unit_lines(model, empty_us, units, measured_us or predicted_us)
     profile = _profile(model)
     inserted = [line.in_model_us for line in lines if line.kind == "inserted" and line.in_model_us is not None]
-    total_units = int(tag(model).get("graphs") if model else info.get("graphs", len(units)))
+    total_units = int(tag(model).get("graphs") if model else max((tag(r).get("graphs", 0) for r in units), default=0))
     model_tag = tag(model) if model else {}
     nodes_total = sum(len(u["nodes"]) for u in model_tag.get("units", [])) or \
         sum(len(o["nodes"]) for r in units for o in tag(r).get("occurrences", []))
