@@ -164,7 +164,7 @@ def test_each_unit_graph_computes_what_the_model_computes_there(tmp_path, seed, 
 def test_identical_units_are_one_graph_with_a_count_and_keep_their_kernel_id(tmp_path, seed):
     path = mb.save(twin_blocks(np.random.default_rng(seed)), tmp_path, "twins")
     graph = executed(path, {}, "ort-cpu")
-    graphs = unit_graphs(prepare(path, {}), graph, model_identity(path, {}, "ort-cpu", {"threads": 1}))
+    graphs = unit_graphs(prepare(path, {}), graph, model_identity(path, {}, "ort-cpu", {"threads": 1}), "fp32")
     units = [item for item in graphs.items if item.spec.family == "unit"]
     assert len(units) == 1
     tag = units[0].spec.attrs["predict"]

@@ -86,7 +86,7 @@ def _items(request: RunRequest, config: RunConfig, executed: ExecutedGraph | Non
     if executed is None:
         executed = ask_runtime(model, variant, config)
     identity = model_identity(path, request.dims, variant.runtime, settings(variant, config, model))
-    graphs = unit_graphs(prepare(path, request.dims), executed, identity)
+    graphs = unit_graphs(prepare(path, request.dims), executed, identity, model.spec.precision)
     return [tagged_model_item(model, graphs), *graphs.items], graphs, executed
 
 

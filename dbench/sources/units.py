@@ -130,14 +130,15 @@ def _unread(graph_id: str, prepared: Prepared) -> GraphSpec:
                      flops=0, flops_executed=0, inputs=(), outputs=(), seed=default_seed(graph_id))
 
 
-def _unit_spec(graph_id: str, model: onnx.ModelProto, types, prepared: Prepared, tag: dict[str, Any]) -> GraphSpec:
-    """The spec of a unit graph, as for a foreign model, named and tagged as a unit; the catalog
-    kernels of its nodes (DeepBench's families) are listed in its tag."""
+def _unit_spec(graph_id: str, model: onnx.ModelProto, types, prepared: Prepared, tag: dict[str, Any], precision: str) -> GraphSpec:
+    """The spec of a unit graph, as for a foreign model, named and tagged as a unit, in the whole
+    model's precision (a QuantizeLinear alone is part of an int8 model, and verified as such); the
+    catalog kernels of its nodes (DeepBench's families) are listed in its tag."""
     loaded = LoadedModel(graph_id, prepared.path, model, True, shaped(model, types))
     extraction = extract(loaded)
     spec = foreign_spec(loaded, extraction, graph_id)
     kernels = [k.kernel.id for k in extraction.kernels for _ in range(k.copies)]
-    return replace(spec, family=UNIT_FAMILY, op=UNIT_FAMILY, form=UNIT_FAMILY, apps=(prepared.loaded.name,),
+    return replace(spec, family=UNIT_FAMILY, op=UNIT_FAMILY, form=UNIT_FAMILY, apps=(prepared.loaded.name,), precision=precision,
                    attrs={**spec.attrs, PREDICT_ATTR: {**tag, "kernels": kernels}})
 
 
@@ -159,8 +160,9 @@ class UnitGraphs:
         return self.identity.tag(MODEL, units=units, graphs=len(self.items) - 1)
 
 
-def unit_graphs(prepared: Prepared, executed: ExecutedGraph, identity: Identity) -> UnitGraphs:
-    """Cut the model by the runtime's layers and make one graph per distinct timed unit."""
+def unit_graphs(prepared: Prepared, executed: ExecutedGraph, identity: Identity, precision: str) -> UnitGraphs:
+    """Cut the model by the runtime's layers and make one graph per distinct timed unit, each in the
+    model's `precision`."""
     model_cut = cut(prepared.structure, executed)
     types = {**value_types(prepared.loaded.model), **value_types(prepared.loaded.shapes)}
     ranges = random_weights(prepared.loaded.model)
@@ -192,15 +194,15 @@ def unit_graphs(prepared: Prepared, executed: ExecutedGraph, identity: Identity)
                        for i in indices]
         tag = identity.tag(UNIT, count=len(indices), graphs=total, occurrences=occurrences)
         if key not in models:
-            spec = replace(_unread(graph_id, prepared), attrs={PREDICT_ATTR: tag})
+            spec = replace(_unread(graph_id, prepared), precision=precision, attrs={PREDICT_ATTR: tag})
             items.append(Item(spec, lambda: (b"", None), UNITS, unsupported=failures[indices[0]]))
             continue
         graph = models[key]
         graph.graph.name = graph_id
         try:
-            spec = _unit_spec(graph_id, graph, types, prepared, tag)
+            spec = _unit_spec(graph_id, graph, types, prepared, tag, precision)
         except UnsupportedError as why:
-            items.append(Item(replace(_unread(graph_id, prepared), attrs={PREDICT_ATTR: tag}), lambda: (b"", None), UNITS,
+            items.append(Item(replace(_unread(graph_id, prepared), precision=precision, attrs={PREDICT_ATTR: tag}), lambda: (b"", None), UNITS,
                               unsupported=str(why)))
             continue
         items.append(Item(spec, lambda graph=graph: (graph.SerializeToString(), None), UNITS))
