@@ -257,12 +257,22 @@ def test_a_prediction_run_resumes_with_its_own_command(tmp_path, seed):
 
 
 def test_report_shows_predicted_vs_measured_and_profiles_on_request(tmp_path, seed):
+    """The predictions, the top units beside the DeepBench kernel each holds (timed alone by a run of
+    `gen --from-model`'s graphs), the scatter; the per-node profiles only with --profile."""
+    from dbench.report.units import format_time
+
     path = mb.save(small_cnn(np.random.default_rng(seed)), tmp_path, "small")
     assert invoke("predict", path, "--dim", "batch=1", *QUICK, "--out", tmp_path / "out").exit_code == 0
+    assert invoke("gen", "--from-model", path, "--dim", "batch=1", "--out", tmp_path / "graphs").exit_code == 0
+    assert invoke("run", "--graphs", tmp_path / "graphs" / "small", *QUICK, "--out", tmp_path / "out").exit_code == 0
     result = invoke("report", tmp_path / "out", "--out", tmp_path / "plain")
     assert result.exit_code == 0, result.output
     text = (tmp_path / "plain" / "report.md").read_text()
     assert "## Predicted from the units vs measured" in text and "### Units that take most of each model" in text
+    _, kernel_rows = read_log(tmp_path / "out", "kernels")
+    conv = next(r for r in kernel_rows if r["kernel_id"] == "conv_w16_h16_c8_n1_k16_s3_r3_pw1_ph1_sw1_sh1")
+    unit_line = next(line for line in text.splitlines() if "small.u001.Conv-Relu" in line and "| small | ort-cpu |" in line)
+    assert unit_line.rstrip(" |").endswith(f"conv_w16_h16_c8_n1_k16_s3_r3_pw1_ph1_sw1_sh1 | {format_time(conv['median_us'])}")
     assert "Per-node profiles" not in text and (tmp_path / "plain" / "predicted-vs-measured.png").is_file()
     result = invoke("report", tmp_path / "out", "--out", tmp_path / "profiled", "--profile")
     assert result.exit_code == 0, result.output

@@ -46,8 +46,21 @@ def prediction_frame(found: list[Prediction]) -> pd.DataFrame:
     }).set_index("model")
 
 
-def top_units_frame(found: list[Prediction], top: int = TOP_UNITS) -> pd.DataFrame:
-    """Each model's units with the largest time inside the model (isolated time without a profile)."""
+def kernel_medians(rows: list[dict[str, Any]]) -> dict[tuple[str, str], float]:
+    """(catalog kernel id, runtime) -> the median of a verified DeepBench-family row of that kernel in
+    the report's runs (a suite run, or the kernels of `gen --from-model`): set beside the units that
+    hold that kernel."""
+    found = {}
+    for row in rows:
+        if row.get("family") in ("gemm", "conv", "rnn", "sparse") and row.get("status") == "ok" and row.get("verified"):
+            found[(row["kernel_id"], row.get("runtime", ""))] = row["median_us"]
+    return found
+
+
+def top_units_frame(found: list[Prediction], top: int = TOP_UNITS, kernels: dict[tuple[str, str], float] | None = None) -> pd.DataFrame:
+    """Each model's units with the largest time inside the model (isolated time without a profile),
+    with the median of the DeepBench kernel they hold where the report has a row of it."""
+    kernels = kernels or {}
     rows = []
     for p in found:
         lines = sorted(p.units, key=lambda u: -(u.in_model_us if u.in_model_us is not None else (u.isolated_us or 0.0)))
@@ -57,7 +70,9 @@ def top_units_frame(found: list[Prediction], top: int = TOP_UNITS) -> pd.DataFra
                          "count": u.count if u.kind == "executed" else "", "isolated": format_time(u.isolated_us),
                          "in model": format_time(u.in_model_us), "share": "" if u.share is None else f"{u.share:.1%}",
                          "isolated/in model": "" if u.ratio is None else f"×{u.ratio:.2f}" + (" ≠" if u.disagrees else ""),
-                         "kernel": ", ".join(dict.fromkeys(u.kernels))})
+                         "kernel": ", ".join(dict.fromkeys(u.kernels)),
+                         "kernel alone": ", ".join(format_time(kernels[(k, p.runtime)]) for k in dict.fromkeys(u.kernels)
+                                                   if (k, p.runtime) in kernels)})
     return pd.DataFrame(rows).set_index("model") if rows else pd.DataFrame()
 
 
@@ -114,5 +129,5 @@ def scatter(found: list[Prediction]):
 def build(rows: list[dict[str, Any]], profile: bool) -> tuple[list[Prediction], pd.DataFrame, pd.DataFrame, dict[str, pd.DataFrame]]:
     """(predictions, their table, the top units, the per-row profiles when asked) from a report's rows."""
     found = predictions(rows)
-    return found, prediction_frame(found) if found else pd.DataFrame(), top_units_frame(found), \
+    return found, prediction_frame(found) if found else pd.DataFrame(), top_units_frame(found, kernels=kernel_medians(rows)), \
         profile_frames(rows) if profile else {}
