@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, Callable
 from dbench.gen.graph import GraphSpec
 from dbench.runtimes.base import Profile, Runtime, RuntimeOptions, Session
 from dbench.store.schema import Status
+from dbench.worker.load import Load
 from dbench.worker.timing import TimingConfig
 
 if TYPE_CHECKING:
@@ -40,6 +41,8 @@ class Job:
     profile_runs: int = 10
     round: int = 1
     """Which round of the graph this job is (1-based): the first verifies and profiles."""
+    load: Load | None = None
+    """Requests in flight (a throughput or server job, dbench.worker.loadjob); None: one at a time."""
 
 
 @dataclass
@@ -153,10 +156,10 @@ def _device_iterations(median_us: float) -> int:
     return max(10, min(10_000, math.ceil(PROFILE_BUDGET_S * 1e6 / max(median_us, 1.0))))
 
 
-def _estimate_bytes(spec, verify: bool, weights_const: bool) -> int:
-    """Memory a kernel needs at least: feeds, outputs, a constant copy of the weights, and the
-    float64 reference and comparison arrays when verifying."""
-    need = spec.min_bytes + (sum(t.nbytes for t in spec.weights) if weights_const else 0)
+def _estimate_bytes(spec, verify: bool, weights_const: bool, requests: int = 1) -> int:
+    """Memory a kernel needs at least: feeds and outputs (each request in flight its own), a constant
+    copy of the weights, and the float64 reference and comparison arrays when verifying."""
+    need = spec.min_bytes * requests + (sum(t.nbytes for t in spec.weights) if weights_const else 0)
     if verify:
         need += 2 * 8 * sum(t.size for t in spec.inputs + spec.outputs)
     return need
@@ -191,6 +194,13 @@ def _expected(model, spec: GraphSpec, feeds: dict, rows) -> tuple[dict | None, s
     return reference(spec, feeds, rows), "numpy", tolerance(spec)
 
 
+def _memory_figures(outcome: Outcome, memory, baseline: int, peak_resets: bool) -> None:
+    """The worker's peak resident memory since the kernel began, and that peak above its baseline."""
+    if peak_resets and (peak := memory.peak_rss()) is not None:
+        outcome.peak_rss_bytes = peak
+        outcome.memory_bytes = max(0, peak - baseline)
+
+
 def execute(job: Job, phase: Callable[[str], None] = _no_phase) -> Outcome:
     """Run one job in this process (the worker loop calls this; tests may call it directly), calling
     `phase` with each phase's name as it begins."""
@@ -214,7 +224,7 @@ def execute(job: Job, phase: Callable[[str], None] = _no_phase) -> Outcome:
     mismatch = _check_model(model, spec)
     if mismatch:
         return Outcome(Status.FAILED, f"{mismatch}; regenerate the folder with dbench gen --force")
-    need = _estimate_bytes(spec, job.verify, job.weights == "const")
+    need = _estimate_bytes(spec, job.verify, job.weights == "const", job.load.streams if job.load else 1)
     if need > memory.available():
         return Outcome(Status.OOM, f"needs at least {need / 2**30:.1f} GiB, {memory.available() / 2**30:.1f} GiB available; skipped before allocating")
 
@@ -231,6 +241,12 @@ def execute(job: Job, phase: Callable[[str], None] = _no_phase) -> Outcome:
             feeds = make_feeds(spec)
             constants, per_call = split_feeds(spec, feeds, job.weights)
             outcome.inputs_s = time.perf_counter() - t0
+            if job.load is not None:  # requests in flight: their own loop, every request verified
+                from dbench.worker.loadjob import run_under_load
+
+                run_under_load(runtime, model, job, feeds, constants, per_call, outcome, phase,
+                               lambda: _memory_figures(outcome, memory, baseline, peak_resets))
+                return outcome
             phase("preparing")
             t0 = time.perf_counter()
             session = runtime.prepare(model, spec, constants)
@@ -240,9 +256,7 @@ def execute(job: Job, phase: Callable[[str], None] = _no_phase) -> Outcome:
             phase("timing")
             stats = measure(session.run, job.timing, session.runtime_latency_us)
             outcome.stats = stats.to_dict()
-            if peak_resets and (peak := memory.peak_rss()) is not None:
-                outcome.peak_rss_bytes = peak
-                outcome.memory_bytes = max(0, peak - baseline)
+            _memory_figures(outcome, memory, baseline, peak_resets)
             outcome.device_memory_bytes = session.device_memory()
             outcome.device_median_us = session.device_time_us(_device_iterations(stats.median_us))
             if job.verify:
