@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 
 from dbench.cli import app
 from dbench.store.log import RunLog
-from dbench.store.schema import Row, Status
+from dbench.store.schema import LOAD_FIELDS, Row, Status
 
 REFERENCE = Path(__file__).parent.parent / "results" / "reference" / "vm-epyc-2core" / "run-20261121-080201-2fbd.jsonl"
 runner = CliRunner()
@@ -41,7 +41,8 @@ def test_reference_rows_match_the_row_schema():
     later = {"invariant_violations", "spread", "mad_us", "ci_low_us", "ci_high_us", "ci_rel", "first_call_us",
              "runtime_median_us", "device_median_us", "samples_us", "load_1m", "verified_by",
              "profile_call_us", "variant", "percentiles_us", "rerun_low_us", "rerun_high_us", "rerun_rel",
-             "interval_note", "rounds", "round_medians_us", "round_sizes", "round_sd"}  # fields added after schema version 1
+             "interval_note", "rounds", "round_medians_us", "round_sizes", "round_sd",
+             *LOAD_FIELDS, "mode", "streams", "threads_per_stream", "throughput_tflops", "rate", "latency_bound_us"}  # fields added after schema version 1
     assert rows and all(set(r) == keys - later for r in rows), "old rows: the same keys, less the later fields"
     assert {Status(r["status"]) for r in rows} == {Status.OK}
 

@@ -1,0 +1,132 @@
+"""Throughput and server rows in the terminal: their own tables (never the latency table's columns),
+one line per finished row, and where each stream sweep saturates with the latency paid for it."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich import box
+from rich.markup import escape
+from rich.table import Table
+
+from dbench.render.tables import NARROW, STATUS_STYLE
+from dbench.report.units import format_time, significant
+from dbench.store.sweeps import find_sweeps
+
+
+def rate(value: float | None) -> str:
+    """Per second with three significant digits: `1234/s`, `0.512/s`."""
+    return f"{significant(value)}/s" if value else ""
+
+
+def _interval(row: dict[str, Any]) -> str:
+    """The re-run half-width of the row's figure (throughput, or a server row's p99), as the latency
+    table's ± column shows a median's."""
+    if row.get("rerun_rel") is not None:
+        return f"±{row['rerun_rel'] * 100:.1f}%" + ("!" if row.get("unstable") else "")
+    return f"{row['rounds']} rd" if row.get("rounds") else ""
+
+
+def _graph(row: dict[str, Any], variants: bool) -> str:
+    return row["graph_id"] + (escape(f" [{row.get('variant') or row.get('runtime')}]") if variants else "")
+
+
+def _status(row: dict[str, Any]) -> str:
+    return (f"[{STATUS_STYLE.get(row['status'], 'white')}]{row['status']}[/]"
+            + (" [yellow]unverified[/]" if row["status"] == "ok" and row.get("verified") is None else ""))
+
+
+def _table(title: str, caption: str, columns: list[str], width: int) -> Table:
+    narrow = width < NARROW
+    table = Table(title=title, caption=caption, box=None if narrow else box.HEAVY_HEAD,
+                  padding=(0, 1, 0, 0) if narrow else (0, 1), pad_edge=not narrow, header_style="bold underline")
+    for column in columns:
+        if column == "graph":
+            table.add_column(column, overflow="fold", min_width=10, ratio=1)
+        else:
+            table.add_column(column, justify="left" if column == "status" else "right", no_wrap=True, overflow="ellipsis")
+    return table
+
+
+def streams_text(row: dict[str, Any]) -> str:
+    """`2x1`: requests in flight x threads each, with the runtime's own stream count where it differs."""
+    text = f"{row.get('streams')}x{row.get('threads_per_stream') or '?'}"
+    executed = row.get("streams_executed")
+    return text + (f" ({executed} ran)" if executed is not None and executed != row.get("streams") else "")
+
+
+def throughput_table(rows: list[dict[str, Any]], title: str, width: int = 200) -> Table:
+    """Throughput rows: requests in flight x threads, inferences/s and where a re-run's should fall,
+    the kernel's FLOP rate with every request busy, and latency under load."""
+    caption = ("streams: requests in flight x threads each; ±: where 95% of re-runs' throughput should fall (from the "
+               "rounds); p50/p99: latency under load")
+    table = _table(title, caption, ["graph", "status", "streams", "inf/s", "±", "TF/s" if width < NARROW else "TFLOP/s",
+                                    "p50", "p99"], width)
+    variants = len({r.get("variant") or r.get("runtime") for r in rows}) > 1
+    for r in rows:
+        table.add_row(_graph(r, variants), _status(r), streams_text(r), significant(r.get("inferences_per_s")), _interval(r),
+                      significant(r.get("throughput_tflops")), format_time(r.get("latency_p50_us")),
+                      format_time(r.get("latency_p99_us")))
+    return table
+
+
+def max_rate_text(search: dict[str, Any] | None) -> str:
+    """The search's bracket: `410-430/s`, `<52/s` when no rate passed."""
+    if not search:
+        return ""
+    if not search.get("max_rate"):
+        return f"<{significant(search['max_rate_failed'])}/s"
+    return f"{significant(search['max_rate'])}-{significant(search['max_rate_failed'])}/s"
+
+
+def server_table(rows: list[dict[str, Any]], title: str, width: int = 200) -> Table:
+    """Server rows: the rate asked and achieved, latency from arrival (queueing included), the p99's
+    re-run interval, the share over the bound and the highest rate found under it."""
+    caption = ("latency from the scheduled arrival, queueing included; ±: where 95% of re-runs' p99 should fall; "
+               ">bound: share of requests over --latency-bound; max rate: highest rate tried whose p99 kept the bound - "
+               "lowest that did not")
+    table = _table(title, caption, ["graph", "status", "streams", "rate", "measured", "p50", "p99", "±", ">bound",
+                                    "max rate"], width)
+    variants = len({r.get("variant") or r.get("runtime") for r in rows}) > 1
+    for r in rows:
+        share = r.get("over_bound")
+        table.add_row(_graph(r, variants), _status(r), streams_text(r), rate(r.get("rate")), rate(r.get("arrival_rate")),
+                      format_time(r.get("latency_p50_us")), format_time(r.get("latency_p99_us")), _interval(r),
+                      "" if share is None else f"{share:.1%}", max_rate_text(r.get("search")))
+    return table
+
+
+def knee_lines(rows: list[dict[str, Any]]) -> list[str]:
+    """Per graph and configuration swept over stream counts: where throughput saturates and the latency
+    paid for it against the smallest count."""
+    lines = []
+    for sweep in find_sweeps(rows):
+        knee = sweep.knee
+        if knee is None:
+            continue
+        p50 = f"p50 latency {format_time(knee.latency_p50_us)}" + (f" (x{knee.p50_ratio:.2f})" if knee.p50_ratio else "")
+        p99 = f"p99 {format_time(knee.latency_p99_us)}" + (f" (x{knee.p99_ratio:.2f})" if knee.p99_ratio else "")
+        best = "" if knee.best_streams == knee.streams else \
+            f"; best {knee.best_streams} streams at {significant(knee.best_throughput)}/s"
+        lines.append(f"{sweep.graph_id} [{sweep.configuration}]: saturates at {knee.streams} streams, "
+                     f"{significant(knee.throughput)}/s = x{knee.gain:.2f} of {knee.first_streams} stream"
+                     f"{'s' if knee.first_streams > 1 else ''}{best}; {p50}, {p99} against {knee.first_streams}")
+    return lines
+
+
+def load_line(row: Any) -> str:
+    """The figures of a finished throughput or server row, for the one-line-per-row progress output."""
+    parts = [f"{streams_text(vars(row))} streams"]
+    if row.mode == "server":
+        parts += [f"rate {rate(row.rate)} (measured {rate(row.arrival_rate)})", f"p50 {format_time(row.latency_p50_us)}",
+                  f"p99 {format_time(row.latency_p99_us)}"]
+        if row.over_bound is not None:
+            parts.append(f"{row.over_bound:.1%} over the bound")
+        if row.search:
+            parts.append(f"max rate {max_rate_text(row.search)}")
+    else:
+        parts += [f"{significant(row.inferences_per_s)} inf/s"]
+        if row.rerun_rel is not None:
+            parts.append(f"±{row.rerun_rel * 100:.1f}% re-run" + (" unstable" if row.unstable else ""))
+        parts += [f"p50 {format_time(row.latency_p50_us)}", f"p99 {format_time(row.latency_p99_us)}"]
+    return " ".join(parts)
