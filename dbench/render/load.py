@@ -114,6 +114,44 @@ def knee_lines(rows: list[dict[str, Any]]) -> list[str]:
     return lines
 
 
+ARRIVAL_TOLERANCE = 0.02
+"""A server row whose measured arrival rate is further than this below the asked one is flagged."""
+FEW_REQUESTS = 100
+"""A server round with fewer requests than this has a p99 that is its maximum."""
+
+
+def load_warnings(rows: list[dict[str, Any]]) -> list[str]:
+    """One line per problem of throughput and server rows, each naming what to do."""
+    lines = []
+    behind = [r for r in rows if r.get("mode") == "server" and r.get("arrival_rate") and r.get("rate")
+              and r["arrival_rate"] < r["rate"] * (1 - ARRIVAL_TOLERANCE)]
+    if behind:
+        r = min(behind, key=lambda r: r["arrival_rate"] / r["rate"])
+        lines.append(f"{len(behind)} server rows sent arrivals slower than asked (e.g. {r['graph_id']}: {rate(r['arrival_rate'])} "
+                     f"of {rate(r['rate'])}, dispatch lag p99 {format_time(r.get('dispatch_lag_p99_us'))}): the dispatcher "
+                     "could not keep up, so their latencies are of a lower rate; lower --rate or free the machine")
+    few = [r for r in rows if r.get("mode") == "server" and r.get("status") == "ok" and r.get("rounds")
+           and r.get("inferences", 0) / r["rounds"] < FEW_REQUESTS]
+    if few:
+        lines.append(f"{len(few)} server rows had fewer than {FEW_REQUESTS} requests a round (e.g. {few[0]['graph_id']}): "
+                     "their p99 is a round's maximum; raise --min-time or --rate")
+    fewer = [r for r in rows if r.get("streams_executed") is not None and r.get("streams") is not None
+             and r["streams_executed"] != r["streams"]]
+    if fewer:
+        r = fewer[0]
+        lines.append(f"{len(fewer)} rows ran fewer streams than requests in flight (e.g. {r['graph_id']}: {r['runtime']} "
+                     f"compiled {r['streams_executed']} streams for {r['streams']}): the extra requests waited for a stream; "
+                     "see the row's runtime_options")
+    starved = [r for r in rows if r.get("mode") == "throughput" and r.get("stream_inferences")
+               and min(r["stream_inferences"]) < 0.5 * max(r["stream_inferences"])]
+    if starved:
+        r = starved[0]
+        lines.append(f"{len(starved)} throughput rows had a stream doing under half the work of another (e.g. {r['graph_id']}: "
+                     f"{r['stream_inferences']}): the streams did not share the machine evenly (other load, or more "
+                     "threads than cores)")
+    return lines
+
+
 def load_line(row: Any) -> str:
     """The figures of a finished throughput or server row, for the one-line-per-row progress output."""
     parts = [f"{streams_text(vars(row))} streams"]

@@ -12,7 +12,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from dbench.orchestrator.items import Item
 from dbench.orchestrator.run import PlannedRun, RunResult
-from dbench.render.load import knee_lines, load_line, server_table, throughput_table
+from dbench.render.load import knee_lines, load_line, load_warnings, server_table, throughput_table
 from dbench.render.tables import results_table, speedup_table
 from dbench.render.warnings import peak_line, run_warnings
 from dbench.report.peak import read_peak_file
@@ -125,5 +125,5 @@ def print_run(console: Console, result: RunResult) -> None:
     if note:
         console.print(f"note: {note}", highlight=False, markup=False)
     console.print(peak_line(rows, read_peak_file(result.log_path.parent)), highlight=False)
-    for line in run_warnings(rows, result.header["host"], result.header.get("timing")):
+    for line in run_warnings(rows, result.header["host"], result.header.get("timing")) + load_warnings(rows):
         console.print(f"[yellow]warning:[/] {line}", highlight=False, soft_wrap=True)
