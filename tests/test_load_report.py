@@ -75,3 +75,28 @@ def test_report_gives_throughput_and_server_rows_their_own_sections_and_plots(tm
     assert {"Throughput", "Server", "gemm"} <= set(sheets)
     only_load = runner.invoke(app, ["report", *map(str, sorted(Path(out).glob("*/*.jsonl"))[:2]), "--out", str(tmp_path / "r2")])
     assert only_load.exit_code == 0 and "the result files hold no rows" not in only_load.output
+
+
+@pytest.mark.parametrize("width", [80, 120])
+def test_load_tables_keep_every_number_whole(width):
+    """At 80 columns only graph ids fold; no figure is cut short."""
+    from rich.console import Console
+
+    from dbench.render.load import server_table, throughput_table
+
+    long_id = "conv_w112_h112_c64_n1_k64_s1_r1_pw0_ph0_sw1_sh1.fwd.conv.fp32"
+    throughput = [row(long_id, "openvino streams=16 threads=1", 16, 123456.7, 120000.0, status="unsupported",
+                      threads_per_stream=1, streams_executed=8, throughput_tflops=0.01234, rerun_rel=0.123, unstable=True,
+                      verified=None)]
+    server = [{**throughput[0], "mode": "server", "status": "ok", "rate": 12345.6, "arrival_rate": 12001.2,
+               "latency_p50_us": 123456.0, "latency_p99_us": 1234567.0, "rerun_rel": 123.4, "over_bound": 0.123,
+               "search": {"max_rate": 10234.5, "max_rate_failed": 11234.5}}]
+    console = Console(width=width, record=True)
+    console.print(throughput_table(throughput, "throughput", width))
+    console.print(server_table(server, "server", width))
+    text = console.export_text()
+    assert "…" not in text
+    for figure in ("123457", "16x1", "±12.3%!", "1.23 s ±12340%!", "12.3%", "10234-11234/s"):
+        assert figure in text, figure
+    wide = width >= 100
+    assert ("12001/s" in text) == wide and ("(8 ran)" in text) == wide, "where there is room: the measured rate, the streams that ran"

@@ -23,7 +23,8 @@ def _interval(row: dict[str, Any]) -> str:
     """The re-run half-width of the row's figure (throughput, or a server row's p99), as the latency
     table's ± column shows a median's."""
     if row.get("rerun_rel") is not None:
-        return f"±{row['rerun_rel'] * 100:.1f}%" + ("!" if row.get("unstable") else "")
+        percent = row["rerun_rel"] * 100
+        return (f"±{percent:.1f}%" if percent < 100 else f"±{percent:.0f}%") + ("!" if row.get("unstable") else "")
     return f"{row['rounds']} rd" if row.get("rounds") else ""
 
 
@@ -48,23 +49,24 @@ def _table(title: str, caption: str, columns: list[str], width: int) -> Table:
     return table
 
 
-def streams_text(row: dict[str, Any]) -> str:
-    """`2x1`: requests in flight x threads each, with the runtime's own stream count where it differs."""
+def streams_text(row: dict[str, Any], narrow: bool = False) -> str:
+    """`2x1`: requests in flight x threads each, with the runtime's own stream count where it differs
+    (left to the warnings when the table is narrow)."""
     text = f"{row.get('streams')}x{row.get('threads_per_stream') or '?'}"
     executed = row.get("streams_executed")
-    return text + (f" ({executed} ran)" if executed is not None and executed != row.get("streams") else "")
+    return text + (f" ({executed} ran)" if executed is not None and executed != row.get("streams") and not narrow else "")
 
 
 def throughput_table(rows: list[dict[str, Any]], title: str, width: int = 200) -> Table:
     """Throughput rows: requests in flight x threads, inferences/s and where a re-run's should fall,
     the kernel's FLOP rate with every request busy, and latency under load."""
-    caption = ("streams: requests in flight x threads each; ±: where 95% of re-runs' throughput should fall (from the "
-               "rounds); p50/p99: latency under load")
+    caption = ("streams: requests in flight x threads each; p50, p99: latency under load;\n"
+               "±: where 95% of re-runs' throughput should fall (from the rounds)")
     table = _table(title, caption, ["graph", "status", "streams", "inf/s", "±", "TF/s" if width < NARROW else "TFLOP/s",
                                     "p50", "p99"], width)
     variants = len({r.get("variant") or r.get("runtime") for r in rows}) > 1
     for r in rows:
-        table.add_row(_graph(r, variants), _status(r), streams_text(r), significant(r.get("inferences_per_s")), _interval(r),
+        table.add_row(_graph(r, variants), _status(r), streams_text(r, width < NARROW), significant(r.get("inferences_per_s")), _interval(r),
                       significant(r.get("throughput_tflops")), format_time(r.get("latency_p50_us")),
                       format_time(r.get("latency_p99_us")))
     return table
@@ -80,18 +82,23 @@ def max_rate_text(search: dict[str, Any] | None) -> str:
 
 
 def server_table(rows: list[dict[str, Any]], title: str, width: int = 200) -> Table:
-    """Server rows: the rate asked and achieved, latency from arrival (queueing included), the p99's
-    re-run interval, the share over the bound and the highest rate found under it."""
-    caption = ("latency from the scheduled arrival, queueing included; ±: where 95% of re-runs' p99 should fall; "
-               ">bound: share of requests over --latency-bound; max rate: highest rate tried whose p99 kept the bound - "
-               "lowest that did not")
-    table = _table(title, caption, ["graph", "status", "streams", "rate", "measured", "p50", "p99", "±", ">bound",
-                                    "max rate"], width)
+    """Server rows: the rate achieved (the asked one in the title when the run has one), latency from
+    arrival (queueing included), the p99's re-run interval, the share over the bound and the highest
+    rate found under it."""
+    rates = {r.get("rate") for r in rows}
+    if len(rates) == 1 and None not in rates:
+        title = f"{title} · arrivals at {rate(rates.pop())}"
+    caption = ("latency from the scheduled arrival, queueing included;\n±: where 95% of re-runs' p99 should fall; "
+               ">bound: share over --latency-bound;\nmax rate: the highest rate whose p99 kept the bound - the lowest that did not")
+    narrow = width < NARROW  # the measured rate moves to the warnings (named there when it falls short)
+    columns = ["graph", "status", "streams"] + ([] if narrow else ["measured"]) + ["p50", "p99", ">bound", "max rate"]
+    table = _table(title, caption, columns, width)
     variants = len({r.get("variant") or r.get("runtime") for r in rows}) > 1
     for r in rows:
         share = r.get("over_bound")
-        table.add_row(_graph(r, variants), _status(r), streams_text(r), rate(r.get("rate")), rate(r.get("arrival_rate")),
-                      format_time(r.get("latency_p50_us")), format_time(r.get("latency_p99_us")), _interval(r),
+        p99 = format_time(r.get("latency_p99_us"))
+        cells = [_graph(r, variants), _status(r), streams_text(r, narrow)] + ([] if narrow else [rate(r.get("arrival_rate"))])
+        table.add_row(*cells, format_time(r.get("latency_p50_us")), f"{p99} {_interval(r)}".strip() if p99 else "",
                       "" if share is None else f"{share:.1%}", max_rate_text(r.get("search")))
     return table
 
