@@ -157,6 +157,18 @@ def test_server_latency_counts_from_arrival_and_grows_with_queueing(seed):
     assert min(two["per_stream"]) > 0 and two["queue_p99_us"] < heavy["queue_p99_us"]
 
 
+def test_an_overloaded_server_abandons_what_it_cannot_serve_and_ends_by_itself(seed):
+    """Ten times its capacity: the queue is abandoned at twice the schedule's span, and those requests
+    count with latencies of at least that long."""
+    started = time.perf_counter()
+    result = serve(ServiceTime(1, 0.01), 1000.0, 100, seed, 5_000.0)
+    assert time.perf_counter() - started < 1.0, "not the 1 s that serving every request would take"
+    assert result["requests"] == 100 and 0 < result["inferences"] < 50 and result["unserved"] == 100 - result["inferences"]
+    span_us = 99 / 1000.0 * 1e6  # the schedule's span; the deadline is twice it, so the last arrival waits at least one span
+    assert result["latency_p99_us"] >= span_us, "an abandoned request counts as waiting until the deadline"
+    assert result["over_bound"] >= result["unserved"]
+
+
 def test_server_round_searches_within_its_budget_and_only_in_round_one():
     timing = TimingConfig(warmup_calls=1, warmup_time=0.0, min_time=0.2, max_time=1.0, rounds=1)
     load = Load("server", 1, rate=100.0, latency_bound_us=10_000.0, search_s=2.0)

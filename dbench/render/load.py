@@ -97,6 +97,8 @@ def server_table(rows: list[dict[str, Any]], title: str, width: int = 200) -> Ta
     for r in rows:
         share = r.get("over_bound")
         p99 = format_time(r.get("latency_p99_us"))
+        if p99 and (r.get("unserved") or 0) > UNSERVED_SHARE * (r.get("requests") or 0):
+            p99 = ">=" + p99
         cells = [_graph(r, variants), _status(r), streams_text(r, narrow)] + ([] if narrow else [rate(r.get("arrival_rate"))])
         table.add_row(*cells, format_time(r.get("latency_p50_us")), f"{p99} {_interval(r)}".strip() if p99 else "",
                       "" if share is None else f"{share:.1%}", max_rate_text(r.get("search")))
@@ -124,6 +126,8 @@ def knee_lines(rows: list[dict[str, Any]]) -> list[str]:
 ARRIVAL_TOLERANCE = 0.02
 """A server row whose measured arrival rate is further than this below the asked one is flagged."""
 FEW_REQUESTS = 100
+UNSERVED_SHARE = 0.01
+"""Beyond this share of abandoned requests a server row's p99 is a lower bound."""
 """A server round with fewer requests than this has a p99 that is its maximum."""
 
 
@@ -137,6 +141,12 @@ def load_warnings(rows: list[dict[str, Any]]) -> list[str]:
         lines.append(f"{len(behind)} server rows sent arrivals slower than asked (e.g. {r['graph_id']}: {rate(r['arrival_rate'])} "
                      f"of {rate(r['rate'])}, dispatch lag p99 {format_time(r.get('dispatch_lag_p99_us'))}): the dispatcher "
                      "could not keep up, so their latencies are of a lower rate; lower --rate or free the machine")
+    dropped = [r for r in rows if r.get("unserved") and r["unserved"] > UNSERVED_SHARE * r["requests"]]
+    if dropped:
+        r = dropped[0]
+        lines.append(f"{len(dropped)} server rows could not serve their arrivals in time (e.g. {r['graph_id']}: {r['unserved']} "
+                     f"of {r['requests']} requests still queued when the round ran out): the rate is beyond what the "
+                     "streams sustain and their p99 (marked >=) is a lower bound; lower --rate")
     few = [r for r in rows if r.get("mode") == "server" and r.get("status") == "ok" and r.get("rounds")
            and r.get("inferences", 0) / r["rounds"] < FEW_REQUESTS]
     if few:

@@ -6,8 +6,9 @@ time per inference (wall time / inferences), on logs, exactly as a latency row's
 medians: lower time per inference is higher throughput, so `compare` tests these like latency rounds.
 
 Server (Poisson arrivals at a rate): each round gives every request's latency from its scheduled
-arrival (queueing included); the row pools the kept latencies for its percentiles, and its interval is
-that of the 99th percentile, from the rounds' exact p99s."""
+arrival (queueing included; a request abandoned when its round ran out of time counts as at least that
+long); the row pools the kept latencies for its percentiles, and its interval is that of the 99th
+percentile, from the rounds' exact p99s."""
 
 from __future__ import annotations
 
@@ -79,13 +80,15 @@ def summarize_server(rounds: list[dict[str, Any]], percentiles: tuple[float, ...
     if latency["latency_p99_us"]:
         intervals, rerun = _interval_fields(latency["latency_p99_us"], per_round_p99, unstable_above)
     spans = sum(r["arrival_span_s"] for r in rounds)
+    requests = sum(r["requests"] for r in rounds)
     bound = rounds[0].get("latency_bound_us")
     search = next((r["search"] for r in rounds if r.get("search")), None)
     return {**common, **intervals, **latency, "rate": rounds[0]["rate"],
-            "arrival_rate": sum(r["inferences"] - 1 for r in rounds) / spans if spans > 0 else None,
+            "arrival_rate": sum(r["requests"] - 1 for r in rounds) / spans if spans > 0 else None,
+            "requests": requests, "unserved": sum(r["unserved"] for r in rounds),
             "round_p99_us": per_round_p99, "latency_p99_low_us": rerun[0] if rerun else None,
             "latency_p99_high_us": rerun[1] if rerun else None, "latency_bound_us": bound,
-            "over_bound": sum(r["over_bound"] for r in rounds) / common["inferences"] if bound else None,
+            "over_bound": sum(r["over_bound"] for r in rounds) / requests if bound else None,
             "queue_p99_us": float(np.median([r["queue_p99_us"] for r in rounds])),
             "dispatch_lag_p99_us": float(max(r["dispatch_lag_p99_us"] for r in rounds)),
             "search": search}

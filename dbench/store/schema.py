@@ -44,7 +44,7 @@ STAT_FIELDS = ("median_us", "p10_us", "p90_us", "p99_us", "min_us", "mean_us", "
 LOAD_FIELDS = ("streams_executed", "inferences", "inferences_per_s", "inferences_per_s_low", "inferences_per_s_high",
                "time_per_inference_us", "round_per_inference_us", "stream_inferences", "latency_p50_us", "latency_p90_us",
                "latency_p99_us", "latency_percentiles_us", "arrival_rate", "round_p99_us", "latency_p99_low_us",
-               "latency_p99_high_us", "over_bound", "queue_p99_us", "dispatch_lag_p99_us", "search")
+               "latency_p99_high_us", "over_bound", "queue_p99_us", "dispatch_lag_p99_us", "search", "requests", "unserved")
 """The fields a throughput or server row takes from its rounds (dbench.stats.load); a latency row has none."""
 
 
@@ -222,6 +222,11 @@ class Row:
     latency_bound_us: float | None = None
     over_bound: float | None = None
     """Server: the share of requests whose latency exceeded the bound."""
+    requests: int | None = None
+    """Server: the arrivals sent, all rounds together."""
+    unserved: int | None = None
+    """Server: arrivals still queued when their round ran out of time (an overloaded server), counted with
+    latencies of at least that long: where they pass 1 % of the requests, the p99 is a lower bound."""
     queue_p99_us: float | None = None
     dispatch_lag_p99_us: float | None = None
     """Server: p99 of the wait before a run began, and of the dispatcher's lag behind the schedule."""

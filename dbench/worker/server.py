@@ -17,7 +17,6 @@ from typing import Any
 
 import numpy as np
 
-from dbench.errors import DbenchError
 from dbench.runtimes.base import ConcurrentSession
 from dbench.stats.arrivals import arrival_rate, poisson_schedule
 from dbench.stats.ratesearch import RateSearch, Trial
@@ -25,6 +24,9 @@ from dbench.stats.samples import kept
 from dbench.worker.streams import capacity, percentiles_us, warm_up
 from dbench.worker.timing import TimingConfig
 
+PATIENCE = 2.0
+"""A request still queued this many times the schedule's span after its start is abandoned (counted as
+unserved, its latency at least that long): an overloaded server ends its round by itself."""
 MIN_REQUESTS = 100
 """Arrivals a round (and a search trial) sends at least, where its time allows: a p99 over fewer
 requests is their maximum."""
@@ -45,10 +47,14 @@ def requests_for(rate: float, config: TimingConfig) -> int:
     return max(2, min(wanted, math.floor(rate * config.max_time)))
 
 
-def serve(session: ConcurrentSession, rate: float, count: int, seed: int, bound_us: float | None) -> dict[str, Any]:
+def serve(session: ConcurrentSession, rate: float, count: int, seed: int, bound_us: float | None,
+          deadline_s: float | None = None) -> dict[str, Any]:
     """Send `count` arrivals at `rate` per second (schedule seeded by `seed`) to the session's requests
-    through one queue; the figures of the round as dbench.stats.load reads them."""
+    through one queue; the figures of the round as dbench.stats.load reads them. Requests still queued
+    `deadline_s` after the schedule's start (default PATIENCE x its span) are abandoned: `unserved`,
+    their latency and wait counted as at least that long."""
     scheduled = np.round(poisson_schedule(rate, count, seed) * 1e9).astype(np.int64)
+    patience_ns = int((deadline_s if deadline_s is not None else PATIENCE * scheduled[-1] / 1e9) * 1e9)
     arrived, starts, ends = (np.zeros(count, dtype=np.int64) for _ in range(3))
     served_by = np.full(count, -1, dtype=np.int64)
     pending: queue.SimpleQueue = queue.SimpleQueue()
@@ -58,6 +64,8 @@ def serve(session: ConcurrentSession, rate: float, count: int, seed: int, bound_
         clock = time.perf_counter_ns
         try:
             while (i := pending.get()) is not None:
+                if clock() > deadline:
+                    continue  # abandoned: the server is too far behind to end its round in time
                 t0 = clock()
                 session.run(request)
                 t1 = clock()
@@ -74,6 +82,7 @@ def serve(session: ConcurrentSession, rate: float, count: int, seed: int, bound_
             thread.start()
         clock = time.perf_counter_ns
         base = clock() + int(LEAD_S * 1e9)
+        deadline = base + max(patience_ns, int(scheduled[-1]))
         for i, at in enumerate(scheduled):
             delay = base + at - clock()
             if delay > 0:
@@ -91,13 +100,14 @@ def serve(session: ConcurrentSession, rate: float, count: int, seed: int, bound_
             gc.enable()
     if errors:
         raise errors[0]
-    if (served_by < 0).any():
-        raise DbenchError(f"{int((served_by < 0).sum())} of {count} arrivals were never served")
+    unserved = served_by < 0
+    starts[unserved] = ends[unserved] = deadline  # lower bounds of their wait and latency
     due = base + scheduled
     latencies = (ends - due) / 1e3
     return {"mode": "server", "streams": session.requests, "streams_executed": session.streams_executed(),
-            "rate": rate, "inferences": count, "wall_s": (int(ends.max()) - base) / 1e9,
-            "per_stream": np.bincount(served_by, minlength=session.requests).tolist(),
+            "rate": rate, "requests": count, "inferences": int((~unserved).sum()), "unserved": int(unserved.sum()),
+            "wall_s": (int(ends.max()) - base) / 1e9,
+            "per_stream": np.bincount(served_by[~unserved], minlength=session.requests).tolist(),
             "latency_us": kept(latencies), **percentiles_us(latencies), "latency_bound_us": bound_us,
             "over_bound": int((latencies > bound_us).sum()) if bound_us else 0,
             "arrival_span_s": (int(arrived[-1]) - int(arrived[0])) / 1e9, "arrival_rate": arrival_rate(arrived / 1e9),
@@ -117,7 +127,7 @@ def search_max_rate(session: ConcurrentSession, first: Trial, bound_us: float, b
         count = max(MIN_REQUESTS, math.ceil(rate * TRIAL_S))
         if time.perf_counter() - started + count / rate > budget_s:
             break
-        result = serve(session, rate, count, seed + len(search.trials) + 1, bound_us)
+        result = serve(session, rate, count, seed + len(search.trials) + 1, bound_us)  # abandons an overload by itself
         search.record(Trial(rate, result["latency_p99_us"], result["latency_p99_us"] <= bound_us, count,
                             result["arrival_rate"]))
     return search.to_dict()
@@ -129,7 +139,7 @@ def measure_server(session: ConcurrentSession, config: TimingConfig, rate: float
     budget, first round only) search for the highest rate that keeps the bound."""
     warmup_s = warm_up(session, config)
     count = requests_for(rate, config)
-    result = serve(session, rate, count, seed, bound_us)
+    result = serve(session, rate, count, seed, bound_us, max(PATIENCE * (count - 1) / rate, config.max_time))
     search = None
     if bound_us and search_s > 0:
         first = Trial(rate, result["latency_p99_us"], result["latency_p99_us"] <= bound_us, count, result["arrival_rate"])
