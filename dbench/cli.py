@@ -301,7 +301,7 @@ def run(
     graphs: Annotated[Optional[Path], typer.Option("--graphs", "-g", help="Run the graphs of a folder made by dbench gen (its manifest) instead of generating in memory.")] = None,
     runtime: Annotated[str, typer.Option("--runtime", "-r", metavar="RUNTIME[,RUNTIME]", help="Runtime name, see `dbench runtimes`; several comma-separated are interleaved graph by graph in every round (compare them with dbench compare RUN).")] = "ort-cpu",
     device: Annotated[Optional[str], typer.Option("--device", help="Runtime device (OpenVINO: CPU, GPU, NPU, AUTO; CUDA: device index).")] = None,
-    threads: Annotated[Optional[str], typer.Option("--threads", "-t", metavar="N[,N]", help="Intra-op threads (default: every core); several comma-separated are interleaved like runtimes.")] = None,
+    threads: Annotated[Optional[str], typer.Option("--threads", "-t", metavar="N[,N]", help="Intra-op threads (default: every core; with --streams, threads per stream, default its share of the cores); several comma-separated are interleaved like runtimes.")] = None,
     weights: Annotated[str, typer.Option("--weights", help="auto (const for inference, input for training graphs) | const | input.")] = "auto",
     graph_opt: Annotated[str, typer.Option("--graph-opt", help="Graph optimisation level: disable | basic | extended | all.")] = "all",
     allow_runtime_precision: Annotated[bool, typer.Option("--allow-runtime-precision", help="Let the runtime pick its execution precision (recorded as such).")] = False,

@@ -51,6 +51,10 @@ class RunProgress:
         self.round = ""
         graphs = len({item.spec.id for item, _ in pending})
         on = planned.request.runtime if self.variants == 1 else " vs ".join(v.label for v in planned.config.variants)
+        load = planned.config.variants[0].load
+        if load is not None:  # throughput or server: say so, and the requests in flight when all variants share them
+            on += f" · {load.scenario}" + (f" at {load.rate:g}/s" if load.rate else "") + (
+                f", {load.streams} streams x {planned.config.variants[0].options.threads} threads" if self.variants == 1 else "")
         already = len(planned.state.finished)
         console.print(f"run {planned.run_id}: {graphs} graphs on {on}, {planned.config.timing.rounds} rounds each"
                       + (f" ({already} rows already done)" if already else "") + f" -> {planned.log.path}", highlight=False)

@@ -193,7 +193,7 @@ class OrtConcurrentSession(ConcurrentSession):
     requests x threads threads in all, and at one thread each every Run runs alone on its own thread.
     The weights are held and pre-packed once, as OpenVINO's streams share theirs."""
 
-    def __init__(self, runtime: "OrtRuntime", model_bytes: bytes, constants: dict[str, Any], spec: GraphSpec,
+    def __init__(self, runtime: "OrtRuntime", model_bytes: bytes, spec: GraphSpec, constants: dict[str, Any],
                  requests: int) -> None:
         self.runtime = runtime
         self.spec = spec
@@ -392,6 +392,6 @@ class OrtCpu(OrtRuntime):
         self.concurrency = {"requests": requests, "threads_per_request": self.options.thread_count,
                             "intra_op_num_threads": self.pool_threads(requests),
                             "layout": "one session, concurrent Run calls, one IOBinding per request"}
-        return OrtConcurrentSession(self, model_bytes, values, spec, requests)
+        return OrtConcurrentSession(self, model_bytes, spec, values, requests)
 
 
