@@ -33,7 +33,7 @@ def test_sweeps_are_found_per_graph_and_configuration():
     assert sweeps[("g1", "ort-cpu")].knee.streams == 2 and sweeps[("g1", "openvino")].knee.streams == 1
     lines = knee_lines(rows)
     assert "g1 [ort-cpu]: saturates at 2 streams, 190/s = x1.90 of 1 stream; p50 latency 200 µs (x2.00)" in lines[0]
-    assert "g1 [openvino]: saturates at 1 streams" in lines[1] and "best 2 streams at 121/s" in lines[1]
+    assert "g1 [openvino]: saturates at 1 stream," in lines[1] and "best 2 streams at 121/s" in lines[1]
 
 
 def test_load_warnings_name_what_went_wrong_and_stay_quiet_otherwise():

@@ -117,7 +117,7 @@ def knee_lines(rows: list[dict[str, Any]]) -> list[str]:
         p99 = f"p99 {format_time(knee.latency_p99_us)}" + (f" (x{knee.p99_ratio:.2f})" if knee.p99_ratio else "")
         best = "" if knee.best_streams == knee.streams else \
             f"; best {knee.best_streams} streams at {significant(knee.best_throughput)}/s"
-        lines.append(f"{sweep.graph_id} [{sweep.configuration}]: saturates at {knee.streams} streams, "
+        lines.append(f"{sweep.graph_id} [{sweep.configuration}]: saturates at {knee.streams} stream{'s' if knee.streams > 1 else ''}, "
                      f"{significant(knee.throughput)}/s = x{knee.gain:.2f} of {knee.first_streams} stream"
                      f"{'s' if knee.first_streams > 1 else ''}{best}; {p50}, {p99} against {knee.first_streams}")
     return lines
