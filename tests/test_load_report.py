@@ -34,6 +34,9 @@ def test_sweeps_are_found_per_graph_and_configuration():
     lines = knee_lines(rows)
     assert "g1 [ort-cpu]: saturates at 2 streams, 190/s = x1.90 of 1 stream; p50 latency 200 µs (x2.00)" in lines[0]
     assert "g1 [openvino]: saturates at 1 stream," in lines[1] and "best 2 streams at 121/s" in lines[1]
+    assert "too wide" not in lines[0] and "too wide to place the knee" not in lines[1]
+    noisy = knee_lines([row("g", "ort-cpu streams=1", 1, 100, 90), row("g", "ort-cpu streams=2", 2, 200, 50)])
+    assert "saturates at 1 stream," in noisy[0] and "reaches 75% below it: too wide to place the knee" in noisy[0]
 
 
 def test_load_warnings_name_what_went_wrong_and_stay_quiet_otherwise():

@@ -11,6 +11,7 @@ from rich.table import Table
 
 from dbench.render.tables import NARROW, STATUS_STYLE
 from dbench.report.units import format_time, significant
+from dbench.stats.knee import NO_INTERVAL_TOLERANCE
 from dbench.store.sweeps import find_sweeps
 
 
@@ -119,7 +120,9 @@ def knee_lines(rows: list[dict[str, Any]]) -> list[str]:
             f"; best {knee.best_streams} streams at {significant(knee.best_throughput)}/s"
         lines.append(f"{sweep.graph_id} [{sweep.configuration}]: saturates at {knee.streams} stream{'s' if knee.streams > 1 else ''}, "
                      f"{significant(knee.throughput)}/s = x{knee.gain:.2f} of {knee.first_streams} stream"
-                     f"{'s' if knee.first_streams > 1 else ''}{best}; {p50}, {p99} against {knee.first_streams}")
+                     f"{'s' if knee.first_streams > 1 else ''}{best}; {p50}, {p99} against {knee.first_streams}"
+                     + (f" (the best count's re-run interval reaches {knee.best_margin:.0%} below it: too wide to place "
+                        "the knee; more rounds or a quieter machine)" if knee.best_margin > NO_INTERVAL_TOLERANCE else ""))
     return lines
 
 

@@ -42,6 +42,9 @@ class Knee:
     latency_p50_us: float | None
     latency_p99_us: float | None
     rule: str
+    best_margin: float
+    """How far below the best the threshold lies, as a fraction of the best: above NO_INTERVAL_TOLERANCE
+    the best count's interval is too wide to place the knee with confidence."""
 
 
 def find_knee(points: list[SweepPoint]) -> Knee | None:
@@ -63,4 +66,5 @@ def find_knee(points: list[SweepPoint]) -> Knee | None:
 
     return Knee(knee.streams, knee.throughput, best.streams, best.throughput, first.streams,
                 knee.throughput / first.throughput, ratio(knee.latency_p50_us, first.latency_p50_us),
-                ratio(knee.latency_p99_us, first.latency_p99_us), knee.latency_p50_us, knee.latency_p99_us, rule)
+                ratio(knee.latency_p99_us, first.latency_p99_us), knee.latency_p50_us, knee.latency_p99_us, rule,
+                1 - threshold / best.throughput)
