@@ -118,16 +118,17 @@ def serve(session: ConcurrentSession, rate: float, count: int, seed: int, bound_
 def search_max_rate(session: ConcurrentSession, first: Trial, bound_us: float, budget_s: float, seed: int) -> dict[str, Any]:
     """The highest rate whose p99 keeps `bound_us`, by a bisection under the closed-loop throughput
     (`first`: the round's own rate and result), stopping when the bracket is narrow, the trials are
-    spent, or the next trial would pass `budget_s`."""
+    spent, or the next trial could pass `budget_s` (a trial ends by PATIENCE x its span at the latest)."""
     started = time.perf_counter()
     search = RateSearch(capacity(session, min(CAPACITY_S, budget_s / 4)))
     if first.rate < search.ceiling:
         search.record(first)
     while (rate := search.next_rate()) is not None:
         count = max(MIN_REQUESTS, math.ceil(rate * TRIAL_S))
-        if time.perf_counter() - started + count / rate > budget_s:
-            break
-        result = serve(session, rate, count, seed + len(search.trials) + 1, bound_us)  # abandons an overload by itself
+        if time.perf_counter() - started + PATIENCE * (count - 1) / rate > budget_s:
+            break  # the trial could last that long before abandoning its queue
+        trial_seed = seed + 100 * (len(search.trials) + 1)  # apart from the rounds' own schedules (seed + round)
+        result = serve(session, rate, count, trial_seed, bound_us)  # abandons an overload by itself
         search.record(Trial(rate, result["latency_p99_us"], result["latency_p99_us"] <= bound_us, count,
                             result["arrival_rate"]))
     return search.to_dict()
