@@ -84,7 +84,9 @@ def plan_run(request: RunRequest, out_dir: Path, resume: str | None) -> PlannedR
             "kind": source_kind(request.graphs).run_kind,
             "request": dataclasses.asdict(request),
             "runtime": _runtime_header(config.variants[0], classes),
-            "variants": [{"label": v.label, **_runtime_header(v, classes)} for v in config.variants],
+            "variants": [{"label": v.label, **_runtime_header(v, classes), **({"load": v.load.to_dict()} if v.load else {})}
+                         for v in config.variants],
+            "mode": request.mode,
             "timing": config.timing.to_dict(),
             "host": host_metadata(),
             "command": sys.argv,
