@@ -21,7 +21,7 @@ from dbench.runtimes.base import RuntimeOptions
 from dbench.runtimes.registry import require
 from dbench.store.metadata import load_average
 from dbench.store.schema import kernel_time
-from dbench.worker.main import _profile_runs, _profile_warmup
+from dbench.worker.profiling import profile_runs as _profile_runs, profile_warmup as _profile_warmup
 from dbench.worker.timing import TimingConfig, measure
 
 KERNELS = [

@@ -332,7 +332,7 @@ def run(
     graphs: Annotated[Optional[Path], typer.Option("--graphs", "-g", help="Run the graphs of a folder made by dbench gen (its manifest) instead of generating in memory.")] = None,
     runtime: Annotated[str, typer.Option("--runtime", "-r", metavar="RUNTIME[,RUNTIME]", help="Runtime name, see `dbench runtimes`; several comma-separated are interleaved graph by graph in every round (compare them with dbench compare RUN).")] = "ort-cpu",
     device: Annotated[Optional[str], typer.Option("--device", help="Runtime device (OpenVINO: CPU, GPU, NPU, AUTO; CUDA: device index).")] = None,
-    threads: Annotated[Optional[str], typer.Option("--threads", "-t", metavar="N[,N]", help="Intra-op threads (default: every core); several comma-separated are interleaved like runtimes.")] = None,
+    threads: Annotated[Optional[str], typer.Option("--threads", "-t", metavar="N[,N]", help="Intra-op threads (default: every core; with --streams, threads per stream, default its share of the cores); several comma-separated are interleaved like runtimes.")] = None,
     weights: Annotated[str, typer.Option("--weights", help="auto (const for inference, input for training graphs) | const | input.")] = "auto",
     graph_opt: Annotated[str, typer.Option("--graph-opt", help="Graph optimisation level: disable | basic | extended | all.")] = "all",
     allow_runtime_precision: Annotated[bool, typer.Option("--allow-runtime-precision", help="Let the runtime pick its execution precision (recorded as such).")] = False,
@@ -355,6 +355,11 @@ def run(
     model: Annotated[Optional[Path], typer.Option("--model", help="Time a whole ONNX model (inputs from its declared shapes, --dim for symbolic ones).")] = None,
     dim: DimOpt = None,
     kernels_run: Annotated[Optional[str], typer.Option("--kernels-run", help="With --model: a run of its `gen --from-model` kernels to print the model beside their sum.")] = None,
+    scenario: Annotated[Optional[str], typer.Option("--scenario", help="latency (one request at a time, the default) | throughput (every stream kept busy) | server (Poisson arrivals at --rate).")] = None,
+    streams: Annotated[Optional[str], typer.Option("--streams", metavar="N[,N]", help="Requests in flight on one compiled graph, each with its share of the cores (or --threads each); several comma-separated are swept as variants. Implies --scenario throughput.")] = None,
+    rate: Annotated[Optional[float], typer.Option("--rate", metavar="Q", help="Server scenario: Poisson arrivals per second (seeded schedule).")] = None,
+    latency_bound: Annotated[Optional[float], typer.Option("--latency-bound", metavar="MS", help="Server scenario: p99 latency bound in ms: the share over it, and a search for the highest rate that keeps it.")] = None,
+    search_time: Annotated[Optional[float], typer.Option("--search-time", metavar="SECONDS", help="Server scenario: seconds the max-rate search may take per graph (default 20; 0: no search).")] = None,
     show_profile: Annotated[bool, typer.Option("--show-profile", help="Print every row's per-node profile after the run (layer, op, kernel, precision, time, share), as benchmark_app -pc.")] = False,
 ) -> None:
     """Time every selected graph on a runtime, verify it, and log one row per graph as it finishes.
@@ -377,12 +382,14 @@ def run(
         suite=suite, ops=_split(ops, "--ops"), apps=_split(app_, "--app"), pattern=pattern,
         kernels=str(kernels) if kernels else None, graphs=str(graphs) if graphs else None,
         gen=_gen_fields(precision, passes, gemm_form, rnn_form, gru_activation, int8_form, no_pad),
-        runtime=runtime, device=device, threads=_thread_counts(threads), weights=weights, graph_optimization=graph_opt,
+        runtime=runtime, device=device, threads=_counts(threads, "--threads"), weights=weights, graph_optimization=graph_opt,
         allow_runtime_precision=allow_runtime_precision, extra=_pairs(option), quick=quick, min_time=min_time,
         max_time=max_time, warmup=warmup, verify=not no_verify, profile_runs=profile_runs, timeout=timeout,
         memory_limit=int(memory_limit * 2**30) if memory_limit is not None else None, dims=parse_dims(dim or []),
         cpus=cpus, rounds=rounds, iterations=iterations, warmup_calls=warmup_calls,
         percentiles=_numbers(percentiles, "--percentiles") if percentiles is not None else None,
+        scenario=scenario, streams=_counts(streams, "--streams"), rate=rate, latency_bound=latency_bound,
+        search_time=search_time,
     )
     if kernels_log is not None:
         from dbench.frommodel.predict import check_kernels_run
@@ -631,8 +638,8 @@ def _numbers(text: str, flag: str) -> tuple[float, ...]:
     return tuple(values)
 
 
-def _thread_counts(text: Optional[str]) -> int | list[int] | None:
-    """--threads: one count, or several comma-separated (interleaved as variants)."""
+def _counts(text: Optional[str], flag: str) -> int | list[int] | None:
+    """--threads, --streams: one count, or several comma-separated (interleaved as variants)."""
     if text is None:
         return None
     counts = []
@@ -640,7 +647,7 @@ def _thread_counts(text: Optional[str]) -> int | list[int] | None:
         try:
             counts.append(int(part))
         except ValueError:
-            raise UsageError(f"--threads {text!r}: {part.strip()!r} is not a whole number; write e.g. --threads 2 or --threads 1,2") from None
+            raise UsageError(f"{flag} {text!r}: {part.strip()!r} is not a whole number; write e.g. {flag} 2 or {flag} 1,2") from None
     return counts[0] if len(counts) == 1 else counts
 
 

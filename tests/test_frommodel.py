@@ -12,7 +12,8 @@ from dbench.frommodel.output import KERNELS_FILE, MODEL_ATTR, build_graphs, writ
 from dbench.frommodel.walk import model_kernels
 from dbench.gen.manifest import read_manifest
 from dbench.runtimes.base import RuntimeOptions
-from dbench.worker.main import Job, execute
+from dbench.worker.job import Job
+from dbench.worker.main import execute
 from dbench.worker.timing import QUICK
 from tests import model_builders as mb
 

@@ -16,7 +16,8 @@ from typer.testing import CliRunner
 from dbench.cli import app
 from dbench.frommodel.walk import model_kernels
 from dbench.runtimes.base import RuntimeOptions
-from dbench.worker.main import Job, execute
+from dbench.worker.job import Job
+from dbench.worker.main import execute
 from dbench.worker.timing import QUICK
 from tests import model_builders as mb
 

@@ -489,7 +489,7 @@ class _ScriptedPasses:
 def test_a_profiling_pass_slower_than_the_timed_calls_is_taken_again_and_the_fastest_kept():
     """A load burst during the profile is the machine, not the kernel: another pass is taken (at most
     PROFILE_ATTEMPTS), each after a warm-up of about PROFILE_WARMUP_S."""
-    from dbench.worker.main import PROFILE_ATTEMPTS, PROFILE_WARMUP_CALLS, _profile
+    from dbench.worker.profiling import PROFILE_ATTEMPTS, PROFILE_WARMUP_CALLS, best_profile as _profile
 
     burst = _ScriptedPasses([5000.0, 4000.0, 1100.0, 900.0])
     assert _profile(burst, 10, median_us=1000.0).call_us == 1100.0
@@ -510,7 +510,7 @@ def test_the_worker_reports_each_phase_of_a_job_before_its_outcome():
     from dbench.orchestrator.worker_process import WorkerProcess
     from dbench.runtimes.base import RuntimeOptions
     from dbench.outcome import Status
-    from dbench.worker.main import Job
+    from dbench.worker.job import Job
     from dbench.worker.timing import QUICK
 
     graph = build(GraphRequest(GemmKernel(m=8, n=4, k=16, a_t=False, b_t=False), "fp32", "fwd", "gemm"))

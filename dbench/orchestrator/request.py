@@ -11,11 +11,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from dbench.affinity import parse_cpus
+from dbench.affinity import available_cpus, parse_cpus
 from dbench.errors import DbenchError, UsageError
 from dbench.orchestrator.runner import WEIGHT_MODES, RunConfig, Variant
 from dbench.runtimes.base import Runtime, RuntimeOptions
 from dbench.sources.resolve import CATALOG, source_kind
+from dbench.worker.load import SCENARIOS, SERVER, THROUGHPUT, Load
 from dbench.worker.timing import QUICK, TimingConfig
 
 GEN_DEFAULTS: dict[str, Any] = dict(precision="fp32", passes=[], gemm_form="gemm", rnn_form="op",
@@ -28,17 +29,23 @@ FLAGS = {
     "quick": "--quick", "min_time": "--min-time", "max_time": "--max-time", "warmup": "--warmup", "verify": "--no-verify",
     "profile_runs": "--profile-runs", "timeout": "--timeout", "memory_limit": "--memory-limit", "dims": "--dim",
     "cpus": "--cpus", "rounds": "--rounds", "iterations": "--iterations", "warmup_calls": "--warmup-calls",
-    "percentiles": "--percentiles",
+    "percentiles": "--percentiles", "scenario": "--scenario", "streams": "--streams", "rate": "--rate",
+    "latency_bound": "--latency-bound", "search_time": "--search-time",
 }
 GEN_FLAGS = {"precision": "--precision", "passes": "--pass", "gemm_form": "--gemm-form", "rnn_form": "--rnn-form",
              "gru_activation": "--gru-activation", "int8_form": "--int8-form", "int8_pad": "--no-pad"}
-ADDED_LATER = {"cpus": None, "dims": {}, "rounds": 1, "iterations": None, "warmup_calls": None, "percentiles": None}
+ADDED_LATER = {"cpus": None, "dims": {}, "rounds": 1, "iterations": None, "warmup_calls": None, "percentiles": None,
+               "scenario": None, "streams": None, "rate": None, "latency_bound": None, "search_time": None}
 """Request fields newer than the first run headers, with the value every run made before them had
 (no --cpus: not pinned; no --dim: there was none; one round), so those runs still resume."""
 MAX_ROUNDS = 100
 MAX_PERCENTILE_COUNT = 20
 MAX_THREADS_PER_CORE = 4
 """--threads above this many per core only oversubscribes the machine (and can hang every graph)."""
+LATENCY = "latency"
+MODES = (LATENCY, *SCENARIOS)
+SEARCH_TIME_S = 20.0
+"""Seconds the server scenario's max-rate search may take per graph (first round), by default."""
 
 
 @dataclass(frozen=True)
@@ -77,6 +84,17 @@ class RunRequest:
     iterations: int | None = None
     warmup_calls: int | None = None
     percentiles: tuple[float, ...] | None = None
+    scenario: str | None = None
+    """latency (one request at a time: the default), throughput or server; None: throughput when
+    --streams is given, else latency."""
+    streams: int | list[int] | None = None
+    """Requests in flight on one compiled graph: one count, or several (`--streams 1,2,4`) swept as variants."""
+    rate: float | None = None
+    """Server scenario: Poisson arrivals per second."""
+    latency_bound: float | None = None
+    """Server scenario: the p99 latency bound in ms (share over it; the max-rate search)."""
+    search_time: float | None = None
+    """Server scenario: seconds the max-rate search may take per graph (None: SEARCH_TIME_S)."""
 
     @classmethod
     def from_dict(cls, data: dict[str, Any], source: Path) -> "RunRequest":
@@ -118,12 +136,45 @@ class RunRequest:
                               graph_optimization=self.graph_optimization,
                               allow_runtime_precision=self.allow_runtime_precision, extra=dict(self.extra))
 
+    @property
+    def mode(self) -> str:
+        """latency, throughput or server (see `scenario`)."""
+        return self.scenario or (THROUGHPUT if self.streams is not None else LATENCY)
+
+    def stream_counts(self) -> list[int | None]:
+        """The requests in flight asked for (one None: a latency run)."""
+        if self.mode == LATENCY:
+            return [None]
+        if isinstance(self.streams, list):
+            return list(self.streams)
+        return [self.streams if self.streams is not None else 1]
+
+    def cpu_count(self) -> int:
+        """The CPUs the workers may run on (--cpus, else this process's)."""
+        return len(parse_cpus(self.cpus)) if self.cpus else len(available_cpus())
+
+    def load(self, streams: int | None) -> Load | None:
+        """The Load of a variant with `streams` requests in flight (None: latency)."""
+        if streams is None:
+            return None
+        bound = self.latency_bound * 1e3 if self.latency_bound is not None else None
+        search = (SEARCH_TIME_S if self.search_time is None else self.search_time) if bound else 0.0
+        return Load(self.mode, streams, self.rate, bound, search)
+
     def variants(self) -> tuple[Variant, ...]:
-        """Every runtime with every thread count; each labelled by its runtime, plus `threads=N` when
-        several thread counts are asked for."""
+        """Every runtime with every thread count and stream count; each labelled by its runtime, plus
+        `streams=N` and `threads=N` where several are asked for. With streams and no --threads, each
+        stream gets its share of the CPUs (at least one thread)."""
+        several_streams = len(self.stream_counts()) > 1
         several_counts = len(self.thread_counts()) > 1
-        return tuple(Variant(name + (f" threads={threads}" if several_counts else ""), name, self.options(threads))
-                     for name in self.runtimes() for threads in self.thread_counts())
+        variants = []
+        for name in self.runtimes():
+            for streams in self.stream_counts():
+                for threads in self.thread_counts():
+                    per_stream = threads if threads is not None or streams is None else max(1, self.cpu_count() // streams)
+                    label = name + (f" streams={streams}" if several_streams else "") + (f" threads={threads}" if several_counts else "")
+                    variants.append(Variant(label, name, self.options(per_stream), self.load(streams)))
+        return tuple(variants)
 
     def config(self) -> RunConfig:
         return RunConfig(self.variants(), self.timing(), self.weights, self.verify, self.profile_runs,
@@ -182,6 +233,41 @@ def check_numbers(request: RunRequest) -> None:
         raise UsageError(f"--memory-limit {request.memory_limit / 2**30:g} must be a positive number of GiB")
 
 
+def check_load(request: RunRequest) -> None:
+    """The scenario and its options: known names, the options each scenario needs and takes, ranges."""
+    if request.scenario is not None and request.scenario not in MODES:
+        raise UsageError(f"unknown scenario {request.scenario!r}; valid: {', '.join(MODES)}")
+    if request.mode == LATENCY and request.streams is not None:
+        raise UsageError("--streams puts requests in flight, which --scenario latency does not; drop one of them")
+    server = {"--rate": request.rate, "--latency-bound": request.latency_bound, "--search-time": request.search_time}
+    given = [flag for flag, value in server.items() if value is not None]
+    if request.mode != SERVER and given:
+        raise UsageError(f"{given[0]} belongs to the server scenario; add --scenario server --rate Q, or drop it")
+    if request.mode == SERVER and request.rate is None:
+        raise UsageError("--scenario server needs --rate Q: the Poisson arrival rate in requests per second")
+    _positive(request.rate, "--rate", "requests per second")
+    _positive(request.latency_bound, "--latency-bound", "milliseconds")
+    if request.search_time is not None:
+        if request.latency_bound is None:
+            raise UsageError("--search-time bounds the search for the highest rate under --latency-bound; add --latency-bound MS")
+        if not (math.isfinite(request.search_time) and request.search_time >= 0):
+            raise UsageError(f"--search-time {request.search_time:g} must be 0 (no search) or more seconds")
+    counts = request.stream_counts()
+    repeated = sorted({str(c) for c in counts if counts.count(c) > 1})
+    if repeated:
+        raise UsageError(f"--streams names {', '.join(repeated)} twice; give each value once")
+    limit = MAX_THREADS_PER_CORE * request.cpu_count()
+    for streams in counts:
+        if streams is None:
+            continue
+        if not 1 <= streams <= limit:
+            raise UsageError(f"--streams {streams} is out of range; use 1 to {limit} ({request.cpu_count()} CPUs here)")
+        for threads in request.thread_counts():
+            if threads is not None and streams * threads > limit:
+                raise UsageError(f"--streams {streams} x --threads {threads} is {streams * threads} threads on "
+                                 f"{request.cpu_count()} CPUs; keep streams x threads within {limit}")
+
+
 def check_combinations(request: RunRequest) -> None:
     """Only the options that apply to the run's graph source: selectors where it can select, generation
     options where it generates, --dim where it sizes inputs; --suite user needs --kernels."""
@@ -227,6 +313,7 @@ def validate(request: RunRequest) -> dict[str, type[Runtime]]:
         raise UsageError(f"--runtime {request.runtime!r} names no runtime between its commas; see dbench runtimes")
     classes = {name: require(name) for name in request.runtimes()}
     check_numbers(request)
+    check_load(request)
     check_combinations(request)
     check_variants(request, classes)
     for variant in request.variants():

@@ -91,7 +91,9 @@ def new_run(request: RunRequest, config: RunConfig, classes: dict[str, type[Runt
         **extra,
         "request": dataclasses.asdict(request),
         "runtime": _runtime_header(config.variants[0], classes),
-        "variants": [{"label": v.label, **_runtime_header(v, classes)} for v in config.variants],
+        "variants": [{"label": v.label, **_runtime_header(v, classes), **({"load": v.load.to_dict()} if v.load else {})}
+                     for v in config.variants],
+        "mode": request.mode,
         "timing": config.timing.to_dict(),
         "host": host_metadata(),
         "command": sys.argv,

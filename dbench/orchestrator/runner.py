@@ -17,10 +17,12 @@ from dbench.outcome import Outcome, Status
 from dbench.orchestrator.worker_process import WorkerProcess
 from dbench.runtimes.base import Runtime, RuntimeOptions
 from dbench.sources.item import Item
+from dbench.stats.load import summarize_load
 from dbench.stats.summary import summarize_rounds
 from dbench.store.log import RunLog, resume_command
 from dbench.store.schema import Row
-from dbench.worker.main import Job
+from dbench.worker.load import Load
+from dbench.worker.job import Job
 from dbench.worker.timing import TimingConfig
 
 WEIGHT_MODES = ("auto", "const", "input")
@@ -34,6 +36,8 @@ class Variant:
     label: str
     runtime: str
     options: RuntimeOptions
+    load: Load | None = None
+    """Requests in flight (throughput or server rows); None: one at a time (latency rows)."""
 
 
 @dataclass(frozen=True)
@@ -128,8 +132,9 @@ def combine(outcomes: list[Outcome], timing: TimingConfig) -> Outcome:
         values = [getattr(o, name) for o in outcomes if getattr(o, name) is not None]
         return sum(values) if values else None
 
+    summarize = summarize_load if stats and stats[0].get("mode") else summarize_rounds  # requests in flight, or latency
     return dataclasses.replace(
-        first, stats=summarize_rounds(stats, timing.percentiles, timing.unstable_above) if stats else None,
+        first, stats=summarize(stats, timing.percentiles, timing.unstable_above) if stats else None,
         peak_rss_bytes=largest("peak_rss_bytes"), memory_bytes=largest("memory_bytes"),
         device_memory_bytes=largest("device_memory_bytes"), inputs_s=total("inputs_s"), prepare_s=total("prepare_s"),
         device_median_us=device[len(device) // 2] if device else None)
@@ -145,7 +150,8 @@ def another_round(outcomes: list[Outcome], timing: TimingConfig) -> bool:
     if timing.iterations is not None:
         return True
     sampled = sum(o.stats["timed_s"] for o in outcomes)
-    call_s = outcomes[-1].stats["median_us"] / 1e6
+    last = outcomes[-1].stats
+    call_s = (last.get("median_us") or last["latency_p50_us"]) / 1e6  # a latency round's median, or a load round's
     return sampled + max(timing.min_time / timing.rounds, call_s) <= timing.max_time * (1 + 1e-9)
 
 
@@ -173,7 +179,7 @@ class Runner:
         job = Job(spec=item.spec, model=data, sha256=digest, runtime=variant.runtime, options=variant.options,
                   timing=self.config.timing.per_round(), weights=weights_for(item.spec, self.config.weights),
                   verify=self.config.verify and number == 0, profile_runs=self.config.profile_runs if number == 0 else 0,
-                  round=number + 1, contract=item.contract)
+                  round=number + 1, contract=item.contract, load=variant.load)
         return worker.submit(job, self.config.timeout, lambda name: observer.on_phase(item, name))
 
     def _finish(self, item: Item, variant: Variant, outcomes: list[Outcome], observer: RunObserver) -> Row:
@@ -187,7 +193,7 @@ class Runner:
         # The settings in force as the worker read them after prepare; as requested when no graph got that far.
         options = outcome.runtime_options or dataclasses.asdict(variant.options)
         row = Row.build(self.run_id, self.seq, item.spec, {**self.runtime_info[variant.label], "options": options},
-                        weights_for(item.spec, self.config.weights), outcome, variant.label)
+                        weights_for(item.spec, self.config.weights), outcome, variant.label, variant.load)
         self.log.append(row.to_dict())
         self.seq += 1
         observer.on_row(row)

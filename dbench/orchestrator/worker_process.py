@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Callable
 
 from dbench.outcome import Outcome, Phase, Status
-from dbench.worker.main import Job
+from dbench.worker.job import Job
 
 CGROUP_ROOT = Path("/sys/fs/cgroup")
 

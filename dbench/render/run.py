@@ -11,6 +11,7 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
 from dbench.orchestrator.run import PlannedRun, RunResult
+from dbench.render.load import knee_lines, load_line, load_warnings, server_table, throughput_table
 from dbench.render.tables import results_table, speedup_table
 from dbench.render.warnings import peak_line, run_warnings
 from dbench.report.peak import read_peak_file
@@ -26,6 +27,8 @@ def graph_line(done: int, total: int, row: Row, variants: int = 1) -> str:
     head = f"[{done}/{total}] {row.graph_id}" + (f" [{row.variant}]" if variants > 1 else "") + f" {row.status}"
     if row.status != "ok":
         return f"{head}: {row.message}"[:300]
+    if row.mode != "latency":
+        return f"{head} {load_line(row)}"
     parts = [format_time(row.median_us)]
     if row.rerun_rel is not None:
         parts.append(f"±{row.rerun_rel * 100:.1f}% re-run" + (" unstable" if row.unstable else ""))
@@ -48,6 +51,10 @@ class RunProgress:
         self.round = ""
         graphs = len({item.spec.id for item, _ in pending})
         on = planned.request.runtime if self.variants == 1 else " vs ".join(v.label for v in planned.config.variants)
+        load = planned.config.variants[0].load
+        if load is not None:  # throughput or server: say so, and the requests in flight when all variants share them
+            on += f" · {load.scenario}" + (f" at {load.rate:g}/s" if load.rate else "") + (
+                f", {load.streams} streams x {planned.config.variants[0].options.threads} threads" if self.variants == 1 else "")
         already = len(planned.state.finished)
         console.print(f"run {planned.run_id}: {graphs} graphs on {on}, {planned.config.timing.rounds} rounds each"
                       + (f" ({already} rows already done)" if already else "") + f" -> {planned.log.path}", highlight=False)
@@ -100,8 +107,16 @@ def print_run(console: Console, result: RunResult) -> None:
     rows = result.rows
     runtimes = " vs ".join(v["label"] for v in result.header.get("variants", [])) or result.header["runtime"]["name"]
     unstable_above = result.header.get("timing", {}).get("unstable_above", 0.05)
-    console.print(results_table(rows, f"{result.run_id} · {runtimes} · {result.header['host']['cpu_model']}",
-                                console.width, unstable_above))
+    title = f"{result.run_id} · {runtimes} · {result.header['host']['cpu_model']}"
+    by_mode = {mode: [r for r in rows if (r.get("mode") or "latency") == mode] for mode in ("latency", "throughput", "server")}
+    if by_mode["latency"]:
+        console.print(results_table(by_mode["latency"], title, console.width, unstable_above))
+    if by_mode["throughput"]:
+        console.print(throughput_table(by_mode["throughput"], f"throughput · {title}", console.width))
+        for line in knee_lines(by_mode["throughput"]):
+            console.print(escape(line), highlight=False, soft_wrap=True)
+    if by_mode["server"]:
+        console.print(server_table(by_mode["server"], f"server · {title}", console.width))
     speedups = sparse_speedups(rows)
     if speedups:
         console.print(speedup_table(speedups))
@@ -114,5 +129,5 @@ def print_run(console: Console, result: RunResult) -> None:
     if note:
         console.print(f"note: {note}", highlight=False, markup=False)
     console.print(peak_line(rows, read_peak_file(result.log_path.parent)), highlight=False)
-    for line in run_warnings(rows, result.header["host"], result.header.get("timing")):
+    for line in run_warnings(rows, result.header["host"], result.header.get("timing")) + load_warnings(rows):
         console.print(f"[yellow]warning:[/] {line}", highlight=False, soft_wrap=True)

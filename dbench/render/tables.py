@@ -112,6 +112,11 @@ def compare_table(comparison, width: int = 200) -> Table:
 
     caption = (f"b/a: ratio of geometric-mean round medians, 95% interval; resolves: the change detected 80% of the time; "
                f"verdicts: {comparison.method}, false-discovery rate {comparison.fdr:.0%}")
+    throughput = comparison.mode == "throughput"
+    if throughput:
+        caption += "\nthroughput rows: a and b in inferences/s; b/a is the ratio of times per inference (0.50: twice the throughput)"
+    elif comparison.mode == "server":
+        caption += "\nserver rows: a and b are p99 latencies from arrival, queueing included; b/a their ratio"
     table = Table(title=f"a = {escape(comparison.a.label)}\nb = {escape(comparison.b.label)}", caption=caption,
                   box=None if width < NARROW else box.HEAVY_HEAD)
     for column, justify in [("graph", "left"), ("a", "right"), ("b", "right"), ("b/a", "right"), ("95% interval", "right"),
@@ -125,8 +130,13 @@ def compare_table(comparison, width: int = 200) -> Table:
         bad = [r["status"] for r in rows if r["status"] != "ok"]
         if bad:
             return bad[0]
-        medians = [r["median_us"] for r in rows if r.get("median_us")]
-        return format_time(float(sum(medians) / len(medians))) if medians else ""
+        from dbench.store.compare import figure
+
+        figures = [figure(r) for r in rows if figure(r)]
+        if not figures:
+            return ""
+        mean = float(sum(figures) / len(figures))
+        return f"{significant(1e6 / mean)}/s" if throughput else format_time(mean)
 
     for pair in comparison.pairs:
         d = pair.difference

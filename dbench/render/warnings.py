@@ -16,7 +16,8 @@ def run_warnings(rows: list[dict[str, Any]], host: dict[str, Any], timing: dict[
     if unstable:
         width = {id(r): r.get("rerun_rel") or r.get("ci_rel") or 0.0 for r in unstable}  # ci_rel: rows from before rounds
         worst = max(unstable, key=lambda r: width[id(r)])
-        lines.append(f"{len(unstable)} rows unstable (a re-run's median could land more than ±{threshold:.0%} away), worst "
+        figure = {"throughput": "throughput", "server": "p99"}.get(worst.get("mode") or "latency", "median")
+        lines.append(f"{len(unstable)} rows unstable (a re-run's {figure} could land more than ±{threshold:.0%} away), worst "
                      f"{worst['graph_id']} at ±{width[id(worst)]:.0%}: its rounds disagree; re-run them on a quiet machine "
                      "with more rounds (e.g. --rounds 10 --id '<pattern>') before publishing")
     few = [r for r in rows if r.get("status") == "ok" and r.get("rounds") and r.get("rerun_rel") is None]

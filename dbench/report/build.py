@@ -12,6 +12,7 @@ from dbench.frommodel.predict import model_vs_kernels
 from dbench.report.frames import (Group, allreduce_table, baseline_group, groups, runtime_summary, side_by_side,
                                   support_matrix)
 from dbench.report.load import Results
+from dbench.report.loadtables import LoadTables, load_tables
 from dbench.report.verdicts import speedups, winners
 from dbench.report.units import format_ratio, format_time, significant
 from dbench.report.vendor import ratio_title
@@ -36,6 +37,8 @@ class Report:
     allreduce: pd.DataFrame = field(default_factory=pd.DataFrame)
     models: pd.DataFrame = field(default_factory=pd.DataFrame)
     """Each timed whole model beside the sum of its kernels' times (`dbench gen --from-model`)."""
+    load: LoadTables = field(default_factory=LoadTables)
+    """Throughput rows, stream-sweep knees and server rows: their own tables (dbench.report.loadtables)."""
     predictions: list = field(default_factory=list)
     """`dbench predict`'s predictions (dbench.units.prediction.Prediction), and their display frames."""
     prediction_table: pd.DataFrame = field(default_factory=pd.DataFrame)
@@ -57,10 +60,11 @@ def build_report(results: Results, baseline: str | None = None, profile: bool = 
     found, table, top, profiles = predictions.build(results.rows, profile)
     report = Report(results, notes=list(results.notes), allreduce=allreduce_table(results.allreduce),
                     models=pd.DataFrame(model_vs_kernels(predictions.without_predicted_models(results.rows), results.rows)),
+                    load=load_tables(results.throughput, results.server),
                     predictions=found, prediction_table=table, top_units=top, profiles=profiles)
     frame = results.kernels
     if frame.empty:
-        if results.allreduce.empty:
+        if results.allreduce.empty and results.throughput.empty and results.server.empty:
             report.notes.append("the result files hold no rows")
         return report
     report.groups = groups(frame)

@@ -9,6 +9,7 @@ import html
 import pandas as pd
 
 from dbench.report.build import LEGEND, Report, display_allreduce, display_models, display_family, display_summary
+from dbench.report.loadtables import load_sections
 from dbench.report.vendor import ratio_sentence
 
 STYLE = """
@@ -38,6 +39,8 @@ def to_html(report: Report, images: dict[str, bytes]) -> str:
         parts += ["<h2>Support matrix</h2>", _table(report.support, "support")]
         for family in report.families:
             parts += [f"<h2>{html.escape(family)}</h2>", _table(display_family(report, family), family)]
+    for title, table in load_sections(report):
+        parts += [f"<h2>{html.escape(title)}</h2>", _table(table, title)]
     if not report.models.empty:
         parts += ["<h2>Whole model vs the sum of its kernels</h2>", _table(display_models(report), "models")]
     if not report.prediction_table.empty:

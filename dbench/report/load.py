@@ -1,5 +1,6 @@
 """Result files (run logs, or folders holding them) read into pandas: one frame of kernel rows over
-every run, machine and runtime, one frame of all-reduce rows, and each run's header for the Specs."""
+every run, machine and runtime (latency rows), one of throughput rows and one of server rows (never
+mixed with latency rows), one frame of all-reduce rows, and each run's header for the Specs."""
 
 from __future__ import annotations
 
@@ -21,6 +22,14 @@ KERNEL_COLUMNS = (
     "tflops", "gbps", "intensity", "flops", "min_bytes", "samples_us", "variant", "rounds", "round_medians_us",
     "rerun_rel", "interval_note",
 )
+LOAD_COLUMNS = (
+    "graph_id", "kernel_id", "family", "pass", "form", "precision", "precision_executed", "runtime", "variant", "status",
+    "message", "verified", "mode", "streams", "streams_executed", "threads_per_stream", "inferences", "inferences_per_s",
+    "inferences_per_s_low", "inferences_per_s_high", "throughput_tflops", "time_per_inference_us", "rerun_rel", "rounds",
+    "unstable", "interval_note", "latency_p50_us", "latency_p90_us", "latency_p99_us", "rate", "arrival_rate",
+    "latency_p99_low_us", "latency_p99_high_us", "latency_bound_us", "over_bound", "search", "flops",
+)
+"""The columns of throughput and server rows a report shows (their own: no latency-row figure)."""
 
 
 @dataclass(frozen=True)
@@ -47,7 +56,11 @@ class Results:
     allreduce: pd.DataFrame
     runs: list[Run] = field(default_factory=list)
     rows: list[dict[str, Any]] = field(default_factory=list)
-    """The kernel rows as logged (whole models and their kernels are matched on them)."""
+    """The latency rows as logged (whole models and their kernels are matched on them)."""
+    throughput: pd.DataFrame = field(default_factory=pd.DataFrame)
+    """Throughput rows (requests in flight kept busy), latest run first for a duplicate."""
+    server: pd.DataFrame = field(default_factory=pd.DataFrame)
+    """Server-scenario rows."""
     notes: list[str] = field(default_factory=list)
     """Facts the reader must know, e.g. runs without samples."""
 
@@ -94,7 +107,9 @@ def load(paths: list[Path]) -> Results:
         target = allreduce_rows if run.kind == "allreduce" else kernel_rows
         for row in log.rows():
             target.append({**row, "run_id": run.run_id, "machine": run.machine, "taken_at": header.get("host", {}).get("taken_at", "")})
-    return Results(_kernel_frame(kernel_rows), pd.DataFrame(allreduce_rows), runs, kernel_rows, notes)
+    by_mode = {mode: [r for r in kernel_rows if (r.get("mode") or "latency") == mode] for mode in ("latency", "throughput", "server")}
+    return Results(_kernel_frame(by_mode["latency"]), pd.DataFrame(allreduce_rows), runs, by_mode["latency"],
+                   throughput=_load_frame(by_mode["throughput"]), server=_load_frame(by_mode["server"]), notes=notes)
 
 
 def _kernel_frame(rows: list[dict[str, Any]]) -> pd.DataFrame:
@@ -108,6 +123,24 @@ def _kernel_frame(rows: list[dict[str, Any]]) -> pd.DataFrame:
     frame["counts"] = (frame["status"] == "ok") & (frame["verified"] == True)  # noqa: E712 (None is not True)
     frame = frame.sort_values("taken_at", kind="stable")
     return frame.drop_duplicates(["machine", "variant", "precision", "kernel"], keep="last").reset_index(drop=True)
+
+
+def _load_frame(rows: list[dict[str, Any]]) -> pd.DataFrame:
+    """Throughput or server rows with the report's columns; the latest run wins a duplicate (same machine,
+    configuration, precision, kernel, streams and rate: a sweep's `ort-cpu streams=2` and a run of
+    `ort-cpu` alone at 2 streams are one configuration)."""
+    from dbench.store.sweeps import configuration
+
+    frame = pd.DataFrame([{**{c: r.get(c) for c in LOAD_COLUMNS}, "run_id": r["run_id"], "machine": r["machine"],
+                           "taken_at": r["taken_at"]} for r in rows])
+    if frame.empty:
+        return frame
+    frame["kernel"] = frame["kernel_id"] + "." + frame["pass"].astype(str) + "." + frame["form"].astype(str)
+    frame["counts"] = (frame["status"] == "ok") & (frame["verified"] == True)  # noqa: E712 (None is not True)
+    frame["configuration"] = [configuration({"variant": v, "runtime": r}) for v, r in zip(frame["variant"], frame["runtime"])]
+    frame = frame.sort_values("taken_at", kind="stable")
+    keys = ["machine", "configuration", "precision", "kernel", "streams", "rate"]
+    return frame.drop_duplicates(keys, keep="last").reset_index(drop=True)
 
 
 def read_peaks(runs: list[Run]) -> dict[str, dict[str, Any]]:

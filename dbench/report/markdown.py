@@ -6,6 +6,7 @@ from __future__ import annotations
 import pandas as pd
 
 from dbench.report.build import LEGEND, Report, display_allreduce, display_models, display_family, display_summary
+from dbench.report.loadtables import load_sections
 from dbench.report.vendor import ratio_sentence
 
 
@@ -29,6 +30,8 @@ def to_markdown(report: Report, images: list[str]) -> str:
         parts += ["## Support matrix", "", markdown_table(report.support), ""]
         for family in report.families:
             parts += [f"## {family}", "", markdown_table(display_family(report, family)), ""]
+    for title, table in load_sections(report):
+        parts += [f"## {title}", "", markdown_table(table), ""]
     if not report.models.empty:
         parts += ["## Whole model vs the sum of its kernels", "", markdown_table(display_models(report)), ""]
     if not report.prediction_table.empty:

@@ -28,6 +28,20 @@ def _slug(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9.]+", "-", text).strip("-").lower()
 
 
+def plot_load(report: Report) -> dict[str, bytes]:
+    """The throughput and server plots as PNG bytes by title (verified rows only)."""
+    from dbench.report import loadplots, plots
+
+    figures = {}
+    for frame in (report.results.throughput, report.results.server):
+        if not frame.empty and frame.counts.any():
+            if frame is report.results.throughput:
+                figures.update({**loadplots.throughput_vs_streams(frame), **loadplots.latency_vs_throughput(frame)})
+            else:
+                figures.update(loadplots.server_search(frame))
+    return {title: plots.png(figure) for title, figure in figures.items()}
+
+
 def plot_all(report: Report) -> dict[str, bytes]:
     """Every plot as PNG bytes by title (none when nothing is verified)."""
     from dbench.report import plots
@@ -40,7 +54,7 @@ def plot_all(report: Report) -> dict[str, bytes]:
         if figure is not None:
             images["predicted vs measured"] = plots.png(figure)
     if not report.has_verified:
-        return images
+        return {**images, **plot_load(report)}
     frame = report.results.kernels
     peaks = read_peaks(report.results.runs)
     caches = {run.machine: run.header.get("host", {}).get("caches") or {} for run in report.results.runs}
@@ -58,7 +72,7 @@ def plot_all(report: Report) -> dict[str, bytes]:
     others = {label: values for label, values in speedups.items() if values and label != report.baseline.label}
     if others:
         images["speedup cdf"] = plots.png(plots.speedup_cdf(others, report.baseline.label))
-    return images
+    return {**images, **plot_load(report)}
 
 
 def all_profiles(profiles):
@@ -96,6 +110,10 @@ def write_report(report: Report, folder: Path) -> Written:
         rows.to_csv(csvs[-1], index=False)
         csvs.append(folder / "summary.csv")
         report.summary.to_csv(csvs[-1])
+    for name, frame in (("throughput.csv", report.results.throughput), ("server.csv", report.results.server)):
+        if not frame.empty:
+            csvs.append(folder / name)
+            frame.to_csv(csvs[-1], index=False)
     if report.predictions:
         csvs.append(folder / "predictions.csv")
         report.prediction_table.to_csv(csvs[-1])

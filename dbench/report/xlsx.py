@@ -54,6 +54,9 @@ def write_xlsx(report: Report, path: Path) -> Path:
             flat.columns = [f"{label} {FIELD_NAMES[field]}" for label, field in flat.columns]
             ordered = [f"{g.label} {FIELD_NAMES[f]}" for g in report.groups for f in FIELD_NAMES]
             flat[ordered].to_excel(writer, sheet_name=_sheet_name(family, used))
+        for frame, name in ((report.results.throughput, "Throughput"), (report.results.server, "Server")):
+            if not frame.empty:
+                frame.drop(columns=["search"]).to_excel(writer, sheet_name=_sheet_name(name, used), index=False)
         if not report.models.empty:
             report.models.assign(kernels_not_ok=report.models.kernels_not_ok.map(", ".join)).to_excel(
                 writer, sheet_name=_sheet_name("Models", used), index=False)

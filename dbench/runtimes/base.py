@@ -1,7 +1,8 @@
 """The runtime adapter interface: a Runtime prepares a graph into a Session that binds inputs once,
 runs synchronously, returns outputs and profiles per node. The runner times `Session.run` only.
-Options are checked in the parent by `validate` (no runtime imported); errors are told apart by type:
-UnsupportedError, OutOfMemory, or DbenchError."""
+Optionally (throughput and server rows) it prepares a ConcurrentSession: one compiled graph with
+several requests in flight. Options are checked in the parent by `validate` (no runtime imported);
+errors are told apart by type: UnsupportedError, OutOfMemory, or DbenchError."""
 
 from __future__ import annotations
 
@@ -141,6 +142,35 @@ class Session(ABC):
         """Release the session's resources."""
 
 
+class ConcurrentSession(ABC):
+    """A graph compiled once with `requests` requests that may be in flight together, each with its own
+    input and output buffers. `run(request)` is one synchronous execution of that request, safe to call
+    from several threads at once for different requests: the throughput and server loops
+    (dbench.worker.streams, dbench.worker.server) give each request its own thread and time it there."""
+
+    requests: int
+
+    @abstractmethod
+    def bind(self, feeds: dict[str, np.ndarray]) -> None:
+        """Copy the inputs into every request's own buffers, once, outside any timed region."""
+
+    @abstractmethod
+    def run(self, request: int) -> None:
+        """One synchronous execution of request `request` (0-based) on its bound inputs."""
+
+    @abstractmethod
+    def outputs(self, request: int) -> dict[str, np.ndarray]:
+        """The outputs of request `request`'s last run, as host numpy arrays (every request is verified)."""
+
+    def streams_executed(self) -> int | None:
+        """How many requests the runtime executes at once, as it reports it after compiling (OpenVINO
+        may compile fewer streams than asked); None where it does not say."""
+        return None
+
+    def close(self) -> None:
+        """Release the session's resources."""
+
+
 class Runtime(ABC):
     """A runtime family adapter, registered by name in `dbench.runtimes.registry`."""
 
@@ -209,6 +239,14 @@ class Runtime(ABC):
         those arrays (empty for `weights=input`), so the runtime may pre-pack them; the arrays must stay
         alive as long as the session. Raises UnsupportedError with the runtime's own message when it
         cannot run the graph."""
+
+    def prepare_concurrent(self, model: onnx.ModelProto, spec: GraphSpec, constants: Mapping[str, np.ndarray],
+                           requests: int) -> ConcurrentSession:
+        """As `prepare`, with `requests` requests in flight on one compiled graph, each with
+        `options.threads` threads (its share of the cores). An adapter without concurrent execution
+        leaves this as it is: its throughput and server rows are `unsupported`, with this reason."""
+        raise UnsupportedError(f"{self.name} has no concurrent execution in dbench yet (throughput and server "
+                               "scenarios need the adapter's prepare_concurrent; see docs/adding-a-runtime.md)")
 
     def errors(self) -> AbstractContextManager:
         """A context in which the runtime's own exceptions (raised while preparing, binding, running,

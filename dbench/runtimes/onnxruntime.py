@@ -2,7 +2,8 @@
 once as OrtValues through IOBinding, so a timed call is `run_with_iobinding` and nothing else.
 Constant weights reach the session as external initializers made from the caller's arrays
 (`add_external_initializers`), not through the model's protobuf, which for the multi-GB GEMMs cost
-more than timing them (ONNX Runtime 1.31 still copies them once into the session, then pre-packs)."""
+more than timing them (ONNX Runtime 1.31 still copies them once into the session, then pre-packs).
+Throughput rows run concurrent Run calls on one session, each request with its own IOBinding."""
 
 from __future__ import annotations
 
@@ -23,7 +24,8 @@ from dbench.executed import ExecutedGraph
 from dbench.gen.graph import GraphSpec
 from dbench.gen.precision import DTYPES
 from dbench.gen.weights import embed_weights
-from dbench.runtimes.base import NodeProfile, Profile, Runtime, RuntimeOptions, Session, typical_runs
+from dbench.runtimes.base import (ConcurrentSession, NodeProfile, Profile, Runtime, RuntimeOptions, Session,
+                                  typical_runs)
 
 # ONNX Runtime's profiler type names -> our precision names.
 ORT_TYPE_PRECISION = {
@@ -145,6 +147,15 @@ def declare_constants(model: onnx.ModelProto, names: Iterable[str]) -> onnx.Mode
     return declared
 
 
+def _host_outputs(binding, spec: GraphSpec, on_cpu: bool) -> dict[str, np.ndarray]:
+    """A binding's outputs as host arrays by name (bfloat16 viewed as such)."""
+    if on_cpu and any(t.dtype == "bfloat16" for t in spec.outputs):
+        # ORT has no numpy type for bfloat16 and refuses to copy such outputs: read their memory instead.
+        return {t.name: _host_array(v, t.dtype) for t, v in zip(spec.outputs, binding.get_outputs())}
+    arrays = binding.copy_outputs_to_cpu()  # host copies, from CPU or device memory alike
+    return {t.name: a.view(DTYPES["bfloat16"]) if t.dtype == "bfloat16" else a for t, a in zip(spec.outputs, arrays)}
+
+
 class OrtSession(Session):
     """One InferenceSession with its inputs and outputs bound once."""
 
@@ -178,11 +189,7 @@ class OrtSession(Session):
         self.session.run_with_iobinding(self.binding)  # errors classified around the whole measurement: Runtime.errors
 
     def outputs(self) -> dict[str, np.ndarray]:
-        if any(t.dtype == "bfloat16" for t in self.spec.outputs) and self.runtime.io_device[0] == "cpu":
-            # ORT has no numpy type for bfloat16 and refuses to copy such outputs: read their memory instead.
-            return {t.name: _host_array(v, t.dtype) for t, v in zip(self.spec.outputs, self.binding.get_outputs())}
-        arrays = self.binding.copy_outputs_to_cpu()  # host copies, from CPU or device memory alike
-        return {t.name: a.view(DTYPES["bfloat16"]) if t.dtype == "bfloat16" else a for t, a in zip(self.spec.outputs, arrays)}
+        return _host_outputs(self.binding, self.spec, self.runtime.io_device[0] == "cpu")
 
     def profile(self, runs: int, warmup: int = 1) -> Profile:
         self.binding = self.session = None  # profiling is the last use: free the timed session's packed weights
@@ -217,6 +224,51 @@ class OrtSession(Session):
 
     def close(self) -> None:
         self.binding = None
+        self.session = None
+        self.constants = {}
+
+
+class OrtConcurrentSession(ConcurrentSession):
+    """One InferenceSession shared by `requests` requests, each with its own IOBinding over its own
+    copies of the inputs, run by concurrent Run calls (InferenceSession.Run is thread-safe; this is what
+    onnxruntime_perf_test -c does). A session's intra-op pool is its own and every Run's calling thread
+    works in it too, so the pool gets requests x (threads - 1) workers: the requests in flight use
+    requests x threads threads in all, and at one thread each every Run runs alone on its own thread.
+    The weights are held and pre-packed once, as OpenVINO's streams share theirs."""
+
+    def __init__(self, runtime: "OrtRuntime", model_bytes: bytes, spec: GraphSpec, constants: dict[str, Any],
+                 requests: int) -> None:
+        self.runtime = runtime
+        self.spec = spec
+        self.requests = requests
+        self.constants = constants  # OrtValues over the caller's arrays: kept alive with the session
+        self.session = runtime.make_session(model_bytes, constants, profiling=False,
+                                            intra_threads=runtime.pool_threads(requests))
+        self.bindings: list[Any] = []
+        self.feeds: list[dict[str, np.ndarray]] = []
+
+    def bind(self, feeds: dict[str, np.ndarray]) -> None:
+        for _ in range(self.requests):
+            own = {name: np.array(array, copy=True) for name, array in feeds.items()}  # no buffer shared between requests
+            binding = self.session.io_binding()
+            for name, array in own.items():
+                binding.bind_ortvalue_input(name, _ortvalue(array, "cpu", 0))
+            for output in self.spec.outputs:
+                binding.bind_output(output.name, "cpu", 0)
+            self.feeds.append(own)
+            self.bindings.append(binding)
+
+    def run(self, request: int) -> None:
+        self.session.run_with_iobinding(self.bindings[request])
+
+    def outputs(self, request: int) -> dict[str, np.ndarray]:
+        return _host_outputs(self.bindings[request], self.spec, self.runtime.io_device[0] == "cpu")
+
+    def streams_executed(self) -> int | None:
+        return self.requests
+
+    def close(self) -> None:
+        self.bindings = []
         self.session = None
         self.constants = {}
 
@@ -301,10 +353,10 @@ class OrtRuntime(Runtime):
             raise UsageError(f"--option {unknown[0]} is not a {cls.provider} option; known: "
                              f"{', '.join(sorted(cls.provider_option_names))}")
 
-    def session_options(self, profiling: bool):
+    def session_options(self, profiling: bool, intra_threads: int | None = None):
         ort = _ort()
         so = ort.SessionOptions()
-        so.intra_op_num_threads = self.options.thread_count
+        so.intra_op_num_threads = intra_threads or self.options.thread_count
         so.inter_op_num_threads = 1
         so.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
         so.graph_optimization_level = {
@@ -319,11 +371,13 @@ class OrtRuntime(Runtime):
             so.profile_file_prefix = os.path.join(tempfile.gettempdir(), f"dbench-ort-{os.getpid()}")
         return so
 
-    def make_session(self, model_bytes: bytes, constants: dict[str, Any], profiling: bool, saved_to: str | None = None):
-        """An InferenceSession; `constants` (name -> OrtValue) fill the model's external initializers.
-        `saved_to`: ONNX Runtime writes its optimized model there (weights in a file beside it)."""
+    def make_session(self, model_bytes: bytes, constants: dict[str, Any], profiling: bool, intra_threads: int | None = None,
+                     saved_to: str | None = None):
+        """An InferenceSession; `constants` (name -> OrtValue) fill the model's external initializers;
+        `intra_threads` replaces the thread count (a concurrent session's shared pool); `saved_to`: ONNX
+        Runtime writes its optimized model there (weights in a file beside it)."""
         ort = _ort()
-        options = self.session_options(profiling)
+        options = self.session_options(profiling, intra_threads)
         if saved_to:
             options.optimized_model_filepath = saved_to
             options.add_session_config_entry("session.optimized_model_external_initializers_file_name",
@@ -335,14 +389,20 @@ class OrtRuntime(Runtime):
             return ort.InferenceSession(model_bytes, options, providers=[(self.provider, self.provider_options())],
                                         enable_fallback=0)  # never retry a failed provider on the CPU
 
-    def prepare(self, model: onnx.ModelProto, spec: GraphSpec, constants: Mapping[str, np.ndarray]) -> Session:
+    def _model_and_constants(self, model: onnx.ModelProto, constants: Mapping[str, np.ndarray]) -> tuple[bytes, dict[str, Any]]:
+        """The serialised model a session loads and the OrtValues that fill its constant weights."""
         if not constants:
-            return self.session_class(self, model.SerializeToString(), spec, {})
+            return model.SerializeToString(), {}
         if not self.constants_in_memory:
-            return self.session_class(self, embed_weights(model, constants).SerializeToString(), spec, {})
+            return embed_weights(model, constants).SerializeToString(), {}
         with classified():
             values = {name: _ortvalue(array, "cpu", 0) for name, array in constants.items()}
-        return self.session_class(self, declare_constants(model, constants).SerializeToString(), spec, values)
+        return declare_constants(model, constants).SerializeToString(), values
+
+    def prepare(self, model: onnx.ModelProto, spec: GraphSpec, constants: Mapping[str, np.ndarray]) -> Session:
+        self.concurrency = None
+        model_bytes, values = self._model_and_constants(model, constants)
+        return self.session_class(self, model_bytes, spec, values)
 
     def errors(self) -> AbstractContextManager:
         return classified()
@@ -350,15 +410,24 @@ class OrtRuntime(Runtime):
     def device_memory(self) -> int | None:
         return None
 
+    concurrency: dict[str, Any] | None = None
+    """How the last prepared session runs requests concurrently (None: one request at a time)."""
+
+    def pool_threads(self, requests: int) -> int:
+        """intra_op_num_threads of a session shared by `requests` concurrent Run calls of `threads` each:
+        the calling threads work in the pool too, so it holds requests x (threads - 1) workers."""
+        return requests * (self.options.thread_count - 1) + 1
+
     def describe(self) -> dict[str, Any]:
         return {
             **super().describe(),
             "provider": self.provider,
             "provider_options": self.provider_options(),
-            "intra_op_num_threads": self.options.thread_count,
+            "intra_op_num_threads": self.concurrency["intra_op_num_threads"] if self.concurrency else self.options.thread_count,
             "inter_op_num_threads": 1,
             "execution_mode": "sequential",
             "graph_optimization_level": self.options.graph_optimization,
+            **({"concurrency": self.concurrency} if self.concurrency else {}),
         }
 
 
@@ -367,5 +436,13 @@ class OrtCpu(OrtRuntime):
 
     name: ClassVar[str] = "ort-cpu"
     reports_execution: ClassVar[bool] = True
+
+    def prepare_concurrent(self, model: onnx.ModelProto, spec: GraphSpec, constants: Mapping[str, np.ndarray],
+                           requests: int) -> ConcurrentSession:
+        model_bytes, values = self._model_and_constants(model, constants)
+        self.concurrency = {"requests": requests, "threads_per_request": self.options.thread_count,
+                            "intra_op_num_threads": self.pool_threads(requests),
+                            "layout": "one session, concurrent Run calls, one IOBinding per request"}
+        return OrtConcurrentSession(self, model_bytes, spec, values, requests)
 
 

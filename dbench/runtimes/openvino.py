@@ -1,7 +1,9 @@
 """OpenVINO adapter. Compiles with the LATENCY hint, one stream and INFERENCE_PRECISION_HINT pinned to
 the graph's own precision (left alone, OpenVINO runs fp32 graphs in bf16 on CPUs that have it), checks
 that the compiled model kept that precision, binds inputs once into the request's own tensors, and
-profiles with PERF_COUNT: per-layer kernel names (`exec_type`) and the precision they ran in."""
+profiles with PERF_COUNT: per-layer kernel names (`exec_type`) and the precision they ran in.
+Throughput rows compile NUM_STREAMS streams sharing INFERENCE_NUM_THREADS = streams x threads and no
+performance hint (benchmark_app's `-hint none -nstreams N -nthreads T`), one infer request per stream."""
 
 from __future__ import annotations
 
@@ -18,7 +20,8 @@ from dbench.errors import DbenchError, OutOfMemory, RuntimeSetupError, Unsupport
 from dbench.executed import ExecutedGraph
 from dbench.gen.graph import GraphSpec
 from dbench.gen.precision import DTYPES
-from dbench.runtimes.base import NodeProfile, Profile, Runtime, RuntimeOptions, Session, typical_runs
+from dbench.runtimes.base import (ConcurrentSession, NodeProfile, Profile, Runtime, RuntimeOptions, Session,
+                                  typical_runs)
 
 DEFAULT_DEVICE = "CPU"
 # Devices that schedule onto other devices: they take the hardware devices' config keys but do not
@@ -319,6 +322,41 @@ class OpenVinoSession(Session):
         self.constants = {}
 
 
+class OpenVinoConcurrentSession(ConcurrentSession):
+    """One model compiled with a stream per request, and one infer request per stream, inputs bound once
+    into each request's own tensors. A request's synchronous `infer` from its own thread runs on the
+    compiled model's streams as `start_async` from AsyncInferQueue does (benchmark_app's loop); threads
+    let one measurement loop serve every runtime and the server scenario's queue."""
+
+    def __init__(self, runtime: "OpenVino", model: onnx.ModelProto, spec: GraphSpec,
+                 constants: Mapping[str, np.ndarray], requests: int) -> None:
+        self.runtime = runtime
+        self.spec = spec
+        self.requests = requests
+        self.constants = constants
+        self.compiled = runtime.compile(model.SerializeToString(), spec, constants, perf_count=False, requests=requests)
+        self.infer_requests = [self.compiled.create_infer_request() for _ in range(requests)]
+
+    def bind(self, feeds: dict[str, np.ndarray]) -> None:
+        for request in self.infer_requests:
+            OpenVinoSession._bind(self.compiled, request, feeds)
+
+    def run(self, request: int) -> None:
+        self.infer_requests[request].infer(share_outputs=True)
+
+    def outputs(self, request: int) -> dict[str, np.ndarray]:
+        return {t.name: _host_array(self.infer_requests[request].get_tensor(t.name)) for t in self.spec.outputs}
+
+    def streams_executed(self) -> int | None:
+        streams = self.runtime.properties.get("NUM_STREAMS", "")
+        return int(streams) if streams.isdigit() else None
+
+    def close(self) -> None:
+        self.infer_requests = []
+        self.compiled = None
+        self.constants = {}
+
+
 class OpenVino(Runtime):
     """OpenVINO on a device (`CPU` by default; `GPU`, `NPU`, `AUTO`... passed through)."""
 
@@ -357,6 +395,8 @@ class OpenVino(Runtime):
         super().__init__(options)
         self.properties: dict[str, str] = {}
         """The last compiled model's properties as read back (empty before `prepare`)."""
+        self.requests: int | None = None
+        """Requests in flight of the last prepared session (None: a latency session)."""
 
     @property
     def core(self):
@@ -387,20 +427,24 @@ class OpenVino(Runtime):
             return True
         return all(key in self.core.get_property(d, "SUPPORTED_PROPERTIES") for d in devices)
 
-    def config(self, precision: str | None) -> dict[str, str]:
-        """compile_model's config for a graph in `precision` (None: the device-level config only)."""
-        config = {"PERFORMANCE_HINT": "LATENCY", "NUM_STREAMS": "1"}
+    def config(self, precision: str | None, requests: int | None = None) -> dict[str, str]:
+        """compile_model's config for a graph in `precision` (None: the device-level config only): the
+        LATENCY hint and one stream, or with `requests` in flight a stream each, no hint, and the
+        threads of every stream (INFERENCE_NUM_THREADS counts all of them)."""
+        config = {"PERFORMANCE_HINT": "LATENCY", "NUM_STREAMS": "1"} if requests is None else {"NUM_STREAMS": str(requests)}
         if self._supports("INFERENCE_NUM_THREADS"):
-            config["INFERENCE_NUM_THREADS"] = str(self.options.thread_count)
+            config["INFERENCE_NUM_THREADS"] = str(self.options.thread_count * (requests or 1))
         if precision is not None and not self.options.allow_runtime_precision:
             config["INFERENCE_PRECISION_HINT"] = PINNED[precision][0]
         return {**config, **self.options.extra}
 
-    def compile(self, model_bytes: bytes, spec: GraphSpec, constants: Mapping[str, np.ndarray], perf_count: bool):
-        """Read a graph, make `constants` its constant weights, compile it, and check the compiled model
-        kept the pinned precision. The timed model's (not the profiling one's) properties are kept for `describe`."""
+    def compile(self, model_bytes: bytes, spec: GraphSpec, constants: Mapping[str, np.ndarray], perf_count: bool,
+                requests: int | None = None):
+        """Read a graph, make `constants` its constant weights, compile it (with a stream per request when
+        `requests` are in flight), and check the compiled model kept the pinned precision. The timed
+        model's (not the profiling one's) properties are kept for `describe`."""
         ov = _ov()
-        config = self.config(spec.precision)
+        config = self.config(spec.precision, requests)
         if perf_count:
             config["PERF_COUNT"] = "YES"
         with self._classified():
@@ -480,13 +524,19 @@ class OpenVino(Runtime):
                 "in the precision OpenVINO picks, recorded as such")
 
     def prepare(self, model: onnx.ModelProto, spec: GraphSpec, constants: Mapping[str, np.ndarray]) -> Session:
+        self.requests = None
         return OpenVinoSession(self, model, spec, constants)
+
+    def prepare_concurrent(self, model: onnx.ModelProto, spec: GraphSpec, constants: Mapping[str, np.ndarray],
+                           requests: int) -> ConcurrentSession:
+        self.requests = requests
+        return OpenVinoConcurrentSession(self, model, spec, constants, requests)
 
     def describe(self) -> dict[str, Any]:
         rule = ("runtime default" if self.options.allow_runtime_precision
                 else "pinned to the graph's: " + ", ".join(f"{p}->{h}" for p, (h, _) in PINNED.items()))
         described = {**super().describe(), "build": _ov().__version__, "device": self.device,
-                     "config": self.config(None), "inference_precision": rule}
+                     "config": self.config(None, self.requests), "inference_precision": rule}
         if self.hardware:
             # What OpenVINO would pick by itself (bf16 on CPUs with bf16): the precision dbench overrides.
             described["device_default_precision"] = {

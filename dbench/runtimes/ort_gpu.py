@@ -206,8 +206,8 @@ class OrtCuda(OrtRuntime):
     def _stream_option(self) -> dict[str, str]:
         return {"user_compute_stream": str(self.stream.ptr)} if importlib.util.find_spec("cupy") else {}
 
-    def session_options(self, profiling: bool):
-        so = super().session_options(profiling)
+    def session_options(self, profiling: bool, intra_threads: int | None = None):
+        so = super().session_options(profiling, intra_threads)
         so.add_session_config_entry("session.disable_cpu_ep_fallback", "1")
         return so
 
@@ -218,12 +218,12 @@ class OrtCuda(OrtRuntime):
         options.add_run_config_entry("disable_synchronize_execution_providers", "0" if synchronize else "1")
         return options
 
-    def make_session(self, model_bytes: bytes, constants: dict[str, Any], profiling: bool):
+    def make_session(self, model_bytes: bytes, constants: dict[str, Any], profiling: bool, intra_threads: int | None = None):
         load_gpu_libraries(self.provider)
         if self.provider not in _ort().get_available_providers():  # ONNX Runtime would drop it and use the CPU
             raise self.refusal()
         try:
-            session = super().make_session(model_bytes, constants, profiling)
+            session = super().make_session(model_bytes, constants, profiling, intra_threads)
         except (GraphLoadError, UnsupportedError) as err:  # ORT's fallback refusal may say "not supported"
             if FALLBACK_REFUSED not in str(err):
                 raise

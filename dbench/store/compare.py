@@ -7,7 +7,13 @@ two runs' rounds, or the pooled t over several runs a side (their spread is the 
 variance). A table's verdicts control the false-discovery rate (Benjamini-Hochberg at FDR): `slower`
 or `faster` only where the adjusted p-value is within it, `same` otherwise, and `too few rounds`
 where the test has fewer degrees of freedom than it needs. Beside each verdict stands the smallest
-change that kernel's data resolves."""
+change that kernel's data resolves.
+
+Rows of one mode only are compared: a latency row's figure is its per-call median (rounds: the round
+medians), a throughput row's its time per inference (rounds: each round's wall time / inferences, so
+lower is higher throughput and `faster` means more inferences per second), a server row's its p99
+latency at one arrival rate (rounds: each round's p99). A throughput row is never set against a
+latency row."""
 
 from __future__ import annotations
 
@@ -32,9 +38,24 @@ RESOLUTION = 0.10
 CHANGED = ("faster", "slower")
 
 
+FIGURES = {"latency": ("median_us", "round_medians_us"), "throughput": ("time_per_inference_us", "round_per_inference_us"),
+           "server": ("latency_p99_us", "round_p99_us")}
+"""Per mode: the row's figure a verdict is about (a time in µs: lower is faster) and its per-round values."""
+
+
+def mode_of(row: dict) -> str:
+    """latency, throughput or server; rows written before modes are latency rows."""
+    return row.get("mode") or "latency"
+
+
+def figure(row: dict) -> float | None:
+    """The time a row's verdicts are about (see the module): median, time per inference, or p99."""
+    return row.get(FIGURES.get(mode_of(row), FIGURES["latency"])[0])
+
+
 def verified(row: dict | None) -> bool:
     """A row whose time counts: it ran, and its output matched the reference."""
-    return bool(row and row.get("status") == "ok" and row.get("verified") and row.get("median_us"))
+    return bool(row and row.get("status") == "ok" and row.get("verified") and figure(row))
 
 
 @dataclass(frozen=True)
@@ -71,21 +92,21 @@ class Pair:
         if self.difference:
             return self.difference.ratio
         if self.a and self.b and all(verified(r) for r in self.a + self.b):
-            return _geomean([r["median_us"] for r in self.b]) / _geomean([r["median_us"] for r in self.a])
+            return _geomean([figure(r) for r in self.b]) / _geomean([figure(r) for r in self.a])
         return None
 
     def to_dict(self) -> dict[str, Any]:
         """One kernel's figures for --format csv/json."""
         d = self.difference
+        name = FIGURES.get(mode_of((self.a or self.b)[0]), FIGURES["latency"])[0]  # median_us, time_per_inference_us, ...
         return {"graph_id": self.graph_id, "verdict": self.verdict, "detail": self.detail, "ratio": self.ratio,
                 "low": d.low if d else None, "high": d.high if d else None, "p": d.p if d else None, "q": self.q,
                 "df": d.df if d else None, "method": d.method if d else None,
                 "resolvable": d.resolvable if d else None, "noise": self.noise,
-                "a_median_us": _geomean([r["median_us"] for r in self.a if r.get("median_us")]),
-                "b_median_us": _geomean([r["median_us"] for r in self.b if r.get("median_us")]),
+                f"a_{name}": _geomean([figure(r) for r in self.a if figure(r)]),
+                f"b_{name}": _geomean([figure(r) for r in self.b if figure(r)]),
                 "a_runs": len(self.a), "b_runs": len(self.b),
-                "a_rounds": sum(len(r.get("round_medians_us") or []) for r in self.a),
-                "b_rounds": sum(len(r.get("round_medians_us") or []) for r in self.b),
+                "a_rounds": sum(len(_rounds(r)) for r in self.a), "b_rounds": sum(len(_rounds(r)) for r in self.b),
                 "a_samples": sum(r.get("samples") or 0 for r in self.a), "b_samples": sum(r.get("samples") or 0 for r in self.b)}
 
 
@@ -105,7 +126,7 @@ def _unusable(a: list[dict], b: list[dict]) -> str:
 
 
 def _rounds(row: dict) -> list[float]:
-    return list(row.get("round_medians_us") or [])
+    return list(row.get(FIGURES.get(mode_of(row), FIGURES["latency"])[1]) or [])
 
 
 def _log_mean(row: dict) -> float:
@@ -154,6 +175,8 @@ class Comparison:
     pairs: list[Pair]
     fdr: float = FDR
     resolution: float = RESOLUTION
+    mode: str = "latency"
+    """The rows' mode: latency, throughput (figures are times per inference) or server (p99s)."""
 
     @property
     def method(self) -> str:
@@ -195,14 +218,39 @@ class Comparison:
         noise = self.noise()
         mean = self.geomean()
         return {"a": self.a.label, "b": self.b.label, "a_runs": self.a.run_ids, "b_runs": self.b.run_ids,
-                "method": self.method, "fdr": self.fdr, "resolution": self.resolution, "counts": self.counts(),
+                "mode": self.mode, "figure": FIGURES[self.mode][0], "method": self.method, "fdr": self.fdr, "resolution": self.resolution, "counts": self.counts(),
                 "noise_median": noise[len(noise) // 2] if noise else None,
                 "noise_range": [noise[0], noise[-1]] if noise else None,
                 "geomean": mean.to_dict() if mean else None, "warnings": self.a.warnings + self.b.warnings}
 
 
+def side_mode(side: Side) -> tuple[str, set]:
+    """The mode of a side's rows, and the arrival rates of its server rows; one line when its runs mix modes."""
+    modes = {mode_of(row) for run in side.runs for row in run.values()}
+    if len(modes) > 1:
+        raise UsageError(f"{side.label} mixes {' and '.join(sorted(modes))} rows; compare runs of one mode")
+    mode = modes.pop() if modes else "latency"
+    return mode, {row.get("rate") for run in side.runs for row in run.values() if mode == "server"}
+
+
+def check_modes(a: Side, b: Side) -> str:
+    """The mode both sides share; one line when they differ (a throughput row is never compared with a
+    latency row) or when server rows ran at different arrival rates."""
+    (mode_a, rates_a), (mode_b, rates_b) = side_mode(a), side_mode(b)
+    if mode_a != mode_b:
+        raise UsageError(f"{a.label} holds {mode_a} rows and {b.label} {mode_b} rows: a {mode_a} row is not comparable "
+                         f"with a {mode_b} row; compare runs of the same mode")
+    rates = rates_a | rates_b
+    if len(rates) > 1:
+        raise UsageError(f"server rows at different arrival rates ({', '.join(f'{r:g}/s' for r in sorted(rates))}): "
+                         "their p99s answer different questions; compare server runs made with the same --rate")
+    return mode_a
+
+
 def compare_sides(a: Side, b: Side, interleaved: bool = False, fdr: float = FDR, resolution: float = RESOLUTION) -> Comparison:
-    """Every graph of either side, in a's order then b's extras, judged as the module docstring says."""
+    """Every graph of either side, in a's order then b's extras, judged as the module docstring says;
+    refused when the sides' modes differ (`check_modes`)."""
+    mode = check_modes(a, b)
     order = list(dict.fromkeys([g for run in a.runs for g in run] + [g for run in b.runs for g in run]))
     pairs = []
     for graph in order:
@@ -220,7 +268,7 @@ def compare_sides(a: Side, b: Side, interleaved: bool = False, fdr: float = FDR,
         pair = pairs[i]
         verdict = ("slower" if pair.difference.ratio > 1 else "faster") if q <= fdr else "same"
         pairs[i] = Pair(pair.graph_id, pair.a, pair.b, pair.difference, verdict, pair.detail, q, pair.noise)
-    return Comparison(a, b, interleaved, pairs, fdr, resolution)
+    return Comparison(a, b, interleaved, pairs, fdr, resolution, mode)
 
 
 def open_run(results: Path, name: str) -> RunLog:

@@ -7,19 +7,26 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from dbench.gen.graph import GraphSpec
 from dbench.outcome import Outcome, Status
 from dbench.store.invariants import ARITHMETIC_PRECISIONS, violations
 from dbench.store.metadata import load_average
 
+if TYPE_CHECKING:
+    from dbench.worker.load import Load
 
 STAT_FIELDS = ("median_us", "p10_us", "p90_us", "p99_us", "min_us", "mean_us", "std_us", "cv", "spread", "mad_us",
                "ci_low_us", "ci_high_us", "ci_rel", "samples", "calls_per_sample", "unstable", "timed_s", "warmup_s",
                "first_call_us", "runtime_median_us", "samples_us", "percentiles_us", "rerun_low_us", "rerun_high_us",
                "rerun_rel", "interval_note", "rounds", "round_medians_us", "round_sizes", "round_sd")
 """The fields a row takes from its rounds' statistics (dbench.stats.summary)."""
+LOAD_FIELDS = ("streams_executed", "inferences", "inferences_per_s", "inferences_per_s_low", "inferences_per_s_high",
+               "time_per_inference_us", "round_per_inference_us", "stream_inferences", "latency_p50_us", "latency_p90_us",
+               "latency_p99_us", "latency_percentiles_us", "arrival_rate", "round_p99_us", "latency_p99_low_us",
+               "latency_p99_high_us", "over_bound", "queue_p99_us", "dispatch_lag_p99_us", "search", "requests", "unserved")
+"""The fields a throughput or server row takes from its rounds (dbench.stats.load); a latency row has none."""
 
 
 def executed_precision(nodes: list[dict[str, Any]]) -> str:
@@ -40,6 +47,18 @@ def kernel_time(nodes: list[dict[str, Any]]) -> float | None:
     if not nodes or any(n.get("calls", 1) > 1 for n in nodes):
         return None
     return sum(n["time_us"] for n in nodes if not n.get("container"))
+
+
+def _load_fields(spec: GraphSpec, runtime: dict[str, Any], stats: dict[str, Any], load: "Load | None") -> dict[str, Any]:
+    """A throughput or server row's own fields (none for a latency row): its mode and requests in
+    flight from the Load, its figures from the rounds."""
+    if load is None:
+        return {}
+    ips = stats.get("inferences_per_s")
+    return {"mode": load.scenario, "streams": load.streams, "threads_per_stream": runtime["options"].get("threads"),
+            "rate": load.rate, "latency_bound_us": load.latency_bound_us,
+            "throughput_tflops": spec.flops * ips / 1e12 if ips and load.scenario == "throughput" else None,
+            **{f: stats.get(f) for f in LOAD_FIELDS}}
 
 
 @dataclass(frozen=True)
@@ -141,12 +160,66 @@ class Row:
     round_sizes: list[int] | None = None
     """How many of `samples_us` belong to each round, in order."""
     round_sd: float | None = None
-    """The SD of the rounds' log medians: the row's measured noise between rounds."""
+    """The SD of the rounds' log medians: the row's measured noise between rounds (a throughput row's:
+    of its rounds' time per inference; a server row's: of its rounds' p99)."""
     device_graph_median_us: float | None = None
     """Device time per call with the call replayed as a captured CUDA graph (torch-cuda), beside
     `device_median_us`: the difference is launch overhead (absent from earlier rows)."""
     gpu_state: dict[str, Any] | None = None
     """NVML's clocks, power and temperature of the GPU before (`start`) and after (`end`) timing."""
+    mode: str = "latency"
+    """latency (one request at a time), throughput (every request in flight kept busy) or server
+    (Poisson arrivals); rows written before modes are latency rows. Only latency rows have the per-call
+    figures (median_us, p90_us, tflops...); the others have their own fields below."""
+    streams: int | None = None
+    """Requests in flight on one compiled graph (throughput and server rows)."""
+    streams_executed: int | None = None
+    """How many of them the runtime runs at once, as it says after compiling (OpenVINO's NUM_STREAMS)."""
+    threads_per_stream: int | None = None
+    inferences: int | None = None
+    """Inferences timed, all rounds together."""
+    inferences_per_s: float | None = None
+    """Throughput: all rounds' inferences over their wall time."""
+    inferences_per_s_low: float | None = None
+    inferences_per_s_high: float | None = None
+    """Where 95 % of a re-run's throughput should fall, from the rounds."""
+    throughput_tflops: float | None = None
+    """DeepBench FLOPs x inferences/s: the kernel's FLOP rate with every request busy."""
+    time_per_inference_us: float | None = None
+    """1 / throughput: the figure compare judges throughput rows by (lower is faster)."""
+    round_per_inference_us: list[float] | None = None
+    """Each round's wall time / inferences: the throughput row's per-round figures."""
+    stream_inferences: list[int] | None = None
+    """Inferences each request in flight completed (a starved stream shows here)."""
+    latency_p50_us: float | None = None
+    latency_p90_us: float | None = None
+    latency_p99_us: float | None = None
+    """Latency under load: each request's own run (throughput), or from its scheduled arrival to its end,
+    queueing included (server); pooled over the rounds' kept latencies."""
+    latency_percentiles_us: dict[str, float] | None = None
+    rate: float | None = None
+    """Server: the Poisson arrival rate asked for, per second."""
+    arrival_rate: float | None = None
+    """Server: the arrival rate the dispatcher achieved."""
+    round_p99_us: list[float] | None = None
+    """Server: each round's p99: its per-round figures."""
+    latency_p99_low_us: float | None = None
+    latency_p99_high_us: float | None = None
+    """Server: where 95 % of a re-run's p99 should fall, from the rounds."""
+    latency_bound_us: float | None = None
+    over_bound: float | None = None
+    """Server: the share of requests whose latency exceeded the bound."""
+    requests: int | None = None
+    """Server: the arrivals sent, all rounds together."""
+    unserved: int | None = None
+    """Server: arrivals still queued when their round ran out of time (an overloaded server), counted with
+    latencies of at least that long: where they pass 1 % of the requests, the p99 is a lower bound."""
+    queue_p99_us: float | None = None
+    dispatch_lag_p99_us: float | None = None
+    """Server: p99 of the wait before a run began, and of the dispatcher's lag behind the schedule."""
+    search: dict[str, Any] | None = None
+    """Server with a bound: the highest rate that kept p99 under it (`max_rate`), the lowest that did not
+    (`max_rate_failed`), the closed-loop ceiling, every trial, and why the search stopped."""
 
     def to_dict(self) -> dict[str, Any]:
         row = {("pass" if f.name == "pass_name" else f.name): getattr(self, f.name) for f in dataclasses.fields(self)}
@@ -155,11 +228,12 @@ class Row:
 
     @classmethod
     def build(cls, run_id: str, seq: int, spec: GraphSpec, runtime: dict[str, Any], weights: str | None,
-              outcome: Outcome, variant: str = "") -> "Row":
+              outcome: Outcome, variant: str = "", load: "Load | None" = None) -> "Row":
         """A row from the worker's Outcome (or the parent's, with just status and message, when the
         worker died or the graph never reached it).
         `runtime` holds name, version, device and the options in force; `weights` is the job's mode;
-        `outcome.stats` holds the row's statistics fields, combined over its rounds."""
+        `outcome.stats` holds the row's statistics fields, combined over its rounds; `load` the
+        requests in flight of a throughput or server row (its mode comes from it, never from figures)."""
         stats = outcome.stats or {}
         nodes = outcome.nodes or []
         verification = outcome.verification or {}
@@ -193,5 +267,6 @@ class Row:
             device_graph_median_us=outcome.device_graph_median_us, gpu_state=outcome.gpu_state,
             finished_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
             load_1m=(load_average() or [None])[0], variant=variant or runtime["name"],
+            **_load_fields(spec, runtime, stats, load),
         )
         return dataclasses.replace(row, invariant_violations=violations(row.to_dict()))

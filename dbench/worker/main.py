@@ -10,39 +10,21 @@ import signal
 import sys
 import time
 import traceback
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from typing import TYPE_CHECKING, Callable
 
 from dbench.gen.graph import GraphSpec
 from dbench.outcome import Outcome, Phase, Status
 from dbench.runtimes.base import Profile, Runtime, RuntimeOptions, Session
-from dbench.sources.contract import Contract
+from dbench.worker.job import Job
+from dbench.worker.expected import expected_outputs, verify_rows
+from dbench.worker.profiling import PROFILE_BUDGET_S, best_profile, profile_runs
 from dbench.worker.timing import TimingConfig
 
 if TYPE_CHECKING:
     import numpy as np
 
     from dbench.gen.tolerance import Tolerance
-
-
-@dataclass(frozen=True)
-class Job:
-    """One graph to measure. `model` is the serialized ONNX graph (no weights inside, except a foreign
-    model's own); `weights` is `const` (weights become constants at load time) or `input` (fed every
-    call); `contract` is what its source promises about it (the inputs it expects, what verifies it)."""
-
-    spec: GraphSpec
-    model: bytes
-    sha256: str | None
-    runtime: str
-    options: RuntimeOptions
-    timing: TimingConfig
-    weights: str = "const"
-    verify: bool = True
-    profile_runs: int = 10
-    round: int = 1
-    """Which round of the graph this job is (1-based): the first verifies and profiles."""
-    contract: Contract = Contract()
 
 
 def _no_phase(name: str) -> None:
@@ -54,69 +36,15 @@ def _first_line(err: BaseException) -> str:
     return f"{type(err).__name__}: {text.splitlines()[0]}" if text else type(err).__name__
 
 
-VERIFY_ROWS = 256
-"""Above this many output rows (GEMM and sparse), verification checks a seeded sample of rows."""
-PROFILE_BUDGET_S = 0.05
-"""Profiling stops after about this much kernel time, once two runs are done."""
-PROFILE_WARMUP_S = 0.05
-"""A profiling pass first runs about this long, left out of the profile (1 to PROFILE_WARMUP_CALLS calls): a fresh
-session's first calls are slow (ONNX Runtime's gemm_m35_n700_k2048: 3.4, 5.6, 2.9, 1.7 ms, then a
-steady 1.2 ms), and profiling them made kernel times 2-5x the timed median on a quiet machine."""
-PROFILE_WARMUP_CALLS = 50
-PROFILE_ATTEMPTS = 3
-"""Profiling passes at most: another is taken while a pass ran slower than the invariant allows against
-the timed median (a load burst), and the pass with the fastest calls is kept."""
-
-
-def _verify_rows(spec: GraphSpec) -> "np.ndarray | None":
-    """A seeded sample of output rows to verify when the output is large, else None (all rows)."""
-    import numpy as np
-
-    from dbench.gen.plan import ROW_SAMPLED
-
-    if spec.family not in ROW_SAMPLED or spec.precision == "int8" or not spec.outputs or not spec.outputs[0].shape:
-        return None  # whole outputs: another family, exact int8, or a 0-d output (no rows to sample)
-    rows = spec.outputs[0].shape[0]
-    if rows <= VERIFY_ROWS:
-        return None
-    return np.sort(np.random.default_rng(spec.seed).choice(rows, VERIFY_ROWS, replace=False))
-
-
-def _profile_runs(limit: int, median_us: float) -> int:
-    """At least 2 runs (the first, cold one is dropped), at most `limit`, about PROFILE_BUDGET_S of work."""
-    return max(2, min(limit, math.ceil(PROFILE_BUDGET_S * 1e6 / max(median_us, 1.0))))
-
-
-def _profile_warmup(median_us: float) -> int:
-    """Warm-up runs of a profiling pass: about PROFILE_WARMUP_S of work, 1 to PROFILE_WARMUP_CALLS."""
-    return max(1, min(PROFILE_WARMUP_CALLS, math.ceil(PROFILE_WARMUP_S * 1e6 / max(median_us, 1.0))))
-
-
-def _profile(session: Session, runs: int, median_us: float) -> Profile:
-    """The profiling pass to report: a new pass while the last ran slower than the timed calls allow
-    (see dbench.store.invariants), up to PROFILE_ATTEMPTS, keeping the one with the fastest calls."""
-    from dbench.store.invariants import KERNEL_TIME_TOLERANCE
-
-    warmup = _profile_warmup(median_us)
-    best = session.profile(runs, warmup)
-    for _ in range(PROFILE_ATTEMPTS - 1):
-        if best.call_us is None or best.call_us <= median_us * (1 + KERNEL_TIME_TOLERANCE):
-            break
-        again = session.profile(runs, warmup)
-        if again.call_us is not None and again.call_us < best.call_us:
-            best = again
-    return best
-
-
 def _device_iterations(median_us: float) -> int:
     """Runs per device-event round: about PROFILE_BUDGET_S of work, between 10 and 10,000."""
     return max(10, min(10_000, math.ceil(PROFILE_BUDGET_S * 1e6 / max(median_us, 1.0))))
 
 
-def _estimate_bytes(spec, verify: bool, weights_const: bool) -> int:
-    """Memory a kernel needs at least: feeds, outputs, a constant copy of the weights, and the
-    float64 reference and comparison arrays when verifying."""
-    need = spec.min_bytes + (sum(t.nbytes for t in spec.weights) if weights_const else 0)
+def _estimate_bytes(spec, verify: bool, weights_const: bool, requests: int = 1) -> int:
+    """Memory a kernel needs at least: feeds and outputs (each request in flight its own), a constant
+    copy of the weights, and the float64 reference and comparison arrays when verifying."""
+    need = spec.min_bytes * requests + (sum(t.nbytes for t in spec.weights) if weights_const else 0)
     if verify:
         need += 2 * 8 * sum(t.size for t in spec.inputs + spec.outputs)
     return need
@@ -136,20 +64,11 @@ def runtime_for(name: str, options: RuntimeOptions) -> Runtime:
     return _runtime[0][2]
 
 
-def _expected(model, spec: GraphSpec, feeds: dict, rows, reference: str) -> tuple[dict | None, str, Tolerance]:
-    """(reference outputs, what computed them, tolerance rule) by the reference the source names:
-    dbench's numpy reference of the graph's family, or onnx.reference (None and why not, when it
-    cannot run the model)."""
-    from dbench.sources.contract import ONNX_REFERENCE
-
-    if reference == ONNX_REFERENCE:
-        from dbench.sources.model_reference import reference_outputs, tolerance as model_tolerance
-
-        outputs, by = reference_outputs(model, spec, feeds)
-        return outputs, by, model_tolerance(spec)
-    from dbench.gen.plan import reference, tolerance
-
-    return reference(spec, feeds, rows), "numpy", tolerance(spec)
+def _memory_figures(outcome: Outcome, memory, baseline: int, peak_resets: bool) -> None:
+    """The worker's peak resident memory since the kernel began, and that peak above its baseline."""
+    if peak_resets and (peak := memory.peak_rss()) is not None:
+        outcome.peak_rss_bytes = peak
+        outcome.memory_bytes = max(0, peak - baseline)
 
 
 def execute(job: Job, phase: Callable[[str], None] = _no_phase) -> Outcome:
@@ -176,7 +95,7 @@ def execute(job: Job, phase: Callable[[str], None] = _no_phase) -> Outcome:
     mismatch = check_model(model, spec)
     if mismatch:
         return Outcome(Status.FAILED, f"{mismatch} in {job.contract.described_by}; {job.contract.remedy}")
-    need = _estimate_bytes(spec, job.verify, job.weights == "const")
+    need = _estimate_bytes(spec, job.verify, job.weights == "const", job.load.streams if job.load else 1)
     if need > memory.available():
         return Outcome(Status.OOM, f"needs at least {need / 2**30:.1f} GiB, {memory.available() / 2**30:.1f} GiB available; skipped before allocating")
 
@@ -193,6 +112,12 @@ def execute(job: Job, phase: Callable[[str], None] = _no_phase) -> Outcome:
             feeds = {**make_feeds(spec), **stored_weights(model, job.weights)}
             constants, per_call = split_feeds(spec, feeds, job.weights)
             outcome.inputs_s = time.perf_counter() - t0
+            if job.load is not None:  # requests in flight: their own loop, every request verified
+                from dbench.worker.loadjob import run_under_load
+
+                run_under_load(runtime, model, job, feeds, constants, per_call, outcome, phase,
+                               lambda: _memory_figures(outcome, memory, baseline, peak_resets))
+                return outcome
             phase("preparing")
             t0 = time.perf_counter()
             session = runtime.prepare(model, spec, constants)
@@ -203,9 +128,7 @@ def execute(job: Job, phase: Callable[[str], None] = _no_phase) -> Outcome:
             phase("timing")
             stats = measure(session.run, job.timing, session.runtime_latency_us)
             outcome.stats = stats.to_dict()
-            if peak_resets and (peak := memory.peak_rss()) is not None:
-                outcome.peak_rss_bytes = peak
-                outcome.memory_bytes = max(0, peak - baseline)
+            _memory_figures(outcome, memory, baseline, peak_resets)
             outcome.device_memory_bytes = session.device_memory()
             outcome.device_median_us = session.device_time_us(_device_iterations(stats.median_us))
             outcome.device_graph_median_us = session.device_graph_time_us(_device_iterations(stats.median_us))
@@ -213,11 +136,11 @@ def execute(job: Job, phase: Callable[[str], None] = _no_phase) -> Outcome:
             if job.verify:
                 phase("verifying")
                 t0 = time.perf_counter()
-                rows = _verify_rows(spec)
+                rows = verify_rows(spec)
                 outputs = session.outputs()
                 if rows is not None:
                     outputs = {name: value[rows] for name, value in outputs.items()}
-                expected, by, rule = _expected(model, spec, feeds, rows, job.contract.reference)
+                expected, by, rule = expected_outputs(model, spec, feeds, rows, job.contract.reference)
                 if expected is None:  # a foreign model the reference evaluator cannot run: said plainly
                     outcome.verification = {"ok": None, "by": None}
                     outcome.message = f"unverified: {by}"
@@ -234,7 +157,7 @@ def execute(job: Job, phase: Callable[[str], None] = _no_phase) -> Outcome:
                 phase("profiling")
                 t0 = time.perf_counter()
                 # The session's last use: the adapter may release the timed model to reuse its memory.
-                profile = _profile(session, _profile_runs(job.profile_runs, stats.median_us), stats.median_us)
+                profile = best_profile(session, profile_runs(job.profile_runs, stats.median_us), stats.median_us)
                 outcome.nodes = [asdict(n) for n in profile.nodes]
                 outcome.profile_call_us = profile.call_us
                 outcome.profile_s = time.perf_counter() - t0

@@ -1,0 +1,35 @@
+"""The job the parent sends the worker: one graph, the runtime and settings to time it with, and what
+its source promises about it. A low module, so that the worker's loops and the parent import it
+without importing each other."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from dbench.gen.graph import GraphSpec
+from dbench.runtimes.base import RuntimeOptions
+from dbench.sources.contract import Contract
+from dbench.worker.load import Load
+from dbench.worker.timing import TimingConfig
+
+
+@dataclass(frozen=True)
+class Job:
+    """One graph to measure. `model` is the serialized ONNX graph (no weights inside, except a foreign
+    model's own); `weights` is `const` (weights become constants at load time) or `input` (fed every
+    call); `contract` is what its source promises about it (the inputs it expects, what verifies it)."""
+
+    spec: GraphSpec
+    model: bytes
+    sha256: str | None
+    runtime: str
+    options: RuntimeOptions
+    timing: TimingConfig
+    weights: str = "const"
+    verify: bool = True
+    profile_runs: int = 10
+    round: int = 1
+    """Which round of the graph this job is (1-based): the first verifies and profiles."""
+    contract: Contract = Contract()
+    load: Load | None = None
+    """Requests in flight (a throughput or server job, dbench.worker.loadjob); None: one at a time."""

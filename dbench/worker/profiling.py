@@ -1,0 +1,45 @@
+"""The untimed per-node profiling pass of a graph: how many runs it warms up and profiles, and which
+pass is kept when the machine perturbed one."""
+
+from __future__ import annotations
+
+import math
+
+from dbench.runtimes.base import Profile, Session
+
+PROFILE_BUDGET_S = 0.05
+"""Profiling stops after about this much kernel time, once two runs are done."""
+PROFILE_WARMUP_S = 0.05
+"""A profiling pass first runs about this long, left out of the profile (1 to PROFILE_WARMUP_CALLS calls): a fresh
+session's first calls are slow (ONNX Runtime's gemm_m35_n700_k2048: 3.4, 5.6, 2.9, 1.7 ms, then a
+steady 1.2 ms), and profiling them made kernel times 2-5x the timed median on a quiet machine."""
+PROFILE_WARMUP_CALLS = 50
+PROFILE_ATTEMPTS = 3
+"""Profiling passes at most: another is taken while a pass ran slower than the invariant allows against
+the timed median (a load burst), and the pass with the fastest calls is kept."""
+
+
+def profile_runs(limit: int, median_us: float) -> int:
+    """At least 2 runs (the first, cold one is dropped), at most `limit`, about PROFILE_BUDGET_S of work."""
+    return max(2, min(limit, math.ceil(PROFILE_BUDGET_S * 1e6 / max(median_us, 1.0))))
+
+
+def profile_warmup(median_us: float) -> int:
+    """Warm-up runs of a profiling pass: about PROFILE_WARMUP_S of work, 1 to PROFILE_WARMUP_CALLS."""
+    return max(1, min(PROFILE_WARMUP_CALLS, math.ceil(PROFILE_WARMUP_S * 1e6 / max(median_us, 1.0))))
+
+
+def best_profile(session: Session, runs: int, median_us: float) -> Profile:
+    """The profiling pass to report: a new pass while the last ran slower than the timed calls allow
+    (see dbench.store.invariants), up to PROFILE_ATTEMPTS, keeping the one with the fastest calls."""
+    from dbench.store.invariants import KERNEL_TIME_TOLERANCE
+
+    warmup = profile_warmup(median_us)
+    best = session.profile(runs, warmup)
+    for _ in range(PROFILE_ATTEMPTS - 1):
+        if best.call_us is None or best.call_us <= median_us * (1 + KERNEL_TIME_TOLERANCE):
+            break
+        again = session.profile(runs, warmup)
+        if again.call_us is not None and again.call_us < best.call_us:
+            best = again
+    return best
