@@ -272,3 +272,20 @@ def test_dbench_names_nodes_the_runtime_then_reports():
     model = name_nodes(mb.model(nodes, [X], [Y]))
     assert [n.name for n in model.graph.node] == ["Neg_0", "dup", "dup_2"]
     assert TensorProto.FLOAT  # the model's types are untouched
+
+
+def test_a_unit_reading_a_value_of_unknown_shape_is_unsupported_with_the_reason(tmp_path):
+    """NonZero's output has a data-dependent length: the unit that reads it cannot be drawn a feed."""
+    from dbench.errors import UnsupportedError
+
+    nodes = [helper.make_node("NonZero", ["x"], ["n"], name="nonzero"), helper.make_node("Cast", ["n"], ["f"], name="cast", to=1),
+             helper.make_node("Relu", ["f"], ["y"], name="relu")]
+    model = mb.model(nodes, [X], [mb.value("y", [2, None])])
+    path = mb.save(model, tmp_path, "nonzero")
+    prepared = prepare(path, {})
+    model_cut = cut(prepared.structure, ExecutedGraph("test", (ExecutedLayer("nz", "NonZero", ("nonzero",)),
+                                                               ExecutedLayer("rest", "Relu", ("cast", "relu")))))
+    types = {**value_types(prepared.loaded.model), **value_types(prepared.loaded.shapes)}
+    second = next(u for u in model_cut.units if u.layers == ("rest",))
+    with pytest.raises(UnsupportedError, match="shape of input 'n' is unknown"):
+        unit_model(prepared.loaded.model, types, prepared.structure, second, "u1")

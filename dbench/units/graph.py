@@ -30,9 +30,14 @@ def members(structure: Structure, unit: Unit) -> list[int]:
 
 
 def _value(name: str, types: dict[str, onnx.ValueInfoProto], what: str) -> onnx.ValueInfoProto:
+    """The value's inferred type; an input's shape must be known too (it is drawn at that shape)."""
     value = types.get(name)
     if value is None or not value.type.HasField("tensor_type") or not value.type.tensor_type.elem_type:
         raise UnsupportedError(f"the type of {what} {name!r} is unknown after shape inference: this unit cannot be a graph of its own")
+    tensor = value.type.tensor_type
+    if what == "input" and not (tensor.HasField("shape") and all(d.HasField("dim_value") for d in tensor.shape.dim)):
+        raise UnsupportedError(f"the shape of input {name!r} is unknown after shape inference: this unit cannot be a graph "
+                               "of its own")
     return value
 
 
