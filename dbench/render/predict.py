@@ -59,9 +59,9 @@ def units_table(p: Prediction, top: int | None = None) -> Table:
     for column in ("unit", "nodes", "count", "median", "isolated", "in model", "share", "isolated/in model", "kernel"):
         table.add_column(column, justify="left" if column in ("unit", "nodes", "kernel") else "right", overflow="fold")
     for line in shown:
-        name = line.graph if line.kind == "executed" else f"{line.graph} ({line.kind})"
+        name = line.graph if line.kind in ("executed", "unmatched") else f"{line.graph} ({line.kind})"
         median = format_time(line.median_us) if line.status == "ok" or not line.status else line.status
-        table.add_row(escape(name), escape(_nodes(line)), str(line.count) if line.kind == "executed" else "",
+        table.add_row(escape(name), escape(_nodes(line)), str(line.count) if line.median_us is not None or line.status else "",
                       median, format_time(line.isolated_us), format_time(line.in_model_us),
                       "" if line.share is None else f"{line.share:.1%}", _ratio(line), escape(", ".join(dict.fromkeys(line.kernels))))
     return table

@@ -65,9 +65,10 @@ def top_units_frame(found: list[Prediction], top: int = TOP_UNITS, kernels: dict
     for p in found:
         lines = sorted(p.units, key=lambda u: -(u.in_model_us if u.in_model_us is not None else (u.isolated_us or 0.0)))
         for u in lines[:top]:
-            rows.append({"model": p.model, "runtime": p.runtime, "unit": u.graph if u.kind == "executed" else f"{u.graph} ({u.kind})",
+            timed = u.kind in ("executed", "unmatched")
+            rows.append({"model": p.model, "runtime": p.runtime, "unit": u.graph if timed else f"{u.graph} ({u.kind})",
                          "nodes": ", ".join(u.nodes[:3]) + (f" (+{len(u.nodes) - 3})" if len(u.nodes) > 3 else ""),
-                         "count": u.count if u.kind == "executed" else "", "isolated": format_time(u.isolated_us),
+                         "count": u.count if timed else "", "isolated": format_time(u.isolated_us),
                          "in model": format_time(u.in_model_us), "share": "" if u.share is None else f"{u.share:.1%}",
                          "isolated/in model": "" if u.ratio is None else f"×{u.ratio:.2f}" + (" ≠" if u.disagrees else ""),
                          "kernel": ", ".join(dict.fromkeys(u.kernels)),

@@ -192,7 +192,7 @@ def unit_graphs(prepared: Prepared, executed: ExecutedGraph, identity: Identity,
             layout[index] = graph_id
         occurrences = [{"nodes": [names[i] for i in model_cut.units[i].nodes], "layers": list(model_cut.units[i].layers)}
                        for i in indices]
-        tag = identity.tag(UNIT, count=len(indices), graphs=total, occurrences=occurrences)
+        tag = identity.tag(UNIT, kind=first.kind, count=len(indices), graphs=total, occurrences=occurrences)
         if key not in models:
             spec = replace(_unread(graph_id, prepared), precision=precision, attrs={PREDICT_ATTR: tag})
             items.append(Item(spec, lambda: (b"", None), UNITS, unsupported=failures[indices[0]]))

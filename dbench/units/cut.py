@@ -28,7 +28,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from dbench.executed import ExecutedGraph, ExecutedLayer
+from dbench.executed import ExecutedGraph
 from dbench.units.structure import Structure
 
 EXECUTED = "executed"

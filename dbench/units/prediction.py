@@ -163,7 +163,7 @@ def _unit_lines(model: dict[str, Any] | None, empty_us: float | None, units: lis
         disagrees = bool(isolated is not None and inside and scale_us
                          and not 1 / DISAGREE_RATIO <= isolated / inside <= DISAGREE_RATIO
                          and abs(isolated - inside) >= max(DISAGREE_SHARE * scale_us, PROFILE_EVENT_US * len(layers)))
-        lines.append(UnitLine(row["graph_id"], "executed", tuple(occurrences[0]["nodes"]), info["count"], row["status"],
+        lines.append(UnitLine(row["graph_id"], info.get("kind", "executed"), tuple(occurrences[0]["nodes"]), info["count"], row["status"],
                               row.get("median_us"), isolated, inside, share(inside), tuple(info.get("kernels") or ()),
                               layers, disagrees))
     for unit in (tag(model).get("units") or []) if model else []:
