@@ -120,7 +120,7 @@ def test_manifest_field_of_the_wrong_type_is_one_line_before_any_log(field, valu
     data["graphs"][0][field] = value
     manifest.write_text(json.dumps(data))
     result = runner.invoke(app, ["run", "--graphs", str(manifest.parent), "--out", str(tmp_path / "res")])
-    assert result.exit_code == 1 and phrase in " ".join(result.output.split()), result.output
+    assert result.exit_code == 2 and phrase in " ".join(result.output.split()), result.output
     assert "Traceback" not in result.output and not (tmp_path / "res").exists()
 
 

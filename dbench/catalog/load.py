@@ -19,7 +19,7 @@ from dbench.catalog.kernels import (
     RnnKernel,
     SparseKernel,
 )
-from dbench.errors import DbenchError, KernelFileError
+from dbench.errors import InputError, KernelFileError
 
 KNOWN_SUITES = ("train", "inference_server", "inference_device")
 USER_SUITE = "user"
@@ -224,7 +224,7 @@ def load_kernel_file(path: Path) -> tuple[Kernel, ...]:
     try:
         text = Path(path).read_text(encoding="utf-8-sig")  # a BOM (spreadsheet exports) is not a column name
     except OSError as err:
-        raise DbenchError(f"cannot read kernel file {path}: {err.strerror}; check the --kernels path") from None
+        raise InputError(f"cannot read kernel file {path}: {err.strerror}; check the --kernels path") from None
     except UnicodeDecodeError as err:
-        raise DbenchError(f"kernel file {path} is not UTF-8 text (byte {err.start}); save it as UTF-8 CSV") from None
+        raise InputError(f"kernel file {path} is not UTF-8 text (byte {err.start}); save it as UTF-8 CSV") from None
     return tuple(_read_csv(text, str(path), str(path)))

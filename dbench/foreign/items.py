@@ -8,7 +8,7 @@ from pathlib import Path
 
 import onnx
 
-from dbench.errors import DbenchError
+from dbench.errors import InputError
 from dbench.foreign.spec import foreign_spec
 from dbench.frommodel.dims import check_dims_used, symbolic_names
 from dbench.frommodel.load import check_fits, load_model
@@ -32,7 +32,7 @@ def folder_items(folder: Path, dims: dict[str, int]) -> list[Item]:
     """Every .onnx file of a folder, in name order; each --dim must be declared by at least one of them."""
     paths = sorted(folder.glob("*.onnx"))
     if not paths:
-        raise DbenchError(f"no manifest.json in {folder} and no .onnx files either; point --graphs at a folder made by "
+        raise InputError(f"no manifest.json in {folder} and no .onnx files either; point --graphs at a folder made by "
                           "dbench gen or one holding .onnx models")
     items = [model_item(path, dims, all_dims=False) for path in paths]
     declared = [name for path in paths for name in symbolic_names(onnx.load(str(path), load_external_data=False))]

@@ -9,7 +9,7 @@ import json
 import onnx
 from onnx import TensorProto
 
-from dbench.errors import DbenchError
+from dbench.errors import InputError
 from dbench.frommodel.dims import graph_inputs
 from dbench.frommodel.load import LoadedModel
 from dbench.frommodel.walk import Extraction
@@ -36,7 +36,7 @@ def random_weights(model: onnx.ModelProto) -> dict[str, tuple[float, float]]:
 def _tensor(value: onnx.ValueInfoProto, role: str, bounds: tuple[float, float] | None, what: str) -> TensorSpec:
     tensor = value.type.tensor_type
     if tensor.elem_type not in DTYPE_NAMES:
-        raise DbenchError(f"{what} {value.name!r} has type {TensorProto.DataType.Name(tensor.elem_type).lower()}; "
+        raise InputError(f"{what} {value.name!r} has type {TensorProto.DataType.Name(tensor.elem_type).lower()}; "
                           f"dbench feeds {', '.join(DTYPE_NAMES.values())}")
     shape = tuple(d.dim_value if d.HasField("dim_value") else 0 for d in tensor.shape.dim)
     dtype = DTYPE_NAMES[tensor.elem_type]

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from dbench.catalog.load import FAMILY_COLUMN, OPTIONAL, SCHEMAS
-from dbench.errors import DbenchError
+from dbench.errors import InputError
 from dbench.frommodel.walk import Extraction, ModelKernel
 from dbench.gen.plan import GraphRequest, build
 from dbench.gen.graph import Graph
@@ -105,5 +105,5 @@ def write_outputs(extraction: Extraction, graphs: list[Graph], folder: Path) -> 
         finally:
             shutil.rmtree(staging, ignore_errors=True)
     except OSError as err:
-        raise DbenchError(f"cannot write to {folder}: {err.strerror}; choose another folder with --out") from None
+        raise InputError(f"cannot write to {folder}: {err.strerror}; choose another folder with --out") from None
     return folder

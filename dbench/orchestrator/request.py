@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from dbench.affinity import parse_cpus
-from dbench.errors import DbenchError, UsageError
+from dbench.errors import InputError, UsageError
 from dbench.orchestrator.items import is_foreign
 from dbench.orchestrator.runner import WEIGHT_MODES, RunConfig
 from dbench.runtimes.base import Runtime, RuntimeOptions
@@ -76,12 +76,12 @@ class RunRequest:
         data = {**ADDED_LATER, **data}
         missing = [n for n in names if n not in data]
         if missing:
-            raise DbenchError(f"{source}: its run header does not hold a request this dbench can resume "
+            raise InputError(f"{source}: its run header does not hold a request this dbench can resume "
                               f"(missing: {', '.join(missing)}); start a new run")
         try:
             return cls(**{**{n: data[n] for n in names}, "ops": tuple(data["ops"]), "apps": tuple(data["apps"])})
         except TypeError as err:
-            raise DbenchError(f"{source}: its run header does not hold a request this dbench can resume ({err}); "
+            raise InputError(f"{source}: its run header does not hold a request this dbench can resume ({err}); "
                               "start a new run") from None
 
     def timing(self) -> TimingConfig:

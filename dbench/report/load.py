@@ -10,7 +10,7 @@ from typing import Any
 
 import pandas as pd
 
-from dbench.errors import DbenchError
+from dbench.errors import InputError
 from dbench.store.log import RunLog
 
 KERNEL_COLUMNS = (
@@ -65,12 +65,12 @@ def log_paths(paths: list[Path]) -> list[Path]:
         elif path.is_file() and path.suffix == ".jsonl":
             found.append(path)
         elif path.exists():
-            raise DbenchError(f"{path} is not a run log (.jsonl) or a folder of them; give files written by dbench run or allreduce")
+            raise InputError(f"{path} is not a run log (.jsonl) or a folder of them; give files written by dbench run or allreduce")
         else:
-            raise DbenchError(f"{path} does not exist; give run logs (.jsonl) or results folders")
+            raise InputError(f"{path} does not exist; give run logs (.jsonl) or results folders")
     unique = list(dict.fromkeys(p.resolve() for p in found))
     if not unique:
-        raise DbenchError(f"no run logs (.jsonl) in {', '.join(map(str, paths))}; run dbench run first or name the results folder")
+        raise InputError(f"no run logs (.jsonl) in {', '.join(map(str, paths))}; run dbench run first or name the results folder")
     return unique
 
 

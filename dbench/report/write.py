@@ -7,7 +7,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from dbench.errors import DbenchError
+from dbench.errors import InputError
 from dbench.report.build import Report
 from dbench.report.load import read_peaks
 from dbench.store.log import ensure_writable
@@ -59,7 +59,7 @@ def require_extras() -> None:
     """One line naming the missing packages of the report extra, before any work."""
     missing = [name for name in ("matplotlib", "openpyxl") if importlib.util.find_spec(name) is None]
     if missing:
-        raise DbenchError(f"dbench report needs {' and '.join(missing)}: pip install 'dbench[report]'")
+        raise InputError(f"dbench report needs {' and '.join(missing)}: pip install 'dbench[report]'")
 
 
 def write_report(report: Report, folder: Path) -> Written:

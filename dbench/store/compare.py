@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 
 from dbench.worker.stats import normal_quantile
-from dbench.errors import DbenchError
+from dbench.errors import InputError
 from dbench.store.log import RunLog, find_run
 
 NOISE_FLOOR = 0.02
@@ -103,7 +103,7 @@ def open_run(results: Path, name: str) -> RunLog:
     path = Path(name)
     if path.suffix == ".jsonl":
         if not path.is_file():
-            raise DbenchError(f"no run log at {path}")
+            raise InputError(f"no run log at {path}")
         return RunLog.read(path)
     return RunLog.read(find_run(results, name))
 

@@ -15,7 +15,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Iterator
 
-from dbench.errors import DbenchError
+from dbench.errors import DbenchError, InputError
 
 SCHEMA_VERSION = 2
 READABLE_VERSIONS = (1, 2)
@@ -34,7 +34,7 @@ def ensure_writable(folder: Path) -> Path:
         probe.write_text("")
         probe.unlink()
     except OSError as err:
-        raise DbenchError(f"cannot write results to {folder}: {err.strerror}; choose another folder with --out") from None
+        raise InputError(f"cannot write results to {folder}: {err.strerror}; choose another folder with --out") from None
     return folder
 
 
@@ -100,7 +100,7 @@ class RunLog:
         log = cls(path)
         version = log.header().get("schema_version")
         if version not in READABLE_VERSIONS:
-            raise DbenchError(f"{path} has schema version {version}; this dbench reads versions "
+            raise InputError(f"{path} has schema version {version}; this dbench reads versions "
                               f"{', '.join(map(str, READABLE_VERSIONS))}: use a dbench that writes version {version}")
         return log
 
@@ -163,14 +163,14 @@ class RunLog:
                     yield json.loads(line)
                 except (UnicodeDecodeError, json.JSONDecodeError) as err:
                     reason = err.msg if isinstance(err, json.JSONDecodeError) else "not UTF-8 text"
-                    raise DbenchError(f"{self.path}, line {number} is not valid JSON ({reason}); the log is corrupt") from None
+                    raise InputError(f"{self.path}, line {number} is not valid JSON ({reason}); the log is corrupt") from None
 
     def header(self) -> dict[str, Any]:
         for record in self._records():
             if record.get("type") == "run":
                 return record
             break
-        raise DbenchError(f"{self.path} has no complete run header; it is not a dbench run log, or its run was "
+        raise InputError(f"{self.path} has no complete run header; it is not a dbench run log, or its run was "
                           "killed before it began: start a new run")
 
     def rows(self) -> list[dict[str, Any]]:
@@ -181,5 +181,5 @@ def find_run(results: Path, run_id: str) -> Path:
     """The log of `run_id` under `results/` (any machine folder), or a clear error."""
     matches = sorted(results.glob(f"*/{run_id}.jsonl")) + sorted(results.glob(f"{run_id}.jsonl"))
     if not matches:
-        raise DbenchError(f"unknown run {run_id!r}: no {run_id}.jsonl under {results}; see the file names in {results}/<machine>/")
+        raise InputError(f"unknown run {run_id!r}: no {run_id}.jsonl under {results}; see the file names in {results}/<machine>/")
     return matches[0]
