@@ -160,13 +160,16 @@ def _only_model(option: str, **selectors) -> None:
 def _list_model(path: Path, dim: Optional[list[str]], fmt: str) -> None:
     """`dbench list --from-model`: the model's kernels and the nodes that are not kernels."""
     from dbench.frommodel.dims import parse_dims
-    from dbench.frommodel.output import kernel_rows, kernels_csv, skipped_rows
+    from dbench.frommodel.output import kernel_rows, kernels_csv, no_kernel_nodes, skipped_rows
     from dbench.frommodel.walk import model_kernels
     from dbench.render.frommodel import kernels_table, not_expressed_table
 
     if fmt not in ("table", "csv", "json"):
         raise typer.BadParameter(f"unknown format {fmt!r}; valid: table, csv, json", param_hint="--format")
     extraction = model_kernels(path, parse_dims(dim or []))
+    if not extraction.kernels:  # as an empty selection anywhere else: an error, with the reasons shown
+        out.print(not_expressed_table(extraction))
+        raise UsageError(no_kernel_nodes(path, extraction))
     if fmt == "json":
         sys.stdout.write(json.dumps({"kernels": kernel_rows(extraction), "not_kernels": skipped_rows(extraction)}, indent=1) + "\n")
     elif fmt == "csv":
@@ -180,11 +183,13 @@ def _list_model(path: Path, dim: Optional[list[str]], fmt: str) -> None:
 def _gen_model(path: Path, dim: Optional[list[str]], out_dir: Path) -> None:
     """`dbench gen --from-model`: kernels CSV, not-expressed sidecar and one graph per kernel in <out>/<model>/."""
     from dbench.frommodel.dims import parse_dims
-    from dbench.frommodel.output import KERNELS_FILE, NOT_EXPRESSED_FILE, build_graphs, write_outputs
+    from dbench.frommodel.output import KERNELS_FILE, NOT_EXPRESSED_FILE, build_graphs, no_kernel_nodes, write_outputs
     from dbench.frommodel.walk import model_kernels
     from dbench.render.frommodel import kernels_table, not_expressed_table
 
     extraction = model_kernels(path, parse_dims(dim or []))
+    if not extraction.kernels:
+        raise UsageError(no_kernel_nodes(path, extraction))
     folder = write_outputs(extraction, build_graphs(extraction), out_dir / extraction.model)
     out.print(kernels_table(extraction))
     if extraction.skipped:
@@ -326,7 +331,7 @@ def run(
 
     Exit status: 0 when every row is ok or unsupported, 3 when any is mismatch, failed, crashed,
     timeout or oom, 2 for bad input, 1 for other errors, 130 on Ctrl-C or SIGTERM."""
-    from dbench.orchestrator.request import RunRequest
+    from dbench.orchestrator.request import RunRequest, memory_limit_bytes
     from dbench.orchestrator.run import execute_run, plan_run
     from dbench.frommodel.dims import parse_dims
     from dbench.render.run import RunProgress, print_run
@@ -345,7 +350,7 @@ def run(
         runtime=runtime, device=device, threads=threads, weights=weights, graph_optimization=graph_opt,
         allow_runtime_precision=allow_runtime_precision, extra=_pairs(option), quick=quick, min_time=min_time,
         max_time=max_time, warmup=warmup, verify=not no_verify, profile_runs=profile_runs, timeout=timeout,
-        memory_limit=int(memory_limit * 2**30) if memory_limit is not None else None, dims=parse_dims(dim or []),
+        memory_limit=memory_limit_bytes(memory_limit), dims=parse_dims(dim or []),
         cpus=cpus,
     )
     planned = plan_run(request, out_dir, resume)
@@ -373,9 +378,12 @@ def compare(
 ) -> None:
     """Two runs kernel by kernel: time ratio b/a with its 95% interval and a faster/slower/same verdict."""
     from dbench.render.tables import compare_table
-    from dbench.store.compare import machine_of, open_run, pair_rows, summary_line
+    from dbench.store.compare import check_compared, check_distinct, machine_of, open_run, pair_rows, summary_line
 
     a, b = open_run(out_dir, run_a), open_run(out_dir, run_b)
+    check_distinct(a, b)
+    for note in filter(None, (log.torn_note() for log in (a, b))):
+        err.print(f"[yellow]warning:[/] {escape(note)}", highlight=False, soft_wrap=True)
     headers = [log.header() for log in (a, b)]
     names = [f"{h['run_id']} ({h.get('runtime', {}).get('name', '')}, {machine_of(h)})" for h in headers]
     pairs = pair_rows(a.rows(), b.rows())
@@ -384,6 +392,7 @@ def compare(
     if machine_of(headers[0]) != machine_of(headers[1]):
         err.print(f"[bold red]warning: the runs are from different machines ({machine_of(headers[0])} vs "
                   f"{machine_of(headers[1])}): the ratios include the hardware, not only the software[/]", highlight=False)
+    check_compared(pairs)
 
 
 @app.command()

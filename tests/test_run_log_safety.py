@@ -43,9 +43,11 @@ def torn(log: Path, tail: bytes) -> bytes:
 
 def test_compare_changes_no_byte_of_its_inputs(finished_run):
     before = torn(finished_run, b"")
-    result = runner.invoke(app, ["compare", str(finished_run), str(finished_run)])
+    twin = finished_run.with_name("run-twin.jsonl")
+    twin.write_bytes(before)
+    result = runner.invoke(app, ["compare", str(finished_run), str(twin)])
     assert result.exit_code == 0, result.output
-    assert finished_run.read_bytes() == before
+    assert finished_run.read_bytes() == before and twin.read_bytes() == before
 
 
 def test_resume_sets_a_torn_last_line_aside_instead_of_dropping_it(finished_run):

@@ -13,6 +13,7 @@ from dbench.foreign.spec import foreign_spec
 from dbench.frommodel.dims import check_dims_used, symbolic_names
 from dbench.frommodel.load import check_fits, load_model
 from dbench.frommodel.walk import extract
+from dbench.gen.manifest import confined_file
 from dbench.orchestrator.items import Item
 
 
@@ -34,6 +35,8 @@ def folder_items(folder: Path, dims: dict[str, int]) -> list[Item]:
     if not paths:
         raise InputError(f"no manifest.json in {folder} and no .onnx files either; point --graphs at a folder made by "
                           "dbench gen or one holding .onnx models")
+    for path in paths:  # as gen folders and bundles: a link never leads a run outside the folder
+        confined_file(folder, path.name)
     items = [model_item(path, dims, all_dims=False) for path in paths]
     declared = [name for path in paths for name in symbolic_names(onnx.load(str(path), load_external_data=False))]
     check_dims_used(dims, declared, f"any model in {folder}")

@@ -56,6 +56,12 @@ def to_csv(rows: list[dict[str, Any]], columns: list[str]) -> str:
     return buffer.getvalue()
 
 
+def no_kernel_nodes(path: Path, extraction: Extraction) -> str:
+    """The one line for a model none of whose nodes is a kernel (0 graphs is never a result)."""
+    return (f"{path} has no node dbench times as a kernel ({len(extraction.skipped)} other nodes, each listed with its "
+            f"reason by dbench list --from-model); time the whole model with dbench run --model {path}")
+
+
 def kernels_csv(extraction: Extraction) -> str:
     columns = [FAMILY_COLUMN, *_param_columns(), "suite", "app", "copies", "precision", "pass", "form", "id", "gflop", "nodes"]
     return to_csv(kernel_rows(extraction), columns)

@@ -109,10 +109,23 @@ def parse_manifest(text: str | bytes, path: Path) -> list[Entry]:
         check_version(data.get("manifest_version"), path)
         for index, entry in enumerate(data["graphs"]):
             _check_entry(entry, index)
-        return [Entry(GraphSpec.from_dict({k: v for k, v in e.items() if k not in ("file", "sha256")}), e["file"], e["sha256"])
-                for e in data["graphs"]]
+        entries = [Entry(GraphSpec.from_dict({k: v for k, v in e.items() if k not in ("file", "sha256")}), e["file"], e["sha256"])
+                   for e in data["graphs"]]
     except (json.JSONDecodeError, UnicodeDecodeError, KeyError, TypeError, AttributeError, ValueError) as err:
         raise InputError(f"{path} is malformed ({type(err).__name__}: {err}); regenerate it with `dbench gen --force`") from None
+    _check_listed_once(entries, path)
+    return entries
+
+
+def _check_listed_once(entries: list[Entry], path: Path) -> None:
+    """A graph (or a file) listed twice would be timed twice and counted as two rows: refuse the manifest."""
+    for what, values in (("graph", [e.spec.id for e in entries]), ("graph file", [e.file for e in entries])):
+        seen: set[str] = set()
+        for value in values:
+            if value in seen:
+                raise InputError(f"{path} lists {what} {value!r} twice; remove the duplicate entry or regenerate the "
+                                 "folder with `dbench gen --force`")
+            seen.add(value)
 
 
 def read_manifest(folder: Path) -> list[Entry]:

@@ -34,6 +34,8 @@ GEN_FLAGS = {"precision": "--precision", "passes": "--pass", "gemm_form": "--gem
 ADDED_LATER = {"cpus": None, "dims": {}}
 """Request fields newer than the first run headers, with the value every run made before them had
 (no --cpus: not pinned; no --dim: there was none), so those runs still resume."""
+MAX_MEMORY_LIMIT_GIB = 2.0**30
+"""--memory-limit below an exbibyte (2^30 GiB): setrlimit takes a 64-bit byte count."""
 MAX_THREADS_PER_CORE = 4
 """--threads above this many per core only oversubscribes the machine (and can hang every graph)."""
 
@@ -95,13 +97,23 @@ class RunRequest:
 
     def config(self) -> RunConfig:
         return RunConfig(self.runtime, self.options(), self.timing(), self.weights, self.verify, self.profile_runs,
-                         self.timeout, self.memory_limit, parse_cpus(self.cpus) if self.cpus else None)
+                         self.timeout, self.memory_limit, parse_cpus(self.cpus) if self.cpus is not None else None)
 
     def changed(self) -> list[str]:
         """The flags whose values differ from their defaults."""
         default = RunRequest()
         flags = [flag for name, flag in FLAGS.items() if getattr(self, name) != getattr(default, name)]
         return flags + [flag for name, flag in GEN_FLAGS.items() if self.gen.get(name) != GEN_DEFAULTS[name]]
+
+
+def memory_limit_bytes(gib: float | None) -> int | None:
+    """--memory-limit in GiB as bytes; nan, inf, 0, negative or beyond any address space is one line."""
+    if gib is None:
+        return None
+    if not (math.isfinite(gib) and 0 < gib < MAX_MEMORY_LIMIT_GIB):
+        raise UsageError(f"--memory-limit {gib:g} must be a positive number of GiB, less than an exbibyte "
+                         "(e.g. --memory-limit 8)")
+    return int(gib * 2**30)
 
 
 def check_resume(request: RunRequest) -> None:

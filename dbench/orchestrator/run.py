@@ -63,7 +63,7 @@ def plan_run(request: RunRequest, out_dir: Path, resume: str | None) -> PlannedR
     reopen it locked for appending (a torn last line set aside). The caller runs it with execute_run,
     which releases the lock."""
     done: set[str] = set()
-    if resume:
+    if resume is not None:  # an empty id is refused by find_run, never taken for a new run
         check_resume(request)
         stored = RunLog.read(find_run(out_dir, resume))
         header = stored.header()
@@ -71,7 +71,7 @@ def plan_run(request: RunRequest, out_dir: Path, resume: str | None) -> PlannedR
     runtime_cls = validate(request)
     config = request.config()
     items = build_items(request, runtime_cls.int8_form)
-    if resume:
+    if resume is not None:  # an empty id is refused by find_run, never taken for a new run
         run_id = resume
         log = RunLog.resume(stored.path)
         done = {row["graph_id"] for row in log.rows()}

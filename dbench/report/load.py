@@ -82,6 +82,7 @@ def load(paths: list[Path]) -> Results:
     notes: list[str] = []
     for path in log_paths(paths):
         log = RunLog.read(path)
+        notes += filter(None, [log.torn_note()])
         header = log.header()
         run = Run(header["run_id"], header.get("kind", "kernels"), machine_key(header), path, header, header["schema_version"])
         runs.append(run)

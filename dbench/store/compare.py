@@ -108,6 +108,19 @@ def open_run(results: Path, name: str) -> RunLog:
     return RunLog.read(find_run(results, name))
 
 
+def check_distinct(a: RunLog, b: RunLog) -> None:
+    """A run against itself compares nothing (every verdict `same` by construction): refuse it."""
+    if a.path.resolve() == b.path.resolve():
+        raise InputError(f"RUN-A and RUN-B are the same run ({a.path}); compare two different runs")
+
+
+def check_compared(pairs: list[Pair]) -> None:
+    """Two runs with no graph verified in both have no ratio to give: one line, after the table that says why."""
+    if not any(pair.ratio for pair in pairs):
+        raise InputError(f"no graph is verified in both runs ({len(pairs)} graphs, see the table): nothing was compared; "
+                         "compare runs of the same graphs that ran and verified")
+
+
 def pair_rows(a: list[dict], b: list[dict]) -> list[Pair]:
     """Rows of two runs joined on graph id and compared, in the first run's order, then the second's extras."""
     by_a = {r["graph_id"]: r for r in a}

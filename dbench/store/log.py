@@ -176,9 +176,28 @@ class RunLog:
     def rows(self) -> list[dict[str, Any]]:
         return [r for r in self._records() if r.get("type") == "result"]
 
+    def torn(self) -> bool:
+        """Whether the log ends in a torn line (its run was killed mid-write): `rows` leaves that row out."""
+        with self.path.open("rb") as fh:
+            fh.seek(0, os.SEEK_END)
+            if fh.tell() == 0:
+                return False
+            fh.seek(-1, os.SEEK_END)
+            return fh.read(1) != b"\n"
+
+    def torn_note(self) -> str | None:
+        """One line saying the log is incomplete and how to complete it, or None."""
+        if not self.torn():
+            return None
+        return (f"{self.path} ends in a torn line (its run was killed mid-write): that row is left out; "
+                f"{resume_command(self.path)} completes the run")
+
 
 def find_run(results: Path, run_id: str) -> Path:
     """The log of `run_id` under `results/` (any machine folder), or a clear error."""
+    if not run_id.strip():
+        raise InputError(f"an empty run id names no run; give the id a run printed (run-YYYYmmdd-HHMMSS-xxxx), "
+                         f"as in the file names under {results}/<machine>/")
     matches = sorted(results.glob(f"*/{run_id}.jsonl")) + sorted(results.glob(f"{run_id}.jsonl"))
     if not matches:
         raise InputError(f"unknown run {run_id!r}: no {run_id}.jsonl under {results}; see the file names in {results}/<machine>/")
