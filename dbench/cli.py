@@ -13,8 +13,8 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
-from dbench.cli_group import DbenchGroup, error_line
-from dbench.errors import DbenchError, UsageError
+from dbench.cli_group import DbenchGroup, error_line, given, given_path, path_error
+from dbench.errors import DbenchError, InputError, UsageError
 
 app = typer.Typer(
     cls=DbenchGroup,
@@ -40,43 +40,49 @@ def friendly(func: F) -> F:
         except DbenchError as error:
             error_line(str(error))
             raise typer.Exit(error.exit_code) from None
+        except OSError as error:  # a path the command line names that cannot be read (too long, not allowed)
+            message = path_error(error)
+            if message is None:
+                raise
+            error_line(message)
+            raise typer.Exit(InputError.exit_code) from None
 
     return wrapper  # type: ignore[return-value]
 
 
 SuiteOpt = Annotated[
     Optional[str],
-    typer.Option("--suite", "-s", metavar="SUITE", help="train | inference | inference-server | inference-device | all (user: rows of --kernels without a suite)."),
+    typer.Option("--suite", "-s", metavar="SUITE", parser=given, help="train | inference | inference-server | inference-device | all (user: rows of --kernels without a suite)."),
 ]
 OpsOpt = Annotated[
     Optional[list[str]],
-    typer.Option("--ops", "-o", metavar="OP[,OP]", help="Op family or RNN cell: gemm, conv, rnn, sparse, vanilla, lstm, gru (repeat or comma-separate)."),
+    typer.Option("--ops", "-o", metavar="OP[,OP]", parser=given, help="Op family or RNN cell: gemm, conv, rnn, sparse, vanilla, lstm, gru (repeat or comma-separate)."),
 ]
-AppOpt = Annotated[Optional[list[str]], typer.Option("--app", metavar="APP", help="Only kernels from this application (e.g. DeepSpeech).")]
-IdOpt = Annotated[Optional[str], typer.Option("--id", metavar="GLOB", help="Only kernel ids matching this glob, e.g. 'gemm_m1760_*'.")]
+AppOpt = Annotated[Optional[list[str]], typer.Option("--app", metavar="APP", parser=given, help="Only kernels from this application (e.g. DeepSpeech).")]
+IdOpt = Annotated[Optional[str], typer.Option("--id", metavar="GLOB", parser=given, help="Only kernel ids matching this glob, e.g. 'gemm_m1760_*'.")]
 KernelsOpt = Annotated[
     Optional[Path],
-    typer.Option("--kernels", "-k", metavar="FILE.csv", help="Your own kernel CSV in the catalog's columns; replaces the DeepBench lists."),
+    typer.Option("--kernels", "-k", metavar="FILE.csv", parser=given_path, help="Your own kernel CSV in the catalog's columns; replaces the DeepBench lists."),
 ]
-PrecisionOpt = Annotated[str, typer.Option("--precision", "-p", metavar="PRECISION", help="fp32 | fp16 | bf16 | int8.")]
+PrecisionOpt = Annotated[str, typer.Option("--precision", "-p", metavar="PRECISION", parser=given, help="fp32 | fp16 | bf16 | int8.")]
 PassesOpt = Annotated[
     Optional[list[str]],
-    typer.Option("--pass", metavar="PASS[,PASS]", help="Only these passes: fwd, bwd_data, bwd_filter (conv), bwd_weights (rnn). Default: all the suite has."),
+    typer.Option("--pass", metavar="PASS[,PASS]", parser=given, help="Only these passes: fwd, bwd_data, bwd_filter (conv), bwd_weights (rnn). Default: all the suite has."),
 ]
-GemmFormOpt = Annotated[str, typer.Option("--gemm-form", metavar="FORM", help="gemm (ONNX Gemm with transposes and C) | matmul.")]
-RnnFormOpt = Annotated[str, typer.Option("--rnn-form", metavar="FORM", help="op (ONNX RNN/LSTM/GRU) | recurrence (DeepBench's: no W·x_t).")]
-GruActOpt = Annotated[str, typer.Option("--gru-activation", metavar="tanh|relu", help="GRU output non-linearity: tanh (what DeepBench's code ran) | relu (its README).")]
+GemmFormOpt = Annotated[str, typer.Option("--gemm-form", metavar="FORM", parser=given, help="gemm (ONNX Gemm with transposes and C) | matmul.")]
+RnnFormOpt = Annotated[str, typer.Option("--rnn-form", metavar="FORM", parser=given, help="op (ONNX RNN/LSTM/GRU) | recurrence (DeepBench's: no W·x_t).")]
+GruActOpt = Annotated[str, typer.Option("--gru-activation", metavar="tanh|relu", parser=given, help="GRU output non-linearity: tanh (what DeepBench's code ran) | relu (its README).")]
 Int8FormOpt = Annotated[
     Optional[str],
-    typer.Option("--int8-form", metavar="FORM", help="qlinear | qdq | integer. Default: the runtime's preferred form (gen: qdq)."),
+    typer.Option("--int8-form", metavar="FORM", parser=given, help="qlinear | qdq | integer. Default: the runtime's preferred form (gen: qdq)."),
 ]
 FromModelOpt = Annotated[
     Optional[Path],
-    typer.Option("--from-model", metavar="MODEL.onnx", help="An ONNX model: its compute nodes become kernels (identical nodes counted once, with 'copies')."),
+    typer.Option("--from-model", metavar="MODEL.onnx", parser=given_path, help="An ONNX model: its compute nodes become kernels (identical nodes counted once, with 'copies')."),
 ]
 DimOpt = Annotated[
     Optional[list[str]],
-    typer.Option("--dim", metavar="NAME=N[,NAME=N]", help="Symbolic dimension sizes of the model's inputs: NAME=N, comma-separated or repeated (e.g. batch=1,seq=128)."),
+    typer.Option("--dim", metavar="NAME=N[,NAME=N]", parser=given, help="Symbolic dimension sizes of the model's inputs: NAME=N, comma-separated or repeated (e.g. batch=1,seq=128)."),
 ]
 NoPadOpt = Annotated[bool, typer.Option("--no-pad", help="int8: do not round dims up to multiples of 4 (DeepBench pads by default).")]
 
@@ -125,7 +131,7 @@ def list_kernels(
     app_: AppOpt = None,
     pattern: IdOpt = None,
     kernels: KernelsOpt = None,
-    fmt: Annotated[str, typer.Option("--format", "-f", metavar="table|csv|json", help="table | csv | json.")] = "table",
+    fmt: Annotated[str, typer.Option("--format", "-f", metavar="table|csv|json", parser=given, help="table | csv | json.")] = "table",
     from_model: FromModelOpt = None,
     dim: DimOpt = None,
 ) -> None:
@@ -136,6 +142,7 @@ def list_kernels(
     if from_model:
         _only_model("--from-model", suite=suite, ops=ops, app=app_, id=pattern, kernels=kernels)
         return _list_model(from_model, dim, fmt)
+    _only_with_model(dim)
     selection, selected = _kernels("list", suite, ops, app_, pattern, kernels)
     if not selected:  # as gen, export and run: an empty selection is a mistyped selector, not an answer
         raise UsageError(selection.nothing_matches(f"--kernels {kernels}" if kernels else "the DeepBench catalog"))
@@ -155,6 +162,12 @@ def _only_model(option: str, **selectors) -> None:
     given = [name for name, value in selectors.items() if value]
     if given:
         raise UsageError(f"{option} takes its kernels from the model; drop --{given[0].replace('_', '-')}")
+
+
+def _only_with_model(dim: Optional[list[str]]) -> None:
+    """--dim sizes a model's inputs: without --from-model it would be ignored without a word."""
+    if dim:
+        raise UsageError("--dim sizes the inputs of a model; give --from-model MODEL.onnx too, or drop --dim")
 
 
 def _list_model(path: Path, dim: Optional[list[str]], fmt: str) -> None:
@@ -213,7 +226,7 @@ def gen(
     gru_activation: GruActOpt = "tanh",
     int8_form: Int8FormOpt = None,
     no_pad: NoPadOpt = False,
-    out_dir: Annotated[Path, typer.Option("--out", metavar="FOLDER", help="Output folder; graphs go to <out>/<suite>/.")] = Path("graphs"),
+    out_dir: Annotated[Path, typer.Option("--out", metavar="FOLDER", parser=given_path, help="Output folder; graphs go to <out>/<suite>/.")] = Path("graphs"),
     force: Annotated[bool, typer.Option("--force", help="Rewrite every graph file even when unchanged.")] = False,
     from_model: FromModelOpt = None,
     dim: DimOpt = None,
@@ -222,6 +235,7 @@ def gen(
     if from_model:
         _only_model("--from-model", suite=suite, ops=ops, app=app_, id=pattern, kernels=kernels, passes=passes)
         return _gen_model(from_model, dim, out_dir)
+    _only_with_model(dim)
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     from dbench.gen.writer import prepare_folder, write_graphs
@@ -248,7 +262,7 @@ def gen(
 @app.command()
 @friendly
 def export(
-    out_path: Annotated[Path, typer.Option("--out", metavar="BUNDLE", help="bundle.tar.gz (or .tgz) for an archive; any other name is a new folder.")],
+    out_path: Annotated[Path, typer.Option("--out", metavar="BUNDLE", parser=given_path, help="bundle.tar.gz (or .tgz) for an archive; any other name is a new folder.")],
     suite: SuiteOpt = None,
     ops: OpsOpt = None,
     app_: AppOpt = None,
@@ -304,14 +318,14 @@ def run(
     gru_activation: GruActOpt = "tanh",
     int8_form: Int8FormOpt = None,
     no_pad: NoPadOpt = False,
-    graphs: Annotated[Optional[Path], typer.Option("--graphs", "-g", metavar="FOLDER|BUNDLE", help="Run the graphs of a folder made by dbench gen (its manifest) instead of generating in memory.")] = None,
-    runtime: Annotated[str, typer.Option("--runtime", "-r", metavar="RUNTIME", help="Runtime name; see `dbench runtimes`.")] = "ort-cpu",
-    device: Annotated[Optional[str], typer.Option("--device", metavar="DEVICE", help="Runtime device (OpenVINO: CPU, GPU, NPU, AUTO; CUDA: device index).")] = None,
+    graphs: Annotated[Optional[Path], typer.Option("--graphs", "-g", metavar="FOLDER|BUNDLE", parser=given_path, help="Run the graphs of a folder made by dbench gen (its manifest) instead of generating in memory.")] = None,
+    runtime: Annotated[str, typer.Option("--runtime", "-r", metavar="RUNTIME", parser=given, help="Runtime name; see `dbench runtimes`.")] = "ort-cpu",
+    device: Annotated[Optional[str], typer.Option("--device", metavar="DEVICE", parser=given, help="Runtime device (OpenVINO: CPU, GPU, NPU, AUTO; CUDA: device index).")] = None,
     threads: Annotated[Optional[int], typer.Option("--threads", "-t", metavar="N", help="Intra-op threads (default: every core).")] = None,
-    weights: Annotated[str, typer.Option("--weights", metavar="auto|const|input", help="auto (const for inference, input for training graphs) | const | input.")] = "auto",
-    graph_opt: Annotated[str, typer.Option("--graph-opt", metavar="LEVEL", help="Graph optimisation level: disable | basic | extended | all.")] = "all",
+    weights: Annotated[str, typer.Option("--weights", metavar="auto|const|input", parser=given, help="auto (const for inference, input for training graphs) | const | input.")] = "auto",
+    graph_opt: Annotated[str, typer.Option("--graph-opt", metavar="LEVEL", parser=given, help="Graph optimisation level: disable | basic | extended | all.")] = "all",
     allow_runtime_precision: Annotated[bool, typer.Option("--allow-runtime-precision", help="Let the runtime pick its execution precision (recorded as such).")] = False,
-    option: Annotated[Optional[list[str]], typer.Option("--option", metavar="KEY=VALUE", help="Runtime option KEY=VALUE (provider options, config keys); repeatable.")] = None,
+    option: Annotated[Optional[list[str]], typer.Option("--option", metavar="KEY=VALUE", parser=given, help="Runtime option KEY=VALUE (provider options, config keys); repeatable.")] = None,
     quick: Annotated[bool, typer.Option("--quick", help="Smoke run: minimal warm-up and sampling.")] = False,
     min_time: Annotated[Optional[float], typer.Option("--min-time", metavar="SECONDS", help="Minimum sampling time per graph, seconds (default 2).")] = None,
     max_time: Annotated[Optional[float], typer.Option("--max-time", metavar="SECONDS", help="Maximum sampling time per graph, seconds (default 10).")] = None,
@@ -319,13 +333,13 @@ def run(
     no_verify: Annotated[bool, typer.Option("--no-verify", help="Skip the comparison with the numpy reference.")] = False,
     profile_runs: Annotated[int, typer.Option("--profile-runs", metavar="N", help="Runs of the untimed per-node profiling pass (0 = none).")] = 10,
     timeout: Annotated[float, typer.Option("--timeout", metavar="SECONDS", help="Seconds a graph may spend in one phase (preparing, timing, verifying, profiling...) before its worker is killed as hung.")] = 600.0,
-    cpus: Annotated[Optional[str], typer.Option("--cpus", metavar="CPUS", help="Pin the worker to these CPUs, e.g. 4-7 (a board's big cluster); default threads = their count.")] = None,
+    cpus: Annotated[Optional[str], typer.Option("--cpus", metavar="CPUS", parser=given, help="Pin the worker to these CPUs, e.g. 4-7 (a board's big cluster); default threads = their count.")] = None,
     memory_limit: Annotated[Optional[float], typer.Option("--memory-limit", metavar="GiB", help="Address-space limit of the worker in GiB (out-of-memory becomes an `oom` row).")] = None,
-    out_dir: Annotated[Path, typer.Option("--out", metavar="FOLDER", help="Results folder; the run goes to <out>/<machine>/<run-id>.jsonl.")] = Path("results"),
-    resume: Annotated[Optional[str], typer.Option("--resume", metavar="RUN-ID", help="Complete an interrupted run by its id; it takes every selection, runtime and timing option from the run (giving one is an error); only --out applies.")] = None,
-    model: Annotated[Optional[Path], typer.Option("--model", metavar="MODEL.onnx", help="Time a whole ONNX model (inputs from its declared shapes, --dim for symbolic ones).")] = None,
+    out_dir: Annotated[Path, typer.Option("--out", metavar="FOLDER", parser=given_path, help="Results folder; the run goes to <out>/<machine>/<run-id>.jsonl.")] = Path("results"),
+    resume: Annotated[Optional[str], typer.Option("--resume", metavar="RUN-ID", parser=given, help="Complete an interrupted run by its id; it takes every selection, runtime and timing option from the run (giving one is an error); only --out applies.")] = None,
+    model: Annotated[Optional[Path], typer.Option("--model", metavar="MODEL.onnx", parser=given_path, help="Time a whole ONNX model (inputs from its declared shapes, --dim for symbolic ones).")] = None,
     dim: DimOpt = None,
-    kernels_run: Annotated[Optional[str], typer.Option("--kernels-run", metavar="RUN-ID", help="With --model: a run of its `gen --from-model` kernels to print the model beside their sum.")] = None,
+    kernels_run: Annotated[Optional[str], typer.Option("--kernels-run", metavar="RUN-ID", parser=given, help="With --model: a run of its `gen --from-model` kernels to print the model beside their sum.")] = None,
 ) -> None:
     """Time every selected graph on a runtime, verify it, and log one row per graph as it finishes.
 
@@ -339,6 +353,8 @@ def run(
 
     if model and graphs:
         raise UsageError("--model runs one model file and --graphs a folder; give one of them")
+    if model:
+        _only_model("--model", suite=suite, ops=ops, app=app_, id=pattern, kernels=kernels)
     if kernels_run and not model:
         raise UsageError("--kernels-run compares a whole model's run with its kernels; give --model too")
     kernel_rows = open_run(out_dir, kernels_run).rows() if kernels_run else None  # a bad run id fails before timing
@@ -372,9 +388,9 @@ def run(
 @app.command()
 @friendly
 def compare(
-    run_a: Annotated[str, typer.Argument(metavar="RUN-A", help="First run: its id (looked up under --out) or its .jsonl path.")],
-    run_b: Annotated[str, typer.Argument(metavar="RUN-B", help="Second run, compared with the first.")],
-    out_dir: Annotated[Path, typer.Option("--out", metavar="FOLDER", help="Results folder to look run ids up in.")] = Path("results"),
+    run_a: Annotated[str, typer.Argument(metavar="RUN-A", parser=given, help="First run: its id (looked up under --out) or its .jsonl path.")],
+    run_b: Annotated[str, typer.Argument(metavar="RUN-B", parser=given, help="Second run, compared with the first.")],
+    out_dir: Annotated[Path, typer.Option("--out", metavar="FOLDER", parser=given_path, help="Results folder to look run ids up in.")] = Path("results"),
 ) -> None:
     """Two runs kernel by kernel: time ratio b/a with its 95% interval and a faster/slower/same verdict."""
     from dbench.render.tables import compare_table
@@ -398,9 +414,9 @@ def compare(
 @app.command()
 @friendly
 def report(
-    results: Annotated[list[Path], typer.Argument(metavar="RESULTS", help="Run logs (.jsonl) or folders of them: any runs, runtimes, machines.")],
-    out_dir: Annotated[Path, typer.Option("--out", metavar="FOLDER", help="Folder for report.md/.html/.xlsx, CSVs and PNGs.")] = Path("report"),
-    baseline: Annotated[Optional[str], typer.Option("--baseline", metavar="GROUP", help="Column group (or runtime name) speedups are relative to; default the first.")] = None,
+    results: Annotated[list[Path], typer.Argument(metavar="RESULTS", parser=given_path, help="Run logs (.jsonl) or folders of them: any runs, runtimes, machines.")],
+    out_dir: Annotated[Path, typer.Option("--out", metavar="FOLDER", parser=given_path, help="Folder for report.md/.html/.xlsx, CSVs and PNGs.")] = Path("report"),
+    baseline: Annotated[Optional[str], typer.Option("--baseline", metavar="GROUP", parser=given, help="Column group (or runtime name) speedups are relative to; default the first.")] = None,
 ) -> None:
     """Side-by-side tables, summary, support matrix, plots; terminal, Markdown, CSV, xlsx and HTML."""
     from dbench.report.build import build_report
@@ -418,9 +434,9 @@ def report(
 @app.command()
 @friendly
 def peak(
-    runtime: Annotated[Optional[list[str]], typer.Option("--runtime", "-r", metavar="RUNTIME[,RUNTIME]", help="Runtimes to measure GEMM on (default: every usable one).")] = None,
-    precision: Annotated[Optional[list[str]], typer.Option("--precision", "-p", metavar="PRECISION[,PRECISION]", help="Precisions to try (default fp32).")] = None,
-    out_dir: Annotated[Path, typer.Option("--out", metavar="FOLDER", help="Results folder; writes <out>/<machine key>/peak.json.")] = Path("results"),
+    runtime: Annotated[Optional[list[str]], typer.Option("--runtime", "-r", metavar="RUNTIME[,RUNTIME]", parser=given, help="Runtimes to measure GEMM on (default: every usable one).")] = None,
+    precision: Annotated[Optional[list[str]], typer.Option("--precision", "-p", metavar="PRECISION[,PRECISION]", parser=given, help="Precisions to try (default fp32).")] = None,
+    out_dir: Annotated[Path, typer.Option("--out", metavar="FOLDER", parser=given_path, help="Results folder; writes <out>/<machine key>/peak.json.")] = Path("results"),
 ) -> None:
     """Measure this machine's ceilings (memory bandwidth, best GEMM rate per runtime and precision) for rooflines."""
     from dbench.report.peak import measure_peaks, save_peaks

@@ -4,9 +4,12 @@ every other bad input), and help shows no Python type as a placeholder (typer pr
 
 from __future__ import annotations
 
+import errno
 import sys
+from pathlib import Path
 from typing import Any
 
+import typer
 from typer.core import TyperGroup
 
 try:  # typer vendors click from 0.2x on
@@ -15,6 +18,18 @@ try:  # typer vendors click from 0.2x on
 except ImportError:  # pragma: no cover (older typer, with click installed beside it)
     import click  # type: ignore[no-redef]
     from click.exceptions import Abort  # type: ignore[no-redef]
+
+
+PATH_ERRNOS = frozenset({errno.ENOENT, errno.ENOTDIR, errno.EISDIR, errno.ENAMETOOLONG, errno.EACCES, errno.EPERM,
+                         errno.ELOOP, errno.EROFS, errno.EEXIST})
+"""OSErrors about a path the command line gave (not there, too long, not allowed...): bad input."""
+
+
+def path_error(error: OSError) -> str | None:
+    """The one line for an OSError about a named path, or None for any other OSError (a bug to show)."""
+    if error.filename is None or error.errno not in PATH_ERRNOS:
+        return None
+    return f"{error.filename}: {error.strerror}; check the path given on the command line"
 
 
 def error_line(message: str) -> None:
@@ -59,3 +74,16 @@ class DbenchGroup(TyperGroup):
             return code
         sys.exit(code if isinstance(code, int) else 0)
 
+
+
+def given(text: str) -> str:
+    """typer parser of a text option: the value as typed; an empty one is refused, since it would silently
+    mean the default (`--suite ''`) or nothing at all."""
+    if isinstance(text, str) and not text.strip():
+        raise typer.BadParameter("is empty; give a value, or leave the option out")
+    return text
+
+
+def given_path(text: str | Path) -> Path:
+    """typer parser of a path option: an empty one is refused (typer reads '' as '.', the current folder)."""
+    return Path(given(text)) if isinstance(text, str) else text

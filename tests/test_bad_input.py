@@ -48,7 +48,7 @@ def test_resume_with_an_empty_id_starts_nothing(tmp_path):
         done = run_tree(command, timeout=60)
     except subprocess.TimeoutExpired:
         pytest.fail("--resume '' started a run (killed after 60 s)")
-    assert done.returncode == 2 and done.stderr.startswith("error: an empty run id names no run"), done.stderr
+    assert done.returncode == 2 and "'--resume': is empty" in done.stderr, done.stderr
     assert not (tmp_path / "res").exists()
 
 
@@ -59,7 +59,12 @@ def test_memory_limit_nan_is_one_line(kernels, tmp_path):
 
 
 def test_cpus_given_empty_is_refused(kernels, tmp_path):
-    refused(["run", "--kernels", kernels, "--cpus", "", "--out", tmp_path / "res"], "--cpus was given no CPU", tmp_path / "res")
+    refused(["run", "--kernels", kernels, "--cpus", "", "--out", tmp_path / "res"], "'--cpus': is empty", tmp_path / "res")
+    from dbench.affinity import parse_cpus
+    from dbench.errors import UsageError
+
+    with pytest.raises(UsageError, match="--cpus was given no CPU"):  # callers of the library too
+        parse_cpus(" ")
 
 
 @pytest.mark.parametrize("flags,needle", [

@@ -36,7 +36,7 @@ CASES = [
     (["--kernels", "{K}", "--id", "nomatch_*"], 2, "no kernel matches --suite all --id 'nomatch_*'"),
     (["--kernels", "{K}", "--id", "[gemm"], 2, "no kernel matches"),
     (["--kernels", "{K}", "--app", "NoSuchApp"], 2, "no kernel matches --suite all --app NoSuchApp"),
-    (["--ops", ""], 2, "--ops was given no value"),
+    (["--ops", ""], 2, "'--ops' / '-o': is empty"),
     (["--kernels", "{K}", "--suite", "train"], 2, "no kernel matches --suite train"),
     (["--kernels", "{H}"], 2, "holds no kernel rows"),
     (["--suite", "user"], 2, "--suite user selects the rows of --kernels"),
@@ -89,7 +89,7 @@ def test_gen_refuses_an_unknown_gemm_form_before_writing(tmp_path):
 
 GEN_CASES = [
     (["--id", "nomatch_*"], 2, "no kernel matches --suite inference --id 'nomatch_*' in the DeepBench catalog"),
-    (["--ops", ""], 2, "--ops was given no value"),
+    (["--ops", ""], 2, "'--ops' / '-o': is empty"),
     (["--suite", "nosuch"], 2, "unknown suite 'nosuch'"),
     (["--precision", "fp8"], 2, "unknown precision 'fp8'"),
     (["--rnn-form", "unrolled"], 2, "unknown rnn form 'unrolled'"),

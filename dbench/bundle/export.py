@@ -16,7 +16,7 @@ from pathlib import Path
 
 from dbench.bundle.checksums import CHECKSUMS, format_checksums
 from dbench.bundle.readme import README, readme_text
-from dbench.errors import DbenchError, InputError
+from dbench.errors import InputError
 from dbench.gen.plan import GraphRequest
 from dbench.gen.manifest import MANIFEST
 from dbench.gen.writer import write_graphs
@@ -106,6 +106,6 @@ def export_bundle(requests: list[GraphRequest], suite: str, out: Path) -> Export
         else:
             write_folder(members, out)
     except OSError as err:
-        raise DbenchError(f"cannot write the bundle to {out}: {err.strerror}; choose another --out") from None
+        raise InputError(f"cannot write the bundle to {out}: {err.strerror}; choose another --out") from None
     graphs = sum(1 for name in members if name.endswith(".onnx"))
     return Exported(out, graphs, skipped)

@@ -36,6 +36,10 @@ ADDED_LATER = {"cpus": None, "dims": {}}
 (no --cpus: not pinned; no --dim: there was none), so those runs still resume."""
 MAX_MEMORY_LIMIT_GIB = 2.0**30
 """--memory-limit below an exbibyte (2^30 GiB): setrlimit takes a 64-bit byte count."""
+MAX_SECONDS = 86400.0
+"""The seconds options (--min-time, --max-time, --warmup, --timeout) stop at a day: beyond it a value is a typo."""
+MAX_PROFILE_RUNS = 10_000
+"""--profile-runs beyond this is a typo that would profile until --timeout kills the graph."""
 MAX_THREADS_PER_CORE = 4
 """--threads above this many per core only oversubscribes the machine (and can hang every graph)."""
 
@@ -125,8 +129,8 @@ def check_resume(request: RunRequest) -> None:
 
 
 def _positive(value: float | None, flag: str, unit: str = "s") -> None:
-    if value is not None and not (math.isfinite(value) and value > 0):
-        raise UsageError(f"{flag} {value:g} must be a positive number of {unit}")
+    if value is not None and not (math.isfinite(value) and 0 < value <= MAX_SECONDS):
+        raise UsageError(f"{flag} {value:g} must be a positive number of {unit}, at most {MAX_SECONDS:g} (a day)")
 
 
 def check_numbers(request: RunRequest) -> None:
@@ -138,13 +142,13 @@ def check_numbers(request: RunRequest) -> None:
     _positive(request.timeout, "--timeout", "seconds")
     _positive(request.min_time, "--min-time", "seconds")
     _positive(request.max_time, "--max-time", "seconds")
-    if request.warmup is not None and not (math.isfinite(request.warmup) and request.warmup >= 0):
-        raise UsageError(f"--warmup {request.warmup:g} must be 0 or more seconds")
+    if request.warmup is not None and not (math.isfinite(request.warmup) and 0 <= request.warmup <= MAX_SECONDS):
+        raise UsageError(f"--warmup {request.warmup:g} must be 0 or more seconds, at most {MAX_SECONDS:g} (a day)")
     timing = request.timing()
     if timing.max_time < timing.min_time:
         raise UsageError(f"--max-time {timing.max_time:g} is below --min-time {timing.min_time:g}; raise --max-time or lower --min-time")
-    if request.profile_runs < 0:
-        raise UsageError(f"--profile-runs {request.profile_runs} must be 0 (no profile) or more")
+    if not 0 <= request.profile_runs <= MAX_PROFILE_RUNS:
+        raise UsageError(f"--profile-runs {request.profile_runs} must be 0 (no profile) to {MAX_PROFILE_RUNS}")
     if request.memory_limit is not None and request.memory_limit <= 0:
         raise UsageError(f"--memory-limit {request.memory_limit / 2**30:g} must be a positive number of GiB")
 

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from dbench.errors import DbenchError
+from dbench.errors import UsageError
 
 PROBLEM_STATUSES = ("unsupported", "mismatch", "failed", "crashed", "timeout", "oom")
 
@@ -44,7 +44,7 @@ def baseline_group(all_groups: list[Group], baseline: str | None) -> Group:
     for group in all_groups:
         if baseline in (group.label, group.runtime):
             return group
-    raise DbenchError(f"--baseline {baseline!r} matches no column group; valid: {', '.join(g.label for g in all_groups)}")
+    raise UsageError(f"--baseline {baseline!r} matches no column group; valid: {', '.join(g.label for g in all_groups)}")
 
 
 def side_by_side(frame: pd.DataFrame, family: str, all_groups: list[Group], base: Group) -> pd.DataFrame:
