@@ -15,6 +15,7 @@ from rich.markup import escape
 
 from dbench.cli_group import DbenchGroup, error_line, given, given_path, path_error
 from dbench.errors import DbenchError, InputError, UsageError
+from dbench.terminal import console
 
 app = typer.Typer(
     cls=DbenchGroup,
@@ -23,9 +24,8 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
 )
-# Wide when piped to a file, so tables keep one line per row.
-out = Console(width=None if sys.stdout.isatty() else 200)
-err = Console(stderr=True)
+out = console()  # COLUMNS, else the terminal's width, else dbench.terminal.PIPE_WIDTH
+err = console(stderr=True)
 
 F = TypeVar("F", bound=Callable)
 

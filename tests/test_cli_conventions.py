@@ -3,6 +3,7 @@ help shows readable placeholders (SECONDS, RUNTIME), never a Python type; `--np`
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 import sys
@@ -70,3 +71,22 @@ def test_allreduce_refuses_more_ranks_than_the_host_can_hold(tmp_path):
     assert done.returncode == 2 and done.stderr.count("\n") == 1, done.stderr
     assert "--np 1000 puts more than 4 ranks on each" in done.stderr
     assert not list(tmp_path.iterdir())
+
+
+def _widest(env_columns: str | None, *args: str) -> int:
+    env = {k: v for k, v in os.environ.items() if k != "COLUMNS"}
+    if env_columns:
+        env["COLUMNS"] = env_columns
+    done = subprocess.run([sys.executable, "-m", "dbench", *args], capture_output=True, text=True, timeout=120, env=env)
+    assert done.returncode == 0, done.stderr
+    return max(len(line) for line in done.stdout.splitlines())
+
+
+def test_piped_output_follows_columns_and_is_not_200_wide():
+    """Off a terminal (a pipe here): COLUMNS is obeyed, and without it tables stop at PIPE_WIDTH."""
+    from dbench.terminal import PIPE_WIDTH
+
+    assert _widest("80", "runtimes") <= 80
+    assert _widest("150", "runtimes") > 120  # the reasons fill what they are given
+    assert _widest(None, "runtimes") <= PIPE_WIDTH < 200
+    assert _widest(None, "list", "--suite", "inference-device", "--ops", "gemm") < PIPE_WIDTH  # natural width, no padding
