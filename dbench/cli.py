@@ -84,6 +84,10 @@ DimOpt = Annotated[
     Optional[list[str]],
     typer.Option("--dim", metavar="NAME=N[,NAME=N]", parser=given, help="Symbolic dimension sizes of the model's inputs: NAME=N, comma-separated or repeated (e.g. batch=1,seq=128)."),
 ]
+BatchOpt = Annotated[
+    Optional[list[str]],
+    typer.Option("--batch", "-b", metavar="N[,N]", parser=given, help="Each kernel at these batch sizes (GEMM and sparse N, conv n, RNN batch), e.g. 1,8,32; repeat or comma-separate."),
+]
 NoPadOpt = Annotated[bool, typer.Option("--no-pad", help="int8: do not round dims up to multiples of 4 (DeepBench pads by default).")]
 
 
@@ -105,10 +109,13 @@ def _kernels(command: str, suite: Optional[str], ops, apps, pattern, kernels_fil
     return selection, select(source, selection)
 
 
-def _gen_fields(precision: str, passes, gemm_form: str, rnn_form: str, gru_activation: str, int8_form, no_pad: bool) -> dict:
+def _gen_fields(precision: str, passes, gemm_form: str, rnn_form: str, gru_activation: str, int8_form, no_pad: bool,
+                batch: Optional[list[str]] = None) -> dict:
     """The generation options as JSON-ready fields (int8_form None: the runtime's preferred form)."""
+    from dbench.catalog.batch import parse_batches
+
     return dict(precision=precision, passes=list(_split(passes, "--pass")), gemm_form=gemm_form, rnn_form=rnn_form,
-                gru_activation=gru_activation, int8_form=int8_form, int8_pad=not no_pad)
+                gru_activation=gru_activation, int8_form=int8_form, int8_pad=not no_pad, batch=list(parse_batches(batch or [])))
 
 
 def _planned(command: str, suite, ops, apps, pattern, kernels: Optional[Path], fields: dict):
@@ -131,19 +138,22 @@ def list_kernels(
     app_: AppOpt = None,
     pattern: IdOpt = None,
     kernels: KernelsOpt = None,
+    batch: BatchOpt = None,
     fmt: Annotated[str, typer.Option("--format", "-f", metavar="table|csv|json", parser=given, help="table | csv | json.")] = "table",
     from_model: FromModelOpt = None,
     dim: DimOpt = None,
 ) -> None:
     """List the kernels a selection holds (DeepBench's duplicates are one kernel with several copies)."""
+    from dbench.catalog.batch import parse_batches, with_batches
     from dbench.catalog.listing import kernel_rows, to_csv
     from dbench.render.tables import kernels_table
 
     if from_model:
-        _only_model("--from-model", suite=suite, ops=ops, app=app_, id=pattern, kernels=kernels)
+        _only_model("--from-model", suite=suite, ops=ops, app=app_, id=pattern, kernels=kernels, batch=batch)
         return _list_model(from_model, dim, fmt)
     _only_with_model(dim)
     selection, selected = _kernels("list", suite, ops, app_, pattern, kernels)
+    selected = with_batches(selected, parse_batches(batch or []))
     if not selected:  # as gen, export and run: an empty selection is a mistyped selector, not an answer
         raise UsageError(selection.nothing_matches(f"--kernels {kernels}" if kernels else "the DeepBench catalog"))
     rows = kernel_rows(selected, selection.suite_tags)
@@ -226,6 +236,7 @@ def gen(
     gru_activation: GruActOpt = "tanh",
     int8_form: Int8FormOpt = None,
     no_pad: NoPadOpt = False,
+    batch: BatchOpt = None,
     out_dir: Annotated[Path, typer.Option("--out", metavar="FOLDER", parser=given_path, help="Output folder; graphs go to <out>/<suite>/.")] = Path("graphs"),
     force: Annotated[bool, typer.Option("--force", help="Rewrite every graph file even when unchanged.")] = False,
     from_model: FromModelOpt = None,
@@ -233,7 +244,7 @@ def gen(
 ) -> None:
     """Write one small .onnx per kernel (no weight data inside) plus a manifest to run it anywhere."""
     if from_model:
-        _only_model("--from-model", suite=suite, ops=ops, app=app_, id=pattern, kernels=kernels, passes=passes)
+        _only_model("--from-model", suite=suite, ops=ops, app=app_, id=pattern, kernels=kernels, passes=passes, batch=batch)
         return _gen_model(from_model, dim, out_dir)
     _only_with_model(dim)
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
@@ -241,7 +252,7 @@ def gen(
     from dbench.gen.writer import prepare_folder, write_graphs
 
     selection, requests = _planned("gen", suite, ops, app_, pattern, kernels,
-                                   _gen_fields(precision, passes, gemm_form, rnn_form, gru_activation, int8_form, no_pad))
+                                   _gen_fields(precision, passes, gemm_form, rnn_form, gru_activation, int8_form, no_pad, batch))
     folder = prepare_folder(out_dir / selection.suite)
     counts: dict[str, int] = {}
     skipped: dict[str, str] = {}
@@ -275,12 +286,13 @@ def export(
     gru_activation: GruActOpt = "tanh",
     int8_form: Int8FormOpt = None,
     no_pad: NoPadOpt = False,
+    batch: BatchOpt = None,
 ) -> None:
     """Pack graphs, manifest, checksums and a README into a bundle for another machine (an ARM board)."""
     from dbench.bundle.export import export_bundle
 
     selection, requests = _planned("export", suite, ops, app_, pattern, kernels,
-                                   _gen_fields(precision, passes, gemm_form, rnn_form, gru_activation, int8_form, no_pad))
+                                   _gen_fields(precision, passes, gemm_form, rnn_form, gru_activation, int8_form, no_pad, batch))
     exported = export_bundle(requests, selection.suite, out_path)
     out.print(f"{exported.path}: {exported.graphs} graphs + manifest, SHA256SUMS, README.txt; run with: dbench run --graphs {exported.path.name}", highlight=False)
     for reason, n in exported.skipped.items():
@@ -318,6 +330,7 @@ def run(
     gru_activation: GruActOpt = "tanh",
     int8_form: Int8FormOpt = None,
     no_pad: NoPadOpt = False,
+    batch: BatchOpt = None,
     graphs: Annotated[Optional[Path], typer.Option("--graphs", "-g", metavar="FOLDER|BUNDLE", parser=given_path, help="Run the graphs of a folder made by dbench gen (its manifest) instead of generating in memory.")] = None,
     runtime: Annotated[str, typer.Option("--runtime", "-r", metavar="RUNTIME", parser=given, help="Runtime name; see `dbench runtimes`.")] = "ort-cpu",
     device: Annotated[Optional[str], typer.Option("--device", metavar="DEVICE", parser=given, help="Runtime device (OpenVINO: CPU, GPU, NPU, AUTO; CUDA: device index).")] = None,
@@ -340,6 +353,7 @@ def run(
     model: Annotated[Optional[Path], typer.Option("--model", metavar="MODEL.onnx", parser=given_path, help="Time a whole ONNX model (inputs from its declared shapes, --dim for symbolic ones).")] = None,
     dim: DimOpt = None,
     kernels_run: Annotated[Optional[str], typer.Option("--kernels-run", metavar="RUN-ID", parser=given, help="With --model: a run of its `gen --from-model` kernels to print the model beside their sum.")] = None,
+    json_summary: Annotated[bool, typer.Option("--json", help="Print the finished run as JSON on stdout (rows, statuses, files, warnings) for scripts; tables go to stderr.")] = False,
 ) -> None:
     """Time every selected graph on a runtime, verify it, and log one row per graph as it finishes.
 
@@ -354,7 +368,7 @@ def run(
     if model and graphs:
         raise UsageError("--model runs one model file and --graphs a folder; give one of them")
     if model:
-        _only_model("--model", suite=suite, ops=ops, app=app_, id=pattern, kernels=kernels)
+        _only_model("--model", suite=suite, ops=ops, app=app_, id=pattern, kernels=kernels, batch=batch)
     if kernels_run and not model:
         raise UsageError("--kernels-run compares a whole model's run with its kernels; give --model too")
     kernel_rows = open_run(out_dir, kernels_run).rows() if kernels_run else None  # a bad run id fails before timing
@@ -362,7 +376,7 @@ def run(
     request = RunRequest(
         suite=suite, ops=_split(ops, "--ops"), apps=_split(app_, "--app"), pattern=pattern,
         kernels=str(kernels) if kernels else None, graphs=str(graphs) if graphs else None,
-        gen=_gen_fields(precision, passes, gemm_form, rnn_form, gru_activation, int8_form, no_pad),
+        gen=_gen_fields(precision, passes, gemm_form, rnn_form, gru_activation, int8_form, no_pad, batch),
         runtime=runtime, device=device, threads=threads, weights=weights, graph_optimization=graph_opt,
         allow_runtime_precision=allow_runtime_precision, extra=_pairs(option), quick=quick, min_time=min_time,
         max_time=max_time, warmup=warmup, verify=not no_verify, profile_runs=profile_runs, timeout=timeout,
@@ -376,12 +390,17 @@ def run(
             result = execute_run(planned, progress)
     finally:
         signal.signal(signal.SIGTERM, before)
-    print_run(out, result)
+    tables = err if json_summary else out  # with --json, stdout holds the JSON alone
+    print_run(tables, result)
     if kernel_rows is not None:
         from dbench.frommodel.predict import model_vs_kernels
         from dbench.render.frommodel import prediction_table
 
-        out.print(prediction_table(model_vs_kernels(result.rows, kernel_rows)))
+        tables.print(prediction_table(model_vs_kernels(result.rows, kernel_rows)))
+    if json_summary:
+        from dbench.render.summary import run_summary
+
+        sys.stdout.write(json.dumps(run_summary(result), indent=1, allow_nan=False, default=str) + "\n")
     raise typer.Exit(result.exit_code)
 
 
@@ -416,15 +435,19 @@ def compare(
 def report(
     results: Annotated[list[Path], typer.Argument(metavar="RESULTS", parser=given_path, help="Run logs (.jsonl) or folders of them: any runs, runtimes, machines.")],
     out_dir: Annotated[Path, typer.Option("--out", metavar="FOLDER", parser=given_path, help="Folder for report.md/.html/.xlsx, CSVs and PNGs.")] = Path("report"),
-    baseline: Annotated[Optional[str], typer.Option("--baseline", metavar="GROUP", parser=given, help="Column group (or runtime name) speedups are relative to; default the first.")] = None,
+    baseline: Annotated[Optional[str], typer.Option("--baseline", metavar="GROUP", parser=given, help="Column group (or runtime name) speedups are relative to; default the first group measured on this machine (your own runs), else the first.")] = None,
 ) -> None:
     """Side-by-side tables, summary, support matrix, plots; terminal, Markdown, CSV, xlsx and HTML."""
+    from dbench.report.extras import require_extras
+
+    require_extras()  # before any import of pandas, and before any work
     from dbench.report.build import build_report
     from dbench.report.load import load
     from dbench.report.terminal import terminal_report
     from dbench.report.write import write_report
+    from dbench.store.metadata import machine_name
 
-    built = build_report(load(results), baseline)
+    built = build_report(load(results), baseline, home=machine_name())
     out.print(terminal_report(built))
     written = write_report(built, out_dir)
     out.print(f"wrote {written.html}, {written.markdown.name}, {written.xlsx.name}, "

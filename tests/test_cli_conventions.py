@@ -90,3 +90,30 @@ def test_piped_output_follows_columns_and_is_not_200_wide():
     assert _widest("150", "runtimes") > 120  # the reasons fill what they are given
     assert _widest(None, "runtimes") <= PIPE_WIDTH < 200
     assert _widest(None, "list", "--suite", "inference-device", "--ops", "gemm") < PIPE_WIDTH  # natural width, no padding
+
+
+BLOCK = """import importlib.abc, sys
+BLOCKED = sys.argv[1].split(',')
+class Block(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path, target=None):
+        if name.split('.')[0] in BLOCKED:
+            raise ModuleNotFoundError(f'No module named {name!r}', name=name)
+sys.meta_path.insert(0, Block())
+from dbench.cli import main
+sys.argv = ['dbench', *sys.argv[2:]]
+main()
+"""
+
+
+def test_report_without_its_extra_is_one_line_before_any_work(tmp_path):
+    """The README's first command installs no matplotlib: report names the extra, exit 2, writes nothing."""
+    results = tmp_path / "results"
+    (results / "m").mkdir(parents=True)
+    (results / "m" / "run-x.jsonl").write_text('{"type": "run", "schema_version": 2, "run_id": "run-x"}\n')
+    for blocked in ("matplotlib,openpyxl", "pandas"):
+        done = subprocess.run([sys.executable, "-c", BLOCK, blocked, "report", str(results), "--out", str(tmp_path / "rep")],
+                              capture_output=True, text=True, timeout=120)
+        assert done.returncode == 2 and done.stdout == "", done.stdout + done.stderr
+        assert done.stderr.count("\n") == 1 and "pip install 'dbench[report]'" in done.stderr, done.stderr
+        assert all(name in done.stderr for name in blocked.split(","))
+        assert not (tmp_path / "rep").exists()

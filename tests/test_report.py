@@ -169,8 +169,26 @@ def test_two_machines_with_one_host_name_stay_apart(tmp_path):
     assert table[("board-neoverse_n1-4c-8g-neon-222222", "speedup")].iloc[0] == pytest.approx(0.5)
 
 
+def test_the_baseline_is_this_machines_runs_unless_asked(tmp_path):
+    """Reference runs of another machine, older and named first, do not become the baseline of the user's report."""
+    from dbench.store.metadata import machine_name
+
+    here = machine_name()
+    fake_log(tmp_path / "reference", "run-1", {"hostname": "ref", "machine_key": "ref-zen2-2c-24g-avx2-aaaaaa",
+                                                "taken_at": "2020-01-01T00:00:00+00:00"}, [_row("gemm_a", "ok", 10.0)])
+    fake_log(tmp_path / "mine", "run-2", {"hostname": "me", "machine_key": here, "taken_at": "2030-01-01T00:00:00+00:00"},
+             [_row("gemm_a", "ok", 20.0)])
+    paths = [tmp_path / "reference", tmp_path / "mine"]
+    assert build_report(load(paths)).baseline.machine == "ref-zen2-2c-24g-avx2-aaaaaa"  # no home: the first, as before
+    assert build_report(load(paths), home=here).baseline.machine == here
+    assert build_report(load(paths), "ref-zen2-2c-24g-avx2-aaaaaa", home=here).baseline.machine != here  # asked
+    result = CliRunner().invoke(app, ["report", *map(str, paths), "--out", str(tmp_path / "rep")], env={"COLUMNS": "300"})
+    assert result.exit_code == 0, result.output
+    assert f"speedup vs {here}" in " ".join(result.output.split())
+
+
 def test_version_1_runs_still_open_without_samples(tmp_path):
-    reference = Path(__file__).parent.parent / "results" / "reference"
+    reference = Path(__file__).parent.parent / "docs" / "reference-results"
     results = load([reference])
     assert any("schema-1 run" in n for n in results.notes)
     log = next(reference.rglob("*.jsonl"))
@@ -214,7 +232,7 @@ def test_report_sets_each_whole_model_beside_the_sum_of_its_kernels(tmp_path):
     from dbench.report.load import load
     from dbench.report.write import write_report
 
-    report = build_report(load([REPO / "results/reference/vm-epyc-2core/models"]))
+    report = build_report(load([REPO / "docs/reference-results/vm-epyc-2core/models"]))
     models = report.models.set_index(["model", "runtime"])
     assert set(models.index) == {(m, r) for m in ("resnet18", "encoder", "lstm") for r in ("ort-cpu", "openvino")}
     assert (models.share == models.kernels_us / models.model_us).all() and (models.kernels_timed == models.kernels).all()

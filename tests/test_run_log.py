@@ -14,7 +14,7 @@ from dbench.cli import app
 from dbench.store.log import RunLog
 from dbench.store.schema import Row, Status
 
-REFERENCE = Path(__file__).parent.parent / "results" / "reference" / "vm-epyc-2core" / "run-20261121-080201-2fbd.jsonl"
+REFERENCE = Path(__file__).parent.parent / "docs" / "reference-results" / "vm-epyc-2core" / "run-20261121-080201-2fbd.jsonl"
 runner = CliRunner()
 
 

@@ -19,7 +19,7 @@ from dbench.runtimes.base import Runtime, RuntimeOptions
 from dbench.worker.timing import QUICK, TimingConfig
 
 GEN_DEFAULTS: dict[str, Any] = dict(precision="fp32", passes=[], gemm_form="gemm", rnn_form="op",
-                                    gru_activation="tanh", int8_form=None, int8_pad=True)
+                                    gru_activation="tanh", int8_form=None, int8_pad=True, batch=[])
 """The generation fields as the CLI gives them when no generation option is used."""
 FLAGS = {
     "suite": "--suite", "ops": "--ops", "apps": "--app", "pattern": "--id", "kernels": "--kernels", "graphs": "--graphs",
@@ -30,7 +30,7 @@ FLAGS = {
     "cpus": "--cpus",
 }
 GEN_FLAGS = {"precision": "--precision", "passes": "--pass", "gemm_form": "--gemm-form", "rnn_form": "--rnn-form",
-             "gru_activation": "--gru-activation", "int8_form": "--int8-form", "int8_pad": "--no-pad"}
+             "gru_activation": "--gru-activation", "int8_form": "--int8-form", "int8_pad": "--no-pad", "batch": "--batch"}
 ADDED_LATER = {"cpus": None, "dims": {}}
 """Request fields newer than the first run headers, with the value every run made before them had
 (no --cpus: not pinned; no --dim: there was none), so those runs still resume."""
@@ -107,7 +107,7 @@ class RunRequest:
         """The flags whose values differ from their defaults."""
         default = RunRequest()
         flags = [flag for name, flag in FLAGS.items() if getattr(self, name) != getattr(default, name)]
-        return flags + [flag for name, flag in GEN_FLAGS.items() if self.gen.get(name) != GEN_DEFAULTS[name]]
+        return flags + [flag for name, flag in GEN_FLAGS.items() if self.gen.get(name, GEN_DEFAULTS[name]) != GEN_DEFAULTS[name]]
 
 
 def memory_limit_bytes(gib: float | None) -> int | None:
@@ -161,7 +161,7 @@ def check_combinations(request: RunRequest) -> None:
             raise UsageError(f"{request.graphs} holds foreign models, run whole; {', '.join(selectors)} cannot select in them; drop them")
     if request.graphs:
         fixed = (["--kernels"] if request.kernels else []) + [
-            flag for name, flag in GEN_FLAGS.items() if request.gen.get(name) != GEN_DEFAULTS[name]]
+            flag for name, flag in GEN_FLAGS.items() if request.gen.get(name, GEN_DEFAULTS[name]) != GEN_DEFAULTS[name]]
         if fixed:
             raise UsageError(f"--graphs runs the folder's graphs as generated, so {', '.join(fixed)} cannot apply; "
                              "drop them, or generate a folder with them (dbench gen ...)")

@@ -37,10 +37,12 @@ def groups(frame: pd.DataFrame) -> list[Group]:
     return [Group(*key, " · ".join(part for part, shown in zip(key, varying) if shown)) for key in keys]
 
 
-def baseline_group(all_groups: list[Group], baseline: str | None) -> Group:
-    """The group speedups are relative to: its label, or the first group of that runtime; default the first."""
+def baseline_group(all_groups: list[Group], baseline: str | None, home: str | None = None) -> Group:
+    """The group speedups are relative to: its label, or the first group of that runtime; by default the
+    first group measured on `home` (this machine: the user's own runs, not reference runs of another),
+    else the first."""
     if baseline is None:
-        return all_groups[0]
+        return next((group for group in all_groups if group.machine == home), all_groups[0])
     for group in all_groups:
         if baseline in (group.label, group.runtime):
             return group
