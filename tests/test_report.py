@@ -4,6 +4,7 @@ CSV, xlsx read back, PNGs checked; `dbench compare` on the same runs; bad input.
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from pathlib import Path
 
@@ -92,6 +93,40 @@ def test_xlsx_reads_back(two_runtimes, tmp_path):
     specs = [c.value for c in book["Specs"][1]]
     assert "machine" in specs and "runtime version" in specs
     assert book["Specs"].max_row == 3  # two runs
+
+
+def test_xlsx_freezes_headers_and_formats_numbers(two_runtimes, tmp_path):
+    import openpyxl
+
+    from dbench.report.write import write_report
+
+    written = write_report(build_report(load([two_runtimes]), baseline="openvino"), tmp_path)
+    book = openpyxl.load_workbook(written.xlsx)
+    assert all(book[name].freeze_panes == "B2" for name in book.sheetnames)
+    sheet = book["gemm"]
+    header = [c.value for c in sheet[1]]
+    formats = {name: sheet.cell(row=2, column=header.index(name) + 1).number_format
+               for name in ("ort-cpu median µs", "ort-cpu TFLOP/s", "ort-cpu speedup")}
+    assert formats == {"ort-cpu median µs": "#,##0.0", "ort-cpu TFLOP/s": "0.0000", "ort-cpu speedup": '0.00"×"'}
+    assert sheet.column_dimensions["B"].width >= len("ort-cpu median µs")
+
+
+def test_html_headers_name_machines_shortly_with_a_legend(tmp_path):
+    """Machine keys are 40-odd characters: as column headers they wrapped to five lines. The page names the
+    machines M1, M2 in a legend, and each group heads its three columns once."""
+    from dbench.report.html import to_html
+
+    keys = ["board-zen4-8c-32g-avx512-111111", "board-neoverse_n1-4c-8g-neon-222222"]
+    for key, folder, median in zip(keys, "ab", (10.0, 20.0)):
+        fake_log(tmp_path / folder, f"run-{folder}", {"hostname": "board", "machine_key": key, "cpu_model": "CPU " + folder},
+                 [_row("gemm_a", "ok", median)])
+    page = to_html(build_report(load([tmp_path])), {})
+    heads = " ".join(re.findall(r"<thead>.*?</thead>", page, re.S))
+    assert not any(key in heads for key in keys) and "M1" in heads and "M2" in heads
+    legend = page.split('data-caption="machines"')[1].split("</table>")[0]
+    assert all(key in legend for key in keys) and "M1" in legend and "CPU a" in legend
+    gemm = page.split('data-caption="gemm"')[1].split("</table>")[0]
+    assert gemm.count('colspan="3"') == 2 and gemm.count("<th>median</th>") == 2
 
 
 def test_pngs_have_content(two_runtimes, tmp_path):
