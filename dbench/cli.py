@@ -10,7 +10,6 @@ from pathlib import Path
 from typing import Annotated, Callable, Optional, TypeVar
 
 import typer
-from rich.console import Console
 from rich.markup import escape
 
 from dbench.cli_group import DbenchGroup, error_line, given, given_path, path_error
