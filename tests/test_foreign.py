@@ -207,7 +207,7 @@ def test_catalog_selectors_beside_a_model_are_refused(tmp_path):
     one_error_line(invoke("gen", "--from-model", path, "--dim", "batch=1", "--ops", "conv"), "drop --ops")
     one_error_line(invoke("run", "--model", path, "--dim", "batch=1", "--graphs", tmp_path), "give one of them")
     one_error_line(invoke("run", "--model", path, "--dim", "batch=1", "--suite", "train", "--out", tmp_path / "r"),
-                   "--suite cannot select in them")
+                   "--model takes its kernels from the model; drop --suite")
     one_error_line(invoke("run", "--dim", "batch=1", "--out", tmp_path / "r"), "--dim sizes the inputs of foreign models")
     assert not (tmp_path / "r").exists()
 

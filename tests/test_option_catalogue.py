@@ -42,14 +42,20 @@ class Case:
     must_refuse: bool
 
 
+def _types(param) -> tuple:
+    """The Python types a parameter takes (typer 0.2x keeps its annotation; older typer, click's type name)."""
+    descriptor = getattr(param, "type_descriptor", None)
+    if descriptor is not None:
+        return (descriptor.annotation, *get_args(descriptor.annotation))
+    return {"integer": (int,), "float": (float,)}.get(getattr(param.type, "name", ""), (str,))
+
+
 def _is_number(param) -> bool:
-    annotation = param.type_descriptor.annotation
-    return any(t in (int, float) for t in (annotation, *get_args(annotation)))
+    return any(t in (int, float) for t in _types(param))
 
 
 def _is_int(param) -> bool:
-    annotation = param.type_descriptor.annotation
-    return int in (annotation, *get_args(annotation))
+    return int in _types(param)
 
 
 def _name(param) -> str:
