@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import json
+import math
 import signal
 import sys
 from pathlib import Path
@@ -331,9 +332,9 @@ def run(
     no_pad: NoPadOpt = False,
     batch: BatchOpt = None,
     graphs: Annotated[Optional[Path], typer.Option("--graphs", "-g", metavar="FOLDER|BUNDLE", parser=given_path, help="Run the graphs of a folder made by dbench gen (its manifest) instead of generating in memory.")] = None,
-    runtime: Annotated[str, typer.Option("--runtime", "-r", metavar="RUNTIME", parser=given, help="Runtime name; see `dbench runtimes`.")] = "ort-cpu",
+    runtime: Annotated[str, typer.Option("--runtime", "-r", metavar="RUNTIME[,RUNTIME]", parser=given, help="Runtime name, see `dbench runtimes`; several comma-separated are interleaved graph by graph in every round (compare them with dbench compare RUN).")] = "ort-cpu",
     device: Annotated[Optional[str], typer.Option("--device", metavar="DEVICE", parser=given, help="Runtime device (OpenVINO: CPU, GPU, NPU, AUTO; CUDA: device index).")] = None,
-    threads: Annotated[Optional[int], typer.Option("--threads", "-t", metavar="N", help="Intra-op threads (default: every core).")] = None,
+    threads: Annotated[Optional[str], typer.Option("--threads", "-t", metavar="N[,N]", parser=given, help="Intra-op threads (default: every core); several comma-separated are interleaved like runtimes.")] = None,
     weights: Annotated[str, typer.Option("--weights", metavar="auto|const|input", parser=given, help="auto (const for inference, input for training graphs) | const | input.")] = "auto",
     graph_opt: Annotated[str, typer.Option("--graph-opt", metavar="LEVEL", parser=given, help="Graph optimisation level: disable | basic | extended | all.")] = "all",
     allow_runtime_precision: Annotated[bool, typer.Option("--allow-runtime-precision", help="Let the runtime pick its execution precision (recorded as such).")] = False,
@@ -341,7 +342,11 @@ def run(
     quick: Annotated[bool, typer.Option("--quick", help="Smoke run: minimal warm-up and sampling.")] = False,
     min_time: Annotated[Optional[float], typer.Option("--min-time", metavar="SECONDS", help="Minimum sampling time per graph, seconds (default 2).")] = None,
     max_time: Annotated[Optional[float], typer.Option("--max-time", metavar="SECONDS", help="Maximum sampling time per graph, seconds (default 10).")] = None,
-    warmup: Annotated[Optional[float], typer.Option("--warmup", metavar="SECONDS", help="Minimum warm-up time per graph, seconds (default 0.05).")] = None,
+    warmup: Annotated[Optional[float], typer.Option("--warmup", metavar="SECONDS", help="Minimum warm-up time per graph and round, seconds (default 0.05).")] = None,
+    warmup_calls: Annotated[Optional[int], typer.Option("--warmup-calls", metavar="N", help="Minimum warm-up calls per graph and round (default 1).")] = None,
+    rounds: Annotated[Optional[int], typer.Option("--rounds", metavar="N", help="Rounds per graph, each in a fresh worker process and session at another moment of the run; the sampling time is divided among them (default 3).")] = None,
+    iterations: Annotated[Optional[int], typer.Option("--iterations", "-n", metavar="N", help="Time exactly N calls per graph (divided among the rounds) instead of stopping by time.")] = None,
+    percentiles: Annotated[Optional[str], typer.Option("--percentiles", metavar="P[,P]", parser=given, help="Latency percentiles to record per row, e.g. 50,90,99,99.9 (default 50,90,99).")] = None,
     no_verify: Annotated[bool, typer.Option("--no-verify", help="Skip the comparison with the numpy reference.")] = False,
     profile_runs: Annotated[int, typer.Option("--profile-runs", metavar="N", help="Runs of the untimed per-node profiling pass (0 = none).")] = 10,
     timeout: Annotated[float, typer.Option("--timeout", metavar="SECONDS", help="Seconds a graph may spend in one phase (preparing, timing, verifying, profiling...) before its worker is killed as hung.")] = 600.0,
@@ -376,11 +381,12 @@ def run(
         suite=suite, ops=_split(ops, "--ops"), apps=_split(app_, "--app"), pattern=pattern,
         kernels=str(kernels) if kernels else None, graphs=str(graphs) if graphs else None,
         gen=_gen_fields(precision, passes, gemm_form, rnn_form, gru_activation, int8_form, no_pad, batch),
-        runtime=runtime, device=device, threads=threads, weights=weights, graph_optimization=graph_opt,
+        runtime=runtime, device=device, threads=_thread_counts(threads), weights=weights, graph_optimization=graph_opt,
         allow_runtime_precision=allow_runtime_precision, extra=_pairs(option), quick=quick, min_time=min_time,
         max_time=max_time, warmup=warmup, verify=not no_verify, profile_runs=profile_runs, timeout=timeout,
         memory_limit=memory_limit_bytes(memory_limit), dims=parse_dims(dim or []),
-        cpus=cpus,
+        cpus=cpus, rounds=rounds, iterations=iterations, warmup_calls=warmup_calls,
+        percentiles=_numbers(percentiles, "--percentiles") if percentiles is not None else None,
     )
     planned = plan_run(request, out_dir, resume)
     before = signal.signal(signal.SIGTERM, _stop_as_on_ctrl_c)
@@ -406,27 +412,57 @@ def run(
 @app.command()
 @friendly
 def compare(
-    run_a: Annotated[str, typer.Argument(metavar="RUN-A", parser=given, help="First run: its id (looked up under --out) or its .jsonl path.")],
-    run_b: Annotated[str, typer.Argument(metavar="RUN-B", parser=given, help="Second run, compared with the first.")],
+    runs: Annotated[list[str], typer.Argument(metavar="RUN...", parser=given, help="Runs by id (globs like 'run-20261125-*' work) or .jsonl path: one interleaved run, two runs, or side a before --vs.")],
+    versus: Annotated[Optional[list[str]], typer.Option("--vs", metavar="RUN", parser=given, help="Side b: runs to compare side a with (repeat, or glob); several a side use the runs' spread.")] = None,
+    fmt: Annotated[str, typer.Option("--format", "-f", metavar="table|csv|json", parser=given, help="table | csv | json (one row per kernel: ratio, interval, verdict, rounds, resolvable change).")] = "table",
+    fdr: Annotated[float, typer.Option("--fdr", metavar="RATE", help="False-discovery rate the table's verdicts control.")] = 0.05,
+    resolution: Annotated[float, typer.Option("--resolution", metavar="FRACTION", help="A 'same' kernel that cannot resolve a change this large is counted too noisy to say.")] = 0.10,
     out_dir: Annotated[Path, typer.Option("--out", metavar="FOLDER", parser=given_path, help="Results folder to look run ids up in.")] = Path("results"),
 ) -> None:
-    """Two runs kernel by kernel: time ratio b/a with its 95% interval and a faster/slower/same verdict."""
-    from dbench.render.tables import compare_table
-    from dbench.store.compare import check_compared, check_distinct, machine_of, open_run, pair_rows, summary_line
+    """Kernel by kernel: time ratio b/a with its 95% interval, the change each kernel can resolve, and
+    faster/slower/same verdicts whose false-discovery rate is controlled over the table.
 
-    a, b = open_run(out_dir, run_a), open_run(out_dir, run_b)
-    check_distinct(a, b)
-    for note in filter(None, (log.torn_note() for log in (a, b))):
-        err.print(f"[yellow]warning:[/] {escape(note)}", highlight=False, soft_wrap=True)
-    headers = [log.header() for log in (a, b)]
-    names = [f"{h['run_id']} ({h.get('runtime', {}).get('name', '')}, {machine_of(h)})" for h in headers]
-    pairs = pair_rows(a.rows(), b.rows())
-    out.print(compare_table(pairs, *names))
-    out.print(summary_line(pairs), highlight=False)
-    if machine_of(headers[0]) != machine_of(headers[1]):
-        err.print(f"[bold red]warning: the runs are from different machines ({machine_of(headers[0])} vs "
-                  f"{machine_of(headers[1])}): the ratios include the hardware, not only the software[/]", highlight=False)
-    check_compared(pairs)
+    `dbench compare RUN` reads an interleaved run (--runtime a,b or --threads 1,2): the fairest
+    comparison. `dbench compare A B` compares two runs; `dbench compare A1 A2 --vs B1 B2` several a side."""
+    from dbench.render.tables import compare_summary, compare_table
+    from dbench.store.compare import compare_sides, plan_comparisons
+
+    if fmt not in ("table", "csv", "json"):
+        raise UsageError(f"unknown format {fmt!r}; valid: table, csv, json")
+    if not (math.isfinite(fdr) and 0 < fdr < 1):
+        raise UsageError(f"--fdr {fdr:g} must be a rate between 0 and 1, e.g. 0.05")
+    if not (math.isfinite(resolution) and 0 < resolution <= 10):
+        raise UsageError(f"--resolution {resolution:g} must be a positive fraction up to 10 (1000%), e.g. 0.10 for 10%")
+    comparisons = [compare_sides(a, b, interleaved, fdr, resolution)
+                   for a, b, interleaved in plan_comparisons(out_dir, runs, list(versus or []))]
+    for comparison in comparisons:
+        if not any(p.ratio for p in comparison.pairs):
+            raise UsageError(f"{comparison.a.label} and {comparison.b.label} have no graph verified on both sides: "
+                             "nothing to compare; check their statuses with dbench report")
+    if fmt == "json":
+        sys.stdout.write(json.dumps([{**c.summary(), "kernels": [p.to_dict() for p in c.pairs]} for c in comparisons],
+                                    indent=1, default=float) + "\n")
+    elif fmt == "csv":
+        import csv
+
+        writer = csv.writer(sys.stdout, lineterminator="\n")
+        header = ["a", "b", *comparisons[0].pairs[0].to_dict()]
+        writer.writerow(header)
+        for c in comparisons:
+            for p in c.pairs:
+                writer.writerow([c.a.label, c.b.label, *p.to_dict().values()])
+    else:
+        for comparison in comparisons:
+            out.print(compare_table(comparison, out.width))
+            for line in compare_summary(comparison):
+                out.print(line, highlight=False)
+    for comparison in comparisons:
+        for line in dict.fromkeys(comparison.a.warnings + comparison.b.warnings):
+            err.print(f"[yellow]warning:[/] {escape(line)}", highlight=False, soft_wrap=True)
+        machines = set(comparison.a.machines + comparison.b.machines)
+        if len(machines) > 1:
+            err.print(f"[bold red]warning: the runs are from different machines ({', '.join(sorted(machines))}): "
+                      "the ratios include the hardware, not only the software[/]", highlight=False)
 
 
 @app.command()
@@ -460,12 +496,18 @@ def peak(
     precision: Annotated[Optional[list[str]], typer.Option("--precision", "-p", metavar="PRECISION[,PRECISION]", parser=given, help="Precisions to try (default fp32).")] = None,
     out_dir: Annotated[Path, typer.Option("--out", metavar="FOLDER", parser=given_path, help="Results folder; writes <out>/<machine key>/peak.json.")] = Path("results"),
 ) -> None:
-    """Measure this machine's ceilings (memory bandwidth, best GEMM rate per runtime and precision) for rooflines."""
-    from dbench.report.peak import measure_peaks, save_peaks
+    """Measure this machine's ceilings (memory bandwidth, best GEMM rate per runtime and precision, on the
+    shapes that reach it, in rounds) for rooflines; peak.json keeps the highest of every measurement."""
+    from dbench.report.peak import check_choices, measure_peaks, save_peaks
     from dbench.runtimes.registry import RUNTIMES, status
+    from dbench.store.log import ensure_writable
+    from dbench.store.metadata import machine_name
 
-    names = list(_split(runtime)) or [n for n in RUNTIMES if status(n).available]
-    peaks = measure_peaks(names, list(_split(precision)) or ["fp32"], log=lambda line: err.print(escape(line), highlight=False, soft_wrap=True))
+    names = list(_split(runtime, "--runtime")) or [n for n in RUNTIMES if status(n).available]
+    check_choices(names, list(_split(precision, "--precision")) or ["fp32"])
+    ensure_writable(out_dir / machine_name())  # an --out that cannot be written is refused before measuring
+    peaks = measure_peaks(names, list(_split(precision, "--precision")) or ["fp32"],
+                          log=lambda line: err.print(escape(line), highlight=False, soft_wrap=True))
     out.print(f"wrote {save_peaks(peaks, out_dir)}", highlight=False)
 
 
@@ -480,6 +522,30 @@ def env() -> None:
     host["cpu_flags"] = " ".join(host["cpu_flags"])
     host["runtimes"] = {name: (s.version if s.available else f"unusable: {s.reason}") for name in RUNTIMES for s in [status(name)]}
     sys.stdout.write(json.dumps(host, indent=1, default=str) + "\n")
+
+
+def _numbers(text: str, flag: str) -> tuple[float, ...]:
+    """Comma-separated numbers (`50,90,99.9`), or one line naming the bad one."""
+    values = []
+    for part in text.split(","):
+        try:
+            values.append(float(part))
+        except ValueError:
+            raise UsageError(f"{flag} {text!r}: {part.strip()!r} is not a number; write numbers separated by commas") from None
+    return tuple(values)
+
+
+def _thread_counts(text: Optional[str]) -> int | list[int] | None:
+    """--threads: one count, or several comma-separated (interleaved as variants)."""
+    if text is None:
+        return None
+    counts = []
+    for part in text.split(","):
+        try:
+            counts.append(int(part))
+        except ValueError:
+            raise UsageError(f"--threads {text!r}: {part.strip()!r} is not a whole number; write e.g. --threads 2 or --threads 1,2") from None
+    return counts[0] if len(counts) == 1 else counts
 
 
 def _pairs(values: Optional[list[str]]) -> dict[str, str]:

@@ -36,8 +36,12 @@ STEPS: dict[str, list[str]] = {
     "dbench run --graphs graphs/inference --runtime openvino": [*FEW, "--quick"],
     "dbench run --suite inference-device --batch 1,8,32 --json": ["--ops", "rnn", "--quick"],
     "dbench run --resume RUN-ID": [],
+    "dbench run --suite inference-device --runtime ort-cpu,openvino": ["--id", "gemm_m*_n1_k*", "--quick"],
+    "dbench compare RUN": [],
     "dbench compare RUN-A RUN-B": [],
+    "dbench run --suite inference --runtime torch": [*FEW, "--quick"],
     "dbench report results/": [],
+    "dbench report results/ --baseline torch": [],
     "dbench peak": ["--runtime", "ort-cpu"],
     "dbench env": [],
     "dbench runtimes": [],
@@ -45,7 +49,7 @@ STEPS: dict[str, list[str]] = {
     "dbench list --from-model model.onnx --dim batch=1": [],
     "dbench gen --from-model model.onnx --dim batch=1": [],
     "dbench run --graphs graphs/model/": ["--quick"],
-    "dbench run --model model.onnx --dim batch=1 --kernels-run RUN": ["--quick"],
+    "dbench run --model model.onnx --dim batch=1 --kernels-run KERNELS-RUN": ["--quick"],
     "dbench run --graphs folder-of-onnx-files/ --dim batch=1,seq=32": ["--quick"],
     "dbench export --suite inference-device --out b.tar.gz": [],
     "dbench run --graphs b.tar.gz --cpus 4-7": ["--id", "gemm_m64_n1_k1216_nn", "--quick"],
@@ -53,8 +57,12 @@ STEPS: dict[str, list[str]] = {
 """Each glance command (whitespace collapsed) -> the arguments appended to it here."""
 RUN_MADE_BY = {"RUN-A": "dbench run --suite inference --runtime ort-cpu",
                "RUN-B": "dbench run --graphs graphs/inference --runtime openvino",
-               "RUN": "dbench run --graphs graphs/model/"}
+               "RUN": "dbench run --suite inference-device --runtime ort-cpu,openvino",
+               "KERNELS-RUN": "dbench run --graphs graphs/model/"}
 """Run placeholders -> the glance command whose run they name."""
+PREPARE = {"dbench run --suite inference --runtime torch": "pip install 'torch==2.13.0'"}
+"""Commands run before a glance command, as its README comment says: torch's CPU build, the one the test
+extra pins (on this project's machines it resolves to the 2.13.0+cpu wheel: docs/runtimes/torch.md)."""
 MODEL = "examples/models/resnet18.onnx"
 FOREIGN = "examples/models/lstm.onnx"
 STEP_TIMEOUT = 1800
@@ -185,6 +193,8 @@ def main() -> None:
         for command in glance:
             if command == "dbench run --resume RUN-ID":
                 proof.interrupt_a_run()
+            if command in PREPARE:
+                run_step(proof, PREPARE[command], [], shell=True)
             before = proof.run_ids()
             words = proof.substituted(command)
             run_step(proof, shlex.join(words), words)

@@ -9,7 +9,7 @@ import pytest
 from typer.testing import CliRunner
 
 from dbench.cli import app
-from dbench.store.log import RunLog
+from dbench.store.log import SCHEMA_VERSION, RunLog
 from tests.helpers import write_csv
 
 KERNELS = ("m,n,k,a_t,b_t", "64,1,128,0,0", "96,16,64,0,0", "128,32,128,1,0")
@@ -38,6 +38,6 @@ def fake_log(folder: Path, run_id: str, host: dict, rows: list[dict], schema: in
         for row in rows:
             log.append(row)
     if schema is not None:
-        text = log.path.read_text().replace('"schema_version": 2', f'"schema_version": {schema}', 1)
+        text = log.path.read_text().replace(f'"schema_version": {SCHEMA_VERSION}', f'"schema_version": {schema}', 1)
         log.path.write_text(text)
     return log.path

@@ -40,7 +40,7 @@ def _run_files(out: Path) -> tuple[dict, pd.DataFrame]:
         assert logs[0].with_suffix(suffix).exists()
     frame = pd.read_parquet(logs[0].with_suffix(".parquet"))
     assert pd.read_csv(logs[0].with_suffix(".csv")).shape == frame.shape
-    rows = [json.loads(line) for line in logs[0].read_text().splitlines()[1:]]
+    rows = [json.loads(line) for line in logs[0].read_text().splitlines()[1:] if '"type": "result"' in line]
     assert len(rows) == len(frame)
     return header, frame
 

@@ -87,8 +87,10 @@ def test_ctrl_c_in_the_launcher_is_one_line_exit_130_and_no_process_left(tmp_pat
 
 @pytest.mark.slow
 def test_ctrl_c_on_a_plain_mpiexec_gives_no_rank_traceback(tmp_path):
-    """Hydra forwards SIGINT to every rank and says so in one line; the ranks end quietly with exit code 130
-    (the first to end makes Hydra kill the others, maybe before they can print, so none prints)."""
+    """Hydra forwards SIGINT to every rank and says so in one line; the ranks end quietly (no traceback).
+    The first rank to end makes Hydra SIGKILL the others; Hydra's exit status is then 130 (a rank's own
+    exit on SIGINT) or, when it recorded a slower rank's SIGKILL first, 9 (seen once in five tries): a race
+    inside Hydra, not a rank that failed to stop."""
     mpiexec = str(Path(sys.executable).parent / "mpiexec")
     command = [mpiexec, "-n", "2", sys.executable, "-m", "dbench.allreduce", *LONG_RUN, "--out", str(tmp_path)]
     with process_tree(command, _env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) as job:
@@ -96,7 +98,7 @@ def test_ctrl_c_on_a_plain_mpiexec_gives_no_rank_traceback(tmp_path):
         os.kill(job.pid, signal.SIGINT)
         out, err = job.communicate(timeout=TIMEOUT)
     assert err == "" and "Traceback" not in out and "KeyboardInterrupt" not in out
-    assert job.returncode == 130, out + err
+    assert job.returncode in (130, 9), out + err
 
 
 def test_leftover_check_finds_an_orphan_by_the_session_mark():

@@ -41,7 +41,7 @@ def symbolic_model(rng) -> onnx.ModelProto:
 
 def rows_of(out: Path) -> list[dict]:
     (log,) = out.rglob("*.jsonl")
-    return [json.loads(line) for line in log.read_text().splitlines()[1:]]
+    return [json.loads(line) for line in log.read_text().splitlines()[1:] if '"type": "result"' in line]
 
 
 def test_scalar_feeds_keep_their_shape():
@@ -225,7 +225,7 @@ def test_model_beside_its_kernels_end_to_end(tmp_path):
     result = invoke("run", "--model", path, "--dim", "batch=4", "--kernels-run", kernels_log, *common)
     assert result.exit_code == 0, result.output
     model_log = next(p for p in (tmp_path / "results").rglob("*.jsonl") if p != kernels_log)
-    read = lambda p: [json.loads(line) for line in p.read_text().splitlines()[1:]]
+    read = lambda p: [json.loads(line) for line in p.read_text().splitlines()[1:] if '"type": "result"' in line]
     (row,) = model_vs_kernels(read(model_log), read(kernels_log))
     assert (row["kernels_timed"], row["kernels"], row["kernel_nodes_timed"], row["model_nodes"]) == (2, 2, 3, 5)
     assert "whole model vs the sum of its kernels" in result.output and f"{row['share']:.0%}" in result.output

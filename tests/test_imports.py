@@ -8,7 +8,7 @@ import sys
 CORE = ["dbench.cli", "dbench.catalog", "dbench.gen.plan", "dbench.gen.family", "dbench.gen.options", "dbench.gen.gemm", "dbench.gen.conv", "dbench.gen.rnn",
         "dbench.gen.int8", "dbench.gen.sparse", "dbench.gen.writer", "dbench.store.export", "dbench.store.compare",
         "dbench.runtimes.registry", "dbench.orchestrator.run", "dbench.render.run"]
-RUNTIMES = ["onnxruntime", "openvino", "tensorrt", "mpi4py", "cupy"]
+RUNTIMES = ["onnxruntime", "openvino", "tensorrt", "mpi4py", "cupy", "torch"]
 
 
 def test_core_imports_no_runtime():

@@ -34,12 +34,13 @@ def test_rows_keep_samples_and_the_runtime_clock(two_runtimes):
     assert {r["runtime"] for r in rows} == {"ort-cpu", "openvino"} and len(rows) == 6
     for row in rows:
         assert row["status"] == "ok" and row["verified"] is True
-        assert len(row["samples_us"]) == min(row["samples"], 1000) and row["first_call_us"] > 0
+        assert len(row["samples_us"]) == sum(row["round_sizes"]) <= min(row["samples"], 1000) and row["first_call_us"] > 0
+        assert row["rounds"] == len(row["round_medians_us"]) == len(row["round_sizes"]) == 3
         assert row["ci_low_us"] <= row["median_us"] <= row["ci_high_us"]
         # OpenVINO's own clock is read after every sample; ORT has none
         assert (row["runtime_median_us"] is not None and row["runtime_median_us"] > 0) == (row["runtime"] == "openvino")
     header = json.loads(next(two_runtimes.rglob("run-*.jsonl")).read_text().splitlines()[0])
-    assert header["schema_version"] == 2 and header["host"]["machine_key"] in str(next(two_runtimes.rglob("run-*.jsonl")))
+    assert header["schema_version"] == 3 and header["host"]["machine_key"] in str(next(two_runtimes.rglob("run-*.jsonl")))
     assert all(row["load_1m"] >= 0 for row in rows)
 
 
@@ -146,13 +147,13 @@ def test_pngs_have_content(two_runtimes, tmp_path):
 
 def test_roofline_draws_ceilings_from_dbench_peak(two_runtimes, tmp_path):
     from dbench.report import plots
-    from dbench.report.peak import gemm_rate, measure_bandwidth
+    from dbench.report.peak import gemm_rates, measure_bandwidth
 
     frame = load([two_runtimes]).kernels
     machine = frame.machine[0]
     bandwidth = measure_bandwidth(1 << 20, repeats=2)
     assert bandwidth.triad_gbps > 0 and bandwidth.copy_gbps > 0
-    rate = gemm_rate("ort-cpu", "fp32", 128)
+    rate = gemm_rates("ort-cpu", "fp32", (128, 128, 128))["best_tflops"]
     assert rate > 0
     peaks = {"machine_key": machine, "triad_gbps": bandwidth.triad_gbps, "gemm_tflops": {"ort-cpu": {"fp32": rate}}}
     _, notes = plots.roofline(frame, machine, "fp32", peaks, {"L3": 1 << 25})
@@ -227,10 +228,10 @@ def test_version_1_runs_still_open_without_samples(tmp_path):
     results = load([reference])
     assert any("schema-1 run" in n for n in results.notes)
     log = next(reference.rglob("*.jsonl"))
-    twin = tmp_path / log.name
-    shutil.copyfile(log, twin)
-    result = CliRunner().invoke(app, ["compare", str(log), str(twin)])
-    assert result.exit_code == 0 and "no samples" in result.output
+    copy = tmp_path / "copy.jsonl"
+    copy.write_bytes(log.read_bytes())
+    result = CliRunner().invoke(app, ["compare", str(log), str(copy)])
+    assert result.exit_code == 0 and "no rounds" in result.output and "1.000" in result.output
 
 
 def test_run_summary_shows_rows_as_a_fraction_of_peak(two_runtimes):
@@ -242,6 +243,11 @@ def test_run_summary_shows_rows_as_a_fraction_of_peak(two_runtimes):
     peaks = {"taken_at": "t", "triad_gbps": 1e12, "gemm_tflops": {"ort-cpu": {"fp32": best["tflops"]}}}
     line = peak_line(rows, peaks)  # a GEMM ceiling equal to the best row's rate, bandwidth out of the way
     assert f"best 100% ({best['graph_id']})" in line and "over 6 rows" in line
+    low = {**peaks, "gemm_tflops": {"ort-cpu": {"fp32": best["tflops"] / 2}}}  # a ceiling some rows outran
+    line = peak_line(rows, low)
+    above = sum(r["tflops"] > best["tflops"] / 2 for r in rows)
+    assert f"{above} rows ran above the measured ceiling (e.g. {best['graph_id']} at 200%)" in line
+    assert "no fraction is given for them" in line and "best 200%" not in line
 
 
 def test_report_modules_do_not_import_matplotlib_until_plotting():
@@ -254,11 +260,56 @@ def test_report_modules_do_not_import_matplotlib_until_plotting():
 
 
 @pytest.mark.parametrize("runtime", ["ort-cpu", "openvino"])
-def test_peak_gemm_rate_is_a_verified_fp32_rate(runtime):
-    """`dbench peak`'s GEMM ceiling goes through the adapter, verifies, and checks the precision it ran."""
-    from dbench.report.peak import gemm_rate
+def test_peak_gemm_rate_is_a_verified_fp32_rate_in_rounds(runtime):
+    """`dbench peak`'s GEMM ceiling goes through the adapter, verifies, checks the precision it ran,
+    and takes its rounds in fresh sessions; the ceiling is the best sample, above every round's median."""
+    from dbench.report.peak import PEAK_ROUNDS, gemm_rates
 
-    assert gemm_rate(runtime, "fp32", 64) > 0
+    measured = gemm_rates(runtime, "fp32", (64, 48, 32))
+    assert measured["shape"] == [64, 48, 32] and len(measured["round_tflops"]) == PEAK_ROUNDS
+    assert measured["best_tflops"] >= max(measured["round_tflops"]) > 0
+
+
+def test_peak_measures_the_suite_s_largest_gemm_beside_the_squares():
+    from dbench.report.peak import GEMM_SQUARES, gemm_shapes
+
+    shapes = gemm_shapes()
+    assert shapes[:len(GEMM_SQUARES)] == [(n, n, n) for n in GEMM_SQUARES] and shapes[-1] == (8448, 6000, 2816)
+
+
+@pytest.mark.parametrize("args,phrase", [(["--runtime", "ort-cpuu"], "unknown runtime 'ort-cpuu'"),
+                                         (["--runtime", "nope"], "unknown runtime 'nope'"),
+                                         (["--precision", "fp64"], "unknown precision 'fp64' for dbench peak; valid: fp32"),
+                                         (["--runtime", ""], "--runtime was given no value")])
+def test_peak_refuses_bad_input_and_keeps_the_measured_ceiling(args, phrase, tmp_path):
+    """A typo after a good `dbench peak` must not rewrite peak.json with an empty GEMM ceiling."""
+    from dbench.store.metadata import machine_name
+
+    folder = tmp_path / machine_name()
+    folder.mkdir()
+    (folder / "peak.json").write_text('{"machine_key": "x", "gemm_tflops": {"ort-cpu": {"fp32": 0.2}}}')
+    before = (folder / "peak.json").read_bytes()
+    result = CliRunner().invoke(app, ["peak", *args, "--out", str(tmp_path)])
+    assert result.exit_code == 2 and phrase in " ".join(result.output.split()), result.output
+    assert (folder / "peak.json").read_bytes() == before and "Traceback" not in result.output
+
+
+def test_a_new_peak_keeps_the_highest_ceiling_and_what_it_did_not_measure():
+    from dbench.report.peak import merge_peaks
+
+    old = {"machine_key": "m", "taken_at": "t0", "copy_gbps": 20.0, "triad_gbps": 15.0, "skipped": {"openvino bf16": "no bf16"},
+           "gemm_tflops": {"ort-cpu": {"fp32": 0.20}, "openvino": {"fp32": 0.30}},
+           "gemm_shapes": {"ort-cpu": {"fp32": ["old"]}, "openvino": {"fp32": ["old"]}}}
+    new = {"machine_key": "m", "taken_at": "t1", "copy_gbps": 18.0, "triad_gbps": 16.0, "skipped": {},
+           "gemm_tflops": {"ort-cpu": {"fp32": 0.25}}, "gemm_shapes": {"ort-cpu": {"fp32": ["new"]}}}
+    merged = merge_peaks(old, new)
+    assert merged["gemm_tflops"] == {"ort-cpu": {"fp32": 0.25}, "openvino": {"fp32": 0.30}}
+    assert merged["gemm_shapes"]["ort-cpu"]["fp32"] == ["new"] and merged["gemm_taken_at"]["ort-cpu"]["fp32"] == "t1"
+    assert merged["copy_gbps"] == 20.0 and merged["copy_gbps_taken_at"] == "t0" and merged["triad_gbps"] == 16.0
+    assert merged["skipped"] == {"openvino bf16": "no bf16"}
+    slower = merge_peaks(merged, {**new, "taken_at": "t2", "gemm_tflops": {"ort-cpu": {"fp32": 0.1}}})
+    assert slower["gemm_tflops"]["ort-cpu"]["fp32"] == 0.25
+    assert merge_peaks({**old, "machine_key": "other"}, new) == new
 
 
 def test_report_sets_each_whole_model_beside_the_sum_of_its_kernels(tmp_path):
@@ -286,7 +337,7 @@ def test_run_summary_keeps_every_number_whole_at_any_width(width):
     from dbench.render.tables import results_table
 
     row = {"graph_id": "conv_w700_h161_c1_n4_k32_s20_r5_pw0_ph0_sw2_sh2.fwd.conv.fp32", "status": "ok", "precision": "fp32",
-           "precision_executed": "fp32", "verified": True, "median_us": 123456.7, "ci_rel": 1.234, "unstable": True,
+           "precision_executed": "fp32", "verified": True, "median_us": 123456.7, "rerun_rel": 1.234, "rounds": 3, "unstable": True,
            "p90_us": 234567.8, "p99_us": 345678.9, "first_call_us": 456789.1, "tflops": 0.0226387, "gbps": 1.87}
     console = Console(file=StringIO(), width=width, color_system=None)
     rows = [row, {**row, "status": "unsupported", "median_us": None},

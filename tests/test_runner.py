@@ -32,13 +32,20 @@ def kernels(tmp_path) -> Path:
 
 def rows_of(out: Path) -> list[dict]:
     (log,) = out.glob("*/*.jsonl")
-    return [json.loads(line) for line in log.read_text().splitlines()[1:]]
+    return [json.loads(line) for line in log.read_text().splitlines()[1:] if '"type": "result"' in line]
 
 
-def wait_for_rows(out: Path, count: int, seconds: float = 60) -> None:
-    """Poll until the run log under `out` holds `count` rows (the run goes on in another process)."""
+def round_lines(out: Path) -> list[dict]:
+    """The round records of the run log under `out`, in the order they were written."""
+    (log,) = out.glob("*/*.jsonl")
+    return [json.loads(line) for line in log.read_text().splitlines()[1:] if '"type": "round"' in line]
+
+
+def wait_for_rows(out: Path, count: int, seconds: float = 60, of=rows_of) -> None:
+    """Poll until the run log under `out` holds `count` rows (or round records, with `of=round_lines`;
+    the run goes on in another process)."""
     deadline = time.time() + seconds
-    while time.time() < deadline and not (list(out.glob("*/*.jsonl")) and len(rows_of(out)) >= count):
+    while time.time() < deadline and not (list(out.glob("*/*.jsonl")) and len(of(out)) >= count):
         time.sleep(0.2)
 
 
@@ -85,8 +92,19 @@ def test_run_logs_verified_rows_with_metadata(kernels, tmp_path):
     assert row["weights"] == "const" and row["peak_rss_bytes"] > 0
     (log,) = out.glob("*/*.jsonl")
     header = json.loads(log.read_text().splitlines()[0])
-    assert header["schema_version"] == 2 and header["host"]["cpu_count"] == os.cpu_count()
+    assert header["schema_version"] == 3 and header["host"]["cpu_count"] == os.cpu_count()
     assert "onnxruntime" in header["host"]["packages"] and header["timing"]["min_samples"] == 3
+    assert header["timing"]["rounds"] == 3 and [v["label"] for v in header["variants"]] == ["ort-cpu"]
+    rounds = [json.loads(line) for line in log.read_text().splitlines() if '"type": "round"' in line]
+    assert len(rounds) == 18 and {r["round"] for r in rounds} == {1, 2, 3}
+    for row in rows:  # every row from its three rounds, each round's median kept exactly
+        mine = sorted((r for r in rounds if r["graph_id"] == row["graph_id"]), key=lambda r: r["round"])
+        assert row["rounds"] == 3 and row["round_medians_us"] == [r["outcome"]["stats"]["median_us"] for r in mine]
+        assert sum(row["round_sizes"]) == len(row["samples_us"]) and row["samples"] == sum(r["outcome"]["stats"]["samples"] for r in mine)
+        assert row["variant"] == "ort-cpu" and set(row["percentiles_us"]) == {"50", "90", "99"}
+    # verification and the profile come from the first round only; later rounds only time
+    assert all(r["outcome"]["verification"] for r in rounds if r["round"] == 1)
+    assert not any(r["outcome"]["verification"] or r["outcome"]["nodes"] for r in rounds if r["round"] > 1)
     assert log.with_suffix(".parquet").exists() and log.with_suffix(".csv").exists()
     assert "6 ok" in result.stdout
 
@@ -146,7 +164,8 @@ def test_worker_killed_from_outside_is_crashed_not_oom(kernels, tmp_path):
     """A SIGKILL with no out-of-memory record in the cgroup is not called oom: the row says crashed
     and who killed it, and the run goes on."""
     out = tmp_path / "res"
-    proc = dbench("run", "--kernels", str(kernels), *FAST, "--out", str(out), env={"DBENCH_WORKER_HANG_ON": "gemm_m32_"})
+    proc = dbench("run", "--kernels", str(kernels), *FAST, "--rounds", "1", "--out", str(out),
+                  env={"DBENCH_WORKER_HANG_ON": "gemm_m32_"})
     try:
         wait_for_rows(out, 1)
         deadline = time.time() + 30
@@ -167,18 +186,39 @@ def test_worker_killed_from_outside_is_crashed_not_oom(kernels, tmp_path):
 
 @pytest.mark.slow
 def test_killed_run_resumes_with_every_graph_exactly_once(kernels, tmp_path):
+    """Killed in its first round: the resumed run keeps the rounds measured before the kill, measures
+    each missing round once, and writes each graph's row once, from all its rounds."""
     out = tmp_path / "res"
     proc = dbench("run", "--kernels", str(kernels), *FAST, "--out", str(out), env={"DBENCH_WORKER_HANG_ON": "gemm_m64_"})
-    wait_for_rows(out, 3)
+    wait_for_rows(out, 3, of=round_lines)
     os.killpg(proc.pid, signal.SIGKILL)  # parent and worker, mid-run
     proc.wait()
-    assert len(rows_of(out)) == 3
+    before = round_lines(out)
+    assert len(before) == 3 and rows_of(out) == []
     run_id = next(out.glob("*/*.jsonl")).stem
     result = runner.invoke(app, ["run", "--resume", run_id, "--out", str(out)])
     assert result.exit_code == 0, result.output
-    ids = [r["graph_id"] for r in rows_of(out)]
-    assert len(ids) == 6 and len(set(ids)) == 6
-    assert {r["status"] for r in rows_of(out)} == {"ok"}
+    rows = rows_of(out)
+    assert sorted(r["graph_id"] for r in rows) == sorted({r["graph_id"] for r in rows}) and len(rows) == 6
+    assert {r["status"] for r in rows} == {"ok"} and {r["rounds"] for r in rows} == {3}
+    measured = [(r["graph_id"], r["round"]) for r in round_lines(out)]
+    assert len(measured) == len(set(measured)) == 18 and round_lines(out)[:3] == before
+    for line in before:  # the rounds from before the kill are the rows' first rounds
+        (row,) = [r for r in rows if r["graph_id"] == line["graph_id"]]
+        assert row["round_medians_us"][0] == line["outcome"]["stats"]["median_us"]
+
+
+@pytest.mark.slow
+def test_a_crash_in_a_later_round_makes_the_row_crashed_and_names_the_round(kernels, tmp_path):
+    out = tmp_path / "res"
+    proc = dbench("run", "--kernels", str(kernels), *FAST, "--out", str(out), env={"DBENCH_WORKER_CRASH_ON": "gemm_m48_@2"})
+    proc.communicate(timeout=300)
+    assert proc.returncode == 3
+    rows = {r["kernel_id"]: r for r in rows_of(out)}
+    crashed = rows["gemm_m48_n8_k32_tn"]
+    assert crashed["status"] == "crashed" and crashed["message"].startswith("round 2 of 3: ") and "SIGSEGV" in crashed["message"]
+    assert crashed["median_us"] is None and crashed["verified"] is True  # round 1 had verified it
+    assert [r["rounds"] for r in rows.values() if r["status"] == "ok"] == [3] * 5
 
 
 @pytest.mark.slow
@@ -254,12 +294,12 @@ def test_ctrl_c_keeps_finished_rows(stop, kernels, tmp_path):
     """Ctrl-C, or SIGTERM as a scheduler or `kill` sends it: rows kept, one line saying how to finish."""
     out = tmp_path / "res"
     proc = dbench("run", "--kernels", str(kernels), *FAST, "--out", str(out), env={"DBENCH_WORKER_HANG_ON": "gemm_m48_"})
-    wait_for_rows(out, 2)
+    wait_for_rows(out, 2, of=round_lines)
     proc.send_signal(stop)
     _, stderr = proc.communicate(timeout=30)
     assert proc.returncode == 130
     assert "interrupted" in stderr and "--resume" in stderr and "Traceback" not in stderr
-    assert len(rows_of(out)) == 2
+    assert len(round_lines(out)) == 2 and rows_of(out) == []
 
 
 @pytest.fixture
@@ -371,13 +411,43 @@ def test_compare_two_runs_side_by_side(kernels, tmp_path):
     result = runner.invoke(app, ["compare", first, second, "--out", str(out)])
     assert result.exit_code == 0, result.output
     assert "gemm_m16_n8_k32_tn.fwd.gemm.fp32" in result.stdout and "geometric-mean time ratio" in result.stdout
-    rows = {p.stem: json.loads(p.read_text().splitlines()[1]) for p in out.glob("*/*.jsonl")}
-    from dbench.store.compare import hodges_lehmann, verdict
+    assert "Welch's t over each run's rounds" in " ".join(result.stdout.split())
+    rows = {p.stem: next(r for r in map(json.loads, p.read_text().splitlines()) if r["type"] == "result")
+            for p in out.glob("*/*.jsonl")}
+    from dbench.stats.differences import welch
 
-    shift = hodges_lehmann(rows[first]["samples_us"], rows[second]["samples_us"])
-    assert f"{shift.ratio:.3f}" in result.stdout and verdict(shift) in result.stdout
+    expected = welch(rows[first]["round_medians_us"], rows[second]["round_medians_us"])
+    assert f"{expected.ratio:.3f}" in result.stdout and f"{expected.low:.3f}–{expected.high:.3f}" in result.stdout
     missing = runner.invoke(app, ["compare", first, "run-nope", "--out", str(out)])
     assert missing.exit_code == 2 and "unknown run 'run-nope'" in missing.output
+
+
+@pytest.mark.slow
+def test_an_interleaved_run_times_each_graph_on_every_variant_in_every_round(kernels, tmp_path):
+    """`--runtime ort-cpu,openvino --threads 1,2`: four variants, each graph's variants back to back in
+    every round (each variant in its own worker), one row per graph and variant; `dbench compare RUN`
+    pairs each variant's rounds with the first variant's, and `report` keeps the variants apart."""
+    out = tmp_path / "res"
+    result = runner.invoke(app, ["run", "--kernels", str(kernels), "--id", "gemm_m[13][62]_*", "--runtime", "ort-cpu,openvino",
+                                 "--threads", "1,2", *FAST, "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    labels = ["ort-cpu threads=1", "ort-cpu threads=2", "openvino threads=1", "openvino threads=2"]
+    rows = rows_of(out)
+    assert sorted((r["graph_id"], r["variant"]) for r in rows) == sorted((g, v) for g in {r["graph_id"] for r in rows} for v in labels)
+    assert {(r["variant"], r["runtime"], r["runtime_options"].get("threads", r["runtime_options"].get("intra_op_num_threads")))
+            for r in rows} >= {("ort-cpu threads=2", "ort-cpu", 2)}
+    for number in (1, 2, 3):  # in every round, a graph's four variants ran back to back
+        graphs = [r["graph_id"] for r in round_lines(out) if r["round"] == number]
+        assert all(len(set(graphs[i:i + 4])) == 1 for i in range(0, len(graphs), 4)) and len(graphs) == 8
+    run_id = next(out.glob("*/*.jsonl")).stem
+    compared = runner.invoke(app, ["compare", run_id, "--out", str(out), "--format", "json"])
+    assert compared.exit_code == 0, compared.output
+    tables = json.loads(compared.stdout)
+    assert [(t["a"], t["b"]) for t in tables] == [(labels[0], label) for label in labels[1:]]
+    assert all(k["method"] == "paired over rounds" and k["a_rounds"] == k["b_rounds"] == 3 for t in tables for k in t["kernels"])
+    report = runner.invoke(app, ["report", str(out), "--out", str(tmp_path / "rep")])
+    assert report.exit_code == 0, report.output
+    assert all(label in report.stdout for label in labels)
 
 
 @pytest.mark.parametrize("resets", [True, False])

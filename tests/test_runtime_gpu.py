@@ -4,7 +4,6 @@ row. `gpu`-marked: every family through every GPU runtime, verified (skipped her
 
 from __future__ import annotations
 
-import dataclasses
 import glob
 import os
 import shutil
@@ -241,8 +240,8 @@ def test_every_family_runs_verified_and_device_timed(name, family):
     if not ok:
         pytest.skip(f"{name}: {reason}")
     graph = FAMILIES[family]()
-    job = worker.Job(spec=graph.spec.to_dict(), model=graph.model.SerializeToString(), sha256=None, runtime=name,
-                     options=dataclasses.asdict(RuntimeOptions()), timing=QUICK.to_dict(), profile_runs=3)
+    job = worker.Job(spec=graph.spec, model=graph.model.SerializeToString(), sha256=None, runtime=name,
+                     options=RuntimeOptions(), timing=QUICK, profile_runs=3)
     outcome = worker.execute(job)
     assert outcome.status == "ok", outcome.message
     assert outcome.verification["ok"]

@@ -178,7 +178,7 @@ def test_recurrence_graph_reports_fp32_and_no_kernel_time_above_its_median(tmp_p
                                       "recurrence", "--quick", "--out", str(tmp_path)])
     assert result.exit_code == 0, result.output
     (log,) = tmp_path.glob("*/*.jsonl")
-    (row,) = [json.loads(line) for line in log.read_text().splitlines()[1:]]
+    (row,) = [json.loads(line) for line in log.read_text().splitlines()[1:] if '"type": "result"' in line]
     assert row["status"] == "ok" and row["precision_executed"] == "fp32" and not row["precision_fallback"]
     assert row["kernel_time_us"] is None and any(n["calls"] > 1 for n in row["nodes"])
 

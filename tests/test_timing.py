@@ -7,19 +7,9 @@ import time
 import numpy as np
 import pytest
 
-from dbench.worker.stats import summarize
 from dbench.worker.timing import TimingConfig, measure
 from dbench.worker.verify import compare
 from dbench.gen.tolerance import Tolerance
-
-
-def test_summary_statistics():
-    stats = summarize([1000.0 * v for v in range(1, 101)], calls_per_sample=1)
-    assert stats.samples == 100 and stats.min_us == 1.0
-    assert stats.median_us == pytest.approx(50.5) and stats.p10_us == pytest.approx(10.9) and stats.p99_us == pytest.approx(99.01)
-    assert stats.mean_us == pytest.approx(50.5) and stats.std_us == pytest.approx(np.std(np.arange(1, 101), ddof=1))
-    assert stats.unstable  # uniform 1..100: the median's interval is far wider than ±2%
-    assert summarize([1000.0] * 10, 1).unstable is False
 
 
 def test_short_calls_are_batched_long_calls_are_not():

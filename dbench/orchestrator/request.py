@@ -14,7 +14,7 @@ from typing import Any
 from dbench.affinity import parse_cpus
 from dbench.errors import InputError, UsageError
 from dbench.orchestrator.items import is_foreign
-from dbench.orchestrator.runner import WEIGHT_MODES, RunConfig
+from dbench.orchestrator.runner import WEIGHT_MODES, RunConfig, Variant
 from dbench.runtimes.base import Runtime, RuntimeOptions
 from dbench.worker.timing import QUICK, TimingConfig
 
@@ -27,17 +27,22 @@ FLAGS = {
     "graph_optimization": "--graph-opt", "allow_runtime_precision": "--allow-runtime-precision", "extra": "--option",
     "quick": "--quick", "min_time": "--min-time", "max_time": "--max-time", "warmup": "--warmup", "verify": "--no-verify",
     "profile_runs": "--profile-runs", "timeout": "--timeout", "memory_limit": "--memory-limit", "dims": "--dim",
-    "cpus": "--cpus",
+    "cpus": "--cpus", "rounds": "--rounds", "iterations": "--iterations", "warmup_calls": "--warmup-calls",
+    "percentiles": "--percentiles",
 }
 GEN_FLAGS = {"precision": "--precision", "passes": "--pass", "gemm_form": "--gemm-form", "rnn_form": "--rnn-form",
              "gru_activation": "--gru-activation", "int8_form": "--int8-form", "int8_pad": "--no-pad", "batch": "--batch"}
-ADDED_LATER = {"cpus": None, "dims": {}}
+ADDED_LATER = {"cpus": None, "dims": {}, "rounds": 1, "iterations": None, "warmup_calls": None, "percentiles": None}
 """Request fields newer than the first run headers, with the value every run made before them had
-(no --cpus: not pinned; no --dim: there was none), so those runs still resume."""
+(no --cpus: not pinned; no --dim: there was none; one round), so those runs still resume."""
+MAX_ROUNDS = 100
+MAX_PERCENTILE_COUNT = 20
 MAX_MEMORY_LIMIT_GIB = 2.0**30
 """--memory-limit below an exbibyte (2^30 GiB): setrlimit takes a 64-bit byte count."""
 MAX_SECONDS = 86400.0
 """The seconds options (--min-time, --max-time, --warmup, --timeout) stop at a day: beyond it a value is a typo."""
+MAX_CALLS = 10_000_000
+"""--iterations and --warmup-calls beyond this many calls per graph are typos (a huge one ran until --timeout)."""
 MAX_PROFILE_RUNS = 10_000
 """--profile-runs beyond this is a typo that would profile until --timeout kills the graph."""
 MAX_THREADS_PER_CORE = 4
@@ -56,8 +61,10 @@ class RunRequest:
     graphs: str | None = None
     gen: dict[str, Any] = field(default_factory=lambda: dict(GEN_DEFAULTS))
     runtime: str = "ort-cpu"
+    """One runtime, or several comma-separated (`ort-cpu,openvino`): interleaved graph by graph."""
     device: str | None = None
-    threads: int | None = None
+    threads: int | list[int] | None = None
+    """Intra-op threads: one count, or several (`--threads 1,2`) interleaved as variants."""
     weights: str = "auto"
     graph_optimization: str = "all"
     allow_runtime_precision: bool = False
@@ -73,6 +80,11 @@ class RunRequest:
     dims: dict[str, int] = field(default_factory=dict)
     """Sizes of the symbolic input dimensions of foreign models (`--graphs` on .onnx files, `--model`)."""
     cpus: str | None = None
+    rounds: int | None = None
+    """Rounds per graph (None: the timing default)."""
+    iterations: int | None = None
+    warmup_calls: int | None = None
+    percentiles: tuple[float, ...] | None = None
 
     @classmethod
     def from_dict(cls, data: dict[str, Any], source: Path) -> "RunRequest":
@@ -85,22 +97,44 @@ class RunRequest:
             raise InputError(f"{source}: its run header does not hold a request this dbench can resume "
                               f"(missing: {', '.join(missing)}); start a new run")
         try:
-            return cls(**{**{n: data[n] for n in names}, "ops": tuple(data["ops"]), "apps": tuple(data["apps"])})
+            percentiles = tuple(data["percentiles"]) if data["percentiles"] is not None else None
+            return cls(**{**{n: data[n] for n in names}, "ops": tuple(data["ops"]), "apps": tuple(data["apps"]),
+                          "percentiles": percentiles})
         except TypeError as err:
             raise InputError(f"{source}: its run header does not hold a request this dbench can resume ({err}); "
                               "start a new run") from None
 
     def timing(self) -> TimingConfig:
         base = QUICK if self.quick else TimingConfig()
-        overrides = {k: v for k, v in (("min_time", self.min_time), ("max_time", self.max_time), ("warmup_time", self.warmup)) if v is not None}
+        overrides = {k: v for k, v in (("min_time", self.min_time), ("max_time", self.max_time), ("warmup_time", self.warmup),
+                                       ("rounds", self.rounds), ("iterations", self.iterations),
+                                       ("warmup_calls", self.warmup_calls), ("percentiles", self.percentiles)) if v is not None}
         return dataclasses.replace(base, **overrides)
 
-    def options(self) -> RuntimeOptions:
-        return RuntimeOptions(threads=self.threads, device=self.device, graph_optimization=self.graph_optimization,
+    def runtimes(self) -> list[str]:
+        """The runtime names asked for, in order."""
+        return [name.strip() for name in self.runtime.split(",")]
+
+    def thread_counts(self) -> list[int | None]:
+        """The thread counts asked for (one None: every core)."""
+        if isinstance(self.threads, list):
+            return list(self.threads)
+        return [self.threads]
+
+    def options(self, threads: int | None = None) -> RuntimeOptions:
+        return RuntimeOptions(threads=threads if threads is not None else self.thread_counts()[0], device=self.device,
+                              graph_optimization=self.graph_optimization,
                               allow_runtime_precision=self.allow_runtime_precision, extra=dict(self.extra))
 
+    def variants(self) -> tuple[Variant, ...]:
+        """Every runtime with every thread count; each labelled by its runtime, plus `threads=N` when
+        several thread counts are asked for."""
+        several_counts = len(self.thread_counts()) > 1
+        return tuple(Variant(name + (f" threads={threads}" if several_counts else ""), name, self.options(threads))
+                     for name in self.runtimes() for threads in self.thread_counts())
+
     def config(self) -> RunConfig:
-        return RunConfig(self.runtime, self.options(), self.timing(), self.weights, self.verify, self.profile_runs,
+        return RunConfig(self.variants(), self.timing(), self.weights, self.verify, self.profile_runs,
                          self.timeout, self.memory_limit, parse_cpus(self.cpus) if self.cpus is not None else None)
 
     def changed(self) -> list[str]:
@@ -136,9 +170,22 @@ def _positive(value: float | None, flag: str, unit: str = "s") -> None:
 def check_numbers(request: RunRequest) -> None:
     """Ranges of the numeric options (an out-of-range value would be stored, then ruin every row)."""
     cores = os.cpu_count() or 1
-    if request.threads is not None and not 1 <= request.threads <= MAX_THREADS_PER_CORE * cores:
-        raise UsageError(f"--threads {request.threads} is out of range; use 1 to {MAX_THREADS_PER_CORE * cores} "
-                         f"({cores} cores here), or leave it out for every core")
+    for threads in request.thread_counts():
+        if threads is not None and not 1 <= threads <= MAX_THREADS_PER_CORE * cores:
+            raise UsageError(f"--threads {threads} is out of range; use 1 to {MAX_THREADS_PER_CORE * cores} "
+                             f"({cores} cores here), or leave it out for every core")
+    if request.rounds is not None and not 1 <= request.rounds <= MAX_ROUNDS:
+        raise UsageError(f"--rounds {request.rounds} is out of range; use 1 to {MAX_ROUNDS} (3 or more give an interval a verdict can use)")
+    if request.iterations is not None and not 1 <= request.iterations <= MAX_CALLS:
+        raise UsageError(f"--iterations {request.iterations} must be 1 to {MAX_CALLS:,} calls per graph")
+    if request.warmup_calls is not None and not 0 <= request.warmup_calls <= MAX_CALLS:
+        raise UsageError(f"--warmup-calls {request.warmup_calls} must be 0 to {MAX_CALLS:,}")
+    if request.percentiles is not None:
+        bad = [p for p in request.percentiles if not (math.isfinite(p) and 0 <= p <= 100)]
+        if bad or not request.percentiles or len(request.percentiles) > MAX_PERCENTILE_COUNT:
+            given = ",".join(f"{p:g}" for p in request.percentiles) or "''"
+            raise UsageError(f"--percentiles {given} must be 1 to {MAX_PERCENTILE_COUNT} numbers from 0 to 100, "
+                             "e.g. 50,90,99,99.9")
     _positive(request.timeout, "--timeout", "seconds")
     _positive(request.min_time, "--min-time", "seconds")
     _positive(request.max_time, "--max-time", "seconds")
@@ -173,13 +220,33 @@ def check_combinations(request: RunRequest) -> None:
         raise UsageError(f"unknown weights mode {request.weights!r}; valid: {', '.join(WEIGHT_MODES)}")
 
 
-def validate(request: RunRequest) -> type[Runtime]:
-    """Every check that needs no graph, in the order a user would fix them; returns the runtime's
-    adapter class (resolved once for the whole run; its `validate` starts no runtime)."""
+def check_variants(request: RunRequest, classes: dict[str, type[Runtime]]) -> None:
+    """Variants must differ, and interleaved runtimes must time the same graphs (one int8 form)."""
+    names = request.runtimes()
+    counts = request.thread_counts()
+    for flag, values in (("--runtime", names), ("--threads", counts)):
+        repeated = sorted({str(v) for v in values if values.count(v) > 1})
+        if repeated:
+            raise UsageError(f"{flag} names {', '.join(repeated)} twice; give each value once")
+    if len(counts) > 1 and None in counts:
+        raise UsageError("--threads with several counts needs every count written out (e.g. --threads 1,2)")
+    forms = {classes[name].int8_form for name in names}
+    if request.gen.get("precision") == "int8" and not request.gen.get("int8_form") and not request.graphs and len(forms) > 1:
+        raise UsageError(f"the runtimes {', '.join(names)} prefer different int8 forms ({', '.join(sorted(forms))}); "
+                         "interleaved runtimes must time the same graphs: give --int8-form")
+
+
+def validate(request: RunRequest) -> dict[str, type[Runtime]]:
+    """Every check that needs no graph, in the order a user would fix them; returns each runtime's
+    adapter class by name (resolved once for the whole run; `validate` starts no runtime)."""
     from dbench.runtimes.registry import require
 
-    runtime_cls = require(request.runtime)
+    if not all(request.runtimes()):
+        raise UsageError(f"--runtime {request.runtime!r} names no runtime between its commas; see dbench runtimes")
+    classes = {name: require(name) for name in request.runtimes()}
     check_numbers(request)
     check_combinations(request)
-    runtime_cls.validate(request.options())
-    return runtime_cls
+    check_variants(request, classes)
+    for variant in request.variants():
+        classes[variant.runtime].validate(variant.options)
+    return classes

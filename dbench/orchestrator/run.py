@@ -12,7 +12,7 @@ from typing import Any
 
 from dbench.orchestrator.items import Item, build_items, is_model_file
 from dbench.orchestrator.request import RunRequest, check_resume, validate
-from dbench.orchestrator.runner import RunConfig, RunObserver, Runner
+from dbench.orchestrator.runner import RunConfig, RunObserver, Runner, RunState, Variant
 from dbench.runtimes.base import Runtime
 from dbench.store.export import export_run
 from dbench.store.log import RunLog, ensure_writable, find_run, new_run_id
@@ -29,16 +29,17 @@ class PlannedRun:
 
     request: RunRequest
     config: RunConfig
-    runtime_cls: type[Runtime]
+    runtime_classes: dict[str, type[Runtime]]
     log: RunLog
     run_id: str
     header: dict[str, Any]
     items: list[Item]
-    done: set[str]
+    state: RunState
 
     @property
-    def pending(self) -> list[Item]:
-        return [i for i in self.items if i.spec.id not in self.done]
+    def pending(self) -> list[tuple[Item, str]]:
+        """The (graph, variant label) pairs without a row yet."""
+        return [(i, v.label) for i in self.items for v in self.config.variants if (i.spec.id, v.label) not in self.state.finished]
 
 
 @dataclass
@@ -62,27 +63,27 @@ def plan_run(request: RunRequest, out_dir: Path, resume: str | None) -> PlannedR
     """Check the request and build its graphs before anything is written; then create the log, or
     reopen it locked for appending (a torn last line set aside). The caller runs it with execute_run,
     which releases the lock."""
-    done: set[str] = set()
+    state = RunState()
     if resume is not None:  # an empty id is refused by find_run, never taken for a new run
         check_resume(request)
         stored = RunLog.read(find_run(out_dir, resume))
         header = stored.header()
         request = RunRequest.from_dict(header.get("request", {}), stored.path)
-    runtime_cls = validate(request)
+    classes = validate(request)
     config = request.config()
-    items = build_items(request, runtime_cls.int8_form)
+    items = build_items(request, classes[config.variants[0].runtime].int8_form)
     if resume is not None:  # an empty id is refused by find_run, never taken for a new run
         run_id = resume
         log = RunLog.resume(stored.path)
-        done = {row["graph_id"] for row in log.rows()}
+        state = RunState.from_log(log.rows(), log.rounds(), config.variants[0].label)
     else:
         folder = ensure_writable(out_dir / machine_name())
         run_id = new_run_id()
         header = {
             "kind": "model" if request.graphs and is_model_file(Path(request.graphs)) else "kernels",
             "request": dataclasses.asdict(request),
-            "runtime": {"name": request.runtime, "version": runtime_cls.version(),
-                        **runtime_cls.header_metadata(config.options)},
+            "runtime": _runtime_header(config.variants[0], classes),
+            "variants": [{"label": v.label, **_runtime_header(v, classes)} for v in config.variants],
             "timing": config.timing.to_dict(),
             "host": host_metadata(),
             "command": sys.argv,
@@ -90,12 +91,18 @@ def plan_run(request: RunRequest, out_dir: Path, resume: str | None) -> PlannedR
         }
         log = RunLog.create(folder, run_id, header)
     header = {**header, "run_id": run_id}
-    return PlannedRun(request, config, runtime_cls, log, run_id, header, items, done)
+    return PlannedRun(request, config, classes, log, run_id, header, items, state)
+
+
+def _runtime_header(variant: Variant, classes: dict[str, type[Runtime]]) -> dict[str, Any]:
+    """A variant's runtime as the run header records it: name, version and the device facts."""
+    cls = classes[variant.runtime]
+    return {"name": variant.runtime, "version": cls.version(), **cls.header_metadata(variant.options)}
 
 
 def execute_run(planned: PlannedRun, observer: RunObserver) -> RunResult:
     """Run the pending graphs, logging each row as it is made, then export the whole run."""
     with planned.log:  # the log stays locked until the run is exported
-        runner = Runner(planned.config, planned.runtime_cls, planned.log, planned.run_id)
-        runner.run(planned.items, planned.done, observer)
+        runner = Runner(planned.config, planned.runtime_classes, planned.log, planned.run_id)
+        runner.run(planned.items, planned.state, observer)
         return RunResult(planned.run_id, planned.header, planned.log.path, planned.log.rows(), export_run(planned.log))

@@ -1,17 +1,22 @@
-"""The run loop: for each graph, hand a Job to the worker, turn its Outcome (or its death) into a
-result Row, and append the row to the run log at once. A resumed run skips graphs that have a row."""
+"""The run loop, in rounds: every round hands each pending graph (in a shuffled order after the first)
+to a fresh worker process per variant, and the variants of one graph run back to back, so that drift
+cancels between them. A round's outcome is logged at once; a graph's row is written after its last
+round (or at once when it fails, or when its budget allows no more rounds). A resumed run skips what
+its log already holds, rounds included."""
 
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass
-from typing import Protocol
+import random
+from dataclasses import dataclass, field
+from typing import Any, Mapping, Protocol
 
 from dbench.errors import DbenchError, RuntimeSetupError
 from dbench.gen.graph import GraphSpec
 from dbench.orchestrator.items import Item
 from dbench.orchestrator.worker_process import WorkerProcess
 from dbench.runtimes.base import Runtime, RuntimeOptions
+from dbench.stats.summary import summarize_rounds
 from dbench.store.log import RunLog, resume_command
 from dbench.store.schema import Row, Status
 from dbench.worker.main import Job, Outcome
@@ -21,12 +26,22 @@ WEIGHT_MODES = ("auto", "const", "input")
 
 
 @dataclass(frozen=True)
-class RunConfig:
-    """How to run: runtime and its options, timing, verification, profiling and isolation limits.
-    `weights` is `auto` (const for inference graphs, input for training ones), `const` or `input`."""
+class Variant:
+    """One configuration every graph is timed under: a runtime and its options, named by `label` (the
+    runtime, or what differs from the run's other variants, e.g. `threads=2`)."""
 
+    label: str
     runtime: str
     options: RuntimeOptions
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    """How to run: the variants (one, or several interleaved), timing, verification, profiling and
+    isolation limits. `weights` is `auto` (const for inference graphs, input for training ones),
+    `const` or `input`."""
+
+    variants: tuple[Variant, ...]
     timing: TimingConfig
     weights: str = "auto"
     verify: bool = True
@@ -34,11 +49,11 @@ class RunConfig:
     timeout: float = 600.0
     memory_limit: int | None = None
     cpus: tuple[int, ...] | None = None
-    """CPUs the worker is pinned to (None: wherever the parent may run)."""
+    """CPUs the workers are pinned to (None: wherever the parent may run)."""
 
 
 class Interrupted(DbenchError):
-    """Ctrl-C during a run: every finished row is already in the log."""
+    """Ctrl-C during a run: every finished row and round is already in the log."""
 
     exit_code = 130
 
@@ -55,8 +70,11 @@ def weights_for(spec: GraphSpec, mode: str) -> str:
 class RunObserver(Protocol):
     """What follows a run as it goes (the terminal's progress display; tests)."""
 
-    def on_start(self, item: Item) -> None:
-        """A graph goes to the worker."""
+    def on_round(self, number: int, rounds: int, jobs: int) -> None:
+        """Round `number` (1-based) of `rounds` begins, with `jobs` graph x variant jobs."""
+
+    def on_start(self, item: Item, variant: str) -> None:
+        """A graph goes to the worker of a variant."""
 
     def on_phase(self, item: Item, phase: str) -> None:
         """The worker began a phase of the graph's job (`preparing`, `timing`, `verifying`...)."""
@@ -65,53 +83,178 @@ class RunObserver(Protocol):
         """The graph's row is in the log."""
 
 
-class Runner:
-    """Runs items on one runtime through a persistent worker, logging each row as it is made."""
+def outcome_record(outcome: Outcome) -> dict[str, Any]:
+    """An Outcome as a JSON-ready dict (a round line of the log)."""
+    return {**dataclasses.asdict(outcome), "status": outcome.status.value}
 
-    def __init__(self, config: RunConfig, runtime_cls: type[Runtime], log: RunLog, run_id: str) -> None:
+
+def outcome_from_record(record: dict[str, Any]) -> Outcome:
+    """The Outcome a round line holds."""
+    names = {f.name for f in dataclasses.fields(Outcome)}
+    return Outcome(**{**{k: v for k, v in record.items() if k in names}, "status": Status(record["status"])})
+
+
+@dataclass
+class RunState:
+    """What a run's log already holds: the (graph, variant) pairs with a row, and the rounds measured
+    for the others."""
+
+    finished: set[tuple[str, str]] = field(default_factory=set)
+    rounds: dict[tuple[str, str], list[Outcome]] = field(default_factory=dict)
+
+    @classmethod
+    def from_log(cls, rows: list[dict[str, Any]], rounds: list[dict[str, Any]], default_variant: str) -> "RunState":
+        state = cls({(r["graph_id"], r.get("variant") or default_variant) for r in rows})
+        for record in rounds:
+            key = (record["graph_id"], record.get("variant") or default_variant)
+            if key not in state.finished:
+                state.rounds.setdefault(key, []).append(outcome_from_record(record["outcome"]))
+        return state
+
+
+def combine(outcomes: list[Outcome], timing: TimingConfig) -> Outcome:
+    """A graph's Outcome over its rounds: the first round's verification, profile and phases; the
+    statistics of every round together; the largest memory; the device time's median."""
+    first = outcomes[0]
+    stats = [o.stats for o in outcomes if o.stats]
+    device = sorted(o.device_median_us for o in outcomes if o.device_median_us is not None)
+
+    def largest(name: str) -> int | None:
+        values = [getattr(o, name) for o in outcomes if getattr(o, name) is not None]
+        return max(values) if values else None
+
+    def total(name: str) -> float | None:
+        values = [getattr(o, name) for o in outcomes if getattr(o, name) is not None]
+        return sum(values) if values else None
+
+    return dataclasses.replace(
+        first, stats=summarize_rounds(stats, timing.percentiles, timing.unstable_above) if stats else None,
+        peak_rss_bytes=largest("peak_rss_bytes"), memory_bytes=largest("memory_bytes"),
+        device_memory_bytes=largest("device_memory_bytes"), inputs_s=total("inputs_s"), prepare_s=total("prepare_s"),
+        device_median_us=device[len(device) // 2] if device else None)
+
+
+def another_round(outcomes: list[Outcome], timing: TimingConfig) -> bool:
+    """Whether the graph gets one more round: every round so far measured, and (unless stopping by
+    iterations) its sampling so far plus one more round's share, or one more call where a call is
+    longer, stays within --max-time, so that a graph whose one call takes seconds is not timed rounds
+    times over (it then says how many rounds it got)."""
+    if len(outcomes) >= timing.rounds or any(o.status != Status.OK or not o.stats for o in outcomes):
+        return False
+    if timing.iterations is not None:
+        return True
+    sampled = sum(o.stats["timed_s"] for o in outcomes)
+    call_s = outcomes[-1].stats["median_us"] / 1e6
+    return sampled + max(timing.min_time / timing.rounds, call_s) <= timing.max_time * (1 + 1e-9)
+
+
+class Runner:
+    """Runs items on every variant in rounds, each round through fresh worker processes, logging each
+    round as it is measured and each row as it is complete."""
+
+    def __init__(self, config: RunConfig, runtime_classes: Mapping[str, type[Runtime]], log: RunLog, run_id: str) -> None:
         self.config = config
         self.log = log
         self.run_id = run_id
-        self.runtime_info = {"name": config.runtime, "version": runtime_cls.version(),
-                             "device": config.options.device or "default"}
+        self.runtime_info = {v.label: {"name": v.runtime, "version": runtime_classes[v.runtime].version(),
+                                       "device": v.options.device or "default"} for v in config.variants}
+        self.seq = 0
 
-    def _outcome(self, worker: WorkerProcess, item: Item, weights: str, observer: RunObserver) -> Outcome:
+    def _outcome(self, worker: WorkerProcess, item: Item, variant: Variant, number: int, observer: RunObserver) -> Outcome:
+        """The outcome of round `number` (0-based) of one graph on one variant: the first round also
+        verifies and profiles."""
         if item.unsupported:
             return Outcome(Status.UNSUPPORTED, item.unsupported)
         try:
             data, digest = item.load()
         except OSError as err:
             return Outcome(Status.FAILED, f"cannot read the graph file: {err.strerror}")
-        job = Job(spec=item.spec, model=data, sha256=digest, runtime=self.config.runtime, options=self.config.options,
-                  timing=self.config.timing, weights=weights, verify=self.config.verify,
-                  profile_runs=self.config.profile_runs)
+        job = Job(spec=item.spec, model=data, sha256=digest, runtime=variant.runtime, options=variant.options,
+                  timing=self.config.timing.per_round(), weights=weights_for(item.spec, self.config.weights),
+                  verify=self.config.verify and number == 0, profile_runs=self.config.profile_runs if number == 0 else 0,
+                  round=number + 1)
         return worker.submit(job, self.config.timeout, lambda name: observer.on_phase(item, name))
 
-    def run(self, items: list[Item], done: set[str], observer: RunObserver) -> list[Row]:
-        """Run every item whose graph id is not in `done`, telling `observer` as each starts, enters a
-        phase in the worker, and has its row logged."""
-        rows = []
-        worker = WorkerProcess(self.config.memory_limit, self.config.cpus)
-        seq = len(done)
-        try:
-            for item in items:
-                if item.spec.id in done:
-                    continue
-                observer.on_start(item)
-                weights = weights_for(item.spec, self.config.weights)
-                outcome = self._outcome(worker, item, weights, observer)
-                if outcome.aborts_run:
-                    raise RuntimeSetupError(f"{outcome.message}; {seq} rows are in {self.log.path}")
-                # The settings in force as the worker read them after prepare; as requested when no graph got that far.
-                options = outcome.runtime_options or dataclasses.asdict(self.config.options)
-                row = Row.build(self.run_id, seq, item.spec, {**self.runtime_info, "options": options}, weights, outcome)
-                self.log.append(row.to_dict())
-                rows.append(row)
-                seq += 1
-                observer.on_row(row)
-            worker.close()
-        except KeyboardInterrupt:
-            raise Interrupted(f"interrupted; {seq} rows are in {self.log.path}; finish with: {resume_command(self.log.path)}") from None
-        finally:
-            worker.stop()  # a no-op after close; on any error, the worker's group is killed
+    def _finish(self, item: Item, variant: Variant, outcomes: list[Outcome], observer: RunObserver) -> Row:
+        """Write the row of a graph and variant from its rounds. A round after the first that failed
+        (a crash, a timeout) makes the row that failure, named by its round, without figures."""
+        outcome = combine(outcomes, self.config.timing)
+        last = outcomes[-1]
+        if len(outcomes) > 1 and last.status != Status.OK:
+            outcome = dataclasses.replace(outcome, status=last.status, stats=None,
+                                          message=f"round {len(outcomes)} of {self.config.timing.rounds}: {last.message}")
+        # The settings in force as the worker read them after prepare; as requested when no graph got that far.
+        options = outcome.runtime_options or dataclasses.asdict(variant.options)
+        row = Row.build(self.run_id, self.seq, item.spec, {**self.runtime_info[variant.label], "options": options},
+                        weights_for(item.spec, self.config.weights), outcome, variant.label)
+        self.log.append(row.to_dict())
+        self.seq += 1
+        observer.on_row(row)
+        return row
+
+    def _order(self, items: list[Item], number: int) -> list[Item]:
+        """The first round in the given order; later ones shuffled (seeded by the run and round), so that
+        a graph's rounds fall at different moments and next to different neighbours."""
+        if number == 0:
+            return list(items)
+        shuffled = list(items)
+        random.Random(f"{self.run_id}/{number}").shuffle(shuffled)
+        return shuffled
+
+    def _variants(self, number: int, position: int) -> list[Variant]:
+        """The variants of one graph in this round, rotated graph by graph and round by round so that
+        none always runs first (after the other's caches, or before a frequency step)."""
+        variants = list(self.config.variants)
+        turn = (number + position) % len(variants)
+        return variants[turn:] + variants[:turn]
+
+    def _due(self, item: Item, variant: Variant, number: int, state: RunState, pending: set[tuple[str, str]]) -> bool:
+        """Whether round `number` (0-based) of this graph and variant is still to be measured."""
+        key = (item.spec.id, variant.label)
+        measured = state.rounds.get(key, [])
+        return key in pending and len(measured) == number and (number == 0 or another_round(measured, self.config.timing))
+
+    def run(self, items: list[Item], state: RunState, observer: RunObserver) -> list[Row]:
+        """Run every (item, variant) that has no row in `state`, round by round, telling `observer` as
+        each round begins, each job starts and enters a phase in the worker, and each row is logged."""
+        rows: list[Row] = []
+        self.seq = len(state.finished)
+        timing = self.config.timing
+        pending = {(i.spec.id, v.label) for i in items for v in self.config.variants} - state.finished
+        for number in range(timing.rounds):
+            todo = [(item, variant) for position, item in enumerate(self._order(items, number))
+                    for variant in self._variants(number, position) if self._due(item, variant, number, state, pending)]
+            if not todo:
+                continue
+            observer.on_round(number + 1, timing.rounds, len(todo))
+            workers = {v.label: WorkerProcess(self.config.memory_limit, self.config.cpus) for v in self.config.variants}
+            try:
+                for item, variant in todo:
+                    key = (item.spec.id, variant.label)
+                    observer.on_start(item, variant.label)
+                    outcome = self._outcome(workers[variant.label], item, variant, number, observer)
+                    if outcome.aborts_run:
+                        raise RuntimeSetupError(f"{outcome.message}; {self.seq} rows are in {self.log.path}")
+                    self.log.append_round({"graph_id": item.spec.id, "variant": variant.label, "round": number + 1,
+                                           "outcome": outcome_record(outcome)})
+                    outcomes = state.rounds.setdefault(key, [])
+                    outcomes.append(outcome)
+                    if not another_round(outcomes, timing):
+                        rows.append(self._finish(item, variant, outcomes, observer))
+                        pending.discard(key)
+                        state.finished.add(key)
+                for worker in workers.values():
+                    worker.close()
+            except KeyboardInterrupt:
+                raise Interrupted(f"interrupted; {self.seq} rows (and the rounds measured since) are in {self.log.path}; "
+                                  f"finish with: {resume_command(self.log.path)}") from None
+            finally:
+                for worker in workers.values():
+                    worker.stop()  # a no-op after close; on any error, the worker's group is killed
+        for item in items:  # graphs a resumed run had measured in every round it gets, but not yet written
+            for variant in self.config.variants:
+                key = (item.spec.id, variant.label)
+                if key in pending and state.rounds.get(key):
+                    rows.append(self._finish(item, variant, state.rounds[key], observer))
+                    pending.discard(key)
         return rows

@@ -20,33 +20,43 @@ from dbench.store.derived import sparse_speedups
 from dbench.store.schema import Row
 
 
-def graph_line(done: int, total: int, row: Row) -> str:
-    """`[3/13] gemm_m35_n700_k2048_nn.fwd.gemm.fp32 ok 721 µs ±0.4% 0.07 TFLOP/s` (or the status and message)."""
-    head = f"[{done}/{total}] {row.graph_id} {row.status}"
+def graph_line(done: int, total: int, row: Row, variants: int = 1) -> str:
+    """`[3/13] gemm_m35_n700_k2048_nn.fwd.gemm.fp32 ok 721 µs ±0.4% 0.07 TFLOP/s` (or the status and
+    message); the variant is named when the run has several."""
+    head = f"[{done}/{total}] {row.graph_id}" + (f" [{row.variant}]" if variants > 1 else "") + f" {row.status}"
     if row.status != "ok":
         return f"{head}: {row.message}"[:300]
     parts = [format_time(row.median_us)]
-    if row.ci_rel is not None:
-        parts.append(f"±{row.ci_rel * 100:.1f}%" + (" unstable" if row.unstable else ""))
+    if row.rerun_rel is not None:
+        parts.append(f"±{row.rerun_rel * 100:.1f}% re-run" + (" unstable" if row.unstable else ""))
+    elif row.rounds:
+        parts.append(f"({row.rounds} round{'s' if row.rounds > 1 else ''}: no interval)")
     if row.tflops:
         parts.append(f"{significant(row.tflops)} TFLOP/s")
     return f"{head} {' '.join(parts)}"
 
 
 class RunProgress:
-    """A transient progress bar over a planned run's pending graphs on a terminal, naming the graph and
-    the worker's phase; a line per finished graph elsewhere. It is the RunObserver `execute_run` takes."""
+    """A transient progress bar over a planned run's jobs (graph x variant x round) on a terminal, naming
+    the round, the graph and the worker's phase; a line per round and per finished row elsewhere. It
+    is the RunObserver `execute_run` takes."""
 
     def __init__(self, console: Console, planned: PlannedRun) -> None:
-        self.console, self.total, self.done = console, len(planned.pending), 0
-        console.print(f"run {planned.run_id}: {self.total} graphs on {planned.request.runtime} "
-                      f"({len(planned.done)} already done) -> {planned.log.path}", highlight=False)
+        pending = planned.pending
+        self.variants = len(planned.config.variants)
+        self.console, self.total, self.done, self.started = console, len(pending), 0, 0
+        self.round = ""
+        graphs = len({item.spec.id for item, _ in pending})
+        on = planned.request.runtime if self.variants == 1 else " vs ".join(v.label for v in planned.config.variants)
+        already = len(planned.state.finished)
+        console.print(f"run {planned.run_id}: {graphs} graphs on {on}, {planned.config.timing.rounds} rounds each"
+                      + (f" ({already} rows already done)" if already else "") + f" -> {planned.log.path}", highlight=False)
         self.progress: Progress | None = None
         if console.is_terminal:
             columns = (TextColumn("{task.description}", style="cyan"), BarColumn(), MofNCompleteColumn(),
                        TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn())
             self.progress = Progress(*columns, console=console, transient=True)
-            self.task = self.progress.add_task("starting", total=self.total)
+            self.task = self.progress.add_task("starting", total=self.total * planned.config.timing.rounds)
 
     def __enter__(self) -> "RunProgress":
         if self.progress is not None:
@@ -57,27 +67,41 @@ class RunProgress:
         if self.progress is not None:
             self.progress.stop()
 
-    def on_start(self, item: Item) -> None:
+    def on_round(self, number: int, rounds: int, jobs: int) -> None:
+        self.round = f"round {number}/{rounds}"
         if self.progress is not None:
-            self.progress.update(self.task, description=f"{item.spec.id[:50]} · starting")
+            # Graphs whose budget allowed fewer rounds leave the count: the total is what is left, as now known.
+            self.progress.update(self.task, completed=self.started, total=self.started + jobs * (rounds - number + 1))
+        else:
+            self.console.print(f"{self.round}: {jobs} jobs", highlight=False)
+
+    def on_start(self, item: Item, variant: str) -> None:
+        """A job starts: the one before it is done."""
+        if self.progress is not None:
+            self.progress.update(self.task, completed=self.started)
+        self.started += 1
+        self._describe(item, "starting")
+
+    def _describe(self, item: Item, phase: str) -> None:
+        if self.progress is not None:
+            self.progress.update(self.task, description=f"{self.round} · {item.spec.id[:50]} · {phase}")
 
     def on_phase(self, item: Item, phase: str) -> None:
-        if self.progress is not None:
-            self.progress.update(self.task, description=f"{item.spec.id[:50]} · {phase}")
+        self._describe(item, phase)
 
     def on_row(self, row: Row) -> None:
         self.done += 1
-        if self.progress is not None:
-            self.progress.advance(self.task)
-        else:
-            self.console.print(escape(graph_line(self.done, self.total, row)), highlight=False, soft_wrap=True)
+        if self.progress is None:
+            self.console.print(escape(graph_line(self.done, self.total, row, self.variants)), highlight=False, soft_wrap=True)
 
 
 def print_run(console: Console, result: RunResult) -> None:
     """The run's results table, sparse speedups if any, and one line of status counts and files."""
     rows = result.rows
-    console.print(results_table(rows, f"{result.run_id} · {result.header['runtime']['name']} · {result.header['host']['cpu_model']}",
-                                console.width))
+    runtimes = " vs ".join(v["label"] for v in result.header.get("variants", [])) or result.header["runtime"]["name"]
+    unstable_above = result.header.get("timing", {}).get("unstable_above", 0.05)
+    console.print(results_table(rows, f"{result.run_id} · {runtimes} · {result.header['host']['cpu_model']}",
+                                console.width, unstable_above))
     speedups = sparse_speedups(rows)
     if speedups:
         console.print(speedup_table(speedups))
@@ -90,5 +114,5 @@ def print_run(console: Console, result: RunResult) -> None:
     if note:
         console.print(f"note: {note}", highlight=False, markup=False)
     console.print(peak_line(rows, read_peak_file(result.log_path.parent)), highlight=False)
-    for line in run_warnings(rows, result.header["host"]):
+    for line in run_warnings(rows, result.header["host"], result.header.get("timing")):
         console.print(f"[yellow]warning:[/] {line}", highlight=False, soft_wrap=True)

@@ -27,11 +27,15 @@ STATUS_STYLE = {"ok": "green", "mismatch": "bold red", "unsupported": "yellow", 
                 "timeout": "red", "oom": "magenta"}
 
 
-def _ci(row: dict[str, Any]) -> str:
-    """The median's 95% interval half-width in percent, `!` when the row is unstable."""
-    if row.get("ci_rel") is None:
-        return ""
-    return f"±{row['ci_rel'] * 100:.1f}%" + ("!" if row.get("unstable") else "")
+def _interval(row: dict[str, Any]) -> str:
+    """The half-width of the interval a re-run's median should fall in, in percent, `!` when the row is
+    unstable; `1 rd` or `=` where the rounds give no interval (one round; identical round medians);
+    a row from before rounds shows its old interval of the median in parentheses."""
+    if row.get("rerun_rel") is not None:
+        return f"±{row['rerun_rel'] * 100:.1f}%" + ("!" if row.get("unstable") else "")
+    if row.get("rounds"):
+        return "=" if row.get("round_sd") == 0 else f"{row['rounds']} rd"
+    return f"(±{row['ci_rel'] * 100:.1f}%)" if row.get("ci_rel") is not None else ""
 
 
 NARROW = 100
@@ -39,12 +43,14 @@ NARROW = 100
 column (kept in the files), so that the widest statuses and precisions still leave every number whole."""
 
 
-def results_table(rows: list[dict[str, Any]], title: str, width: int = 200) -> Table:
-    """The end-of-run summary, readable at 80 columns: one line per graph with status (! when it
-    breaks an invariant), precision asked -> executed, median (adaptive units) and its 95% interval,
-    p90, p99, the cold first call, TFLOP/s and GB/s. Numbers never wrap; only the graph id folds."""
+def results_table(rows: list[dict[str, Any]], title: str, width: int = 200, unstable_above: float = 0.05) -> Table:
+    """The end-of-run summary, readable at 80 columns: one line per graph (and variant, when a run has
+    several) with status (! when it breaks an invariant), precision asked -> executed, median
+    (adaptive units) and where a re-run's median should fall, p90, p99, the cold first call, TFLOP/s
+    and GB/s. Numbers never wrap; only the graph id folds."""
     broken = sum(1 for r in rows if r.get("invariant_violations"))
-    caption = "±: 95% interval of the median; !: unstable (wider than ±2%)"
+    caption = (f"±: where 95% of re-runs' medians should fall (from the rounds); !: unstable (wider than ±{unstable_above:.0%}); "
+               "N rd: N rounds, no interval; =: round medians identical (quantised clock)")
     if broken:
         caption += f"\n[bold red]{broken} rows marked ! break an invariant: see their invariant_violations[/]"
     narrow = width < NARROW
@@ -58,16 +64,17 @@ def results_table(rows: list[dict[str, Any]], title: str, width: int = 200) -> T
         else:
             table.add_column(column, justify="left" if column in ("status", "prec") else "right", no_wrap=True,
                              overflow="ellipsis")
+    variants = len({r.get("variant") or r.get("runtime") for r in rows}) > 1
     for r in rows:
         executed = r.get("precision_executed") or ""
         prec = r["precision"] if executed in ("", r["precision"]) else f"{r['precision']}→{executed}"
         if r.get("precision_fallback"):
             prec = f"[yellow]{prec}[/]"
         cells = [
-            r["graph_id"], f"[{STATUS_STYLE.get(r['status'], 'white')}]{r['status']}[/]"
+            r["graph_id"] + (escape(f" [{r.get('variant') or r.get('runtime')}]") if variants else ""), f"[{STATUS_STYLE.get(r['status'], 'white')}]{r['status']}[/]"
             + (" [yellow]unverified[/]" if r["status"] == "ok" and r.get("verified") is None else "")
             + ("[bold red]![/]" if r.get("invariant_violations") else ""), prec,
-            format_time(r.get("median_us")), _ci(r), format_time(r.get("p90_us")), format_time(r.get("p99_us")),
+            format_time(r.get("median_us")), _interval(r), format_time(r.get("p90_us")), format_time(r.get("p99_us")),
             format_time(r.get("first_call_us")), significant(r.get("tflops")), significant(r.get("gbps")),
         ]
         table.add_row(*cells[:len(columns)])
@@ -94,22 +101,67 @@ def speedup_table(speedups: dict[str, float]) -> Table:
     return table
 
 
-def compare_table(pairs, name_a: str, name_b: str) -> Table:
-    """`dbench compare`: each run's status or median, the ratio b/a with its 95% interval, the verdict."""
-    table = Table(title=f"a = {name_a}\nb = {name_b}",
-                  caption="ratio = time b / time a (Hodges-Lehmann, 95% interval); verdict beyond a 2% noise floor")
-    for column, justify in [("graph", "left"), ("a", "right"), ("b", "right"), ("b/a", "right"), ("95% CI", "right"), ("verdict", "left")]:
-        table.add_column(column, justify=justify, overflow="fold")
+def _percent(value: float | None) -> str:
+    return "" if value is None or value != value else f"{value:.1%}"
+
+
+def compare_table(comparison, width: int = 200) -> Table:
+    """`dbench compare`: each side's median, the ratio b/a with its 95% interval, the smallest change
+    the kernel's data resolves, and the verdict (false-discovery rate controlled over the table)."""
+    from dbench.store.compare import CHANGED
+
+    caption = (f"b/a: ratio of geometric-mean round medians, 95% interval; resolves: the change detected 80% of the time; "
+               f"verdicts: {comparison.method}, false-discovery rate {comparison.fdr:.0%}")
+    table = Table(title=f"a = {escape(comparison.a.label)}\nb = {escape(comparison.b.label)}", caption=caption,
+                  box=None if width < NARROW else box.HEAVY_HEAD)
+    for column, justify in [("graph", "left"), ("a", "right"), ("b", "right"), ("b/a", "right"), ("95% interval", "right"),
+                            ("resolves", "right"), ("verdict", "left")]:
+        table.add_column(column, justify=justify, overflow="fold", no_wrap=column not in ("graph", "verdict"))
     styles = {"faster": "green", "slower": "red", "same": "dim"}
 
-    def side(row) -> str:
-        if row is None:
+    def side(rows) -> str:
+        if not rows:
             return "—"
-        return format_time(row.get("median_us")) if row["status"] == "ok" else row["status"]
+        bad = [r["status"] for r in rows if r["status"] != "ok"]
+        if bad:
+            return bad[0]
+        medians = [r["median_us"] for r in rows if r.get("median_us")]
+        return format_time(float(sum(medians) / len(medians))) if medians else ""
 
-    for pair in pairs:
-        interval = f"{pair.shift.low:.3f}–{pair.shift.high:.3f}" if pair.shift else ""
+    for pair in comparison.pairs:
+        d = pair.difference
+        interval = f"{d.low:.3f}–{d.high:.3f}" if d and pair.verdict in (*CHANGED, "same") else ""
         ratio = f"{pair.ratio:.3f}" if pair.ratio else ""
-        style = styles.get(pair.verdict, "yellow")
-        table.add_row(pair.graph_id, side(pair.a), side(pair.b), ratio, interval, f"[{style}]{pair.verdict}[/]")
+        resolves = f"±{_percent(d.resolvable)}" if d and pair.verdict in (*CHANGED, "same") else ""
+        verdict = pair.verdict + (f" ({pair.detail})" if pair.detail else "")
+        table.add_row(pair.graph_id, side(pair.a), side(pair.b), ratio, interval, resolves,
+                      f"[{styles.get(pair.verdict, 'yellow')}]{escape(verdict)}[/]")
     return table
+
+
+def compare_summary(comparison) -> list[str]:
+    """The lines under a compare table: what changed, what the data could not say, the noise it
+    measured, and the geometric-mean ratio with its interval."""
+    from dbench.store.compare import CHANGED
+
+    counts = comparison.counts()
+    changed = counts.get("faster", 0) + counts.get("slower", 0)
+    parts = [f"{changed} changed ({counts.get('faster', 0)} faster, {counts.get('slower', 0)} slower) at a "
+             f"{comparison.fdr:.0%} false-discovery rate"]
+    if counts.get("same"):
+        noisy = counts.get("too noisy", 0)
+        parts.append(f"{counts['same']} same within noise" + (
+            f" ({noisy} of them too noisy to resolve a {comparison.resolution:.0%} change)" if noisy else ""))
+    for key in ("too few rounds", "too few runs", "no rounds", "no spread", "not compared"):
+        if counts.get(key):
+            parts.append(f"{counts[key]} {key}")
+    lines = [f"b against a: {', '.join(parts)}"]
+    noise = comparison.noise()
+    if noise:
+        lines.append(f"noise measured: SD of a round's log time {_percent(noise[len(noise) // 2])} at the median kernel "
+                     f"({_percent(noise[0])} to {_percent(noise[-1])})")
+    mean = comparison.geomean()
+    tested = sum(1 for p in comparison.pairs if p.difference and p.verdict in (*CHANGED, "same"))
+    lines.append(f"geometric-mean time ratio b/a {mean.ratio:.3f} (95% interval {mean.low:.3f}–{mean.high:.3f}) over {tested} graphs"
+                 if mean else "no graph could be tested on both sides")
+    return lines

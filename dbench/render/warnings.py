@@ -4,20 +4,25 @@ from __future__ import annotations
 
 from typing import Any
 
-from dbench.worker.stats import CI_THRESHOLD
 from dbench.store.metadata import BUSY_LOAD_PER_CORE, is_busy
+from dbench.worker.timing import TimingConfig
 
 
-def run_warnings(rows: list[dict[str, Any]], host: dict[str, Any]) -> list[str]:
-    """One line per problem, each naming its fix."""
+def run_warnings(rows: list[dict[str, Any]], host: dict[str, Any], timing: dict[str, Any] | None = None) -> list[str]:
+    """One line per problem, each naming its fix; `timing` is the run header's timing settings."""
     lines = []
-    unstable = [r["graph_id"] for r in rows if r.get("unstable")]
+    threshold = (timing or {}).get("unstable_above", TimingConfig().unstable_above)
+    unstable = [r for r in rows if r.get("unstable")]
     if unstable:
-        lines.append(f"{len(unstable)} rows unstable (median's 95% interval wider than ±{CI_THRESHOLD:.0%}), e.g. "
-                     f"{unstable[0]}: re-run them with a longer --min-time (e.g. --min-time 10 --id '<pattern>') on a quiet machine")
-    few = [r["graph_id"] for r in rows if r.get("status") == "ok" and r.get("ci_rel") is None and "ci_rel" in r]
+        width = {id(r): r.get("rerun_rel") or r.get("ci_rel") or 0.0 for r in unstable}  # ci_rel: rows from before rounds
+        worst = max(unstable, key=lambda r: width[id(r)])
+        lines.append(f"{len(unstable)} rows unstable (a re-run's median could land more than ±{threshold:.0%} away), worst "
+                     f"{worst['graph_id']} at ±{width[id(worst)]:.0%}: its rounds disagree; re-run them on a quiet machine "
+                     "with more rounds (e.g. --rounds 10 --id '<pattern>') before publishing")
+    few = [r for r in rows if r.get("status") == "ok" and r.get("rounds") and r.get("rerun_rel") is None]
     if few:
-        lines.append(f"{len(few)} rows have under 6 samples, so no interval (--quick?): raise --min-time for figures to publish")
+        lines.append(f"{len(few)} rows have no interval (e.g. {few[0]['graph_id']}: {few[0].get('interval_note') or 'too few rounds'}); "
+                     "a verdict needs 3 rounds: raise --max-time for slow graphs, or --rounds")
     cores = host.get("cpu_affinity") or host.get("cpu_count")
     end = [rows[-1]["load_1m"]] if rows and rows[-1].get("load_1m") is not None else None
     for moment, load in (("start", host.get("load_start")), ("end", end)):
@@ -39,10 +44,17 @@ def peak_line(rows: list[dict[str, Any]], peaks: dict[str, Any] | None) -> str:
 
     if not peaks:
         return "no ceilings measured for this machine: run dbench peak to see rows as a fraction of peak"
-    fractions = [(f, r["graph_id"]) for r in rows if (f := roof_fraction(r, peaks)) is not None]
-    if not fractions:
+    measured = [(f, r["graph_id"]) for r in rows if (f := roof_fraction(r, peaks)) is not None]
+    if not measured:
         return "no verified row in a precision dbench peak measured: no fraction of peak"
-    values = sorted(f for f, _ in fractions)
-    best = max(fractions)
-    return (f"against this machine's roofline (peak.json, {peaks.get('taken_at', '')}): median {values[len(values) // 2]:.0%}"
-            f" of the roof over {len(values)} rows, best {best[0]:.0%} ({best[1]})")
+    fractions = [(f, graph) for f, graph in measured if f <= 1.0]
+    above = sorted(((f, graph) for f, graph in measured if f > 1.0), reverse=True)
+    line = f"against this machine's roofline (peak.json, {peaks.get('taken_at', '')}): "
+    if fractions:
+        values = sorted(f for f, _ in fractions)
+        best = max(fractions)
+        line += f"median {values[len(values) // 2]:.0%} of the roof over {len(values)} rows, best {best[0]:.0%} ({best[1]})"
+    if above:
+        line += (f"{'; ' if fractions else ''}{len(above)} rows ran above the measured ceiling (e.g. {above[0][1]} at "
+                 f"{above[0][0]:.0%}): the ceiling is low, so no fraction is given for them; re-run dbench peak on a quiet machine")
+    return line

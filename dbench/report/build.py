@@ -12,9 +12,15 @@ from dbench.frommodel.predict import model_vs_kernels
 from dbench.report.frames import (Group, allreduce_table, baseline_group, groups, runtime_summary, side_by_side,
                                   support_matrix)
 from dbench.report.load import Results
+from dbench.report.verdicts import speedups, winners
 from dbench.report.units import format_ratio, format_time, significant
+from dbench.report.vendor import ratio_title
 
 WINNER = "★"
+TIE = "≈"
+LEGEND = (f"in brackets its 95% interval; {WINNER} = fastest, separated from the next by the test; "
+          f"{TIE} after a median: fastest but within noise of the next; {TIE} after a speedup: same as the baseline within "
+          "noise; ? = no interval (too few rounds); only verified rows have times.")
 
 
 @dataclass
@@ -49,8 +55,10 @@ def build_report(results: Results, baseline: str | None = None, home: str | None
         return report
     report.groups = groups(frame)
     report.baseline = baseline_group(report.groups, baseline, home)
-    report.families = {f: side_by_side(frame, f, report.groups, report.baseline) for f in dict.fromkeys(frame.family)}
-    report.summary = runtime_summary(frame, report.groups, report.baseline)
+    judged = speedups(frame, report.groups, report.baseline)
+    wins = winners(frame, report.groups, list(dict.fromkeys(frame.kernel)))
+    report.families = {f: side_by_side(frame, f, report.groups, judged, wins) for f in dict.fromkeys(frame.family)}
+    report.summary = runtime_summary(frame, report.groups, judged, wins)
     report.support = support_matrix(frame)
     if not report.has_verified:
         statuses = ", ".join(f"{n} {s}" for s, n in frame.status.value_counts().items())
@@ -62,15 +70,28 @@ def build_report(results: Results, baseline: str | None = None, home: str | None
     return report
 
 
+def speedup_text(value, low, high, same) -> str:
+    """`×1.23 [1.10–1.38]` for a speedup the test separates from 1, `×1.02 ≈` for one within noise,
+    `×1.02 ?` for one without an interval."""
+    if value is None or pd.isna(value):
+        return ""
+    if low is None or pd.isna(low):
+        return format_ratio(value) + ("" if same and value == 1.0 else " ?")
+    return format_ratio(value) + (f" {TIE}" if same else f" [{low:.2f}–{high:.2f}]")
+
+
 def display_cell(table: pd.DataFrame, label: str, kernel: str) -> tuple[str, str, str]:
     """(median, TFLOP/s, speedup) as text for one kernel and group; the status in place of the
-    median where the row is not verified; the winner's median starred."""
+    median where the row is not verified; the winner's median starred (or ≈ when within noise of the
+    next); a row timed in fewer than 2 rounds says so."""
     median = table.at[kernel, (label, "median_us")]
     if pd.isna(median):
         return table.at[kernel, (label, "status")] or "—", "", ""
-    star = f" {WINNER}" if table.at[kernel, (label, "winner")] else ""
-    return (format_time(median) + star, significant(table.at[kernel, (label, "tflops")]),
-            format_ratio(table.at[kernel, (label, "speedup")]))
+    mark = table.at[kernel, (label, "winner")]
+    rounds = table.at[kernel, (label, "rounds")]
+    few = f" ({int(rounds)} round)" if not pd.isna(rounds) and rounds < 2 else ""
+    return (format_time(median) + few + (f" {mark}" if mark else ""), significant(table.at[kernel, (label, "tflops")]),
+            speedup_text(*(table.at[kernel, (label, f)] for f in ("speedup", "speedup_low", "speedup_high", "same"))))
 
 
 def display_family(report: Report, family: str) -> pd.DataFrame:
@@ -87,12 +108,16 @@ def display_family(report: Report, family: str) -> pd.DataFrame:
 def display_summary(report: Report) -> pd.DataFrame:
     """The summary per group with the speedup as ×1.23 and zero counts blank."""
     summary = report.summary.copy()
-    summary["geomean_speedup"] = summary.geomean_speedup.map(format_ratio)
+    summary["geomean_speedup"] = [
+        "" if mean is None or pd.isna(mean) else format_ratio(mean) + ("" if low is None or pd.isna(low) else f" [{low:.2f}–{high:.2f}]")
+        for mean, low, high in zip(summary.geomean_speedup, summary.geomean_low, summary.geomean_high)]
+    summary = summary.drop(columns=["geomean_low", "geomean_high"])
     counts = [c for c in summary.columns if c not in ("machine", "runtime", "precision", "geomean_speedup")]
     summary[counts] = summary[counts].map(lambda n: "" if n == 0 else str(n))
-    empty = [c for c in counts if c not in ("graphs", "verified", "won") and not summary[c].any()]
+    empty = [c for c in counts if c not in ("graphs", "verified", "won", "tied") and not summary[c].any()]
     return summary.drop(columns=["machine", "runtime", "precision", *empty]).rename(
-        columns={"geomean_speedup": f"geomean speedup vs {report.baseline.label}", "precision_fallback": "precision fallback"})
+        columns={"geomean_speedup": f"geomean {ratio_title(report.baseline.runtime, report.baseline.label)}",
+                 "precision_fallback": "precision fallback"})
 
 
 def display_allreduce(report: Report) -> pd.DataFrame:

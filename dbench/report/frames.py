@@ -17,61 +17,64 @@ PROBLEM_STATUSES = ("unsupported", "mismatch", "failed", "crashed", "timeout", "
 
 @dataclass(frozen=True)
 class Group:
-    """One column group: a (machine, runtime, precision) and its label."""
+    """One column group: a (machine, variant, precision) and its label; the variant is the runtime,
+    or the runtime with its setting in a run that interleaved several (`ort-cpu threads=2`)."""
 
     machine: str
-    runtime: str
+    variant: str
     precision: str
     label: str
+    runtime: str = ""
 
     def rows(self, frame: pd.DataFrame) -> pd.DataFrame:
-        return frame[(frame.machine == self.machine) & (frame.runtime == self.runtime) & (frame.precision == self.precision)]
+        return frame[(frame.machine == self.machine) & (frame.variant == self.variant) & (frame.precision == self.precision)]
 
 
 def groups(frame: pd.DataFrame) -> list[Group]:
     """The column groups in first-seen order; labels name only the parts that vary between groups."""
-    keys = list(dict.fromkeys(zip(frame.machine, frame.runtime, frame.precision)))
+    keys = list(dict.fromkeys(zip(frame.machine, frame.variant, frame.precision)))
+    runtimes = dict(zip(frame.variant, frame.runtime))
     varying = [len({k[i] for k in keys}) > 1 for i in range(3)]
     if not any(varying):
         varying = [False, True, True]
-    return [Group(*key, " · ".join(part for part, shown in zip(key, varying) if shown)) for key in keys]
+    return [Group(*key, " · ".join(part for part, shown in zip(key, varying) if shown), runtimes[key[1]]) for key in keys]
 
 
 def baseline_group(all_groups: list[Group], baseline: str | None, home: str | None = None) -> Group:
-    """The group speedups are relative to: its label, or the first group of that runtime; by default the
-    first group measured on `home` (this machine: the user's own runs, not reference runs of another),
-    else the first."""
+    """The group speedups are relative to: its label, or the first group of that variant or runtime; by
+    default the first group measured on `home` (this machine: the user's own runs, not reference runs of
+    another), else the first."""
     if baseline is None:
         return next((group for group in all_groups if group.machine == home), all_groups[0])
     for group in all_groups:
-        if baseline in (group.label, group.runtime):
+        if baseline in (group.label, group.variant, group.runtime):
             return group
     raise UsageError(f"--baseline {baseline!r} matches no column group; valid: {', '.join(g.label for g in all_groups)}")
 
 
-def side_by_side(frame: pd.DataFrame, family: str, all_groups: list[Group], base: Group) -> pd.DataFrame:
-    """One row per kernel of `family`; per group: median_us, tflops, speedup (baseline time / time),
-    winner (fastest verified), status (the row's status, or `unverified`)."""
+def side_by_side(frame: pd.DataFrame, family: str, all_groups: list[Group], judged: dict, wins: dict) -> pd.DataFrame:
+    """One row per kernel of `family`; per group: median_us, tflops, speedup against the baseline with
+    its interval and `same` (within noise), rounds, winner (★ fastest and separated from the next;
+    ≈ fastest but within noise of it), status (the row's status, or `unverified`). `judged` and `wins`
+    come from dbench.report.verdicts."""
     rows = frame[frame.family == family]
     kernels = list(dict.fromkeys(rows.kernel))
     table = pd.DataFrame(index=pd.Index(kernels, name="kernel"))
-    base_times = base.rows(rows).set_index("kernel")
-    base_times = base_times.loc[base_times.counts, "median_us"]
     for group in all_groups:
         mine = group.rows(rows).set_index("kernel").reindex(kernels)
         counted = mine.counts.fillna(False).astype(bool)
-        median = mine.median_us.where(counted)
-        table[(group.label, "median_us")] = median
+        table[(group.label, "median_us")] = mine.median_us.where(counted)
         table[(group.label, "tflops")] = mine.tflops.where(counted)
-        table[(group.label, "speedup")] = base_times.reindex(kernels) / median
+        found = [judged.get((group.label, k)) for k in kernels]
+        table[(group.label, "speedup")] = [s.value if s else None for s in found]
+        table[(group.label, "speedup_low")] = [s.low if s else None for s in found]
+        table[(group.label, "speedup_high")] = [s.high if s else None for s in found]
+        table[(group.label, "same")] = [s.same if s else None for s in found]
+        table[(group.label, "rounds")] = mine.rounds.where(counted)
         table[(group.label, "status")] = [
             "" if not isinstance(s, str) else ("unverified" if s == "ok" and not c else s) for s, c in zip(mine.status, counted)]
-    medians = table[[(g.label, "median_us") for g in all_groups]]
-    timed = medians.dropna(how="all")  # pandas refuses idxmin over a row with no value at all
-    fastest = timed.astype(float).idxmin(axis=1) if not timed.empty else pd.Series(index=table.index, dtype=object)
-    contested = medians.notna().sum(axis=1) > 1
-    for group in all_groups:
-        table[(group.label, "winner")] = [f == (group.label, "median_us") and c for f, c in zip(fastest.reindex(table.index), contested)]
+        table[(group.label, "winner")] = [
+            ("★" if wins[k][1] else "≈") if k in wins and wins[k][0] == group.label else "" for k in kernels]
     table.columns = pd.MultiIndex.from_tuples(table.columns)
     return table
 
@@ -82,22 +85,21 @@ def geomean(values) -> float | None:
     return float(math.exp(np.mean(np.log(clean)))) if clean else None
 
 
-def runtime_summary(frame: pd.DataFrame, all_groups: list[Group], base: Group) -> pd.DataFrame:
-    """Per group: verified rows, geometric-mean speedup vs the baseline, kernels won, counts of each
-    problem status and of precision fallbacks."""
-    won = {g.label: 0 for g in all_groups}
-    speedups: dict[str, list[float]] = {g.label: [] for g in all_groups}
-    for family in dict.fromkeys(frame.family):
-        table = side_by_side(frame, family, all_groups, base)
-        for group in all_groups:
-            won[group.label] += int(table[(group.label, "winner")].sum())
-            speedups[group.label] += list(table[(group.label, "speedup")].dropna())
+def runtime_summary(frame: pd.DataFrame, all_groups: list[Group], judged: dict, wins: dict) -> pd.DataFrame:
+    """Per group: verified rows, geometric-mean speedup vs the baseline with its 95 % interval, kernels
+    won (separated from the next fastest) and tied, counts of each problem status and of precision
+    fallbacks."""
+    from dbench.report.verdicts import geomean_speedup
+
     records = []
     for group in all_groups:
         rows = group.rows(frame)
+        mean, low, high = geomean_speedup([s for (label, _), s in judged.items() if label == group.label])
         record = {"group": group.label, "machine": group.machine, "runtime": group.runtime, "precision": group.precision,
-                  "graphs": len(rows), "verified": int(rows.counts.sum()), "geomean_speedup": geomean(speedups[group.label]),
-                  "won": won[group.label]}
+                  "graphs": len(rows), "verified": int(rows.counts.sum()), "geomean_speedup": mean,
+                  "geomean_low": low, "geomean_high": high,
+                  "won": sum(1 for label, separated in wins.values() if label == group.label and separated),
+                  "tied": sum(1 for label, separated in wins.values() if label == group.label and not separated)}
         record.update({status: int((rows.status == status).sum()) for status in PROBLEM_STATUSES})
         record["precision_fallback"] = int(rows.precision_fallback.fillna(False).astype(bool).sum())
         records.append(record)

@@ -9,7 +9,8 @@ import html
 
 import pandas as pd
 
-from dbench.report.build import Report, display_allreduce, display_models, display_family, display_summary
+from dbench.report.build import LEGEND, Report, display_allreduce, display_models, display_family, display_summary
+from dbench.report.vendor import ratio_sentence
 
 STYLE = """
 body { font-family: system-ui, sans-serif; margin: 2em; color: #222; }
@@ -82,8 +83,8 @@ def to_html(report: Report, images: dict[str, bytes]) -> str:
     if names:
         parts += ["<h2>Machines</h2>", _legend(report, names)]
     if report.groups:
-        parts.append(f"<p>Speedup = {html.escape(_short(report.baseline.label, names))} time / time; ★ = fastest verified; "
-                     "only verified rows (ran and matched the numpy reference) have times.</p>")
+        parts.append(f"<p>{html.escape(_short(ratio_sentence(report.baseline.runtime, report.baseline.label), names))}, "
+                     f"{html.escape(LEGEND)}</p>")
         parts += ["<h2>Summary per runtime</h2>", _table(_shortened(display_summary(report), names), "summary")]
         parts += ["<h2>Support matrix</h2>", _table(_shortened(report.support, names), "support")]
         for family in report.families:

@@ -11,13 +11,15 @@ from typing import Any
 import pandas as pd
 
 from dbench.errors import InputError
+from dbench.store.compare import warnings_of
 from dbench.store.log import RunLog
 
 KERNEL_COLUMNS = (
     "graph_id", "kernel_id", "family", "op", "pass", "form", "precision", "precision_executed", "precision_fallback",
     "runtime", "runtime_version", "device", "status", "message", "verified", "median_us", "p10_us", "p90_us", "p99_us",
     "ci_low_us", "ci_high_us", "ci_rel", "cv", "spread", "unstable", "samples", "first_call_us", "runtime_median_us",
-    "tflops", "gbps", "intensity", "flops", "min_bytes", "samples_us",
+    "tflops", "gbps", "intensity", "flops", "min_bytes", "samples_us", "variant", "rounds", "round_medians_us",
+    "rerun_rel", "interval_note",
 )
 
 
@@ -82,12 +84,12 @@ def load(paths: list[Path]) -> Results:
     notes: list[str] = []
     for path in log_paths(paths):
         log = RunLog.read(path)
-        notes += filter(None, [log.torn_note()])
         header = log.header()
         run = Run(header["run_id"], header.get("kind", "kernels"), machine_key(header), path, header, header["schema_version"])
         runs.append(run)
         if not run.has_samples and run.kind == "kernels":
             notes.append(f"{run.run_id} is a schema-1 run: no per-sample times, so its intervals come from the stored statistics")
+        notes += warnings_of(log) if run.kind != "allreduce" else filter(None, [log.torn_note()])  # a torn log named
         target = allreduce_rows if run.kind == "allreduce" else kernel_rows
         for row in log.rows():
             target.append({**row, "run_id": run.run_id, "machine": run.machine, "taken_at": header.get("host", {}).get("taken_at", "")})
@@ -101,9 +103,10 @@ def _kernel_frame(rows: list[dict[str, Any]]) -> pd.DataFrame:
     if frame.empty:
         return frame
     frame["kernel"] = frame["kernel_id"] + "." + frame["pass"].astype(str) + "." + frame["form"].astype(str)
+    frame["variant"] = [v or r for v, r in zip(frame["variant"], frame["runtime"])]  # rows before variants: the runtime
     frame["counts"] = (frame["status"] == "ok") & (frame["verified"] == True)  # noqa: E712 (None is not True)
     frame = frame.sort_values("taken_at", kind="stable")
-    return frame.drop_duplicates(["machine", "runtime", "precision", "kernel"], keep="last").reset_index(drop=True)
+    return frame.drop_duplicates(["machine", "variant", "precision", "kernel"], keep="last").reset_index(drop=True)
 
 
 def read_peaks(runs: list[Run]) -> dict[str, dict[str, Any]]:

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import pandas as pd
 
-from dbench.report.build import Report, display_allreduce, display_models, display_family, display_summary
+from dbench.report.build import LEGEND, Report, display_allreduce, display_models, display_family, display_summary
+from dbench.report.vendor import ratio_sentence
 
 
 def markdown_table(frame: pd.DataFrame, index_name: str | None = None) -> str:
@@ -23,7 +24,7 @@ def to_markdown(report: Report, images: list[str]) -> str:
     parts = ["# dbench report", ""]
     parts += [f"> {note}" for note in report.notes] + ([""] if report.notes else [])
     if report.groups:
-        parts += [f"Speedup = {report.baseline.label} time / time; {'★'} = fastest verified; only verified rows have times.", ""]
+        parts += [f"{ratio_sentence(report.baseline.runtime, report.baseline.label)}, {LEGEND}", ""]
         parts += ["## Summary per runtime", "", markdown_table(display_summary(report)), ""]
         parts += ["## Support matrix", "", markdown_table(report.support), ""]
         for family in report.families:

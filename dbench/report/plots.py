@@ -43,7 +43,7 @@ def roofline(frame: pd.DataFrame, machine: str, precision: str, peaks: dict[str,
              title=f"roofline · {machine} · {precision}")
     notes = []
     llc = max(caches.values(), default=0)
-    for i, (runtime, mine) in enumerate(rows.groupby("runtime", sort=False)):
+    for i, (runtime, mine) in enumerate(rows.groupby("variant", sort=False)):
         for family, points in mine.groupby("family", sort=False):
             colour = FAMILY_COLOURS.get(family, "#7f7f7f")
             in_cache = points.min_bytes <= llc
@@ -71,8 +71,12 @@ def roofline(frame: pd.DataFrame, machine: str, precision: str, peaks: dict[str,
     if peak_tflops and (rows.tflops > peak_tflops).any():
         load = peaks.get("load_start") or ["?"]
         why = f"peak.json was measured on a busy machine (load {load[0]})" if peaks.get("busy_start") else \
-            "these kernels beat the square GEMMs dbench peak measured"
-        notes.append(f"{int((rows.tflops > peak_tflops).sum())} points above the GEMM ceiling: {why}")
+            "these kernels beat every shape dbench peak measured"
+        over = rows[rows.tflops > peak_tflops]
+        axes.scatter(over.intensity, over.tflops, marker="o", s=110, facecolors="none", edgecolors="red", linewidths=1.5,
+                     label="above the measured ceiling")
+        notes.append(f"{len(over)} points above the GEMM ceiling (ringed red: no fraction of peak is given for them): "
+                     f"{why}; re-run dbench peak on a quiet machine")
     if notes:
         top = max(float(rows.tflops.max()) if len(rows) else 1.0, peak_tflops or 0.0)
         axes.set_ylim(top=top * 8)  # headroom for the notes

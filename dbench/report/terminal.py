@@ -8,7 +8,8 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
-from dbench.report.build import Report, display_allreduce, display_models, display_cell, display_summary
+from dbench.report.build import LEGEND, Report, display_allreduce, display_models, display_cell, display_summary
+from dbench.report.vendor import ratio_sentence, ratio_title
 
 
 def _frame_table(frame, title: str) -> Table:
@@ -23,7 +24,8 @@ def _frame_table(frame, title: str) -> Table:
 
 def family_table(report: Report, family: str) -> Table:
     """Kernels down; per column group one cell: median (★ fastest) over TFLOP/s and speedup."""
-    table = Table(title=f"{family} · speedup vs {report.baseline.label}", title_justify="left")
+    title = ratio_title(report.baseline.runtime, report.baseline.label)
+    table = Table(title=f"{family} · {title}", title_justify="left")
     table.add_column("kernel", overflow="fold", ratio=2)
     for group in report.groups:
         table.add_column(escape(group.label), justify="right", overflow="fold", ratio=1)
@@ -42,6 +44,7 @@ def terminal_report(report: Report) -> RichGroup:
     """Everything, in reading order: notes, summary, support, families, all-reduce."""
     parts = [Text(f"note: {n}", style="yellow") for n in report.notes]
     if report.groups:
+        parts.append(Text(f"{ratio_sentence(report.baseline.runtime, report.baseline.label)}, {LEGEND}"))
         parts.append(_frame_table(display_summary(report), "summary per runtime"))
         parts.append(_frame_table(report.support, "support matrix"))
         parts += [family_table(report, family) for family in report.families]

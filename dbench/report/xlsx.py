@@ -10,9 +10,11 @@ import pandas as pd
 
 from dbench.report.build import Report
 
-FIELD_NAMES = {"median_us": "median µs", "tflops": "TFLOP/s", "speedup": "speedup", "status": "status", "winner": "fastest"}
-NUMBER_FORMATS = (("median µs", "#,##0.0"), ("TFLOP/s", "0.0000"), ("speedup", '0.00"×"'), ("GB/s", "0.000"),
-                  ("time µs", "#,##0.0"), ("_us", "#,##0.0"), ("share", "0%"))
+FIELD_NAMES = {"median_us": "median µs", "tflops": "TFLOP/s", "speedup": "speedup", "speedup_low": "speedup low",
+               "speedup_high": "speedup high", "same": "same within noise", "rounds": "rounds", "status": "status",
+               "winner": "fastest"}
+NUMBER_FORMATS = (("median µs", "#,##0.0"), ("TFLOP/s", "0.0000"), ("speedup", '0.00"×"'), ("speedup low", '0.00"×"'),
+                  ("speedup high", '0.00"×"'), ("GB/s", "0.000"), ("time µs", "#,##0.0"), ("_us", "#,##0.0"), ("share", "0%"))
 """Excel number formats by the end of a column's header (first match): times with thousands separators,
 speedups as ×1.23, shares as percentages; other columns keep Excel's General."""
 MAX_WIDTH = 40

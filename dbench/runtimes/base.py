@@ -116,6 +116,16 @@ class Session(ABC):
         synchronisation inside), where the runtime has a device clock (GPUs); None otherwise."""
         return None
 
+    def device_graph_time_us(self, iterations: int) -> float | None:
+        """Device time per run in µs with the run captured once into a CUDA graph and replayed (no
+        launch cost per kernel), where the runtime can capture one; None otherwise."""
+        return None
+
+    def gpu_state(self) -> dict[str, Any] | None:
+        """The device's clocks, power and temperature now (NVML), read before and after timing where
+        the runtime runs on a GPU; None otherwise."""
+        return None
+
     def device_memory(self) -> int | None:
         """Device memory the session holds, in bytes, where the runtime can tell (GPUs); None on CPU."""
         return None

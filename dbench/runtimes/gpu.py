@@ -222,3 +222,30 @@ def device_index(device: str | None) -> int:
     if not text.isdigit():
         raise UsageError(f"--device {device!r} is not a CUDA device index; use 0, 1, ... or cuda:N")
     return int(text)
+
+
+def gpu_state(device: int) -> dict[str, Any]:
+    """What GPU `device` is doing now, as NVML reports it: SM and memory clocks (MHz), power draw (W),
+    temperature (°C) and the clock-event reasons bitmask (throttling: power, thermal, ...), so that a
+    row can show the clocks it ran at; a field NVML cannot give is None, and without NVML the dict says why."""
+    nvml = _nvml()
+    if nvml is None:
+        return {"nvml": "unavailable: pip install nvidia-ml-py on a machine with the NVIDIA driver"}
+    handle = nvml.nvmlDeviceGetHandleByIndex(device)
+
+    def ask(call, *args, scale: float | None = None):
+        try:
+            value = call(*args)
+        except nvml.NVMLError:
+            return None
+        return value / scale if scale else value
+
+    reasons = getattr(nvml, "nvmlDeviceGetCurrentClocksEventReasons", None) or getattr(
+        nvml, "nvmlDeviceGetCurrentClocksThrottleReasons", None)
+    return {
+        "sm_clock_mhz": ask(nvml.nvmlDeviceGetClockInfo, handle, nvml.NVML_CLOCK_SM),
+        "memory_clock_mhz": ask(nvml.nvmlDeviceGetClockInfo, handle, nvml.NVML_CLOCK_MEM),
+        "power_w": ask(nvml.nvmlDeviceGetPowerUsage, handle, scale=1000),
+        "temperature_c": ask(nvml.nvmlDeviceGetTemperature, handle, nvml.NVML_TEMPERATURE_GPU),
+        "clock_event_reasons": ask(reasons, handle) if reasons else None,
+    }

@@ -17,6 +17,8 @@ RUNTIMES: dict[str, str] = {
     "openvino": "dbench.runtimes.openvino:OpenVino",
     "ort-xnnpack": "dbench.runtimes.onnxruntime_arm:OrtXnnpack",
     "ort-acl": "dbench.runtimes.onnxruntime_arm:OrtAcl",
+    "torch": "dbench.runtimes.torch:TorchCpu",
+    "torch-cuda": "dbench.runtimes.torch:TorchCuda",
 }
 
 

@@ -1,59 +1,35 @@
-"""Two runs side by side (e.g. two runtimes, or a server and an ARM board), kernel by kernel, with a
-verdict that knows the noise.
+"""Runs side by side, kernel by kernel, with verdicts that know the noise a re-run meets.
 
-The test, per graph verified in both runs: the ratio b/a is the Hodges-Lehmann estimate on log
-times (the median of all pairwise log differences between the two runs' stored samples) and its 95%
-interval is Moses' distribution-free interval, the one a two-sided Mann-Whitney U test at 5% inverts:
-the interval excludes 1 exactly when the test rejects "same distribution". The verdict is `slower`
-when the whole interval lies above 1 and the estimate above 1 + NOISE_FLOOR, `faster` when it
-lies below 1 and the estimate below 1 - NOISE_FLOOR, else `same within noise`. Samples are assumed
-independent; autocorrelated samples make the interval too narrow, which the noise floor absorbs."""
+A side is one run, several runs, or one variant of an interleaved run. Per graph verified on both
+sides, the test works on log round medians (dbench.stats.differences): the paired t over an
+interleaved run's rounds (a and b ran back to back in each round, so drift cancels), Welch's t over
+two runs' rounds, or the pooled t over several runs a side (their spread is the between-run
+variance). A table's verdicts control the false-discovery rate (Benjamini-Hochberg at FDR): `slower`
+or `faster` only where the adjusted p-value is within it, `same` otherwise, and `too few rounds`
+where the test has fewer degrees of freedom than it needs. Beside each verdict stands the smallest
+change that kernel's data resolves."""
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
-from dbench.worker.stats import normal_quantile
-from dbench.errors import InputError
+from dbench.errors import InputError, UsageError
+from dbench.stats.differences import MIN_DF, Difference, paired, pooled, welch
+from dbench.stats.fdr import FDR, bh_adjusted
+from dbench.stats.student import t_quantile
 from dbench.store.log import RunLog, find_run
+from dbench.store.metadata import is_busy
 
-NOISE_FLOOR = 0.02
-"""Differences smaller than this fraction are reported as the same, whatever the test says."""
-CONFIDENCE = 0.95
-
-
-@dataclass(frozen=True)
-class Shift:
-    """b / a as a ratio with its interval, from the stored samples."""
-
-    ratio: float
-    low: float
-    high: float
-
-
-def hodges_lehmann(a: np.ndarray, b: np.ndarray, confidence: float = CONFIDENCE) -> Shift:
-    """The Hodges-Lehmann ratio b/a on log times with Moses' interval (normal approximation to the
-    Mann-Whitney U distribution, fine from about 5 samples a side)."""
-    la, lb = np.log(np.asarray(a, dtype=np.float64)), np.log(np.asarray(b, dtype=np.float64))
-    diffs = np.sort((lb[None, :] - la[:, None]).ravel())
-    n, m = la.size, lb.size
-    z = normal_quantile(1 - (1 - confidence) / 2)
-    k = int(math.floor(n * m / 2 - z * math.sqrt(n * m * (n + m + 1) / 12)))
-    k = min(max(k, 0), diffs.size - 1)
-    return Shift(float(math.exp(np.median(diffs))), float(math.exp(diffs[k])), float(math.exp(diffs[diffs.size - 1 - k])))
-
-
-def verdict(shift: Shift, noise_floor: float = NOISE_FLOOR) -> str:
-    """`slower`, `faster` or `same` (b relative to a) by the rule in the module docstring."""
-    if shift.low > 1 and shift.ratio > 1 + noise_floor:
-        return "slower"
-    if shift.high < 1 and shift.ratio < 1 - noise_floor:
-        return "faster"
-    return "same"
+MIN_ROUNDS = 3
+"""Rounds a side that a rounds-based verdict needs (df >= 2 per side)."""
+RESOLUTION = 0.10
+"""A `same` verdict whose data cannot resolve a change this large is counted as too noisy to say."""
+CHANGED = ("faster", "slower")
 
 
 def verified(row: dict | None) -> bool:
@@ -62,40 +38,189 @@ def verified(row: dict | None) -> bool:
 
 
 @dataclass(frozen=True)
+class Side:
+    """One side of a comparison: the rows of one or more runs (one dict graph id -> row per run), or
+    one variant of an interleaved run; `warnings` says what the reader must know of its runs."""
+
+    label: str
+    runs: list[dict[str, dict]]
+    run_ids: list[str]
+    machines: list[str]
+    warnings: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
 class Pair:
-    """One graph in both runs (either side may be missing), with the comparison's outcome."""
+    """One graph on both sides and the comparison's outcome (b against a)."""
 
     graph_id: str
-    a: dict | None
-    b: dict | None
-    shift: Shift | None = None
+    a: list[dict]
+    b: list[dict]
+    difference: Difference | None = None
     verdict: str = ""
-    """slower | faster | same (b against a), `no samples` (a version-1 run), `one sample`, or why it was not compared."""
+    """faster | slower | same | too few rounds | no rounds | no spread | only in a | a: mismatch ..."""
+    detail: str = ""
+    q: float | None = None
+    """The Benjamini-Hochberg adjusted p-value over the table."""
+    noise: float | None = None
+    """The SD of a round's (or run's) log time this test measured: the kernel's noise level."""
 
     @property
     def ratio(self) -> float | None:
-        """b/a: the Hodges-Lehmann ratio where samples exist, else the ratio of medians."""
-        if self.shift:
-            return self.shift.ratio
-        if verified(self.a) and verified(self.b):
-            return self.b["median_us"] / self.a["median_us"]
+        """b/a: from the test where there is one, else the ratio of the sides' geometric-mean medians."""
+        if self.difference:
+            return self.difference.ratio
+        if self.a and self.b and all(verified(r) for r in self.a + self.b):
+            return _geomean([r["median_us"] for r in self.b]) / _geomean([r["median_us"] for r in self.a])
         return None
 
+    def to_dict(self) -> dict[str, Any]:
+        """One kernel's figures for --format csv/json."""
+        d = self.difference
+        return {"graph_id": self.graph_id, "verdict": self.verdict, "detail": self.detail, "ratio": self.ratio,
+                "low": d.low if d else None, "high": d.high if d else None, "p": d.p if d else None, "q": self.q,
+                "df": d.df if d else None, "method": d.method if d else None,
+                "resolvable": d.resolvable if d else None, "noise": self.noise,
+                "a_median_us": _geomean([r["median_us"] for r in self.a if r.get("median_us")]),
+                "b_median_us": _geomean([r["median_us"] for r in self.b if r.get("median_us")]),
+                "a_runs": len(self.a), "b_runs": len(self.b),
+                "a_rounds": sum(len(r.get("round_medians_us") or []) for r in self.a),
+                "b_rounds": sum(len(r.get("round_medians_us") or []) for r in self.b),
+                "a_samples": sum(r.get("samples") or 0 for r in self.a), "b_samples": sum(r.get("samples") or 0 for r in self.b)}
 
-def compare_pair(graph_id: str, a: dict | None, b: dict | None) -> Pair:
-    """Compare one graph's rows: a verdict only when both are verified and both have samples."""
-    if a is None or b is None:
-        return Pair(graph_id, a, b, verdict="only in " + ("b" if a is None else "a"))
-    if not (verified(a) and verified(b)):
-        why = [f"{side}: {row['status'] if row['status'] != 'ok' else 'unverified'}"
-               for side, row in (("a", a), ("b", b)) if not verified(row)]
-        return Pair(graph_id, a, b, verdict=", ".join(why))
-    if not a.get("samples_us") or not b.get("samples_us"):
-        return Pair(graph_id, a, b, verdict="no samples")
-    if len(a["samples_us"]) < 2 or len(b["samples_us"]) < 2:
-        return Pair(graph_id, a, b, verdict="one sample")
-    shift = hodges_lehmann(np.array(a["samples_us"]), np.array(b["samples_us"]))
-    return Pair(graph_id, a, b, shift, verdict(shift))
+
+def _geomean(values: list[float]) -> float | None:
+    return float(math.exp(np.mean(np.log(values)))) if values else None
+
+
+def _unusable(a: list[dict], b: list[dict]) -> str:
+    """Why a graph's rows cannot be compared, or ''."""
+    if not a or not b:
+        return "only in " + ("b" if not a else "a")
+    for side, rows in (("a", a), ("b", b)):
+        for row in rows:
+            if not verified(row):
+                return f"{side}: {row['status'] if row['status'] != 'ok' else 'unverified'}"
+    return ""
+
+
+def _rounds(row: dict) -> list[float]:
+    return list(row.get("round_medians_us") or [])
+
+
+def _log_mean(row: dict) -> float:
+    return float(np.mean(np.log(_rounds(row))))
+
+
+def test_rows(a: list[dict], b: list[dict], interleaved: bool) -> tuple[Difference | None, str, str, float | None]:
+    """(difference, verdict if no verdict can be given else '', detail, noise) for verified rows of
+    one graph: `a` and `b` hold one row per run of each side (`interleaved`: the same run's two variants)."""
+    if any(not _rounds(r) for r in a + b):
+        return None, "no rounds", "a run made before rounds (schema < 3): only the ratio of medians", None
+    if len(a) == 1 and len(b) == 1:
+        ra, rb = _rounds(a[0]), _rounds(b[0])
+        if interleaved:
+            n = min(len(ra), len(rb))
+            if n < MIN_ROUNDS:
+                return None, "too few rounds", f"{n} paired rounds; {MIN_ROUNDS} needed", None
+            difference = paired(ra[:n], rb[:n])
+            noise = float(np.std(np.log(rb[:n]) - np.log(ra[:n]), ddof=1) / math.sqrt(2))
+        else:
+            if min(len(ra), len(rb)) < MIN_ROUNDS:
+                return None, "too few rounds", f"a {len(ra)}, b {len(rb)} rounds; {MIN_ROUNDS} a side needed", None
+            difference = welch(ra, rb)
+            noise = float(math.sqrt((np.var(np.log(ra), ddof=1) + np.var(np.log(rb), ddof=1)) / 2))
+    else:
+        xa, xb = [_log_mean(r) for r in a], [_log_mean(r) for r in b]
+        if len(xa) + len(xb) - 2 < MIN_DF:
+            return None, "too few runs", f"a {len(xa)}, b {len(xb)} runs; 4 in all needed for a between-run test", None
+        difference = pooled(xa, xb)
+        squares = sum(((np.array(x) - np.mean(x)) ** 2).sum() for x in (xa, xb))
+        noise = float(math.sqrt(squares / (len(xa) + len(xb) - 2)))
+    if difference is None:
+        return None, "no spread", "every round took the same time: the clock or the scheduler's tick quantises it", noise
+    if difference.df < MIN_DF:
+        return difference, "too few rounds", f"the test has {difference.df:.1f} degrees of freedom; {MIN_DF:g} needed", noise
+    return difference, "", "", noise
+
+
+@dataclass
+class Comparison:
+    """A whole table: sides, method, the pairs with their verdicts, and the rates it was judged at."""
+
+    a: Side
+    b: Side
+    interleaved: bool
+    pairs: list[Pair]
+    fdr: float = FDR
+    resolution: float = RESOLUTION
+
+    @property
+    def method(self) -> str:
+        if self.interleaved:
+            return "paired t over the rounds of an interleaved run (drift cancels)"
+        if len(self.a.runs) == 1 and len(self.b.runs) == 1:
+            return "Welch's t over each run's rounds"
+        return "pooled t over runs (their spread is the between-run variance)"
+
+    def counts(self) -> dict[str, int]:
+        counts: dict[str, int] = {}
+        for pair in self.pairs:
+            key = pair.verdict if pair.verdict in (*CHANGED, "same", "too few rounds", "too few runs", "no rounds", "no spread") \
+                else "not compared"
+            counts[key] = counts.get(key, 0) + 1
+        counts["too noisy"] = sum(1 for p in self.pairs if p.verdict == "same" and p.difference
+                                  and p.difference.resolvable > self.resolution)
+        return counts
+
+    def noise(self) -> list[float]:
+        return sorted(p.noise for p in self.pairs if p.noise is not None and p.verdict in (*CHANGED, "same"))
+
+    def geomean(self) -> Difference | None:
+        """The geometric-mean ratio b/a over the tested graphs, with its 95 % interval from their
+        standard errors (Welch-Satterthwaite degrees of freedom)."""
+        tested = [p.difference for p in self.pairs if p.difference and p.verdict in (*CHANGED, "same")]
+        if not tested:
+            return None
+        n = len(tested)
+        d = float(np.mean([math.log(t.ratio) for t in tested]))
+        var = sum(t.se**2 for t in tested) / n**2
+        df = sum(t.se**2 for t in tested) ** 2 / sum(t.se**4 / t.df for t in tested)
+        half = t_quantile(0.975, df) * math.sqrt(var)
+        return Difference(math.exp(d), math.exp(d - half), math.exp(d + half), float("nan"), df, math.sqrt(var),
+                          "geometric mean", float("nan"))
+
+    def summary(self) -> dict[str, Any]:
+        """The table in numbers: counts of each verdict, noise level, geometric mean (for --format json)."""
+        noise = self.noise()
+        mean = self.geomean()
+        return {"a": self.a.label, "b": self.b.label, "a_runs": self.a.run_ids, "b_runs": self.b.run_ids,
+                "method": self.method, "fdr": self.fdr, "resolution": self.resolution, "counts": self.counts(),
+                "noise_median": noise[len(noise) // 2] if noise else None,
+                "noise_range": [noise[0], noise[-1]] if noise else None,
+                "geomean": mean.to_dict() if mean else None, "warnings": self.a.warnings + self.b.warnings}
+
+
+def compare_sides(a: Side, b: Side, interleaved: bool = False, fdr: float = FDR, resolution: float = RESOLUTION) -> Comparison:
+    """Every graph of either side, in a's order then b's extras, judged as the module docstring says."""
+    order = list(dict.fromkeys([g for run in a.runs for g in run] + [g for run in b.runs for g in run]))
+    pairs = []
+    for graph in order:
+        rows_a = [run[graph] for run in a.runs if graph in run]
+        rows_b = [run[graph] for run in b.runs if graph in run]
+        why = _unusable(rows_a, rows_b)
+        if why:
+            pairs.append(Pair(graph, rows_a, rows_b, verdict=why))
+            continue
+        difference, verdict, detail, noise = test_rows(rows_a, rows_b, interleaved)
+        pairs.append(Pair(graph, rows_a, rows_b, difference, verdict, detail, noise=noise))
+    tested = [i for i, p in enumerate(pairs) if p.difference is not None and not p.verdict]
+    adjusted = bh_adjusted([pairs[i].difference.p for i in tested])
+    for i, q in zip(tested, adjusted):
+        pair = pairs[i]
+        verdict = ("slower" if pair.difference.ratio > 1 else "faster") if q <= fdr else "same"
+        pairs[i] = Pair(pair.graph_id, pair.a, pair.b, pair.difference, verdict, pair.detail, q, pair.noise)
+    return Comparison(a, b, interleaved, pairs, fdr, resolution)
 
 
 def open_run(results: Path, name: str) -> RunLog:
@@ -108,48 +233,100 @@ def open_run(results: Path, name: str) -> RunLog:
     return RunLog.read(find_run(results, name))
 
 
-def check_distinct(a: RunLog, b: RunLog) -> None:
-    """A run against itself compares nothing (every verdict `same` by construction): refuse it."""
-    if a.path.resolve() == b.path.resolve():
-        raise InputError(f"RUN-A and RUN-B are the same run ({a.path}); compare two different runs")
-
-
-def check_compared(pairs: list[Pair]) -> None:
-    """Two runs with no graph verified in both have no ratio to give: one line, after the table that says why."""
-    if not any(pair.ratio for pair in pairs):
-        raise InputError(f"no graph is verified in both runs ({len(pairs)} graphs, see the table): nothing was compared; "
-                         "compare runs of the same graphs that ran and verified")
-
-
-def pair_rows(a: list[dict], b: list[dict]) -> list[Pair]:
-    """Rows of two runs joined on graph id and compared, in the first run's order, then the second's extras."""
-    by_a = {r["graph_id"]: r for r in a}
-    by_b = {r["graph_id"]: r for r in b}
-    order = list(by_a) + [g for g in by_b if g not in by_a]
-    return [compare_pair(g, by_a.get(g), by_b.get(g)) for g in order]
-
-
-def geomean_ratio(pairs: list[Pair]) -> float | None:
-    """Geometric mean of b/a over the graphs verified in both runs."""
-    ratios = [p.ratio for p in pairs if p.ratio]
-    return float(math.exp(np.mean(np.log(ratios)))) if ratios else None
-
-
 def machine_of(header: dict) -> str:
     """A run's machine key (version-1 runs have only the host name)."""
     host = header.get("host", {})
     return host.get("machine_key") or f"{host.get('machine', '?')} (host name only)"
 
 
-def summary_line(pairs: list[Pair]) -> str:
-    """`b vs a: 3 faster, 1 slower, 8 same within noise, ...; geometric-mean ratio b/a 0.93 over 12 verified`."""
-    counts: dict[str, int] = {}
-    for pair in pairs:
-        key = pair.verdict if pair.verdict in ("faster", "slower", "same", "no samples", "one sample") else "not compared"
-        counts[key] = counts.get(key, 0) + 1
-    labels = {"same": "same within noise"}
-    parts = [f"{counts[k]} {labels.get(k, k)}" for k in ("faster", "slower", "same", "no samples", "one sample", "not compared") if counts.get(k)]
-    mean = geomean_ratio(pairs)
-    verified_both = sum(1 for p in pairs if p.ratio)
-    tail = f"geometric-mean time ratio b/a {mean:.3f} over {verified_both} verified graphs" if mean else "no graph verified in both runs"
-    return f"b against a: {', '.join(parts) or 'nothing to compare'}; {tail}"
+def variant_of(row: dict, header: dict) -> str:
+    """The variant a row was timed under (rows before variants: the run's runtime)."""
+    return row.get("variant") or header.get("runtime", {}).get("name", "")
+
+
+def warnings_of(log: RunLog) -> list[str]:
+    """What a reader of verdicts must know of a run: a busy machine at its start or end, --quick, a torn
+    last line (a kill mid-write: that row is left out)."""
+    header = log.header()
+    rows = log.rows()
+    host = header.get("host", {})
+    cores = host.get("cpu_affinity") or host.get("cpu_count")
+    warnings = [note for note in [log.torn_note()] if note]
+    end = rows[-1].get("load_1m") if rows else None
+    for moment, load in (("start", (host.get("load_start") or [None])[0]), ("end", end)):
+        if load is not None and is_busy([load], cores):
+            warnings.append(f"{header['run_id']} ran on a busy machine (1-minute load {load} at its {moment}, {cores} cores): "
+                            "its times carry other work's noise")
+    if header.get("request", {}).get("quick"):
+        warnings.append(f"{header['run_id']} is a --quick run: few samples a round, so wide intervals and few verdicts")
+    return warnings
+
+
+def run_side(logs: list[RunLog]) -> Side:
+    """A side made of whole runs, each with one variant."""
+    runs, ids, machines, warnings = [], [], [], []
+    for log in logs:
+        header = log.header()
+        rows = log.rows()
+        variants = list(dict.fromkeys(variant_of(r, header) for r in rows))
+        if len(variants) > 1:
+            raise UsageError(f"run {header['run_id']} interleaves {len(variants)} variants ({', '.join(variants)}); "
+                             f"compare them with: dbench compare {header['run_id']}")
+        runs.append({r["graph_id"]: r for r in rows})
+        ids.append(header["run_id"])
+        machines.append(machine_of(header))
+        warnings += warnings_of(log)
+    runtimes = sorted({log.header().get("runtime", {}).get("name", "?") for log in logs})
+    label = (ids[0] if len(ids) == 1 else f"{len(ids)} runs") + f" ({', '.join(runtimes)})"
+    return Side(label, runs, ids, machines, warnings)
+
+
+def variant_sides(log: RunLog) -> list[Side]:
+    """The sides of an interleaved run, one per variant, in the run's order."""
+    header = log.header()
+    rows = log.rows()
+    by_variant: dict[str, dict[str, dict]] = {v["label"]: {} for v in header.get("variants", [])}
+    for row in rows:
+        by_variant.setdefault(variant_of(row, header), {})[row["graph_id"]] = row
+    warnings = warnings_of(log)
+    return [Side(label, [graphs], [header["run_id"]], [machine_of(header)], warnings)
+            for label, graphs in by_variant.items() if graphs]
+
+
+def plan_comparisons(results: Path, runs: list[str], versus: list[str]) -> list[tuple[Side, Side, bool]]:
+    """The comparisons a command line asks for: one interleaved run (each variant against the first),
+    two runs, or several runs a side (`--vs`). Each run id may be a glob (`run-20261125-*`)."""
+    a_logs = [open_run(results, name) for name in expand(results, runs)]
+    b_logs = [open_run(results, name) for name in expand(results, versus)]
+    paths = [log.path.resolve() for log in a_logs + b_logs]
+    if len(set(paths)) < len(paths):
+        raise UsageError("a run is named twice (or on both sides): a run compared with itself says nothing; "
+                         "give each run once")
+    if not b_logs:
+        if len(a_logs) == 1:
+            sides = variant_sides(a_logs[0])
+            if len(sides) < 2:
+                raise UsageError(f"run {a_logs[0].header()['run_id']} has one variant: give a second run to compare "
+                                 "it with, or make an interleaved run (--runtime a,b or --threads 1,2)")
+            return [(sides[0], side, True) for side in sides[1:]]
+        if len(a_logs) == 2:
+            b_logs = a_logs[1:]
+            a_logs = a_logs[:1]
+        else:
+            raise UsageError(f"{len(a_logs)} runs given: say which are compared with which, e.g. "
+                             "dbench compare A1 A2 A3 --vs B1 B2")
+    return [(run_side(a_logs), run_side(b_logs), False)]
+
+
+def expand(results: Path, names: list[str]) -> list[str]:
+    """Run ids or log paths, with glob patterns (`run-2026*`) matched against the logs under `results/`."""
+    expanded = []
+    for name in names:
+        if any(c in name for c in "*?[") and not name.endswith(".jsonl"):
+            found = sorted(p.stem for p in results.glob(f"*/{name}.jsonl"))
+            if not found:
+                raise InputError(f"no run matches {name!r} under {results}; see the file names in {results}/<machine>/")
+            expanded += found
+        else:
+            expanded.append(name)
+    return expanded

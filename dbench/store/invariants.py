@@ -24,13 +24,14 @@ replaced by means over the typical runs). Allowed: 5% and 3 µs per node (OpenVI
 whole µs)."""
 
 COMPUTE_PRECISIONS = {
-    "fp32": {"fp32", "fp16", "bf16"},
+    "fp32": {"fp32", "tf32", "fp16", "bf16"},
     "fp16": {"fp16", "fp32"},
     "bf16": {"bf16", "fp32"},
     "int8": {"int8", "fp32", "fp16", "bf16"},
 }
 """The precisions a graph's compute can have run in: its own, a float fallback, or (fp32 graphs with
---allow-runtime-precision) a narrower float. Never an index or trip-count type (int64, bool)."""
+--allow-runtime-precision) a narrower float (TF32: a CUDA kernel torch-cuda's profile names so). Never an
+index or trip-count type (int64, bool)."""
 
 NOT_PROFILED = ("unknown", "")
 """Executed precision of a row without a profile (`unknown`) or without a measurement (`""`)."""

@@ -3,7 +3,11 @@ result, each flushed and fsynced the moment it exists so a killed run loses noth
 
 Schema 2 adds the per-sample times (`samples_us`), the median's confidence interval and robust spread,
 `first_call_us`, `runtime_median_us`, the load average when each row was written (`load_1m`), and the
-machine key and load at the start in the header. Version-1 logs still open; they have no samples."""
+machine key and load at the start in the header. Version-1 logs still open; they have no samples.
+
+Schema 3 times every graph in rounds: a `{"type": "round"}` line is written as each round of a graph
+finishes (so an interrupted run resumes mid-graph), and the result row carries the rounds' medians and
+the intervals built from them. Version-2 rows have one round and an interval from samples only."""
 
 from __future__ import annotations
 
@@ -17,8 +21,8 @@ from typing import Any, Iterator
 
 from dbench.errors import DbenchError, InputError
 
-SCHEMA_VERSION = 2
-READABLE_VERSIONS = (1, 2)
+SCHEMA_VERSION = 3
+READABLE_VERSIONS = (1, 2, 3)
 
 
 def new_run_id(kind: str = "run") -> str:
@@ -74,7 +78,8 @@ class RunLock:
 
 
 class RunLog:
-    """One run's JSONL log. Lines are {"type": "run", ...} (first) and {"type": "result", ...}.
+    """One run's JSONL log. Lines are {"type": "run", ...} (first), {"type": "round", ...} and
+    {"type": "result", ...}.
     `read` opens it for reading only; `create` and `resume` open it for appending, under a lock,
     until `close`."""
 
@@ -154,6 +159,10 @@ class RunLog:
     def append(self, row: dict[str, Any]) -> None:
         self._write({"type": "result", **row})
 
+    def append_round(self, record: dict[str, Any]) -> None:
+        """One round of one graph, as soon as it is measured (a row is written after its last round)."""
+        self._write({"type": "round", **record})
+
     def _records(self) -> Iterator[dict[str, Any]]:
         with self.path.open("rb") as fh:
             for number, line in enumerate(fh, start=1):
@@ -191,6 +200,10 @@ class RunLog:
             return None
         return (f"{self.path} ends in a torn line (its run was killed mid-write): that row is left out; "
                 f"{resume_command(self.path)} completes the run")
+
+    def rounds(self) -> list[dict[str, Any]]:
+        """The round records, in the order they were measured."""
+        return [r for r in self._records() if r.get("type") == "round"]
 
 
 def find_run(results: Path, run_id: str) -> Path:

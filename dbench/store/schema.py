@@ -37,7 +37,9 @@ PASSING = frozenset({Status.OK, Status.UNSUPPORTED})
 """Statuses of an honest run: measured and verified, or refused by the runtime with its reason."""
 STAT_FIELDS = ("median_us", "p10_us", "p90_us", "p99_us", "min_us", "mean_us", "std_us", "cv", "spread", "mad_us",
                "ci_low_us", "ci_high_us", "ci_rel", "samples", "calls_per_sample", "unstable", "timed_s", "warmup_s",
-               "first_call_us", "runtime_median_us", "samples_us")
+               "first_call_us", "runtime_median_us", "samples_us", "percentiles_us", "rerun_low_us", "rerun_high_us",
+               "rerun_rel", "interval_note", "rounds", "round_medians_us", "round_sizes", "round_sd")
+"""The fields a row takes from its rounds' statistics (dbench.stats.summary)."""
 
 
 def executed_precision(nodes: list[dict[str, Any]]) -> str:
@@ -141,6 +143,29 @@ class Row:
     profile_call_us: float | None = None
     """The profiling pass's own time per call, on the clock that brackets its node times: the kernel
     time's frame (absent from rows written before it was recorded)."""
+    variant: str = ""
+    """The run's configuration this row was timed under (a runtime, or `threads=2`): a run given several
+    (`--runtime a,b`, `--threads 1,2`) interleaves them and has one row per graph and variant."""
+    percentiles_us: dict[str, float] | None = None
+    """The per-call percentiles asked for (`--percentiles`), keyed by the percentile as text (`"99.9"`)."""
+    rerun_low_us: float | None = None
+    rerun_high_us: float | None = None
+    rerun_rel: float | None = None
+    """Where 95 % of a re-run's medians should fall, from the rounds, and its half-width / median."""
+    interval_note: str = ""
+    """Why the row has no interval (one round, or round medians all equal), else empty."""
+    rounds: int | None = None
+    """Rounds the row was timed in (schema 3), each in its own worker process and session."""
+    round_medians_us: list[float] | None = None
+    round_sizes: list[int] | None = None
+    """How many of `samples_us` belong to each round, in order."""
+    round_sd: float | None = None
+    """The SD of the rounds' log medians: the row's measured noise between rounds."""
+    device_graph_median_us: float | None = None
+    """Device time per call with the call replayed as a captured CUDA graph (torch-cuda), beside
+    `device_median_us`: the difference is launch overhead (absent from earlier rows)."""
+    gpu_state: dict[str, Any] | None = None
+    """NVML's clocks, power and temperature of the GPU before (`start`) and after (`end`) timing."""
 
     def to_dict(self) -> dict[str, Any]:
         row = {("pass" if f.name == "pass_name" else f.name): getattr(self, f.name) for f in dataclasses.fields(self)}
@@ -149,10 +174,11 @@ class Row:
 
     @classmethod
     def build(cls, run_id: str, seq: int, spec: GraphSpec, runtime: dict[str, Any], weights: str | None,
-              outcome: "Outcome") -> "Row":
+              outcome: "Outcome", variant: str = "") -> "Row":
         """A row from the worker's Outcome (or the parent's, with just status and message, when the
         worker died or the graph never reached it).
-        `runtime` holds name, version, device and the options in force; `weights` is the job's mode."""
+        `runtime` holds name, version, device and the options in force; `weights` is the job's mode;
+        `outcome.stats` holds the row's statistics fields, combined over its rounds."""
         stats = outcome.stats or {}
         nodes = outcome.nodes or []
         verification = outcome.verification or {}
@@ -182,7 +208,8 @@ class Row:
             verified_rows=verification.get("rows_checked"),
             device_median_us=outcome.device_median_us, inputs_s=outcome.inputs_s, prepare_s=outcome.prepare_s,
             verify_s=outcome.verify_s, profile_s=outcome.profile_s, profile_call_us=outcome.profile_call_us,
+            device_graph_median_us=outcome.device_graph_median_us, gpu_state=outcome.gpu_state,
             finished_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
-            load_1m=(load_average() or [None])[0],
+            load_1m=(load_average() or [None])[0], variant=variant or runtime["name"],
         )
         return dataclasses.replace(row, invariant_violations=violations(row.to_dict()))

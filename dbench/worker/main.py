@@ -38,6 +38,8 @@ class Job:
     weights: str = "const"
     verify: bool = True
     profile_runs: int = 10
+    round: int = 1
+    """Which round of the graph this job is (1-based): the first verifies and profiles."""
 
 
 @dataclass
@@ -54,6 +56,8 @@ class Outcome:
     memory_bytes: int | None = None
     device_memory_bytes: int | None = None
     device_median_us: float | None = None
+    device_graph_median_us: float | None = None
+    gpu_state: dict[str, Any] | None = None
     runtime_options: dict[str, Any] | None = None
     inputs_s: float | None = None
     prepare_s: float | None = None
@@ -235,6 +239,7 @@ def execute(job: Job, phase: Callable[[str], None] = _no_phase) -> Outcome:
             session.bind(per_call)
             outcome.prepare_s = time.perf_counter() - t0
             outcome.runtime_options = runtime.describe()  # after prepare: includes what the runtime read back
+            gpu_start = session.gpu_state()
             phase("timing")
             stats = measure(session.run, job.timing, session.runtime_latency_us)
             outcome.stats = stats.to_dict()
@@ -243,6 +248,8 @@ def execute(job: Job, phase: Callable[[str], None] = _no_phase) -> Outcome:
                 outcome.memory_bytes = max(0, peak - baseline)
             outcome.device_memory_bytes = session.device_memory()
             outcome.device_median_us = session.device_time_us(_device_iterations(stats.median_us))
+            outcome.device_graph_median_us = session.device_graph_time_us(_device_iterations(stats.median_us))
+            outcome.gpu_state = {"start": gpu_start, "end": session.gpu_state()} if gpu_start is not None else None
             if job.verify:
                 phase("verifying")
                 t0 = time.perf_counter()
@@ -287,6 +294,12 @@ def execute(job: Job, phase: Callable[[str], None] = _no_phase) -> Outcome:
     return outcome
 
 
+def _hooked(hook: str, job: Job) -> bool:
+    """Whether a test hook (`ID` or `ID@ROUND`) names this job."""
+    part, _, round_number = hook.partition("@")
+    return part in job.spec.id and (not round_number or int(round_number) == job.round)
+
+
 def serve(connection, memory_limit: int | None = None, cpus: tuple[int, ...] | None = None) -> None:
     """Worker main loop: receive Jobs, send Outcomes, until the parent closes the pipe.
     SIGINT is ignored so that Ctrl-C is handled once, by the parent. `cpus` pins this process
@@ -307,10 +320,11 @@ def serve(connection, memory_limit: int | None = None, cpus: tuple[int, ...] | N
             job = connection.recv()
         except EOFError:
             return
-        # Test hooks: a kernel whose id contains the string crashes (SIGSEGV) or hangs the worker.
-        if crash_on and crash_on in job.spec.id:
+        # Test hooks: a kernel whose id contains the string crashes (SIGSEGV) or hangs the worker; `ID@N`
+        # only in round N.
+        if crash_on and _hooked(crash_on, job):
             os.kill(os.getpid(), signal.SIGSEGV)
-        if hang_on and hang_on in job.spec.id:
+        if hang_on and _hooked(hang_on, job):
             time.sleep(3600)
         connection.send(execute(job, lambda name: connection.send(Phase(name))))
 

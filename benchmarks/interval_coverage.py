@@ -1,0 +1,128 @@
+"""The real coverage of dbench's intervals and the real error rates of its verdicts, at the round
+counts a run uses, by simulation (no machine is measured: the numbers hold anywhere).
+
+Rounds are drawn as a run meets them: a log-normal between-round term (the process, session and
+drift that a re-run changes) plus a small in-round term, and optionally a heavy tail (one round in
+ten 3x further out) to show what a non-normal machine does to the t-based intervals. Printed:
+
+* the row's interval of the median (t over R rounds): how often it holds the true median;
+* the row's re-run interval: how often a fresh run's centre falls in it;
+* the old interval (order statistics over pooled samples, one session): its coverage of a re-run;
+* compare's per-kernel false verdict rate on identical kernels (Welch over rounds, paired rounds),
+  and the share of whole tables (100 kernels) with any verdict, without and with the FDR control;
+* the minimum sample count the old asymptotic Mann-Whitney interval was applied at, and its coverage.
+
+    python benchmarks/interval_coverage.py [--trials 4000] [--seed 1]
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+
+import numpy as np
+
+from dbench.stats.differences import ALPHA, paired, welch
+from dbench.stats.fdr import bh_adjusted
+from dbench.stats.rounds import round_spread
+
+
+def draw(rng, runs: int, rounds: int, between: float, within: float, heavy: bool) -> np.ndarray:
+    """Log round medians around 0: a between-round term, a within-round term, and (heavy) one round
+    in ten three times further out."""
+    scale = np.where(rng.random((runs, rounds)) < 0.1, 3.0, 1.0) if heavy else 1.0
+    return between * scale * rng.standard_normal((runs, rounds)) + within * rng.standard_normal((runs, rounds))
+
+
+def row_coverage(rng, trials: int, rounds: int, heavy: bool) -> tuple[float, float]:
+    first, again = draw(rng, trials, rounds, 0.05, 0.01, heavy), draw(rng, trials, rounds, 0.05, 0.01, heavy)
+    covered = held = 0
+    for a, b in zip(first, again):
+        spread = round_spread(math.exp(a.mean()), list(np.exp(a)))
+        covered += spread.ci[0] <= 1.0 <= spread.ci[1]
+        held += spread.rerun[0] <= math.exp(b.mean()) <= spread.rerun[1]
+    return covered / trials, held / trials
+
+
+def old_interval_coverage(rng, trials: int) -> float:
+    """The schema-2 interval: order statistics over one session's pooled samples (n = 200), whose
+    re-run differs by a between-run term (5 %) the samples never see."""
+    from math import comb
+
+    n, alpha = 200, 0.05
+    low, cdf = 0, 0.0
+    for k in range(n + 1):
+        cdf += comb(n, k) / 2.0**n
+        if 2 * cdf > alpha:
+            break
+        low = k + 1
+    held = 0
+    for _ in range(trials):
+        run, rerun = 0.05 * rng.standard_normal(2)
+        samples = np.sort(run + 0.02 * rng.standard_normal(n))
+        held += samples[low - 1] <= rerun + 0.0 <= samples[n - low]
+    return held / trials
+
+
+def verdict_rates(rng, trials: int, rounds: int, heavy: bool) -> tuple[float, float]:
+    """Per-kernel false verdict rate on identical kernels: Welch over two runs' rounds, and the paired
+    test over an interleaved run's rounds (a drift shared by both variants in each round)."""
+    welch_false = paired_false = 0
+    for _ in range(trials):
+        a, b = draw(rng, 1, rounds, 0.05, 0.01, heavy)[0], draw(rng, 1, rounds, 0.05, 0.01, heavy)[0]
+        welch_false += welch(np.exp(a), np.exp(b)).p <= ALPHA
+        drift = draw(rng, 1, rounds, 0.05, 0.0, heavy)[0]
+        pa, pb = drift + 0.01 * rng.standard_normal(rounds), drift + 0.01 * rng.standard_normal(rounds)
+        paired_false += paired(np.exp(pa), np.exp(pb)).p <= ALPHA
+    return welch_false / trials, paired_false / trials
+
+
+def table_rates(rng, tables: int, kernels: int, rounds: int) -> tuple[float, float]:
+    """Share of A-vs-A tables with any verdict: per-kernel 5 % tests alone, and with BH at 5 %."""
+    raw = controlled = 0
+    for _ in range(tables):
+        p = [welch(np.exp(draw(rng, 1, rounds, 0.05, 0.01, False)[0]), np.exp(draw(rng, 1, rounds, 0.05, 0.01, False)[0])).p
+             for _ in range(kernels)]
+        raw += any(v <= ALPHA for v in p)
+        controlled += any(q <= 0.05 for q in bh_adjusted(p))
+    return raw / tables, controlled / tables
+
+
+def old_moses_coverage(rng, trials: int, n: int) -> float:
+    """The old compare interval (asymptotic Moses / Mann-Whitney, no continuity correction) on two
+    identical sample sets of n each: how often it holds 1."""
+    z = 1.959964
+    k = int(math.floor(n * n / 2 - z * math.sqrt(n * n * (2 * n + 1) / 12)))
+    hits = 0
+    for _ in range(trials):
+        a, b = rng.standard_normal(n), rng.standard_normal(n)
+        d = np.sort((b[None, :] - a[:, None]).ravel())
+        k = min(max(k, 0), d.size - 1)
+        hits += d[k] <= 0.0 <= d[d.size - 1 - k]
+    return hits / trials
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--trials", type=int, default=4000)
+    parser.add_argument("--seed", type=int, default=1)
+    args = parser.parse_args()
+    rng = np.random.default_rng(args.seed)
+    print(f"{args.trials} simulated runs per cell; between-round SD 5 %, in-round 1 %; heavy: one round in ten 3x out")
+    print(f"{'rounds':>6} {'tail':>6} {'median CI covers':>17} {'re-run interval holds':>22} "
+          f"{'Welch false':>12} {'paired false':>13}")
+    for rounds in (3, 5, 10):
+        for heavy in (False, True):
+            covered, held = row_coverage(rng, args.trials, rounds, heavy)
+            welch_false, paired_false = verdict_rates(rng, args.trials // 2, rounds, heavy)
+            print(f"{rounds:>6} {'heavy' if heavy else 'normal':>6} {covered:>17.1%} {held:>22.1%} {welch_false:>12.1%} {paired_false:>13.1%}")
+    raw, controlled = table_rates(rng, max(100, args.trials // 20), 100, 3)
+    print(f"\nA-vs-A tables of 100 kernels, 3 rounds a side: any verdict {raw:.0%} with per-kernel 5 % tests, "
+          f"{controlled:.1%} with the false-discovery control")
+    print(f"old interval (pooled samples of one session, n=200) holds a re-run's median: {old_interval_coverage(rng, args.trials):.1%}")
+    for n in (2, 3, 5):
+        print(f"old Moses interval at n={n} a side holds 1 on identical sets: {old_moses_coverage(rng, args.trials, n):.1%}")
+
+
+if __name__ == "__main__":
+    main()

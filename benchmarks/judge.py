@@ -1,0 +1,160 @@
+"""The judge judged: how often `dbench compare` calls identical runs different, how often a re-run's
+median lands inside a row's interval, and how often a real change is found.
+
+Runs, in this order, on this machine (as a user would, through the `dbench` command):
+* N identical runs of a selection (default: the default run of `--suite inference-device`), with one
+  `--rounds 1` run after the first and after the last, for the wall-time cost of rounds;
+* one interleaved run `--threads 1,2` of the selection's largest GEMMs, and two separate runs
+  (`--threads 1`, then `--threads 2`) of the same GEMMs.
+Then prints, from the stored rows:
+* A-vs-A, over all pairs of identical runs: per-kernel verdicts (same / faster / slower / too few)
+  and the share of whole tables with 0 changed kernels;
+* calibration: for every row and every later run, whether the later median falls inside the row's
+  re-run interval (and inside its interval of the median, for contrast);
+* power: a synthetic 5 % and 10 % slowdown applied to the round medians of the second run of each
+  pair (kernels >= 0.1 ms), and --threads 1 vs 2 on the large GEMMs, interleaved and as separate runs;
+* the wall time of a default run against a one-round run.
+
+    python benchmarks/judge.py --runs 5 --out /tmp/judge            # about 30 min on a 2-core VM
+    python benchmarks/judge.py --runs 2 --args "--quick --ops gemm" --out /tmp/judge-smoke
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import shlex
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from dbench.store.compare import Side, compare_sides
+
+MIN_POWER_US = 100.0
+"""Kernels at least this slow count for the power figures (the goal speaks of kernels >= 0.1 ms)."""
+
+
+def dbench_run(args: list[str], out: Path) -> tuple[Path, float]:
+    """Run `dbench run ARGS --out OUT`; return its log and wall seconds."""
+    before = set(out.glob("*/*.jsonl"))
+    start = time.perf_counter()
+    done = subprocess.run([sys.executable, "-m", "dbench", "run", *args, "--out", str(out)], stdout=subprocess.DEVNULL,
+                          stderr=subprocess.PIPE, text=True)
+    wall = time.perf_counter() - start
+    if done.returncode not in (0, 3):
+        sys.exit(f"dbench run {' '.join(args)} failed: {done.stderr.strip().splitlines()[-1:]}")
+    (log,) = set(out.glob("*/*.jsonl")) - before
+    return log, wall
+
+
+def rows(log: Path) -> list[dict]:
+    return [r for r in map(json.loads, log.read_text().splitlines()) if r.get("type") == "result"]
+
+
+def side(label: str, *logs_rows: list[dict]) -> Side:
+    return Side(label, [{r["graph_id"]: r for r in run} for run in logs_rows], [label], ["here"])
+
+
+def slowed(run: list[dict], factor: float) -> list[dict]:
+    """A run's rows with every round median and median multiplied by `factor` (a known change)."""
+    return [{**r, "median_us": r["median_us"] * factor, "round_medians_us": [m * factor for m in r["round_medians_us"]]}
+            if r.get("round_medians_us") else r for r in run]
+
+
+def a_vs_a(runs: list[list[dict]]) -> None:
+    verdicts: dict[str, int] = {}
+    clean_tables = tables = 0
+    for a, b in itertools.combinations(runs, 2):
+        comparison = compare_sides(side("a", a), side("b", b))
+        tables += 1
+        changed = 0
+        for pair in comparison.pairs:
+            verdicts[pair.verdict] = verdicts.get(pair.verdict, 0) + 1
+            changed += pair.verdict in ("faster", "slower")
+        clean_tables += changed == 0
+    judged = sum(verdicts.values())
+    print(f"A-vs-A over {tables} pairs of identical runs: " + ", ".join(f"{n} {v}" for v, n in sorted(verdicts.items())))
+    print(f"  per-kernel verdicts 'same': {verdicts.get('same', 0) / judged:.1%}; tables with 0 changed: {clean_tables}/{tables}")
+
+
+def calibration(runs: list[list[dict]]) -> None:
+    rerun = median_ci = total = 0
+    for i, earlier in enumerate(runs):
+        for later in runs[i + 1:]:
+            by_id = {r["graph_id"]: r for r in later if r.get("median_us")}
+            for row in earlier:
+                other = by_id.get(row["graph_id"])
+                if not other or row.get("rerun_low_us") is None:
+                    continue
+                total += 1
+                rerun += row["rerun_low_us"] <= other["median_us"] <= row["rerun_high_us"]
+                median_ci += row["ci_low_us"] <= other["median_us"] <= row["ci_high_us"]
+    if total:
+        print(f"calibration over {total} (row, later run) pairs: a later median inside the row's re-run interval "
+              f"{rerun / total:.1%}, inside its interval of the median {median_ci / total:.1%}")
+
+
+def power(runs: list[list[dict]]) -> None:
+    for factor in (1.05, 1.10):
+        found = total = 0
+        for a, b in itertools.combinations(runs, 2):
+            comparison = compare_sides(side("a", a), side("b", slowed(b, factor)))
+            for pair in comparison.pairs:
+                if pair.a and pair.a[0].get("median_us", 0) >= MIN_POWER_US and pair.verdict not in ("", "only in a", "only in b"):
+                    total += 1
+                    found += pair.verdict == "slower"
+        if total:
+            print(f"power, a synthetic {factor - 1:.0%} slowdown on kernels >= {MIN_POWER_US:g} µs: {found}/{total} "
+                  f"({found / total:.0%}) found slower")
+
+
+def threads(interleaved: list[dict], one: list[dict], two: list[dict]) -> None:
+    by_variant: dict[str, list[dict]] = {}
+    for r in interleaved:
+        by_variant.setdefault(r["variant"], []).append(r)
+    (label1, rows1), (label2, rows2) = by_variant.items()
+    for name, comparison in (("interleaved --threads 1,2", compare_sides(side(label1, rows1), side(label2, rows2), interleaved=True)),
+                             ("separate runs", compare_sides(side("threads 1", one), side("threads 2", two)))):
+        verdicts = [p.verdict for p in comparison.pairs]
+        print(f"threads 1 vs 2, {name}: " + ", ".join(f"{p.graph_id} {p.verdict} {p.ratio:.2f}" for p in comparison.pairs)
+              + f" -> {verdicts.count('faster')}/{len(verdicts)} faster")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--args", default="--suite inference-device", help="the selection and options of each identical run")
+    parser.add_argument("--gemms", default="--suite inference-device --ops gemm --id gemm_m5124_*",
+                        help="the selection of the --threads 1 vs 2 runs (large GEMMs)")
+    parser.add_argument("--out", type=Path, required=True)
+    args = parser.parse_args()
+    common = shlex.split(args.args)
+    logs, walls, one_round = [], [], []
+    for i in range(args.runs):
+        log, wall = dbench_run(common, args.out)
+        logs.append(log)
+        walls.append(wall)
+        print(f"run {i + 1}/{args.runs}: {log.stem} {wall:.0f} s", flush=True)
+        if i in (0, args.runs - 1):
+            _, wall = dbench_run([*common, "--rounds", "1"], args.out)
+            one_round.append(wall)
+            print(f"  one-round run: {wall:.0f} s", flush=True)
+    gemms = shlex.split(args.gemms)
+    interleaved, _ = dbench_run([*gemms, "--threads", "1,2"], args.out)
+    one, _ = dbench_run([*gemms, "--threads", "1"], args.out)
+    two, _ = dbench_run([*gemms, "--threads", "2"], args.out)
+    runs = [rows(log) for log in logs]
+    print()
+    a_vs_a(runs)
+    calibration(runs)
+    power(runs)
+    threads(rows(interleaved), rows(one), rows(two))
+    mean = sum(walls) / len(walls)
+    print(f"wall time: default runs {min(walls):.0f}-{max(walls):.0f} s (mean {mean:.0f}), one-round runs "
+          f"{', '.join(f'{w:.0f}' for w in one_round)} s: rounds cost {mean / (sum(one_round) / len(one_round)) - 1:+.0%}")
+
+
+if __name__ == "__main__":
+    main()

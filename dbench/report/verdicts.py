@@ -1,0 +1,103 @@
+"""The report's judgements, made as `dbench compare` makes them: each column group's speedup against
+the baseline carries its 95 % interval and a verdict whose false-discovery rate is controlled over the
+group's kernels; a kernel's fastest group is starred only when the test separates it from the next
+fastest, else the two are a tie within noise."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from dbench.stats.differences import Difference
+from dbench.stats.fdr import FDR, bh_adjusted
+from dbench.stats.student import t_quantile
+from dbench.store.compare import test_rows
+
+
+@dataclass(frozen=True)
+class Speedup:
+    """baseline time / this time, its 95 % interval, and `same` when the data cannot tell them apart
+    (not a discovery at the FDR), or the reason there is no test."""
+
+    value: float
+    low: float | None
+    high: float | None
+    same: bool
+    note: str = ""
+    difference: Difference | None = None
+    """The test behind it (this group's time / the baseline's)."""
+
+
+def _row(frame_row: pd.Series) -> dict:
+    """The fields the tests read, from a report frame's row."""
+    medians = frame_row.get("round_medians_us")
+    return {"median_us": frame_row["median_us"], "round_medians_us": list(medians) if isinstance(medians, (list, np.ndarray)) else None}
+
+
+def _difference(base: pd.Series, mine: pd.Series) -> tuple[Difference | None, str]:
+    """b = this group against a = the baseline for one kernel; paired when both rows come from one
+    interleaved run."""
+    difference, verdict, detail, _ = test_rows([_row(base)], [_row(mine)], interleaved=base["run_id"] == mine["run_id"])
+    return (difference, "") if not verdict else (None, verdict if not detail else f"{verdict}: {detail}")
+
+
+def speedups(frame: pd.DataFrame, groups, base) -> dict[tuple[str, str], Speedup]:
+    """(group label, kernel) -> Speedup against the baseline group, for every verified kernel both
+    have; the FDR is controlled over each group's kernels."""
+    counted = frame[frame.counts]
+    base_rows = base.rows(counted).set_index("kernel")
+    result: dict[tuple[str, str], Speedup] = {}
+    for group in groups:
+        mine = group.rows(counted).set_index("kernel")
+        kernels = [k for k in mine.index if k in base_rows.index]
+        if group == base:
+            result.update({(group.label, k): Speedup(1.0, None, None, True, "baseline") for k in kernels})
+            continue
+        tested = {k: _difference(base_rows.loc[k], mine.loc[k]) for k in kernels}
+        with_test = [k for k, (d, _) in tested.items() if d is not None]
+        adjusted = dict(zip(with_test, bh_adjusted([tested[k][0].p for k in with_test])))
+        for kernel, (difference, why) in tested.items():
+            value = float(base_rows.at[kernel, "median_us"] / mine.at[kernel, "median_us"])
+            if difference is None:
+                result[(group.label, kernel)] = Speedup(value, None, None, True, why)
+            else:
+                result[(group.label, kernel)] = Speedup(value, 1 / difference.high, 1 / difference.low,
+                                                        adjusted[kernel] > FDR, difference=difference)
+    return result
+
+
+def geomean_speedup(values: list[Speedup]) -> tuple[float | None, float | None, float | None]:
+    """The geometric-mean speedup over a group's kernels and its 95 % interval from the kernels'
+    standard errors (Welch-Satterthwaite degrees of freedom); no interval unless every kernel was tested."""
+    if not values:
+        return None, None, None
+    mean = float(math.exp(np.mean([math.log(v.value) for v in values])))
+    tests = [v.difference for v in values if v.difference is not None]
+    if len(tests) != len(values):
+        return mean, None, None
+    n = len(tests)
+    var = sum(t.se**2 for t in tests) / n**2
+    df = sum(t.se**2 for t in tests) ** 2 / sum(t.se**4 / t.df for t in tests)
+    half = t_quantile(0.975, df) * math.sqrt(var)
+    center = -float(np.mean([math.log(t.ratio) for t in tests]))
+    return mean, math.exp(center - half), math.exp(center + half)
+
+
+def winners(frame: pd.DataFrame, groups, kernels: list[str]) -> dict[str, tuple[str, bool]]:
+    """kernel -> (label of the fastest group, whether the test separates it from the next fastest at
+    the FDR over these kernels); kernels timed by one group only have no winner."""
+    counted = frame[frame.counts]
+    contests: dict[str, tuple[str, Difference | None]] = {}
+    for kernel in kernels:
+        timed = [(g, g.rows(counted)[lambda f, k=kernel: f.kernel == k]) for g in groups]
+        timed = sorted(((g, r.iloc[0]) for g, r in timed if not r.empty), key=lambda pair: pair[1]["median_us"])
+        if len(timed) < 2:
+            continue
+        (fastest, best), (_, second) = timed[0], timed[1]
+        contests[kernel] = (fastest.label, _difference(second, best)[0])
+    tested = [k for k, (_, d) in contests.items() if d is not None]
+    adjusted = dict(zip(tested, bh_adjusted([contests[k][1].p for k in tested])))
+    return {k: (label, k in adjusted and adjusted[k] <= FDR) for k, (label, _) in contests.items()}

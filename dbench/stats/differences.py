@@ -1,0 +1,84 @@
+"""The tests behind `compare`, on log times: Welch's two-sample t over two runs' round medians, the
+paired t over an interleaved run's rounds (drift cancels in each pair), and the pooled two-sample t
+over several runs a side (their spread is the between-run variance). Each gives the ratio b/a, its
+95 % interval, a two-sided p-value and the smallest change it can resolve."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from dbench.stats.student import t_quantile, t_two_sided_p
+
+ALPHA = 0.05
+POWER = 0.80
+"""The resolvable change is the true change this test detects 80 % of the time at ALPHA (two-sided)."""
+MIN_DF = 2.0
+"""Fewer degrees of freedom than this give no verdict: a variance estimated from two values is too
+unstable for the t-test's level to hold (at df 1 the 95 % quantile is 12.7)."""
+
+
+@dataclass(frozen=True)
+class Difference:
+    """b / a: the ratio of geometric means, its 95 % interval, the p-value, the test's degrees of
+    freedom, its standard error on log times, and the smallest change it resolves (a fraction)."""
+
+    ratio: float
+    low: float
+    high: float
+    p: float
+    df: float
+    se: float
+    method: str
+    resolvable: float
+
+    def to_dict(self) -> dict:
+        return {"ratio": self.ratio, "low": self.low, "high": self.high, "p": self.p, "df": self.df, "se_log": self.se,
+                "method": self.method, "resolvable": self.resolvable}
+
+
+def _difference(d: float, se: float, df: float, method: str) -> Difference | None:
+    """The Difference for a mean log difference `d` with standard error `se`; None without spread."""
+    if not se > 0 or not df > 0:
+        return None
+    q = t_quantile(1 - ALPHA / 2, df)
+    return Difference(math.exp(d), math.exp(d - q * se), math.exp(d + q * se), t_two_sided_p(d / se, df), df, se,
+                      method, math.exp((q + t_quantile(POWER, df)) * se) - 1)
+
+
+def _logs(values) -> np.ndarray:
+    return np.log(np.asarray(values, dtype=np.float64))
+
+
+def welch(a_us, b_us) -> Difference | None:
+    """Two independent sets of round medians (two runs): Welch's t on their logs."""
+    la, lb = _logs(a_us), _logs(b_us)
+    if la.size < 2 or lb.size < 2:
+        return None
+    va, vb = la.var(ddof=1) / la.size, lb.var(ddof=1) / lb.size
+    if va + vb == 0:
+        return None
+    df = (va + vb) ** 2 / (va**2 / (la.size - 1) + vb**2 / (lb.size - 1))
+    return _difference(float(lb.mean() - la.mean()), math.sqrt(va + vb), df, "welch over rounds")
+
+
+def paired(a_us, b_us) -> Difference | None:
+    """Round medians measured in pairs (an interleaved run: a and b back to back in each round)."""
+    d = _logs(b_us) - _logs(a_us)
+    if d.size < 2:
+        return None
+    return _difference(float(d.mean()), float(d.std(ddof=1)) / math.sqrt(d.size), d.size - 1, "paired over rounds")
+
+
+def pooled(a_logs, b_logs) -> Difference | None:
+    """Several runs a side, each given as its log estimate: Student's pooled two-sample t, whose
+    variance is the spread between runs."""
+    la, lb = np.asarray(a_logs, dtype=np.float64), np.asarray(b_logs, dtype=np.float64)
+    df = la.size + lb.size - 2
+    if la.size < 1 or lb.size < 1 or df < 1:
+        return None
+    pooled_var = (((la - la.mean()) ** 2).sum() + ((lb - lb.mean()) ** 2).sum()) / df
+    se = math.sqrt(pooled_var * (1 / la.size + 1 / lb.size))
+    return _difference(float(lb.mean() - la.mean()), se, df, "pooled over runs")

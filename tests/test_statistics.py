@@ -1,0 +1,116 @@
+"""The statistics behind intervals and verdicts, on cases with a known answer: Student's t against its
+closed forms, the tests' false-positive rates and coverage on simulated rounds, the paired test
+cancelling drift that Welch's cannot, the pooled test seeing the between-run variance, the
+resolvable change being detected as often as it promises, and Benjamini-Hochberg's control."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from dbench.stats.differences import ALPHA, paired, pooled, welch
+from dbench.stats.fdr import bh_adjusted
+from dbench.stats.student import betainc, t_cdf, t_quantile, t_two_sided_p
+
+SIMULATIONS = 1000
+"""Binomial SD of a 5 % rate over 1000 trials: 0.69 %; the bounds below sit about 3 SD out."""
+
+
+@pytest.mark.parametrize("p", [0.6, 0.8, 0.9, 0.975, 0.995])
+def test_student_quantiles_match_their_closed_forms(p):
+    assert t_quantile(p, 1) == pytest.approx(math.tan(math.pi * (p - 0.5)), rel=1e-9)  # Cauchy
+    assert t_quantile(p, 2) == pytest.approx((2 * p - 1) / math.sqrt(2 * p * (1 - p)), rel=1e-9)
+    assert t_quantile(1 - p, 2) == pytest.approx(-t_quantile(p, 2), rel=1e-12)
+
+
+def test_student_against_table_values_and_the_normal_limit():
+    assert t_quantile(0.975, 2) == pytest.approx(4.302653, abs=1e-6)
+    assert t_quantile(0.975, 10) == pytest.approx(2.228139, abs=1e-6)
+    assert t_quantile(0.8, 4) == pytest.approx(0.940965, abs=1e-6)
+    assert t_quantile(0.975, 1e7) == pytest.approx(1.959964, abs=1e-5)
+    assert t_two_sided_p(t_quantile(0.975, 3.7), 3.7) == pytest.approx(0.05, abs=1e-10)  # fractional df (Welch)
+    assert t_cdf(0.0, 5) == 0.5 and t_two_sided_p(math.inf, 3) == 0.0
+
+
+def test_incomplete_beta_special_cases():
+    for x in (0.1, 0.5, 0.93):
+        assert betainc(1, 1, x) == pytest.approx(x)
+        assert betainc(3, 1, x) == pytest.approx(x**3)
+        assert betainc(2.5, 4, x) == pytest.approx(1 - betainc(4, 2.5, 1 - x))
+
+
+def rounds(rng, n: int, median: float = 100.0, sd: float = 0.05) -> np.ndarray:
+    return median * np.exp(sd * rng.standard_normal(n))
+
+
+@pytest.mark.parametrize("n", [3, 5, 10])
+def test_welch_on_identical_sides_rejects_at_its_level_and_covers_the_true_ratio(n, seed):
+    rng = np.random.default_rng(seed)
+    results = [welch(rounds(rng, n), rounds(rng, n, sd=0.08)) for _ in range(SIMULATIONS)]
+    rejected = sum(d.p <= ALPHA for d in results) / SIMULATIONS
+    covered = sum(d.low <= 1.0 <= d.high for d in results) / SIMULATIONS
+    assert 0.029 <= rejected <= 0.071 and covered == pytest.approx(1 - rejected, abs=1e-9)
+
+
+def test_the_resolvable_change_is_detected_about_as_often_as_promised(seed):
+    """Shift b by exactly the resolvable change the test reports for this noise: found ~80 % of the time."""
+    rng = np.random.default_rng(seed)
+    n, sd = 5, 0.04
+    change = welch(rounds(rng, n, sd=sd), rounds(rng, n, sd=sd)).resolvable  # depends on the drawn spread
+    expected = np.mean([welch(rounds(rng, n, sd=sd), rounds(rng, n, sd=sd)).resolvable for _ in range(200)])
+    found = sum(welch(rounds(rng, n, sd=sd), rounds(rng, n, 100.0 * (1 + expected), sd)).p <= ALPHA
+                for _ in range(SIMULATIONS)) / SIMULATIONS
+    assert change > 0 and 0.65 <= found <= 0.95, (expected, found)
+
+
+def test_paired_rounds_cancel_drift_that_welch_cannot(seed):
+    """A machine whose speed drifts 20 % between rounds, and b truly 4 % slower in every round."""
+    rng = np.random.default_rng(seed)
+    detected_paired = detected_welch = 0
+    for _ in range(200):
+        drift = np.exp(0.2 * rng.standard_normal(5))
+        a = 100 * drift * np.exp(0.005 * rng.standard_normal(5))
+        b = 104 * drift * np.exp(0.005 * rng.standard_normal(5))
+        detected_paired += paired(a, b).p <= ALPHA
+        detected_welch += welch(a, b).p <= ALPHA
+    assert detected_paired >= 190 and detected_welch <= 40
+
+
+def test_pooled_runs_see_the_between_run_variance_that_rounds_miss(seed):
+    """Each run carries its own offset (SD 6 %) that its rounds share: a test over one run's rounds a
+    side calls identical configurations different far too often; the runs' spread does not."""
+    rng = np.random.default_rng(seed)
+
+    def run() -> np.ndarray:
+        return rounds(rng, 5, 100.0 * math.exp(0.06 * rng.standard_normal()), sd=0.01)
+
+    welch_false = sum(welch(run(), run()).p <= ALPHA for _ in range(500)) / 500
+    pooled_false = sum(pooled([np.log(run()).mean() for _ in range(3)], [np.log(run()).mean() for _ in range(3)]).p <= ALPHA
+                       for _ in range(SIMULATIONS)) / SIMULATIONS
+    assert welch_false > 0.5 and 0.029 <= pooled_false <= 0.071
+
+
+def test_tests_without_spread_or_rounds_give_nothing():
+    assert welch([1.0, 1.0, 1.0], [1.0, 1.0, 1.0]) is None
+    assert welch([1.0], [1.0, 2.0]) is None and paired([1.0], [2.0]) is None
+    assert pooled([0.0], [0.1]) is None
+
+
+def test_benjamini_hochberg_adjusted_values():
+    assert bh_adjusted([0.01, 0.04, 0.03, 0.005]) == pytest.approx([0.02, 0.04, 0.04, 0.02])
+    assert bh_adjusted([0.5]) == [0.5] and bh_adjusted([]) == []
+
+
+def test_a_table_of_identical_kernels_rarely_shows_any_change(seed):
+    """100 kernels all unchanged: with per-kernel 5 % tests a table shows ~5 changes; with the FDR
+    control, a table shows any change at most about 5 % of the time."""
+    rng = np.random.default_rng(seed)
+    tables, per_kernel = 100, 100
+    any_change = raw = 0
+    for _ in range(tables):
+        p = [welch(rounds(rng, 3), rounds(rng, 3)).p for _ in range(per_kernel)]
+        raw += sum(v <= ALPHA for v in p)
+        any_change += any(q <= 0.05 for q in bh_adjusted(p))
+    assert raw / tables > 3 and any_change / tables <= 0.12
