@@ -6,9 +6,9 @@ from __future__ import annotations
 import os
 from typing import TextIO
 
-PIPE_WIDTH = 120
-"""Off a terminal without COLUMNS: the widest table at its natural width (the run summary, the all-reduce
-table) keeps one line per row; narrower tables take only their own width."""
+PIPE_WIDTH = 160
+"""Off a terminal without COLUMNS: wide enough that the run summary, the all-reduce table and compare's
+table keep a graph id (up to about 60 characters) on one line; narrower tables take only their width."""
 
 
 def output_width(stream: TextIO) -> int | None:

@@ -280,7 +280,7 @@ def test_peak_measures_the_suite_s_largest_gemm_beside_the_squares():
 @pytest.mark.parametrize("args,phrase", [(["--runtime", "ort-cpuu"], "unknown runtime 'ort-cpuu'"),
                                          (["--runtime", "nope"], "unknown runtime 'nope'"),
                                          (["--precision", "fp64"], "unknown precision 'fp64' for dbench peak; valid: fp32"),
-                                         (["--runtime", ""], "--runtime was given no value")])
+                                         (["--runtime", ""], "'--runtime' / '-r': is empty")])
 def test_peak_refuses_bad_input_and_keeps_the_measured_ceiling(args, phrase, tmp_path):
     """A typo after a good `dbench peak` must not rewrite peak.json with an empty GEMM ceiling."""
     from dbench.store.metadata import machine_name
