@@ -19,7 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
-from dbench.orchestrator.items import items_from_requests
+from dbench.sources.generated import items_from_requests
 from dbench.orchestrator.runner import RunConfig, Runner, RunState, Variant
 from dbench.worker.timing import TimingConfig, measure
 from dbench.catalog import Selection, load_catalog, select

@@ -210,10 +210,11 @@ def _gen_model(path: Path, dim: Optional[list[str]], out_dir: Path) -> None:
     from dbench.frommodel.walk import model_kernels
     from dbench.render.frommodel import kernels_table, not_expressed_table
 
-    extraction = model_kernels(path, parse_dims(dim or []))
+    dims = parse_dims(dim or [])
+    extraction = model_kernels(path, dims)
     if not extraction.kernels:
         raise UsageError(no_kernel_nodes(path, extraction))
-    folder = write_outputs(extraction, build_graphs(extraction), out_dir / extraction.model)
+    folder = write_outputs(extraction, build_graphs(extraction, dims), out_dir / extraction.model)
     out.print(kernels_table(extraction))
     if extraction.skipped:
         out.print(not_expressed_table(extraction, f"every node is listed in {folder / NOT_EXPRESSED_FILE}"))
@@ -375,7 +376,7 @@ def run(
         _only_model("--model", suite=suite, ops=ops, app=app_, id=pattern, kernels=kernels, batch=batch)
     if kernels_run and not model:
         raise UsageError("--kernels-run compares a whole model's run with its kernels; give --model too")
-    kernel_rows = open_run(out_dir, kernels_run).rows() if kernels_run else None  # a bad run id fails before timing
+    kernels_log = open_run(out_dir, kernels_run) if kernels_run else None  # a bad run id fails before timing
     graphs = model or graphs
     request = RunRequest(
         suite=suite, ops=_split(ops, "--ops"), apps=_split(app_, "--app"), pattern=pattern,
@@ -388,6 +389,11 @@ def run(
         cpus=cpus, rounds=rounds, iterations=iterations, warmup_calls=warmup_calls,
         percentiles=_numbers(percentiles, "--percentiles") if percentiles is not None else None,
     )
+    if kernels_log is not None:
+        from dbench.frommodel.predict import check_kernels_run
+
+        kernel_rows = kernels_log.rows()
+        check_kernels_run(model, request, kernels_log.header(), kernel_rows)
     planned = plan_run(request, out_dir, resume)
     before = signal.signal(signal.SIGTERM, _stop_as_on_ctrl_c)
     try:
@@ -397,7 +403,7 @@ def run(
         signal.signal(signal.SIGTERM, before)
     tables = err if json_summary else out  # with --json, stdout holds the JSON alone
     print_run(tables, result)
-    if kernel_rows is not None:
+    if kernels_log is not None:
         from dbench.frommodel.predict import model_vs_kernels
         from dbench.render.frommodel import prediction_table
 

@@ -23,7 +23,7 @@ from onnx import numpy_helper
 from torch import nn
 
 KEEP_ELEMENTS = 16
-RANDOM_WEIGHTS = "dbench.random_weights"  # dbench.foreign.spec.RANDOM_WEIGHTS
+RANDOM_WEIGHTS = "dbench.random_weights"  # dbench.sources.model_spec.RANDOM_WEIGHTS
 OPSET = 18
 
 

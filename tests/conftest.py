@@ -6,10 +6,12 @@ from __future__ import annotations
 import os
 import secrets
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
 from tests.processes import SESSION_MARK, descendants, describe_process, end_processes, leftover_processes
+from tests.workdir import files_under, left_behind
 
 
 @pytest.fixture
@@ -33,3 +35,17 @@ def no_leftover_processes() -> Iterator[None]:
     end_processes(left)
     if described:
         pytest.fail("the tests left these processes running (now killed):\n" + "\n".join(described), pytrace=False)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def no_files_left_in_the_working_directory() -> Iterator[None]:
+    """After the whole session, the working directory holds exactly the files it held before: a run or a
+    test that writes there (a profile, a results folder) fails the session, naming what it left."""
+    root = Path.cwd()
+    before = files_under(root)
+    yield
+    left = left_behind(before, root)
+    if left:
+        shown = "\n".join(left[:20]) + (f"\n... and {len(left) - 20} more" if len(left) > 20 else "")
+        pytest.fail(f"the tests left these files in the working directory {root} (write to tmp_path instead):\n{shown}",
+                    pytrace=False)

@@ -139,3 +139,58 @@ def int8_qlinear(rng) -> onnx.ModelProto:
     outputs = [value("y1", [1, 8, 8, 8], TensorProto.UINT8), value("y2", [1, 8, 3, 3], TensorProto.INT32),
                value("y3", [4, 16], TensorProto.UINT8)]
     return model(nodes, inputs, outputs, inits, "int8_qlinear")
+
+
+def initializers_as_inputs(m: onnx.ModelProto, ir_version: int | None = None, opset: int | None = None) -> onnx.ModelProto:
+    """`m` as exporters write it with initializers kept as inputs (every IR < 4 model does): each
+    initializer is also declared as a graph input; optionally at another IR version and opset."""
+    out = onnx.ModelProto()
+    out.CopyFrom(m)
+    declared = {i.name for i in out.graph.input}
+    out.graph.input.extend(value(t.name, list(t.dims), t.data_type) for t in out.graph.initializer if t.name not in declared)
+    if opset is not None:
+        del out.opset_import[:]
+        out.opset_import.append(helper.make_opsetid("", opset))
+    if ir_version is not None:
+        out.ir_version = ir_version
+    return out
+
+
+def unnamed(m: onnx.ModelProto) -> onnx.ModelProto:
+    """`m` with every node's name removed (many exporters write none)."""
+    out = onnx.ModelProto()
+    out.CopyFrom(m)
+    for node in out.graph.node:
+        node.name = ""
+    return out
+
+
+def ir3_folded_scale(rng) -> onnx.ModelProto:
+    """IR 3, opset 7: Conv -> Dropout (its mask's shape stays open, so shape arithmetic is folded) ->
+    Mul by Sqrt(2) (a small value the folding computes) -> Conv. Two 8-channel 3x3 convolutions."""
+    nodes = [
+        helper.make_node("Conv", ["x", "w1"], ["c1"], kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
+        helper.make_node("Dropout", ["c1"], ["d", "mask"], ratio=0.1),
+        helper.make_node("Sqrt", ["two"], ["root"]),
+        helper.make_node("Mul", ["d", "root"], ["scaled"]),
+        helper.make_node("Conv", ["scaled", "w2"], ["y"], kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
+    ]
+    inits = [weight("w1", (8, 4, 3, 3), rng), numpy_helper.from_array(np.array([2.0], np.float32), "two"),
+             weight("w2", (8, 8, 3, 3), rng)]
+    m = model(nodes, [value("x", ["batch", 4, 6, 6])], [value("y", ["batch", 8, 6, 6])], inits, "ir3")
+    return initializers_as_inputs(m, ir_version=3, opset=7)
+
+
+def linear_ir3(rng) -> onnx.ModelProto:
+    """An IR 3 (opset 8) MLP as old exporters wrote it: Gemm(x, W1, b1) -> Relu -> Reshape by an int64
+    shape initializer -> MatMul W2; every initializer is also a graph input."""
+    i64 = numpy_helper.from_array(np.array([-1, 16], dtype=np.int64), "shape")
+    nodes = [
+        helper.make_node("Gemm", ["x", "w1", "b1"], ["h"], name="fc1", transB=1),
+        helper.make_node("Relu", ["h"], ["r"], name="relu"),
+        helper.make_node("Reshape", ["r", "shape"], ["flat"], name="flat"),
+        helper.make_node("MatMul", ["flat", "w2"], ["y"], name="fc2"),
+    ]
+    inits = [weight("w1", (16, 12), rng), weight("b1", (16,), rng), i64, weight("w2", (16, 6), rng)]
+    m = model(nodes, [value("x", ["batch", 12])], [value("y", ["batch", 6])], inits, "linear_ir3")
+    return initializers_as_inputs(m, ir_version=3, opset=8)

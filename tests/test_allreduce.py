@@ -16,7 +16,8 @@ from tests.processes import run_tree
 
 from dbench.allreduce import data
 from dbench.allreduce.data import Verdict, check
-from dbench.allreduce.devices import Host, check_fits
+from dbench.allreduce.devices import Host
+from dbench.allreduce.fits import check_fits
 from dbench.allreduce.implementations import Implementation, chunk_bounds
 from dbench.allreduce.launch import find_mpiexec, flavour, launcher_flags, verdict
 from dbench.allreduce.options import AUTO_MAX, AUTO_MIN, Arguments, deepbench_sizes, parse_count, resolve, size_list, sweep

@@ -70,11 +70,12 @@ def test_qdq_nodes_folded_into_their_kernel(tmp_path, seed):
 def test_kernels_csv_is_a_kernels_file(tmp_path, seed):
     """The written CSV loads through the --kernels path with the same kernels and counts."""
     extraction = extracted(tmp_path, "cnn", seed)
-    folder = write_outputs(extraction, build_graphs(extraction), tmp_path / "out" / "cnn")
+    folder = write_outputs(extraction, build_graphs(extraction, EXPECTED["cnn"][0]), tmp_path / "out" / "cnn")
     loaded = {k.id: k.copies("user") for k in load_kernel_file(folder / KERNELS_FILE)}
     assert loaded == {k.kernel.id: k.copies for k in extraction.kernels}
     tags = {e.spec.kernel_id: e.spec.attrs[MODEL_ATTR] for e in read_manifest(folder)}
-    assert tags["conv_w12_h12_c8_n2_k8_s3_r3_pw1_ph1_sw1_sh1"] == {"name": "cnn", "copies": 2, "nodes": ["conv1", "conv3"]}
+    assert tags["conv_w12_h12_c8_n2_k8_s3_r3_pw1_ph1_sw1_sh1"] == {"name": "cnn", "copies": 2, "nodes": ["conv1", "conv3"],
+                                                                    "dims": {"n": 2}}
 
 
 def run_graph(graph, runtime: str):
@@ -87,7 +88,7 @@ def run_graph(graph, runtime: str):
 @pytest.mark.parametrize("runtime", ["ort-cpu", "openvino"])
 @pytest.mark.parametrize("name", EXPECTED)
 def test_every_extracted_graph_verifies(tmp_path, name, runtime, seed):
-    for graph in build_graphs(extracted(tmp_path, name, seed)):
+    for graph in build_graphs(extracted(tmp_path, name, seed), EXPECTED[name][0]):
         outcome = run_graph(graph, runtime)
         assert outcome.status == "ok", (graph.id, outcome.message)
         assert outcome.verification["ok"] and outcome.verification["by"] == "numpy", graph.id

@@ -12,7 +12,8 @@ from typer.testing import CliRunner
 
 from dbench.cli import app
 from dbench.store.log import RunLog
-from dbench.store.schema import Row, Status
+from dbench.outcome import Status
+from dbench.store.schema import Row
 
 REFERENCE = Path(__file__).parent.parent / "docs" / "reference-results" / "vm-epyc-2core" / "run-20261121-080201-2fbd.jsonl"
 runner = CliRunner()

@@ -509,7 +509,7 @@ def test_the_worker_reports_each_phase_of_a_job_before_its_outcome():
     from dbench.gen.plan import GraphRequest, build
     from dbench.orchestrator.worker_process import WorkerProcess
     from dbench.runtimes.base import RuntimeOptions
-    from dbench.store.schema import Status
+    from dbench.outcome import Status
     from dbench.worker.main import Job
     from dbench.worker.timing import QUICK
 
@@ -534,8 +534,8 @@ def _scripted_worker(gaps_s: list[float]):
     from multiprocessing.connection import Connection
 
     from dbench.orchestrator.worker_process import WorkerProcess
-    from dbench.store.schema import Status
-    from dbench.worker.main import Outcome, Phase
+    from dbench.outcome import Status
+    from dbench.outcome import Outcome, Phase
 
     ours, theirs = socket.socketpair()
     worker = WorkerProcess()
@@ -560,7 +560,7 @@ def _scripted_worker(gaps_s: list[float]):
 def test_each_phase_restarts_the_timeout_and_a_stalled_one_is_named():
     """--timeout is a watchdog on progress: a job longer than it in all, but never silent that long,
     finishes; a phase silent past it is a timeout that says which phase stalled."""
-    from dbench.store.schema import Status
+    from dbench.outcome import Status
 
     steady = _scripted_worker([0.8, 0.8, 0.8])
     try:

@@ -16,7 +16,8 @@ from pathlib import Path
 from typing import Any, Callable, TypeVar
 
 from dbench.allreduce.data import Verdict, check, expected_pattern, fill, rank_pattern
-from dbench.allreduce.devices import Device, Gpu, Host, check_fits
+from dbench.allreduce.devices import Device, Gpu, Host
+from dbench.allreduce.fits import check_fits
 from dbench.allreduce.implementations import Implementation, implementation, require
 from dbench.allreduce.options import Arguments, Options, Size, resolve
 from dbench.allreduce.results import (ROWS_NOT_OK, Outcome, Result, mpi_info, open_log, print_error, report,

@@ -1,20 +1,19 @@
 """Verify a bundle before anything in it runs: every file listed in SHA256SUMS and matching it, a
 manifest this dbench understands naming only files of the bundle, and no graph whose external data
-points anywhere but inside it. `open_graphs` turns a `--graphs` path into verified graphs."""
+points anywhere but inside it (dbench.sources.folder runs a bundle only after this)."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Callable
 
 import onnx
 
 from dbench.bundle.checksums import CHECKSUMS, digest, parse_checksums
 from dbench.bundle.external import external_locations
-from dbench.bundle.members import check_name, read_folder, read_tar
-from dbench.errors import DbenchError, InputError
-from dbench.gen.manifest import MANIFEST, Entry, check_version, parse_manifest, read_manifest
+from dbench.bundle.members import check_name
+from dbench.errors import InputError
+from dbench.gen.manifest import MANIFEST, check_version
 
 REEXPORT = "copy the bundle again or re-export it with `dbench export`"
 
@@ -65,7 +64,7 @@ def _check_graphs(members: dict[str, bytes], where: str) -> None:
 
 
 def verify_members(members: dict[str, bytes], where: str) -> None:
-    """Raise a one-line DbenchError unless the members form an intact bundle."""
+    """Raise a one-line InputError (exit 2) unless the members form an intact bundle."""
     _check_checksums(members, where)
     _check_manifest(members, where)
     _check_graphs(members, where)
@@ -77,16 +76,3 @@ ARCHIVE_SUFFIXES = (".tar.gz", ".tgz", ".tar")
 def is_bundle(path: Path) -> bool:
     """A tar archive by its name, or a folder holding SHA256SUMS (a plain `dbench gen` folder has none)."""
     return path.name.endswith(ARCHIVE_SUFFIXES) or (path / CHECKSUMS).exists() or (path / CHECKSUMS).is_symlink()
-
-
-def open_graphs(path: Path) -> tuple[list[Entry], Callable[[Entry], bytes]]:
-    """A `--graphs` path's manifest entries and how to read an entry's graph. A bundle (archive or
-    folder) is read into memory and verified whole first, so nothing of it is unpacked anywhere and
-    what runs is what was checked; a plain graph folder is confined to itself by its manifest reader."""
-    if not path.exists():
-        raise InputError(f"--graphs {path} does not exist; give a folder made by `dbench gen` or a bundle made by `dbench export`")
-    if not is_bundle(path):
-        return read_manifest(path), lambda entry: (path / entry.file).read_bytes()
-    members = read_tar(path) if path.is_file() else read_folder(path)
-    verify_members(members, str(path))
-    return parse_manifest(members[MANIFEST], path / MANIFEST), lambda entry: members[entry.file]

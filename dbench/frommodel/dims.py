@@ -8,6 +8,10 @@ import onnx
 
 from dbench.errors import UsageError
 
+FIRST_IR_WITHOUT_INPUT_INITIALIZERS = 4
+"""From IR 4 on an initializer need not be a graph input, and one that is not is a typed constant
+(before, every initializer was an input with a default, and shape inference typed only those)."""
+
 
 def parse_dims(values: Iterable[str]) -> dict[str, int]:
     """`["batch=1,seq=128", "heads=4"]` -> {"batch": 1, "seq": 128, "heads": 4}; a bad item is one clear error."""
@@ -34,12 +38,12 @@ def symbolic_names(model: onnx.ModelProto) -> list[str]:
 
 
 def bind_dims(model: onnx.ModelProto, dims: dict[str, int]) -> None:
-    """Give every fed input's dimension a size, in place: symbolic ones from `dims`. A dimension left
-    without a size is one error naming the --dim to give."""
+    """Give every fed tensor input's dimension a size, in place: symbolic ones from `dims`. A dimension
+    left without a size is one error naming the --dim to give."""
     declared = symbolic_names(model)
     for value in graph_inputs(model):
         if not value.type.HasField("tensor_type"):
-            raise UsageError(f"model input {value.name!r} is not a tensor (sequence/map/optional inputs are not supported)")
+            continue  # a sequence, map or optional: no dimension of its own to bind (a run says it cannot feed it)
         if not value.type.tensor_type.HasField("shape"):
             raise UsageError(f"model input {value.name!r} declares no shape; re-export the model with input shapes")
         for axis, dim in enumerate(value.type.tensor_type.shape.dim):

@@ -16,7 +16,7 @@ Mappings (DeepBench's GEMM is column-major: its MatMul form is Y[n, m] = X[n, k]
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable
+from typing import Any, Callable
 
 import onnx
 from onnx import TensorProto, helper
@@ -39,7 +39,8 @@ class NotExpressed(Exception):
 @dataclass(frozen=True)
 class Found:
     """A node as a kernel (no origins yet): the graph to build for it, and the Q/DQ nodes it absorbs.
-    `repeat` counts the kernel more than once for one node (both directions of a bidirectional RNN)."""
+    `repeat` counts the kernel more than once for one node (both directions of a bidirectional RNN);
+    `attrs` are build attributes of its graph, as (name, value) pairs (a Gemm's C as the model has it)."""
 
     kernel: Kernel
     precision: str
@@ -47,23 +48,40 @@ class Found:
     pass_name: str = "fwd"
     folded: tuple[str, ...] = ()
     repeat: int = 1
+    attrs: tuple[tuple[str, Any], ...] = ()
+
+
+def node_names(nodes) -> list[str]:
+    """One name per node, by position, never empty and never shared: its own name, `<op>_<index>` when
+    it has none, and `<name>_<index>` when an earlier node took it. Node identity rests on this, not on
+    what the exporter wrote (many write no names, some write one name twice)."""
+    names: list[str] = []
+    taken: set[str] = set()
+    for index, node in enumerate(nodes):
+        name = node.name or f"{node.op_type}_{index}"
+        if name in taken:
+            name = f"{name}_{index}"
+        taken.add(name)
+        names.append(name)
+    return names
 
 
 class Shapes:
-    """Element types and static shapes of every value, from the inferred model."""
+    """Element types and static shapes of every value (from `typed`, the inferred model with the most
+    shapes), and who produces and reads each value in the walked `graph`, with its nodes' names."""
 
-    def __init__(self, model: onnx.ModelProto) -> None:
-        graph = model.graph
+    def __init__(self, typed: onnx.ModelProto, graph: onnx.GraphProto, names: list[str]) -> None:
         self.types: dict[str, onnx.TypeProto] = {}
-        for value in [*graph.input, *graph.value_info, *graph.output]:
+        for value in [*typed.graph.input, *typed.graph.value_info, *typed.graph.output]:
             self.types[value.name] = value.type
-        for tensor in graph.initializer:
+        for tensor in typed.graph.initializer:
             self.types[tensor.name] = helper.make_tensor_type_proto(tensor.data_type, list(tensor.dims))
-        self.producers = {out: node for node in graph.node for out in node.output}
-        self.consumers: dict[str, list[onnx.NodeProto]] = {}
-        for node in graph.node:
+        self.nodes, self.names = list(graph.node), names
+        self.producers = {out: index for index, node in enumerate(self.nodes) for out in node.output}
+        self.consumers: dict[str, list[int]] = {}
+        for index, node in enumerate(self.nodes):
             for name in node.input:
-                self.consumers.setdefault(name, []).append(node)
+                self.consumers.setdefault(name, []).append(index)
 
     def shape(self, name: str) -> tuple[int, ...]:
         tensor = self.types.get(name)
@@ -169,13 +187,36 @@ def _gemm(node, shapes: Shapes) -> Found:
     rows, inner = (a[1], a[0]) if trans_a else a
     cols = b[0] if trans_b else b[1]
     kernel = GemmKernel(m=cols, n=rows, k=inner, a_t=trans_b, b_t=trans_a)
-    return Found(kernel, _float_precision(shapes, node.input[0], "Gemm"), form="gemm")
+    has_c = len(node.input) > 2 and node.input[2]
+    c_shape = shapes.shape(node.input[2]) if has_c else None
+    attrs = () if c_shape == (rows, cols) else (("c_shape", c_shape),)  # the full M x N C is the kernel's own
+    return Found(kernel, _float_precision(shapes, node.input[0], "Gemm"), form="gemm", attrs=attrs)
 
 
 def _conv(node, shapes: Shapes) -> Found:
     kernel = conv_of(shapes.shape(node.input[0]), shapes.shape(node.input[1]), _attrs(node), node.op_type)
     _check_output(kernel, shapes.shape(node.output[0]), node.op_type)
     return Found(kernel, _float_precision(shapes, node.input[0], node.op_type), form="conv")
+
+
+def _transpose_pads(attrs: dict, x: tuple[int, ...], kernel: tuple[int, ...], y: tuple[int, ...]) -> list[int]:
+    """A ConvTranspose's [begin_h, begin_w, end_h, end_w] pads, explicit or resolved as the ONNX spec
+    resolves `output_shape` and `auto_pad`: total = stride·(x - 1) + output_padding + extent - y, split
+    begin = total - total/2 (SAME_UPPER: total/2), end = the rest."""
+    auto = _text(attrs.get("auto_pad", "NOTSET"))
+    if auto == "NOTSET" and "output_shape" not in attrs:
+        return list(attrs.get("pads", [0, 0, 0, 0]))
+    strides, dilations = attrs.get("strides", [1, 1]), attrs.get("dilations", [1, 1])
+    output_padding = attrs.get("output_padding", [0, 0])
+    totals = [st * (xi - 1) + op + d * (k - 1) + 1 - yi
+              for st, xi, op, d, k, yi in zip(strides, x, output_padding, dilations, kernel, y)]
+    if any(t < 0 for t in totals):
+        raise NotExpressed(f"ConvTranspose output {list(y)} is larger than its input and kernel produce: not one convolution's transpose")
+    if auto == "SAME_UPPER":
+        begin, end = [t // 2 for t in totals], [t - t // 2 for t in totals]
+    else:
+        begin, end = [t - t // 2 for t in totals], [t // 2 for t in totals]
+    return begin + end
 
 
 def _conv_transpose(node, shapes: Shapes) -> Found:
@@ -185,9 +226,9 @@ def _conv_transpose(node, shapes: Shapes) -> Found:
     x, w, y = shapes.shape(node.input[0]), shapes.shape(node.input[1]), shapes.shape(node.output[0])
     if len(x) != 4:
         raise NotExpressed(f"ConvTranspose over {len(x) - 2}-D data: dbench's convolution family is 2-D (NCHW)")
-    if _text(attrs.get("auto_pad", "NOTSET")) != "NOTSET" or "output_shape" in attrs:
-        raise NotExpressed("ConvTranspose with auto_pad or output_shape: dbench builds it from explicit pads")
-    forward = conv_of((y[0], y[1], y[2], y[3]), (x[1], w[1], w[2], w[3]), attrs, "ConvTranspose")
+    pads = _transpose_pads(attrs, x[2:], w[2:], y[2:])
+    explicit = {**attrs, "pads": pads, "auto_pad": "NOTSET"}
+    forward = conv_of((y[0], y[1], y[2], y[3]), (x[1], w[1], w[2], w[3]), explicit, "ConvTranspose")
     if (forward.out_h, forward.out_w) != x[2:]:
         raise NotExpressed(f"ConvTranspose {list(x)} -> {list(y)} is not the exact transpose of one convolution")
     return Found(forward, _float_precision(shapes, node.input[0], "ConvTranspose"), pass_name="bwd_data", form="convtranspose")
@@ -197,7 +238,8 @@ def _rnn(node, shapes: Shapes) -> Found:
     cell = RNN_CELLS[node.op_type]
     attrs = _attrs(node)
     t, n, width = shapes.shape(node.input[0])
-    hidden = int(attrs["hidden_size"])
+    # hidden_size is optional in the schema: R [directions, gates·hidden, hidden] says it as well.
+    hidden = int(attrs["hidden_size"]) if "hidden_size" in attrs else shapes.shape(node.input[2])[-1]
     inputs = list(node.input) + [""] * 8
     activations = [_text(a) for a in attrs.get("activations", [])]
     if int(attrs.get("layout", 0)) != 0:
@@ -264,11 +306,11 @@ def as_qdq(node: onnx.NodeProto, found: Found, shapes: Shapes) -> Found:
     if node.op_type not in ("MatMul", "Conv"):
         return found
     producers = [shapes.producers.get(name) for name in node.input[:2]]
-    if not all(p is not None and p.op_type == "DequantizeLinear" for p in producers):
+    if not all(p is not None and shapes.nodes[p].op_type == "DequantizeLinear" for p in producers):
         return found
-    _int8_types(shapes, [p.input[0] for p in producers], f"{node.op_type} (Q/DQ)")
-    after = [c.name for c in shapes.consumers.get(node.output[0], []) if c.op_type == "QuantizeLinear"]
-    return Found(found.kernel, "int8", "qdq", found.pass_name, tuple(p.name for p in producers) + tuple(after))
+    _int8_types(shapes, [shapes.nodes[p].input[0] for p in producers], f"{node.op_type} (Q/DQ)")
+    after = [c for c in shapes.consumers.get(node.output[0], []) if shapes.nodes[c].op_type == "QuantizeLinear"]
+    return Found(found.kernel, "int8", "qdq", found.pass_name, tuple(shapes.names[i] for i in [*producers, *after]))
 
 
 def node_kernel(node: onnx.NodeProto, shapes: Shapes) -> Found:

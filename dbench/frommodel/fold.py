@@ -9,6 +9,8 @@ import numpy as np
 import onnx
 from onnx import helper, numpy_helper
 
+from dbench.frommodel.dims import FIRST_IR_WITHOUT_INPUT_INITIALIZERS
+
 MAX_ELEMENTS = 1024
 """Only tensors this small are folded: shape arithmetic, never activations or weights."""
 
@@ -68,6 +70,9 @@ def fold_shape_arithmetic(model: onnx.ModelProto) -> onnx.ModelProto:
                 known[name] = np.asarray(result)
     folded = onnx.ModelProto()
     folded.CopyFrom(model)
+    # The folded values become initializers that no input declares; before IR 4 shape inference types
+    # only initializers that are inputs, and every value computed from one would lose its shape.
+    folded.ir_version = max(folded.ir_version, FIRST_IR_WITHOUT_INPUT_INITIALIZERS)
     graph = folded.graph
     produced = {o for n in graph.node for o in n.output}
     keep = [n for n in graph.node if not all(o in known for o in n.output if o)]

@@ -23,7 +23,8 @@ from dbench.gen.manifest import Entry, sha256, write_manifest
 KERNELS_FILE = "kernels.csv"
 NOT_EXPRESSED_FILE = "not_expressed.csv"
 MODEL_ATTR = "model"
-"""GraphSpec.attrs key of a from-model graph: {name, copies, nodes}; the report sums kernels with it."""
+"""GraphSpec.attrs key of a from-model graph: {name, copies, nodes, dims}; the report sums kernels with
+it, and `run --kernels-run` checks the kernels were made for the model at the same --dim."""
 
 
 def _param_columns() -> list[str]:
@@ -68,9 +69,10 @@ def kernels_csv(extraction: Extraction) -> str:
 
 
 def request_of(mk: ModelKernel) -> GraphRequest:
-    """The graph that times a model kernel as the model runs it: its precision, pass and form; int8
-    unpadded (the model's real sizes), GRU with its tanh candidate."""
-    attrs: dict[str, Any] = {}
+    """The graph that times a model kernel as the model runs it: its precision, pass, form and build
+    attributes (a Gemm's C as the model has it); int8 unpadded (the model's real sizes), GRU with its
+    tanh candidate."""
+    attrs: dict[str, Any] = dict(mk.attrs)
     if mk.precision == "int8":
         attrs["pad"] = False
     elif mk.kernel.family == "rnn" and mk.kernel.op == "gru":
@@ -78,12 +80,12 @@ def request_of(mk: ModelKernel) -> GraphRequest:
     return GraphRequest(mk.kernel, mk.precision, mk.pass_name, mk.form, attrs)
 
 
-def build_graphs(extraction: Extraction) -> list[Graph]:
-    """One graph per kernel, its spec tagged with the model, the count and the nodes."""
+def build_graphs(extraction: Extraction, dims: dict[str, int]) -> list[Graph]:
+    """One graph per kernel, its spec tagged with the model, the count, the nodes and the --dim sizes."""
     graphs = []
     for mk in extraction.kernels:
         graph = build(request_of(mk))
-        tag = {"name": extraction.model, "copies": mk.copies, "nodes": list(dict.fromkeys(mk.nodes))}
+        tag = {"name": extraction.model, "copies": mk.copies, "nodes": list(dict.fromkeys(mk.nodes)), "dims": dims}
         graph.spec = replace(graph.spec, attrs={**graph.spec.attrs, MODEL_ATTR: tag})
         graphs.append(graph)
     return graphs

@@ -4,23 +4,25 @@ other node is accounted for with the reason it is not a kernel (nothing is dropp
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from typing import Any
 
 from dbench.catalog.kernels import Kernel, Origin
 from dbench.catalog.load import USER_SUITE
-from dbench.frommodel.extract import Found, NotExpressed, Shapes, node_kernel
+from dbench.frommodel.extract import Found, NotExpressed, Shapes, node_kernel, node_names
 from dbench.frommodel.load import LoadedModel
 
 
 @dataclass(frozen=True)
 class ModelKernel:
     """A kernel of the model: the catalog kernel (one origin per occurrence), the graph that times it
-    (precision, pass, form) and the nodes it stands for."""
+    (precision, pass, form, build attributes) and the nodes it stands for."""
 
     kernel: Kernel
     precision: str
     pass_name: str
     form: str
     nodes: tuple[str, ...]
+    attrs: tuple[tuple[str, Any], ...] = ()
 
     @property
     def copies(self) -> int:
@@ -52,14 +54,13 @@ class Extraction:
 
 def extract(loaded: LoadedModel) -> Extraction:
     """Every node of the model's main graph as a kernel occurrence or a Skipped with its reason."""
-    shapes = Shapes(loaded.shapes)
-    merged: dict[tuple[str, str, str, str], ModelKernel] = {}
+    graph = loaded.model.graph
+    names = node_names(graph.node)
+    shapes = Shapes(loaded.shapes, graph, names)
+    merged: dict[tuple[Any, ...], ModelKernel] = {}
     folded: dict[str, str] = {}
     reasons: dict[str, Skipped] = {}
-    order: list[str] = []
-    for index, node in enumerate(loaded.model.graph.node):
-        name = node.name or f"{node.op_type}_{index}"
-        order.append(name)
+    for index, (node, name) in enumerate(zip(graph.node, names)):
         try:
             found: Found = node_kernel(node, shapes)
         except NotExpressed as why:
@@ -67,14 +68,14 @@ def extract(loaded: LoadedModel) -> Extraction:
             continue
         for absorbed in found.folded:
             folded.setdefault(absorbed, name)
-        key = (found.kernel.id, found.precision, found.pass_name, found.form)
+        key = (found.kernel.id, found.precision, found.pass_name, found.form, found.attrs)
         origins = tuple(Origin(suite=USER_SUITE, app=loaded.name, line=index, source=name) for _ in range(found.repeat))
         previous = merged.get(key)
         kernel = replace(found.kernel, origins=(previous.kernel.origins if previous else ()) + origins)
         nodes = (previous.nodes if previous else ()) + (name,) * found.repeat
-        merged[key] = ModelKernel(kernel, found.precision, found.pass_name, found.form, nodes)
+        merged[key] = ModelKernel(kernel, found.precision, found.pass_name, found.form, nodes, found.attrs)
     skipped = []
-    for name in order:
+    for name in names:
         if name in folded and name in reasons:
             skipped.append(replace(reasons[name], reason=f"folded into the int8 kernel of node {folded[name]}",
                                    folded_into=folded[name]))

@@ -16,9 +16,12 @@ def default_seed(graph_id: str) -> int:
 
 
 def make_tensor(spec: TensorSpec, rng: np.random.Generator) -> np.ndarray:
-    """One input: uniform floats or integers in [low, high], with `zeros` of the elements zeroed."""
+    """One input: uniform floats or integers in [low, high] (booleans: each True with probability 1/2),
+    with `zeros` of the elements zeroed."""
     dtype = DTYPES[spec.dtype]
-    if np.issubdtype(dtype, np.integer):
+    if dtype == np.bool_:
+        data = rng.random(spec.shape) < 0.5
+    elif np.issubdtype(dtype, np.integer):
         data = rng.integers(int(spec.low), int(spec.high), size=spec.shape, endpoint=True, dtype=np.int64)
     else:
         data = rng.random(spec.shape, dtype=np.float32)  # float32 directly: multi-GB weights stay affordable

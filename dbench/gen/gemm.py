@@ -6,6 +6,8 @@ a column-major m x n matrix is the same memory as a row-major n x m one, so C^T 
   buffer B: [n, k] if b_t = 0 else [k, n]      (role: activation)
   buffer C: [n, m]                              (role: activation; beta = 1 so it is read)
   node:     Y[n, m] = Gemm(B, A, C, transA=b_t, transB=a_t)
+A model's Gemm (`--from-model`) keeps its own C: `c_shape` None for no C, or the shape of a bias that
+broadcasts over Y (a [m] row of a linear layer: role weight); its graph id spells it (`gemm-noc`, `gemm-c1000`).
 The `matmul` form is Y[n, m] = MatMul(X[n, k], W[k, m]): operands in MatMul's natural layout
 (a_t, b_t do not apply) and no C, for runtimes that treat Gemm and MatMul differently.
 A batched kernel (batch > 1, e.g. attention's Q·K^T) exists only in the `matmul` form, with a leading
@@ -34,8 +36,20 @@ ROW_SAMPLED = True
 REFERENCE_CHUNK = 8192
 
 
+FULL_C = "full"
+"""`c_shape` of DeepBench's GEMM: C is a full [n, m] activation, read and accumulated into."""
+
+
+def c_form(c_shape: tuple[int, ...] | None) -> str:
+    """How a graph id spells a C other than DeepBench's full one."""
+    if c_shape is None:
+        return "gemm-noc"
+    return "gemm-c" + ("x".join(str(d) for d in c_shape) if c_shape else "scalar")
+
+
 def build(kernel: GemmKernel, precision: str, pass_name: str = "fwd", form: str = "gemm", **attrs: Any) -> Graph:
-    """The GEMM as an ONNX `Gemm` (default) or `MatMul` graph (int8: in the int8 form `form`, see int8)."""
+    """The GEMM as an ONNX `Gemm` (default) or `MatMul` graph (int8: in the int8 form `form`, see int8);
+    attribute `c_shape` gives a Gemm the C of a model's node instead of DeepBench's full one."""
     if precision == "int8":
         return int8.build(kernel, precision, pass_name, form, **attrs)
     prec = float_precision(precision)
@@ -44,12 +58,18 @@ def build(kernel: GemmKernel, precision: str, pass_name: str = "fwd", form: str 
     batch = (kernel.batch,) if kernel.batch != 1 else ()
     if batch and form == "gemm":
         raise UnsupportedError("ONNX Gemm has no batch axis; a batched GEMM is built in the matmul form (--gemm-form matmul)")
+    c_shape = attrs.get("c_shape", FULL_C)
+    id_form = None
     if form == "gemm":
         a = TensorSpec("A", (m, k) if kernel.a_t else (k, m), dt, "weight")
         b = TensorSpec("B", (k, n) if kernel.b_t else (n, k), dt, "activation")
-        c = TensorSpec("C", (n, m), dt, "activation")
-        inputs = (a, b, c)
-        node = helper.make_node("Gemm", ["B", "A", "C"], ["Y"], transA=int(kernel.b_t), transB=int(kernel.a_t), alpha=1.0, beta=1.0)
+        if c_shape == FULL_C:
+            inputs = (a, b, TensorSpec("C", (n, m), dt, "activation"))
+        else:
+            id_form = c_form(c_shape)
+            inputs = (a, b) if c_shape is None else (a, b, TensorSpec("C", tuple(c_shape), dt, "weight"))
+        node = helper.make_node("Gemm", ["B", "A", *(["C"] if len(inputs) == 3 else [])], ["Y"],
+                                transA=int(kernel.b_t), transB=int(kernel.a_t), alpha=1.0, beta=1.0)
     elif form == "matmul":
         inputs = (TensorSpec("X", (*batch, n, k), dt, "activation"),
                   TensorSpec("W", (*batch, k, m), dt, "activation" if batch else "weight"))
@@ -57,13 +77,15 @@ def build(kernel: GemmKernel, precision: str, pass_name: str = "fwd", form: str 
     else:
         raise ValueError(f"unknown gemm form {form!r}; valid: {', '.join(GEMM_FORMS)}")
     outputs = (TensorSpec("Y", (*batch, n, m), dt, "output"),)
-    spec = make_spec(kernel, precision, pass_name, form, inputs=inputs, outputs=outputs, flops_executed=kernel.flops())
+    spec = make_spec(kernel, precision, pass_name, form, inputs=inputs, outputs=outputs, flops_executed=kernel.flops(),
+                     id_form=id_form, attrs=None if id_form is None else {"c_shape": None if c_shape is None else list(c_shape)})
     return Graph(spec, make_model(spec.id, [node], inputs, outputs, doc=f"DeepBench GEMM {kernel.id}, {form} form"))
 
 
-def cublas_reference(a: np.ndarray, b: np.ndarray, c: np.ndarray, a_t: bool, b_t: bool,
+def cublas_reference(a: np.ndarray, b: np.ndarray, c: np.ndarray | None, a_t: bool, b_t: bool,
                      rows: np.ndarray | None = None) -> np.ndarray:
-    """C + op(A)·op(B) computed the way cuBLAS reads the buffers (column-major), returned as C's buffer.
+    """C + op(A)·op(B) computed the way cuBLAS reads the buffers (column-major), returned as C's buffer
+    (C None: no C; a C smaller than the result: broadcast over it, as ONNX Gemm does).
 
     A row-major buffer of shape [p, q] is the column-major q x p matrix buffer.T. Accumulates in
     float64 over chunks of k (memory stays bounded for k = 500000); `rows` restricts the result to
@@ -71,9 +93,13 @@ def cublas_reference(a: np.ndarray, b: np.ndarray, c: np.ndarray, a_t: bool, b_t
     op_a = a if a_t else a.T  # op(A), m x k: the column-major view of A's buffer is buffer.T
     op_b = b if b_t else b.T  # op(B), k x n
     left, right = op_b.T, op_a.T  # C^T = op(B)^T · op(A)^T: [n, k] · [k, m]
-    out = np.array(c if rows is None else c[rows], dtype=np.float64)
+    shape = (left.shape[0], right.shape[1])
     if rows is not None:
         left = left[rows]
+    out = np.zeros((left.shape[0], shape[1]), dtype=np.float64)
+    if c is not None:
+        full = np.broadcast_to(c, shape)
+        out += full if rows is None else full[rows]
     k = left.shape[1]
     for start in range(0, k, REFERENCE_CHUNK):
         stop = min(start + REFERENCE_CHUNK, k)
@@ -92,7 +118,7 @@ def reference(spec: GraphSpec, feeds: dict[str, np.ndarray], rows: np.ndarray | 
         if rows is not None:
             x, w = x[rows], (w[rows] if w.ndim == 3 else w)
         return {"Y": np.asarray(x, dtype=np.float64) @ np.asarray(w, dtype=np.float64)}
-    return {"Y": cublas_reference(feeds["A"], feeds["B"], feeds["C"], spec.params["a_t"], spec.params["b_t"], rows)}
+    return {"Y": cublas_reference(feeds["A"], feeds["B"], feeds.get("C"), spec.params["a_t"], spec.params["b_t"], rows)}
 
 
 def tolerance(spec: GraphSpec) -> Tolerance:

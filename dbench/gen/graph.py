@@ -17,6 +17,8 @@ from dbench.gen.precision import DTYPES, ONNX_TYPES
 OPSET = 22
 IR_VERSION = 10
 PRODUCER = "dbench"
+MODEL_FAMILY = "model"
+"""The `family` of a whole foreign model run as one graph (no kernel family: dbench.sources.model_spec)."""
 
 
 @dataclass(frozen=True)

@@ -39,7 +39,13 @@ DTYPES: dict[str, np.dtype] = {
     "uint8": np.dtype(np.uint8),
     "int32": np.dtype(np.int32),
     "int64": np.dtype(np.int64),
+    "int16": np.dtype(np.int16),
+    "uint16": np.dtype(np.uint16),
+    "uint32": np.dtype(np.uint32),
+    "uint64": np.dtype(np.uint64),
+    "bool": np.dtype(np.bool_),
 }
+"""Element types a graph input or output can have (foreign models bring the ones after int64)."""
 
 ONNX_TYPES: dict[str, int] = {
     "float32": TensorProto.FLOAT,
@@ -50,6 +56,11 @@ ONNX_TYPES: dict[str, int] = {
     "uint8": TensorProto.UINT8,
     "int32": TensorProto.INT32,
     "int64": TensorProto.INT64,
+    "int16": TensorProto.INT16,
+    "uint16": TensorProto.UINT16,
+    "uint32": TensorProto.UINT32,
+    "uint64": TensorProto.UINT64,
+    "bool": TensorProto.BOOL,
 }
 
 

@@ -13,9 +13,9 @@ from typing import Any
 
 from dbench.affinity import parse_cpus
 from dbench.errors import InputError, UsageError
-from dbench.orchestrator.items import is_foreign
 from dbench.orchestrator.runner import WEIGHT_MODES, RunConfig, Variant
 from dbench.runtimes.base import Runtime, RuntimeOptions
+from dbench.sources.resolve import CATALOG, source_kind
 from dbench.worker.timing import QUICK, TimingConfig
 
 GEN_DEFAULTS: dict[str, Any] = dict(precision="fp32", passes=[], gemm_form="gemm", rnn_form="op",
@@ -201,20 +201,20 @@ def check_numbers(request: RunRequest) -> None:
 
 
 def check_combinations(request: RunRequest) -> None:
-    """Options a gen folder fixes cannot be asked for with --graphs; --suite user needs --kernels."""
-    if request.graphs and is_foreign(Path(request.graphs)):
-        selectors = [flag for name, flag in FLAGS.items() if name in ("suite", "ops", "apps", "pattern") and getattr(request, name)]
-        if selectors:
-            raise UsageError(f"{request.graphs} holds foreign models, run whole; {', '.join(selectors)} cannot select in them; drop them")
-    if request.graphs:
-        fixed = (["--kernels"] if request.kernels else []) + [
-            flag for name, flag in GEN_FLAGS.items() if request.gen.get(name, GEN_DEFAULTS[name]) != GEN_DEFAULTS[name]]
-        if fixed:
-            raise UsageError(f"--graphs runs the folder's graphs as generated, so {', '.join(fixed)} cannot apply; "
-                             "drop them, or generate a folder with them (dbench gen ...)")
-    elif request.dims:
+    """Only the options that apply to the run's graph source: selectors where it can select, generation
+    options where it generates, --dim where it sizes inputs; --suite user needs --kernels."""
+    kind = source_kind(request.graphs)
+    selectors = [flag for name, flag in FLAGS.items() if name in ("suite", "ops", "apps", "pattern") and getattr(request, name)]
+    if selectors and not kind.selectable:
+        raise UsageError(f"{request.graphs} holds foreign models, run whole; {', '.join(selectors)} cannot select in them; drop them")
+    fixed = (["--kernels"] if request.kernels else []) + [
+        flag for name, flag in GEN_FLAGS.items() if request.gen.get(name, GEN_DEFAULTS[name]) != GEN_DEFAULTS[name]]
+    if fixed and not kind.generated:
+        raise UsageError(f"--graphs runs the folder's graphs as generated, so {', '.join(fixed)} cannot apply; "
+                         "drop them, or generate a folder with them (dbench gen ...)")
+    if request.dims and not kind.sized:
         raise UsageError("--dim sizes the inputs of foreign models; give --model FILE or --graphs with a folder of .onnx files")
-    elif request.suite == "user" and not request.kernels:
+    if kind is CATALOG and request.suite == "user" and not request.kernels:
         raise UsageError("--suite user selects the rows of --kernels that name no suite; add --kernels FILE")
     if request.weights not in WEIGHT_MODES:
         raise UsageError(f"unknown weights mode {request.weights!r}; valid: {', '.join(WEIGHT_MODES)}")

@@ -10,14 +10,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from dbench.orchestrator.items import Item, build_items, is_model_file
 from dbench.orchestrator.request import RunRequest, check_resume, validate
 from dbench.orchestrator.runner import RunConfig, RunObserver, Runner, RunState, Variant
+from dbench.outcome import PASSING, Status
 from dbench.runtimes.base import Runtime
+from dbench.sources.item import Item
+from dbench.sources.resolve import build_items, source_kind
 from dbench.store.export import export_run
 from dbench.store.log import RunLog, ensure_writable, find_run, new_run_id
 from dbench.store.metadata import host_metadata, machine_name
-from dbench.store.schema import PASSING, Status
 
 FAILING_EXIT_CODE = 3
 """`dbench run`'s exit status when any row is mismatch, failed, crashed, timeout or oom."""
@@ -80,7 +81,7 @@ def plan_run(request: RunRequest, out_dir: Path, resume: str | None) -> PlannedR
         folder = ensure_writable(out_dir / machine_name())
         run_id = new_run_id()
         header = {
-            "kind": "model" if request.graphs and is_model_file(Path(request.graphs)) else "kernels",
+            "kind": source_kind(request.graphs).run_kind,
             "request": dataclasses.asdict(request),
             "runtime": _runtime_header(config.variants[0], classes),
             "variants": [{"label": v.label, **_runtime_header(v, classes)} for v in config.variants],

@@ -13,13 +13,14 @@ from typing import Any, Mapping, Protocol
 
 from dbench.errors import DbenchError, RuntimeSetupError
 from dbench.gen.graph import GraphSpec
-from dbench.orchestrator.items import Item
+from dbench.outcome import Outcome, Status
 from dbench.orchestrator.worker_process import WorkerProcess
 from dbench.runtimes.base import Runtime, RuntimeOptions
+from dbench.sources.item import Item
 from dbench.stats.summary import summarize_rounds
 from dbench.store.log import RunLog, resume_command
-from dbench.store.schema import Row, Status
-from dbench.worker.main import Job, Outcome
+from dbench.store.schema import Row
+from dbench.worker.main import Job
 from dbench.worker.timing import TimingConfig
 
 WEIGHT_MODES = ("auto", "const", "input")
@@ -172,7 +173,7 @@ class Runner:
         job = Job(spec=item.spec, model=data, sha256=digest, runtime=variant.runtime, options=variant.options,
                   timing=self.config.timing.per_round(), weights=weights_for(item.spec, self.config.weights),
                   verify=self.config.verify and number == 0, profile_runs=self.config.profile_runs if number == 0 else 0,
-                  round=number + 1)
+                  round=number + 1, contract=item.contract)
         return worker.submit(job, self.config.timeout, lambda name: observer.on_phase(item, name))
 
     def _finish(self, item: Item, variant: Variant, outcomes: list[Outcome], observer: RunObserver) -> Row:

@@ -13,8 +13,8 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Callable
 
-from dbench.store.schema import Status
-from dbench.worker.main import Job, Outcome, Phase
+from dbench.outcome import Outcome, Phase, Status
+from dbench.worker.main import Job
 
 CGROUP_ROOT = Path("/sys/fs/cgroup")
 

@@ -10,12 +10,12 @@ from rich.console import Console
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
-from dbench.orchestrator.items import Item
 from dbench.orchestrator.run import PlannedRun, RunResult
 from dbench.render.tables import results_table, speedup_table
 from dbench.render.warnings import peak_line, run_warnings
 from dbench.report.peak import read_peak_file
 from dbench.report.units import format_time, significant
+from dbench.sources.item import Item
 from dbench.store.derived import sparse_speedups
 from dbench.store.schema import Row
 

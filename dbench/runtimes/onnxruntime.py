@@ -36,6 +36,10 @@ CPU_OPTIONS = {"use_arena": ("0", "1")}
 # ORT's words for an allocation failure inside a running kernel, which it raises as a plain
 # RuntimeException/Fail (std::bad_alloc at the Python boundary arrives as MemoryError).
 OOM_WORDS = ("bad_alloc", "failed to allocate memory", "out of memory")
+# ORT states a feature its kernels lack in the text of a FAIL status, not as NOT_IMPLEMENTED ("Batchwise
+# recurrent operations (layout == 1) are not supported", "Non per-tensor quantization is not supported now"),
+# and an op it does not know at all likewise ("ai.onnx.preview.training:Adam(-1) is not a registered function/op").
+REFUSAL_WORDS = ("not supported", "not implemented", "unsupported", "is not a registered function/op")
 # Nodes that move or reshape data, not compute: their input type says nothing about the math.
 NON_COMPUTE_OPS = {"Cast", "Transpose", "Slice", "Reshape", "Constant", "Identity", "MemcpyToHost", "MemcpyFromHost",
                    "QuantizeLinear", "DequantizeLinear", "DynamicQuantizeLinear", "Squeeze", "Unsqueeze",
@@ -61,9 +65,10 @@ def _first_line(err: BaseException) -> str:
 
 @contextmanager
 def classified(loading: bool = False):
-    """ONNX Runtime's typed exceptions as dbench's: NotImplemented -> UnsupportedError (no kernel for
-    this op and type), MemoryError or an allocation failure -> OutOfMemory, the rest -> DbenchError
-    (GraphLoadError while `loading`). ORT's own types are imported here, when ORT is in use."""
+    """ONNX Runtime's typed exceptions as dbench's: NotImplemented, or a failure whose text states that
+    a feature is not supported -> UnsupportedError (no kernel for this op, type or attribute), MemoryError
+    or an allocation failure -> OutOfMemory, the rest -> DbenchError (GraphLoadError while `loading`).
+    ORT's own types are imported here, when ORT is in use."""
     from onnxruntime.capi import onnxruntime_pybind11_state as state
 
     try:
@@ -78,9 +83,28 @@ def classified(loading: bool = False):
         message = _first_line(err)
         if any(word in message.lower() for word in OOM_WORDS):
             raise OutOfMemory(message) from None
+        if any(word in message.lower() for word in REFUSAL_WORDS):
+            raise UnsupportedError(message) from None
         raise (GraphLoadError if loading else DbenchError)(message) from None
     except (state.InvalidGraph, state.InvalidProtobuf, state.InvalidArgument, state.NoModel) as err:
         raise GraphLoadError(f"{type(err).__name__}: {_first_line(err)}") from None
+    except RuntimeError as err:  # run_with_iobinding reports a kernel's failing status as a plain RuntimeError
+        message = _first_line(err)
+        if any(word in message.lower() for word in OOM_WORDS):
+            raise OutOfMemory(message) from None
+        raise (UnsupportedError if any(word in message.lower() for word in REFUSAL_WORDS) else DbenchError)(message) from None
+
+
+def _host_array(value, dtype: str) -> np.ndarray:
+    """A copy of a CPU OrtValue's data as `dtype` (bfloat16 through its 16-bit words)."""
+    import ctypes
+
+    if dtype != "bfloat16":
+        return value.numpy()
+    shape = value.shape()
+    words = np.empty(shape, dtype=np.uint16)
+    ctypes.memmove(words.ctypes.data, value.data_ptr(), words.nbytes)
+    return words.view(DTYPES["bfloat16"])
 
 
 def _ortvalue(array: np.ndarray, device: str, device_id: int):
@@ -153,6 +177,9 @@ class OrtSession(Session):
         self.session.run_with_iobinding(self.binding)  # errors classified around the whole measurement: Runtime.errors
 
     def outputs(self) -> dict[str, np.ndarray]:
+        if any(t.dtype == "bfloat16" for t in self.spec.outputs) and self.runtime.io_device[0] == "cpu":
+            # ORT has no numpy type for bfloat16 and refuses to copy such outputs: read their memory instead.
+            return {t.name: _host_array(v, t.dtype) for t, v in zip(self.spec.outputs, self.binding.get_outputs())}
         arrays = self.binding.copy_outputs_to_cpu()  # host copies, from CPU or device memory alike
         return {t.name: a.view(DTYPES["bfloat16"]) if t.dtype == "bfloat16" else a for t, a in zip(self.spec.outputs, arrays)}
 

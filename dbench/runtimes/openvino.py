@@ -49,7 +49,10 @@ OPTION_VALUES: dict[str, tuple[str, ...] | str | None] = {
 }
 # A graph's precision -> (INFERENCE_PRECISION_HINT, OPTIMIZATION_CAPABILITIES entry it needs).
 # int8 (Q/DQ) graphs: quantised layers run int8 kernels; the float parts around them stay f32.
-PINNED = {"fp32": ("f32", "FP32"), "fp16": ("f16", "FP16"), "bf16": ("bf16", "BF16"), "int8": ("f32", "INT8")}
+# fp64 (a foreign model's): OpenVINO has no f64 inference precision and computes such graphs in f32,
+# which the row's executed precision then says.
+PINNED = {"fp32": ("f32", "FP32"), "fp16": ("f16", "FP16"), "bf16": ("bf16", "BF16"), "int8": ("f32", "INT8"),
+          "fp64": ("f32", "FP32")}
 # Suffix of an exec_type (`brgemm_avx512_f32`, `jit_avx512_I8`) -> our precision name.
 KERNEL_PRECISION = {"f32": "fp32", "f16": "fp16", "bf16": "bf16", "f64": "fp64", "i8": "int8", "u8": "int8",
                     "i32": "int32", "i64": "int64"}
@@ -68,6 +71,8 @@ INSERTED_CONVERSION = re.compile(r"^(Convert|FakeQuantize)_\d+$")
 NOT_READ_BACK = ("SUPPORTED_PROPERTIES", "NETWORK_NAME")
 OOM_WORDS = ("bad_alloc", "out of memory", "failed to allocate")
 """OpenVINO raises allocation failures as plain RuntimeErrors: only its message tells them apart."""
+REFUSAL_WORDS = ("not supported", "not implemented", "unsupported")
+"""Nor does it type a refusal of a feature at run time: its message says it."""
 SOURCE_LOCATION = re.compile(r"Check '[^']*' failed at \S+:\d+:\s*")
 
 
@@ -198,6 +203,30 @@ def _fill(tensor, array: np.ndarray) -> None:
     target[...] = source.view(target.dtype)
 
 
+def _fits(port, array: np.ndarray) -> bool:
+    shape = port.get_partial_shape()
+    return (shape.rank.is_static and len(shape) == array.ndim
+            and all(d.is_dynamic or d.get_length() == n for d, n in zip(shape, array.shape))
+            and port.get_element_type().size == array.dtype.itemsize)
+
+
+def _port_feeds(ports, feeds: dict[str, np.ndarray]) -> dict:
+    """Each compiled input port -> the feed it takes: by tensor name, else (a port OpenVINO renamed) the
+    only feed left unclaimed that fits its shape and type. A port no feed fits is refused: running it
+    unfed would read whatever its memory holds."""
+    claimed = {port: next((n for n in feeds if n in port.get_names()), None) for port in ports}
+    left = [n for n in feeds if n not in claimed.values()]
+    for port, name in claimed.items():
+        if name is None:
+            fitting = [n for n in left if _fits(port, feeds[n])]
+            if len(fitting) != 1:
+                raise UnsupportedError(f"OpenVINO's compiled input {sorted(port.get_names())} matches no graph input by name "
+                                       f"and {len(fitting)} by shape: it renamed an input dbench cannot place")
+            claimed[port] = fitting[0]
+            left.remove(fitting[0])
+    return claimed
+
+
 def _constant(array: np.ndarray):
     """An OpenVINO Constant holding `array`: sharing its memory, or a copy for bfloat16 (no numpy type in OpenVINO)."""
     ov = _ov()
@@ -235,11 +264,11 @@ class OpenVinoSession(Session):
 
     @staticmethod
     def _bind(compiled, request, feeds: dict[str, np.ndarray]) -> None:
-        """Fill the inputs the compiled model has: OpenVINO drops a graph input that nothing reads."""
-        read = {name for port in compiled.inputs for name in port.get_names()}
-        for name, array in feeds.items():
-            if name in read:
-                _fill(request.get_tensor(name), array)
+        """Fill the inputs the compiled model has: OpenVINO drops a graph input that nothing reads, and
+        renames one that flows straight to an output (after an Identity or an inference Dropout) to
+        that output's name; such a port takes the one unnamed feed of its shape and type."""
+        for port, name in _port_feeds(compiled.inputs, feeds).items():
+            _fill(request.get_tensor(port), feeds[name])
 
     def bind(self, feeds: dict[str, np.ndarray]) -> None:
         self.feeds = feeds
@@ -392,7 +421,8 @@ class OpenVino(Runtime):
     @contextmanager
     def errors(self):
         """Errors while binding, running or profiling: OutOfMemory when OpenVINO says it could not
-        allocate, DbenchError with its message otherwise."""
+        allocate, UnsupportedError when it says it does not support something, DbenchError with its
+        message otherwise."""
         try:
             yield
         except DbenchError:
@@ -401,7 +431,9 @@ class OpenVino(Runtime):
             raise OutOfMemory(f"out of memory: {_message(err)}") from None
         except RuntimeError as err:
             message = _message(err)
-            raise (OutOfMemory if any(w in message.lower() for w in OOM_WORDS) else DbenchError)(message) from None
+            if any(w in message.lower() for w in OOM_WORDS):
+                raise OutOfMemory(message) from None
+            raise (UnsupportedError if any(w in message.lower() for w in REFUSAL_WORDS) else DbenchError)(message) from None
 
     @staticmethod
     def _read_back(compiled) -> dict[str, str]:

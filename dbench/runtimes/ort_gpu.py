@@ -224,7 +224,7 @@ class OrtCuda(OrtRuntime):
             raise self.refusal()
         try:
             session = super().make_session(model_bytes, constants, profiling)
-        except GraphLoadError as err:
+        except (GraphLoadError, UnsupportedError) as err:  # ORT's fallback refusal may say "not supported"
             if FALLBACK_REFUSED not in str(err):
                 raise
             if ort_gpu_problem(self.provider):  # the provider did not load at all: not this graph's fault

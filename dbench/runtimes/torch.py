@@ -21,13 +21,13 @@ import numpy as np
 import onnx
 
 from dbench.errors import DbenchError, OutOfMemory, RuntimeSetupError, UnsupportedError, UsageError
-from dbench.gen.graph import GraphSpec
+from dbench.gen.graph import MODEL_FAMILY, GraphSpec
 from dbench.runtimes import gpu
 from dbench.runtimes.base import Profile, Runtime, RuntimeOptions, Session
 from dbench.runtimes.torch_kernels import Conv, Gemm, Sparse, TorchKernel, to_numpy, to_tensor
 
-FOREIGN_FAMILY = "model"
-"""The family of a foreign graph or whole model (dbench.foreign.spec.FAMILY): it has no specification."""
+FOREIGN_FAMILY = MODEL_FAMILY
+"""The family of a foreign graph or whole model (dbench.sources.model_spec): it has no specification."""
 QUANTIZED_ENGINES = ("x86", "fbgemm", "onednn", "qnnpack")
 FLAGS = ("0", "1")
 CPU_OPTIONS = {"quantized_engine": QUANTIZED_ENGINES, "mkldnn": FLAGS}

@@ -7,34 +7,14 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from enum import Enum
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from dbench.gen.graph import GraphSpec
-from dbench.store.invariants import violations
+from dbench.outcome import Outcome, Status
+from dbench.store.invariants import ARITHMETIC_PRECISIONS, violations
 from dbench.store.metadata import load_average
 
-if TYPE_CHECKING:
-    from dbench.worker.main import Outcome
 
-
-class Status(str, Enum):
-    """A row's verdict; the value is what the log stores."""
-
-    OK = "ok"
-    UNSUPPORTED = "unsupported"
-    MISMATCH = "mismatch"
-    FAILED = "failed"
-    CRASHED = "crashed"
-    TIMEOUT = "timeout"
-    OOM = "oom"
-
-    def __str__(self) -> str:
-        return self.value
-
-
-PASSING = frozenset({Status.OK, Status.UNSUPPORTED})
-"""Statuses of an honest run: measured and verified, or refused by the runtime with its reason."""
 STAT_FIELDS = ("median_us", "p10_us", "p90_us", "p99_us", "min_us", "mean_us", "std_us", "cv", "spread", "mad_us",
                "ci_low_us", "ci_high_us", "ci_rel", "samples", "calls_per_sample", "unstable", "timed_s", "warmup_s",
                "first_call_us", "runtime_median_us", "samples_us", "percentiles_us", "rerun_low_us", "rerun_high_us",
@@ -44,8 +24,9 @@ STAT_FIELDS = ("median_us", "p10_us", "p90_us", "p99_us", "min_us", "mean_us", "
 
 def executed_precision(nodes: list[dict[str, Any]]) -> str:
     """The precision of the compute node that took the most time, as the runtime's profiler reported
-    it; `unknown` when there is no profile (never assumed from the request)."""
-    compute = [n for n in nodes if n.get("precision")]
+    it; `unknown` when there is no profile (never assumed from the request). Nodes typed by a bool or
+    index tensor (a model's Where, its token-id Gather) do no arithmetic in a precision and are not counted."""
+    compute = [n for n in nodes if n.get("precision") in ARITHMETIC_PRECISIONS]
     if not compute:
         return "unknown"
     return max(compute, key=lambda n: n["time_us"])["precision"]
@@ -174,7 +155,7 @@ class Row:
 
     @classmethod
     def build(cls, run_id: str, seq: int, spec: GraphSpec, runtime: dict[str, Any], weights: str | None,
-              outcome: "Outcome", variant: str = "") -> "Row":
+              outcome: Outcome, variant: str = "") -> "Row":
         """A row from the worker's Outcome (or the parent's, with just status and message, when the
         worker died or the graph never reached it).
         `runtime` holds name, version, device and the options in force; `weights` is the job's mode;
@@ -197,10 +178,11 @@ class Row:
             kernel_time_us=kernel_us,
             overhead_us=stats["median_us"] - kernel_us if stats.get("median_us") and kernel_us is not None else None,
             nodes=nodes, flops=spec.flops, flops_executed=spec.flops_executed,
-            tflops=spec.flops / median_s / 1e12 if median_s else None,
-            tflops_executed=spec.flops_executed / median_s / 1e12 if median_s else None,
+            # No counted work (a model without a recognised kernel): no rate, rather than 0 TFLOP/s.
+            tflops=spec.flops / median_s / 1e12 if median_s and spec.flops else None,
+            tflops_executed=spec.flops_executed / median_s / 1e12 if median_s and spec.flops_executed else None,
             min_bytes=spec.min_bytes, gbps=spec.min_bytes / median_s / 1e9 if median_s else None,
-            intensity=spec.flops / spec.min_bytes if spec.min_bytes else None,
+            intensity=spec.flops / spec.min_bytes if spec.min_bytes and spec.flops else None,
             peak_rss_bytes=outcome.peak_rss_bytes, memory_bytes=outcome.memory_bytes,
             device_memory_bytes=outcome.device_memory_bytes,
             verified=verification.get("ok"), verified_by=verification.get("by"), error=verification.get("error"),

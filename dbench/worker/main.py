@@ -10,12 +10,13 @@ import signal
 import sys
 import time
 import traceback
-from dataclasses import asdict, dataclass, field
-from typing import TYPE_CHECKING, Any, Callable
+from dataclasses import asdict, dataclass
+from typing import TYPE_CHECKING, Callable
 
 from dbench.gen.graph import GraphSpec
+from dbench.outcome import Outcome, Phase, Status
 from dbench.runtimes.base import Profile, Runtime, RuntimeOptions, Session
-from dbench.store.schema import Status
+from dbench.sources.contract import Contract
 from dbench.worker.timing import TimingConfig
 
 if TYPE_CHECKING:
@@ -26,8 +27,9 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class Job:
-    """One graph to measure. `model` is the serialized ONNX graph (no weights inside); `weights` is
-    `const` (weights become constants at load time) or `input` (fed every call)."""
+    """One graph to measure. `model` is the serialized ONNX graph (no weights inside, except a foreign
+    model's own); `weights` is `const` (weights become constants at load time) or `input` (fed every
+    call); `contract` is what its source promises about it (the inputs it expects, what verifies it)."""
 
     spec: GraphSpec
     model: bytes
@@ -40,40 +42,7 @@ class Job:
     profile_runs: int = 10
     round: int = 1
     """Which round of the graph this job is (1-based): the first verifies and profiles."""
-
-
-@dataclass
-class Outcome:
-    """What the worker measured for one Job: status, message, statistics, verdict, profile, memory.
-    `aborts_run`: the runtime cannot start as configured, so no later job can run either."""
-
-    status: Status
-    message: str = ""
-    stats: dict[str, Any] | None = None
-    verification: dict[str, Any] | None = None
-    nodes: list[dict[str, Any]] = field(default_factory=list)
-    peak_rss_bytes: int | None = None
-    memory_bytes: int | None = None
-    device_memory_bytes: int | None = None
-    device_median_us: float | None = None
-    device_graph_median_us: float | None = None
-    gpu_state: dict[str, Any] | None = None
-    runtime_options: dict[str, Any] | None = None
-    inputs_s: float | None = None
-    prepare_s: float | None = None
-    verify_s: float | None = None
-    profile_s: float | None = None
-    profile_call_us: float | None = None
-    """The profiling pass's own time per call, on the clock that brackets its node times."""
-    aborts_run: bool = False
-
-
-@dataclass(frozen=True)
-class Phase:
-    """Sent by the worker before an Outcome as each phase of a job begins, so that a kernel that takes
-    minutes shows what it is doing; each one restarts the parent's `--timeout` clock."""
-
-    name: str
+    contract: Contract = Contract()
 
 
 def _no_phase(name: str) -> None:
@@ -83,19 +52,6 @@ def _no_phase(name: str) -> None:
 def _first_line(err: BaseException) -> str:
     text = str(err).strip()
     return f"{type(err).__name__}: {text.splitlines()[0]}" if text else type(err).__name__
-
-
-def _check_model(model, spec) -> str | None:
-    """A reason the graph does not match its manifest entry, or None."""
-    names = [i.name for i in model.graph.input]
-    expected = [t.name for t in spec.inputs]
-    if names != expected:
-        return f"graph inputs {names} do not match the manifest's {expected}"
-    for value, tensor in zip(model.graph.input, spec.inputs):
-        dims = tuple(d.dim_value for d in value.type.tensor_type.shape.dim)
-        if dims != tensor.shape:
-            return f"input {tensor.name} has shape {dims} in the graph but {tensor.shape} in the manifest"
-    return None
 
 
 VERIFY_ROWS = 256
@@ -118,8 +74,10 @@ def _verify_rows(spec: GraphSpec) -> "np.ndarray | None":
 
     from dbench.gen.plan import ROW_SAMPLED
 
-    rows = spec.outputs[0].shape[0] if spec.outputs else 0
-    if spec.family not in ROW_SAMPLED or spec.precision == "int8" or rows <= VERIFY_ROWS:
+    if spec.family not in ROW_SAMPLED or spec.precision == "int8" or not spec.outputs or not spec.outputs[0].shape:
+        return None  # whole outputs: another family, exact int8, or a 0-d output (no rows to sample)
+    rows = spec.outputs[0].shape[0]
+    if rows <= VERIFY_ROWS:
         return None
     return np.sort(np.random.default_rng(spec.seed).choice(rows, VERIFY_ROWS, replace=False))
 
@@ -178,13 +136,14 @@ def runtime_for(name: str, options: RuntimeOptions) -> Runtime:
     return _runtime[0][2]
 
 
-def _expected(model, spec: GraphSpec, feeds: dict, rows) -> tuple[dict | None, str, Tolerance]:
-    """(reference outputs, what computed them, tolerance rule): dbench's numpy reference for its own
-    graphs; onnx.reference for a foreign model, or (None, why not, rule) when it cannot run it."""
-    from dbench.foreign.spec import FAMILY
+def _expected(model, spec: GraphSpec, feeds: dict, rows, reference: str) -> tuple[dict | None, str, Tolerance]:
+    """(reference outputs, what computed them, tolerance rule) by the reference the source names:
+    dbench's numpy reference of the graph's family, or onnx.reference (None and why not, when it
+    cannot run the model)."""
+    from dbench.sources.contract import ONNX_REFERENCE
 
-    if spec.family == FAMILY:
-        from dbench.foreign.reference import reference_outputs, tolerance as model_tolerance
+    if reference == ONNX_REFERENCE:
+        from dbench.sources.model_reference import reference_outputs, tolerance as model_tolerance
 
         outputs, by = reference_outputs(model, spec, feeds)
         return outputs, by, model_tolerance(spec)
@@ -202,6 +161,7 @@ def execute(job: Job, phase: Callable[[str], None] = _no_phase) -> Outcome:
     from dbench.gen.feeds import make_feeds
     from dbench.gen.manifest import sha256
     from dbench.gen.weights import split_feeds
+    from dbench.sources.contract import check_model, stored_weights
     from dbench.worker import memory
     from dbench.worker.timing import measure
     from dbench.worker.verify import compare
@@ -212,10 +172,10 @@ def execute(job: Job, phase: Callable[[str], None] = _no_phase) -> Outcome:
     except Exception as err:  # protobuf raises DecodeError and friends
         return Outcome(Status.FAILED, f"cannot load the graph: {_first_line(err)}")
     if job.sha256 and sha256(job.model) != job.sha256:
-        return Outcome(Status.FAILED, "the graph file does not match its manifest (sha256 differs); regenerate it with dbench gen --force")
-    mismatch = _check_model(model, spec)
+        return Outcome(Status.FAILED, f"the graph file does not match its manifest (sha256 differs); {job.contract.remedy}")
+    mismatch = check_model(model, spec)
     if mismatch:
-        return Outcome(Status.FAILED, f"{mismatch}; regenerate the folder with dbench gen --force")
+        return Outcome(Status.FAILED, f"{mismatch} in {job.contract.described_by}; {job.contract.remedy}")
     need = _estimate_bytes(spec, job.verify, job.weights == "const")
     if need > memory.available():
         return Outcome(Status.OOM, f"needs at least {need / 2**30:.1f} GiB, {memory.available() / 2**30:.1f} GiB available; skipped before allocating")
@@ -230,7 +190,7 @@ def execute(job: Job, phase: Callable[[str], None] = _no_phase) -> Outcome:
             peak_resets = memory.reset_peak()  # else the peak would be an earlier kernel's: not reported
             phase("making inputs")
             t0 = time.perf_counter()
-            feeds = make_feeds(spec)
+            feeds = {**make_feeds(spec), **stored_weights(model, job.weights)}
             constants, per_call = split_feeds(spec, feeds, job.weights)
             outcome.inputs_s = time.perf_counter() - t0
             phase("preparing")
@@ -257,7 +217,7 @@ def execute(job: Job, phase: Callable[[str], None] = _no_phase) -> Outcome:
                 outputs = session.outputs()
                 if rows is not None:
                     outputs = {name: value[rows] for name, value in outputs.items()}
-                expected, by, rule = _expected(model, spec, feeds, rows)
+                expected, by, rule = _expected(model, spec, feeds, rows, job.contract.reference)
                 if expected is None:  # a foreign model the reference evaluator cannot run: said plainly
                     outcome.verification = {"ok": None, "by": None}
                     outcome.message = f"unverified: {by}"
@@ -267,6 +227,8 @@ def execute(job: Job, phase: Callable[[str], None] = _no_phase) -> Outcome:
                     if not verdict.ok:
                         outcome.status = Status.MISMATCH
                         outcome.message = f"{verdict.detail}: error {verdict.error:.3g} > {verdict.metric} tolerance {verdict.bound:g}"
+                    elif verdict.weak:  # verified, but agreement on such outputs proves little: said so
+                        outcome.message = f"weak verification: the expected outputs are degenerate ({verdict.weak})"
                 outcome.verify_s = time.perf_counter() - t0
             if job.profile_runs:
                 phase("profiling")

@@ -1,0 +1,62 @@
+"""What one graph's measurement came to, on both sides of the process boundary: the row's `Status`,
+the worker's `Outcome` and its `Phase` reports. A low module (standard library only), so the worker
+that makes outcomes and the store that turns them into rows both import it and neither imports the other."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Any
+
+
+class Status(str, Enum):
+    """A row's verdict; the value is what the log stores."""
+
+    OK = "ok"
+    UNSUPPORTED = "unsupported"
+    MISMATCH = "mismatch"
+    FAILED = "failed"
+    CRASHED = "crashed"
+    TIMEOUT = "timeout"
+    OOM = "oom"
+
+    def __str__(self) -> str:
+        return self.value
+
+
+PASSING = frozenset({Status.OK, Status.UNSUPPORTED})
+"""Statuses of an honest run: measured and verified, or refused by the runtime with its reason."""
+
+
+@dataclass
+class Outcome:
+    """What the worker measured for one Job: status, message, statistics, verdict, profile, memory.
+    `aborts_run`: the runtime cannot start as configured, so no later job can run either."""
+
+    status: Status
+    message: str = ""
+    stats: dict[str, Any] | None = None
+    verification: dict[str, Any] | None = None
+    nodes: list[dict[str, Any]] = field(default_factory=list)
+    peak_rss_bytes: int | None = None
+    memory_bytes: int | None = None
+    device_memory_bytes: int | None = None
+    device_median_us: float | None = None
+    device_graph_median_us: float | None = None
+    gpu_state: dict[str, Any] | None = None
+    runtime_options: dict[str, Any] | None = None
+    inputs_s: float | None = None
+    prepare_s: float | None = None
+    verify_s: float | None = None
+    profile_s: float | None = None
+    profile_call_us: float | None = None
+    """The profiling pass's own time per call, on the clock that brackets its node times."""
+    aborts_run: bool = False
+
+
+@dataclass(frozen=True)
+class Phase:
+    """Sent by the worker before an Outcome as each phase of a job begins, so that a kernel that takes
+    minutes shows what it is doing; each one restarts the parent's `--timeout` clock."""
+
+    name: str
