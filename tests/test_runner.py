@@ -353,8 +353,8 @@ def test_manifest_that_does_not_match_its_graph(graph_folder, tmp_path):
 
 @pytest.mark.parametrize("args,code,needle", [
     (("run", "--runtime", "tvm"), 2, "unknown runtime 'tvm'; known runtimes: ort-cpu"),
-    (("run", "--runtime", "ort-cuda"), 1, "pip install 'dbench[gpu]'"),
-    (("run", "--resume", "run-nope"), 1, "unknown run 'run-nope'"),
+    (("run", "--runtime", "ort-cuda"), 2, "pip install 'dbench[gpu]'"),
+    (("run", "--resume", "run-nope"), 2, "unknown run 'run-nope'"),
     (("run", "--weights", "maybe"), 2, "unknown weights mode"),
     (("run", "--graph-opt", "max"), 2, "unknown graph optimisation level 'max'; valid: disable, basic"),
 ])
@@ -367,14 +367,14 @@ def test_run_bad_input_is_one_line(args, code, needle, tmp_path):
 
 def test_graphs_folder_without_manifest(tmp_path):
     result = runner.invoke(app, ["run", "--graphs", str(tmp_path), "--out", str(tmp_path / "r")])
-    assert result.exit_code == 1 and "no manifest.json in" in result.output
+    assert result.exit_code == 2 and "no manifest.json in" in result.output
 
 
 def test_unwritable_results_folder(kernels, tmp_path):
     blocker = tmp_path / "file"
     blocker.write_text("")
     result = runner.invoke(app, ["run", "--kernels", str(kernels), "--out", str(blocker)])
-    assert result.exit_code == 1 and "cannot write results to" in result.output
+    assert result.exit_code == 2 and "cannot write results to" in result.output
 
 
 @pytest.mark.slow
@@ -419,7 +419,7 @@ def test_compare_two_runs_side_by_side(kernels, tmp_path):
     expected = welch(rows[first]["round_medians_us"], rows[second]["round_medians_us"])
     assert f"{expected.ratio:.3f}" in result.stdout and f"{expected.low:.3f}–{expected.high:.3f}" in result.stdout
     missing = runner.invoke(app, ["compare", first, "run-nope", "--out", str(out)])
-    assert missing.exit_code == 1 and "unknown run 'run-nope'" in missing.output
+    assert missing.exit_code == 2 and "unknown run 'run-nope'" in missing.output
 
 
 @pytest.mark.slow

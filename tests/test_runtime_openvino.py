@@ -323,7 +323,7 @@ def test_missing_openvino_names_the_extra(monkeypatch, tmp_path):
     assert OpenVino.availability() == (False, "openvino is not installed: pip install 'dbench[openvino]'")
     assert not status("openvino").available
     result = CliRunner().invoke(app, ["run", "--runtime", "openvino", "--out", str(tmp_path)])
-    assert result.exit_code == 1 and "pip install 'dbench[openvino]'" in result.output
+    assert result.exit_code == 2 and "pip install 'dbench[openvino]'" in result.output
 
 
 def rows_of(out: Path) -> list[dict]:

@@ -65,7 +65,7 @@ def plan_run(request: RunRequest, out_dir: Path, resume: str | None) -> PlannedR
     reopen it locked for appending (a torn last line set aside). The caller runs it with execute_run,
     which releases the lock."""
     state = RunState()
-    if resume:
+    if resume is not None:  # an empty id is refused by find_run, never taken for a new run
         check_resume(request)
         stored = RunLog.read(find_run(out_dir, resume))
         header = stored.header()
@@ -73,7 +73,7 @@ def plan_run(request: RunRequest, out_dir: Path, resume: str | None) -> PlannedR
     classes = validate(request)
     config = request.config()
     items = build_items(request, classes[config.variants[0].runtime].int8_form)
-    if resume:
+    if resume is not None:  # an empty id is refused by find_run, never taken for a new run
         run_id = resume
         log = RunLog.resume(stored.path)
         state = RunState.from_log(log.rows(), log.rounds(), config.variants[0].label)

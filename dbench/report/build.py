@@ -46,8 +46,9 @@ class Report:
         return not self.results.kernels.empty and bool(self.results.kernels.counts.any())
 
 
-def build_report(results: Results, baseline: str | None = None) -> Report:
-    """Every table; notes say what is missing (no verified rows, machines that differ, schema-1 runs)."""
+def build_report(results: Results, baseline: str | None = None, home: str | None = None) -> Report:
+    """Every table; notes say what is missing (no verified rows, machines that differ, schema-1 runs).
+    `home` is this machine's key: without `baseline`, its runs are the baseline."""
     report = Report(results, notes=list(results.notes), allreduce=allreduce_table(results.allreduce),
                     models=pd.DataFrame(model_vs_kernels(results.rows, results.rows)),
                     load=load_tables(results.throughput, results.server))
@@ -57,7 +58,7 @@ def build_report(results: Results, baseline: str | None = None) -> Report:
             report.notes.append("the result files hold no rows")
         return report
     report.groups = groups(frame)
-    report.baseline = baseline_group(report.groups, baseline)
+    report.baseline = baseline_group(report.groups, baseline, home)
     judged = speedups(frame, report.groups, report.baseline)
     wins = winners(frame, report.groups, list(dict.fromkeys(frame.kernel)))
     report.families = {f: side_by_side(frame, f, report.groups, judged, wins) for f in dict.fromkeys(frame.family)}
