@@ -488,6 +488,27 @@ def env() -> None:
     sys.stdout.write(json.dumps(host, indent=1, default=str) + "\n")
 
 
+@app.command()
+@friendly
+def cache(
+    clear: Annotated[bool, typer.Option("--clear", help="Remove every entry (references are recomputed when next needed).")] = False,
+    max_size: Annotated[Optional[float], typer.Option("--max-size", help="Set the size cap in GiB (least recently used entries go first); 0 turns the cache off.")] = None,
+) -> None:
+    """Where the reference cache is and how big: references computed once per graph and shared by every
+    runtime, run and resume. Location: $DBENCH_CACHE_DIR, else $XDG_CACHE_HOME/dbench, else ~/.cache/dbench."""
+    from dbench.cache.store import open_cache
+
+    store = open_cache()
+    if max_size is not None:
+        if max_size < 0:
+            raise UsageError(f"--max-size {max_size:g} must be a size in GiB, 0 or more (0 turns the cache off)")
+        store.set_max_bytes(int(max_size * 2**30))
+    if clear:
+        entries, size = store.clear()
+        out.print(f"removed {entries} entries, {size / 2**30:.2f} GiB", highlight=False)
+    out.print(store.info().describe(), highlight=False, soft_wrap=True)
+
+
 def _numbers(text: str, flag: str) -> tuple[float, ...]:
     """Comma-separated numbers (`50,90,99.9`), or one line naming the bad one."""
     values = []

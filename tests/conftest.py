@@ -20,6 +20,16 @@ def seed() -> int:
     return secrets.randbits(31)
 
 
+@pytest.fixture(autouse=True)
+def reference_cache(tmp_path_factory, monkeypatch) -> Path:
+    """Every test (and every process it starts) uses a fresh reference cache of its own, never the
+    user's ~/.cache: DBENCH_CACHE_DIR and XDG_CACHE_HOME point into the test's temporary folders."""
+    root = tmp_path_factory.mktemp("cache")
+    monkeypatch.setenv("DBENCH_CACHE_DIR", str(root / "dbench"))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(root / "xdg"))
+    return root / "dbench"
+
+
 @pytest.fixture(scope="session", autouse=True)
 def no_leftover_processes() -> Iterator[None]:
     """After the whole session, no process started by the tests may be alive: kill any and fail loudly.
