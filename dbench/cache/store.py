@@ -80,6 +80,10 @@ class ReferenceCache:
                               "set DBENCH_CACHE_DIR to a folder you can write") from None
         self._evict(keep=None)
 
+    def contains(self, key: str) -> bool:
+        """Whether an entry is stored under `key` (not yet checked: `get` checks it)."""
+        return bool(self.max_bytes) and (self.entries / key / RECORD).is_file()
+
     def get(self, key: str) -> dict[str, np.ndarray] | None:
         """The entry's arrays, each checked against its recorded size and digest, or None (a miss;
         a damaged entry is removed)."""
