@@ -49,7 +49,8 @@ class StepInputs:
         x = self.x[start:stop].astype(np.float64)
         if self.w is None:
             return x
-        return x @ self.w.astype(np.float64).T + self.wb
+        flat = x.reshape(-1, x.shape[-1]) @ self.w.astype(np.float64).T + self.wb  # one GEMM, not one per step
+        return flat.reshape(*x.shape[:-1], -1)
 
 
 def step_inputs(spec: GraphSpec, feeds: dict[str, np.ndarray]) -> StepInputs:
