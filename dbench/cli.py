@@ -316,7 +316,8 @@ def run(
     iterations: Annotated[Optional[int], typer.Option("--iterations", "-n", metavar="N", help="Time exactly N calls per graph (divided among the rounds) instead of stopping by time.")] = None,
     percentiles: Annotated[Optional[str], typer.Option("--percentiles", metavar="P[,P]", help="Latency percentiles to record per row, e.g. 50,90,99,99.9 (default 50,90,99).")] = None,
     no_verify: Annotated[bool, typer.Option("--no-verify", help="Skip the comparison with the numpy reference.")] = False,
-    profile_runs: Annotated[int, typer.Option("--profile-runs", help="Runs of the untimed per-node profiling pass (0 = none).")] = 10,
+    profile_runs: Annotated[Optional[int], typer.Option("--profile-runs", help="Most runs the untimed per-node profiling pass times (default 10; it times about 0.05 s of calls, at least one, after a warm-up in its own session); 0 = no pass.")] = None,
+    no_profile: Annotated[bool, typer.Option("--no-profile", help="No per-node profiling pass: saves a second session per graph (building it again, pre-packing included) and its calls; rows then have no per-node times, kernel names or executed precision (unknown).")] = False,
     timeout: Annotated[float, typer.Option("--timeout", help="Seconds a graph may spend in one phase (preparing, timing, verifying, profiling...) before its worker is killed as hung.")] = 600.0,
     cpus: Annotated[Optional[str], typer.Option("--cpus", help="Pin the worker to these CPUs, e.g. 4-7 (a board's big cluster); default threads = their count.")] = None,
     memory_limit: Annotated[Optional[float], typer.Option("--memory-limit", help="Address-space limit of the worker in GiB (out-of-memory becomes an `oom` row).")] = None,
@@ -346,6 +347,8 @@ def run(
     if kernels_run and not model:
         raise UsageError("--kernels-run compares a whole model's run with its kernels; give --model too")
     kernels_log = open_run(out_dir, kernels_run) if kernels_run else None  # a bad run id fails before timing
+    if no_profile and profile_runs:
+        raise UsageError(f"--no-profile and --profile-runs {profile_runs} contradict each other; give one of them")
     graphs = model or graphs
     request = RunRequest(
         suite=suite, ops=_split(ops, "--ops"), apps=_split(app_, "--app"), pattern=pattern,
@@ -353,12 +356,13 @@ def run(
         gen=_gen_fields(precision, passes, gemm_form, rnn_form, gru_activation, int8_form, no_pad),
         runtime=runtime, device=device, threads=_counts(threads, "--threads"), weights=weights, graph_optimization=graph_opt,
         allow_runtime_precision=allow_runtime_precision, extra=_pairs(option), quick=quick, min_time=min_time,
-        max_time=max_time, warmup=warmup, verify=not no_verify, profile_runs=profile_runs, timeout=timeout,
+        max_time=max_time, warmup=warmup, verify=not no_verify, timeout=timeout,
         memory_limit=int(memory_limit * 2**30) if memory_limit is not None else None, dims=parse_dims(dim or []),
         cpus=cpus, rounds=rounds, iterations=iterations, warmup_calls=warmup_calls,
         percentiles=_numbers(percentiles, "--percentiles") if percentiles is not None else None,
         scenario=scenario, streams=_counts(streams, "--streams"), rate=rate, latency_bound=latency_bound,
         search_time=search_time,
+        **({"profile_runs": 0} if no_profile else {} if profile_runs is None else {"profile_runs": profile_runs}),
     )
     if kernels_log is not None:
         from dbench.frommodel.predict import check_kernels_run
