@@ -364,3 +364,20 @@ def test_a_damaged_cache_entry_is_recomputed_not_trusted(reference_cache, seed):
     biggest.write_bytes(bytes(data))
     again = _run(spec, model, "ort-cpu")
     assert again.status == "ok" and again.verification["ok"], again
+
+
+@pytest.mark.parametrize("graph", ["lstm-op", "gru-relu-recurrence"])
+def test_the_step_check_is_the_same_in_blocks_of_steps(graph, seed, monkeypatch):
+    """Long sequences are checked a block of steps at a time (one GEMM per block): the blocks' seams
+    (the state carried over, the LSTM cell state) give the same result as one block."""
+    from dbench.check import steps as steps_module
+
+    case = make_case(graph, seed)
+    inputs = steps_module.step_inputs(case.spec, case.feeds)
+    y = case.outputs["Y"].reshape(case.spec.params["timesteps"], *case.outputs["Y"].shape[-2:])
+    whole, whole_anchor = steps_module.check_steps(inputs, y, record=True)
+    monkeypatch.setattr(steps_module, "STEP_BLOCK_ELEMENTS", 7 * y.shape[1] * inputs.r.shape[0])  # 7 steps a block
+    blocked, blocked_anchor = steps_module.check_steps(inputs, y, record=True)
+    assert blocked.worst_step == whole.worst_step
+    assert blocked.worst == pytest.approx(whole.worst, rel=1e-9) and blocked.scale == pytest.approx(whole.scale, rel=1e-12)
+    np.testing.assert_allclose(blocked_anchor.s, whole_anchor.s, rtol=1e-6)

@@ -17,15 +17,14 @@ from dataclasses import dataclass
 import numpy as np
 
 from dbench.catalog.kernels import RnnKernel
-from dbench.check.linear import CHUNK_ELEMENTS
 from dbench.gen.graph import GraphSpec
 from dbench.gen.rnn_math import step
 
 
 @dataclass(frozen=True)
 class StepInputs:
-    """What every step needs besides the previous state: the input side (op: X·W^T + Wb, computed
-    here a block of steps at a time; recurrence: the XW feed) and the recurrent weights."""
+    """What every step needs besides the previous state: the input side (op: X·W^T + Wb, computed a
+    block of steps at a time; recurrence: the XW feed) and the recurrent weights."""
 
     cell: str
     activation: str
@@ -43,14 +42,6 @@ class StepInputs:
     @property
     def steps(self) -> int:
         return self.x.shape[0]
-
-    def projected(self, start: int, stop: int) -> np.ndarray:
-        """xw for steps [start, stop) in float64 [B, N, G·H]."""
-        x = self.x[start:stop].astype(np.float64)
-        if self.w is None:
-            return x
-        flat = x.reshape(-1, x.shape[-1]) @ self.w.astype(np.float64).T + self.wb  # one GEMM, not one per step
-        return flat.reshape(*x.shape[:-1], -1)
 
 
 def step_inputs(spec: GraphSpec, feeds: dict[str, np.ndarray]) -> StepInputs:
@@ -101,30 +92,53 @@ def _record(miss: float, worst: float) -> bool:
     return not miss <= worst
 
 
+STEP_BLOCK_ELEMENTS = 2**23
+"""Pre-activations computed per block of steps (64 MB of float64): the recurrent matmuls of that many
+steps are one GEMM, into buffers reused for every block."""
+
+
 def check_steps(inputs: StepInputs, y: np.ndarray, record: bool = False) -> tuple[StepResult, Anchor | None]:
     """Recompute every step from the runtime's returned previous state and compare. y: [T, N, H].
     With `record`, also return the Anchor of this trajectory."""
     steps, batch, hidden = y.shape
     width = inputs.r.shape[0]
     gru = inputs.cell == "gru"
-    block = max(1, CHUNK_ELEMENTS // max(1, batch * width))
+    block = max(1, min(steps, STEP_BLOCK_ELEMENTS // max(1, batch * width)))
     r_t = inputs.r.astype(np.float64).T  # [H, G·H], converted once
-    worst, scale, worst_step = 0.0, 0.0, 0
+    w_t = inputs.w.astype(np.float64).T if inputs.w is not None else None
+    previous = np.empty((block, batch, hidden))
+    x = np.empty((block, batch, inputs.x.shape[-1]))
+    rec = np.empty((block * batch, width))
+    xw = np.empty((block * batch, width)) if w_t is not None else None
     s_all = np.empty((steps, batch, width), np.float32) if record else None
     rh_all = np.empty((steps, batch, hidden), np.float32) if record and gru else None
+    worst, scale, worst_step = 0.0, 0.0, 0
     c = inputs.c0
     for start in range(0, steps, block):
-        stop = min(steps, start + block)
-        previous = y[start - 1:stop - 1] if start else np.concatenate([inputs.h0[None], y[:stop - 1]])
-        previous = previous.astype(np.float64)
-        rec = (previous.reshape(-1, hidden) @ r_t + inputs.rb).reshape(stop - start, batch, width)
-        xw = inputs.projected(start, stop)
+        count = min(block, steps - start)
+        rows = count * batch
+        prev = previous[:count]
+        if start:
+            np.copyto(prev, y[start - 1:start + count - 1])
+        else:
+            prev[0] = inputs.h0
+            np.copyto(prev[1:], y[:count - 1])
+        np.matmul(prev.reshape(rows, hidden), r_t, out=rec[:rows])
+        rec[:rows] += inputs.rb
+        np.copyto(x[:count], inputs.x[start:start + count])
+        if w_t is not None:  # op form: the input projection of the block's steps, one GEMM
+            np.matmul(x[:count].reshape(rows, -1), w_t, out=xw[:rows])
+            xw[:rows] += inputs.wb
+            projected = xw[:rows].reshape(count, batch, width)
+        else:
+            projected = x[:count]
+        recurrent = rec[:rows].reshape(count, batch, width)
         if record:
-            s_all[start:stop] = xw + rec
+            np.add(projected, recurrent, out=s_all[start:start + count])
             if gru:
-                rh_all[start:stop] = rec[..., 2 * hidden:]
-        for offset in range(stop - start):
-            h_ref, c, _ = step(inputs.cell, xw[offset], rec[offset], previous[offset], c, inputs.activation)
+                rh_all[start:start + count] = recurrent[..., 2 * hidden:]
+        for offset in range(count):
+            h_ref, c, _ = step(inputs.cell, projected[offset], recurrent[offset], prev[offset], c, inputs.activation)
             miss = float(np.abs(y[start + offset].astype(np.float64) - h_ref).max())
             if _record(miss, worst):
                 worst, worst_step = (miss if np.isfinite(miss) else np.inf), start + offset
