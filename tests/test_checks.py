@@ -17,17 +17,10 @@ import pytest
 from dbench.cache.store import ReferenceCache
 from dbench.catalog.kernels import ConvKernel, GemmKernel, RnnKernel, SparseKernel
 from dbench.check import probes
-from dbench.check.verify import (
-    Unverified,
-    exact_projection,
-    exact_usable,
-    float_projection,
-    full_check,
-    linear_output,
-    projection_check,
-    steps_check,
-    verify,
-)
+from dbench.check.full import Unverified, full_check
+from dbench.check.projection import exact_projection, exact_usable, float_projection, linear_output, projection_check
+from dbench.check.steps import steps_check
+from dbench.check.verify import choose, verify
 from dbench.gen import conv, gemm, int8, rnn, sparse
 from dbench.sources.contract import NUMPY
 from dbench.gen.feeds import make_feeds
@@ -311,8 +304,6 @@ def _spec_feeds(graph: Graph) -> dict[str, np.ndarray]:
     (lambda: rnn.build(RnnKernel(cell="gru", hidden=16, batch=2, timesteps=12), "fp32", "bwd_weights", "bptt"), "full"),
 ])
 def test_the_check_each_graph_gets(build, kind, tmp_path):
-    from dbench.check.verify import choose
-
     graph = build()
     assert choose(graph.spec, graph.model.SerializeToString(), _spec_feeds(graph), ReferenceCache(tmp_path)) == kind
 

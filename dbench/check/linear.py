@@ -144,6 +144,16 @@ class GemmOutput(LinearOutput):
         return k + m + 1, magnitude
 
 
+def _over_channels(images: np.ndarray, z: np.ndarray) -> np.ndarray:
+    """An NCHW tensor projected over its channels, image by image (one float64 image at a time): [N, H, W, probes]."""
+    return np.stack([np.einsum("chw,cz->hwz", image.astype(np.float64), z) for image in images])
+
+
+def _multiply_adds(kernel: ConvKernel) -> float:
+    """Multiply-adds of one convolution pass (forward and backward-data alike)."""
+    return float(kernel.n) * kernel.k * kernel.group_c * kernel.r * kernel.s * kernel.out_h * kernel.out_w
+
+
 def _grouped(kernel: ConvKernel, channels: np.ndarray) -> np.ndarray:
     """[groups·per_group, ...] -> [groups, per_group, ...]."""
     return channels.reshape(kernel.groups, channels.shape[0] // kernel.groups, *channels.shape[1:])
@@ -164,7 +174,7 @@ class ConvForward(LinearOutput):
         return self.kernel.k
 
     def project_output(self, y: np.ndarray, z: np.ndarray) -> np.ndarray:
-        return np.stack([np.einsum("kqp,kz->qpz", image.astype(np.float64), z) for image in y])
+        return _over_channels(y, z)
 
     def project_reference(self, z: np.ndarray) -> np.ndarray:
         g, probes = self.kernel.groups, z.shape[1]
@@ -176,8 +186,7 @@ class ConvForward(LinearOutput):
 
     @property
     def full_cost(self) -> float:
-        kn = self.kernel
-        return float(kn.n) * kn.k * kn.group_c * kn.r * kn.s * kn.out_h * kn.out_w
+        return _multiply_adds(self.kernel)
 
     @property
     def probe_cost(self) -> float:
@@ -205,7 +214,7 @@ class ConvBackwardData(LinearOutput):
         return self.kernel.c
 
     def project_output(self, y: np.ndarray, z: np.ndarray) -> np.ndarray:
-        return np.stack([np.einsum("chw,cz->hwz", image.astype(np.float64), z) for image in y])
+        return _over_channels(y, z)
 
     def project_reference(self, z: np.ndarray) -> np.ndarray:
         kn, probes = self.kernel, z.shape[1]
@@ -218,8 +227,7 @@ class ConvBackwardData(LinearOutput):
 
     @property
     def full_cost(self) -> float:
-        kn = self.kernel
-        return float(kn.n) * kn.k * kn.group_c * kn.r * kn.s * kn.out_h * kn.out_w
+        return _multiply_adds(self.kernel)
 
     @property
     def probe_cost(self) -> float:

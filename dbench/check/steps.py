@@ -8,17 +8,25 @@ the `recurrence` form's Y [T, N, H]). The LSTM cell state is not an output: it i
 gates the check computes (c_t = f·c_{t-1} + i·c~, elementwise), so a wrong cell state shows in the
 hidden state it feeds. Each step is judged against exact arithmetic on the runtime's own previous
 state, not against a trajectory from the initial state: a drift made of per-step errors each within
-tolerance is accepted."""
+tolerance is accepted.
+
+The first trajectory that passes is cached as an anchor (its pre-activations); a later trajectory of
+the same graph is bounded from it without the recurrent matmuls (`anchored_steps`)."""
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
 
+from dbench.cache.keys import entry_key
+from dbench.cache.store import ReferenceCache
 from dbench.catalog.kernels import RnnKernel
 from dbench.gen.graph import GraphSpec
 from dbench.gen.rnn_math import step
+from dbench.gen.tolerance import Tolerance
+from dbench.worker.verify import Verdict, degenerate
 
 
 @dataclass(frozen=True)
@@ -206,3 +214,32 @@ def anchored_steps(inputs: StepInputs, anchor: Anchor, y: np.ndarray) -> Bounded
         scale_high = max(scale_high, float(np.maximum(np.abs(lo), np.abs(hi)).max()))
         previous_y, previous_anchor = out, anchor.y[t].astype(np.float64)
     return BoundedResult(upper, lower, scale_low, scale_high, worst_step)
+
+
+def steps_check(spec: GraphSpec, model: bytes, feeds: dict[str, np.ndarray], outputs: dict[str, np.ndarray],
+                rule: Tolerance, cache: ReferenceCache) -> Verdict:
+    """Every step of a recurrent forward graph from the runtime's own previous state (check.steps).
+    The first trajectory that passes is cached as an anchor; a later one (another runtime, a re-run)
+    is bounded from it without the recurrent matmuls (`steps-anchored`), and checked exactly only
+    when the bounds cannot decide."""
+    y = np.asarray(outputs["Y"])
+    y = y.reshape(y.shape[0], *y.shape[-2:])
+    inputs = step_inputs(spec, feeds)
+    key = entry_key("steps-anchor", model, spec)
+    stored = cache.get(key)
+    tau = rule.bound
+    if stored is not None:
+        bounded = anchored_steps(inputs, Anchor.from_arrays(stored), y)
+        detail = f"Y step {bounded.worst_step}"
+        if bounded.upper <= tau * bounded.scale_low:
+            error = bounded.upper / bounded.scale_low if bounded.scale_low > 0 else 0.0
+            return Verdict(True, error, rule.metric, tau, detail, degenerate(y), "steps-anchored", 0.0, "numpy")
+        if bounded.lower > tau * bounded.scale_high:
+            error = bounded.lower / bounded.scale_high if bounded.scale_high > 0 else math.inf
+            return Verdict(False, error, rule.metric, tau, detail, degenerate(y), "steps-anchored", 0.0, "numpy")
+    result, anchor = check_steps(inputs, y, record=stored is None)
+    error = result.worst / result.scale if result.scale > 0 else result.worst
+    verdict = Verdict(error <= tau, error, rule.metric, tau, f"Y step {result.worst_step}", degenerate(y), "steps", 0.0, "numpy")
+    if verdict.ok and anchor is not None:
+        cache.put(key, anchor.arrays())
+    return verdict

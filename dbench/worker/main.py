@@ -77,7 +77,8 @@ def execute(job: Job, phase: Callable[[str], None] = _no_phase) -> Outcome:
     import onnx
 
     from dbench.cache.store import open_cache
-    from dbench.check.verify import Unverified, verify
+    from dbench.check.full import Unverified
+    from dbench.check.verify import verify
     from dbench.errors import DbenchError, OutOfMemory, RuntimeSetupError, UnsupportedError
     from dbench.gen.feeds import make_feeds
     from dbench.gen.manifest import sha256
