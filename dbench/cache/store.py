@@ -140,11 +140,9 @@ class ReferenceCache:
 
     def clear(self) -> tuple[int, int]:
         """Remove every entry (and any writer's leftovers); returns (entries, bytes) removed."""
-        listed = self._listed()
-        for _, _, folder in listed:
-            self._remove(folder)
+        removed = [(size, folder) for _, size, folder in self._listed() if self._remove(folder)]
         shutil.rmtree(self.tmp, ignore_errors=True)
-        return len(listed), sum(size for _, size, _ in listed)
+        return len(removed), sum(size for size, _ in removed)
 
     def _listed(self) -> list[tuple[float, int, Path]]:
         """(last use, bytes, folder) of every entry, by the files actually on disk."""
@@ -177,15 +175,17 @@ class ReferenceCache:
                 self._remove(folder)
                 total -= size
 
-    def _remove(self, folder: Path) -> None:
-        """Take an entry out of sight at once (a rename), then delete it."""
+    def _remove(self, folder: Path) -> bool:
+        """Take an entry out of sight at once (a rename), then delete it; False when it could not be
+        (gone already, or a folder this user cannot change)."""
         trash = self.tmp / f"trash-{secrets.token_hex(6)}"
         try:
             self.tmp.mkdir(parents=True, exist_ok=True)
             os.rename(folder, trash)
         except OSError:
-            return  # gone already
+            return False
         shutil.rmtree(trash, ignore_errors=True)
+        return True
 
     def _sweep_tmp(self) -> None:
         """Remove temporary folders left by writers that died (older than STALE_TMP_S)."""
