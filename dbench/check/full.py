@@ -22,7 +22,6 @@ FullReference = Callable[[np.ndarray | None], tuple[dict[str, np.ndarray] | None
 """rows -> (expected outputs, what computed them, tolerance rule); None outputs when it cannot run."""
 
 
-
 @dataclass(frozen=True)
 class Unverified:
     """The graph has no reference that can run (a foreign model onnx.reference cannot evaluate)."""
@@ -52,7 +51,6 @@ def malformed(spec: GraphSpec, outputs: dict[str, np.ndarray], rule: Tolerance) 
         if problem:
             return Verdict(False, math.inf, rule.metric, rule.bound, problem)
     return None
-
 
 
 def full_check(spec: GraphSpec, model: bytes, outputs: dict[str, np.ndarray], full_reference: FullReference,

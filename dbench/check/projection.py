@@ -21,6 +21,7 @@ from dbench.worker.verify import Verdict, compare, degenerate
 EXACT_MIN_BITS = 4
 """Fewer random bits per exact probe than this (huge integer sums near float64's 2^53) and the full check is used."""
 
+
 def linear_output(spec: GraphSpec, feeds: dict[str, np.ndarray]) -> LinearOutput | None:
     """The graph's output as a LinearOutput where it is one (float GEMM, sparse, convolution passes,
     int8 `integer`), else None."""
