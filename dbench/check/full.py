@@ -16,8 +16,6 @@ from dbench.gen.graph import GraphSpec
 from dbench.gen.tolerance import Tolerance
 from dbench.worker.verify import Verdict, compare
 
-VERIFY_ROWS = 256
-"""Above this many output rows (GEMM and sparse), the full check compares a seeded sample of rows."""
 FullReference = Callable[[np.ndarray | None], tuple[dict[str, np.ndarray] | None, str, Tolerance]]
 """rows -> (expected outputs, what computed them, tolerance rule); None outputs when it cannot run."""
 
@@ -27,18 +25,6 @@ class Unverified:
     """The graph has no reference that can run (a foreign model onnx.reference cannot evaluate)."""
 
     reason: str
-
-
-def sample_rows(spec: GraphSpec) -> np.ndarray | None:
-    """A seeded sample of VERIFY_ROWS output rows of a huge float GEMM or sparse output, else None."""
-    from dbench.gen.plan import ROW_SAMPLED
-
-    if spec.family not in ROW_SAMPLED or spec.precision == "int8" or not spec.outputs or not spec.outputs[0].shape:
-        return None  # whole outputs: another family, exact int8, or a 0-d output (no rows to sample)
-    rows = spec.outputs[0].shape[0]
-    if rows <= VERIFY_ROWS:
-        return None
-    return np.sort(np.random.default_rng(spec.seed).choice(rows, VERIFY_ROWS, replace=False))
 
 
 def malformed(spec: GraphSpec, outputs: dict[str, np.ndarray], rule: Tolerance) -> Verdict | None:

@@ -12,10 +12,11 @@ import numpy as np
 from dbench.cache.keys import entry_key
 from dbench.cache.store import ReferenceCache
 from dbench.check import probes
-from dbench.check.full import VERIFY_ROWS, FullReference, Unverified, full_check, sample_rows
+from dbench.check.full import FullReference, Unverified, full_check
 from dbench.check.linear import ConvBackwardData, ConvBackwardFilter, ConvForward, GemmOutput, LinearOutput, abs_max, gamma
 from dbench.gen.graph import GraphSpec
 from dbench.gen.tolerance import Tolerance
+from dbench.worker.expected import VERIFY_ROWS, verify_rows
 from dbench.worker.verify import Verdict, compare, degenerate
 
 EXACT_MIN_BITS = 4
@@ -123,7 +124,7 @@ def exact_projection(linear: LinearOutput, spec: GraphSpec, model: bytes, y: np.
 
 def _today_cost(linear: LinearOutput, spec: GraphSpec) -> float:
     """Multiply-adds of the full check the projection would replace (row-sampled outputs: the sample)."""
-    rows = sample_rows(spec)
+    rows = verify_rows(spec)
     return linear.full_cost * (len(rows) / spec.outputs[0].shape[0] if rows is not None else 1.0)
 
 
@@ -145,7 +146,7 @@ def projection_check(linear: LinearOutput, spec: GraphSpec, model: bytes, output
     if not projected.flagged.any():
         return Verdict(True, projected.error, rule.metric, rule.bound, weak=degenerate(y), check=kind,
                        false_accept=projected.false_accept, by="numpy")
-    sampled = sample_rows(spec)
+    sampled = verify_rows(spec)
     if sampled is None or exact or y.ndim != 2:
         return full_check(spec, model, outputs, full_reference, cache, via=kind)
     flagged = np.flatnonzero(projected.flagged)

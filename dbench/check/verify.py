@@ -17,11 +17,12 @@ import numpy as np
 
 from dbench.cache.keys import entry_key
 from dbench.cache.store import ReferenceCache
-from dbench.check.full import FullReference, Unverified, full_check, malformed, sample_rows
+from dbench.check.full import FullReference, Unverified, full_check, malformed
 from dbench.check.projection import exact_usable, linear_output, projection_check, projection_pays
 from dbench.check.steps import steps_check
 from dbench.gen.graph import GraphSpec
 from dbench.sources.contract import NUMPY
+from dbench.worker.expected import verify_rows
 from dbench.worker.verify import Verdict
 
 
@@ -33,7 +34,7 @@ def choose(spec: GraphSpec, model: bytes, feeds: dict[str, np.ndarray], cache: R
         return "full"
     if spec.family == "rnn" and spec.pass_name == "fwd":
         return "steps"
-    rows = sample_rows(spec)
+    rows = verify_rows(spec)
     full = "full" if rows is None else "rows"
     if cache.contains(entry_key("full", model, spec, rows=None if rows is None else rows.tolist())):
         return full
@@ -53,7 +54,7 @@ def verify(spec: GraphSpec, model: bytes, feeds: dict[str, np.ndarray], outputs:
     if rule is not None and (bad := malformed(spec, outputs, rule)) is not None:
         return bad
     if kind in ("full", "rows"):
-        return full_check(spec, model, outputs, full_reference, cache, sample_rows(spec) if kind == "rows" else None)
+        return full_check(spec, model, outputs, full_reference, cache, verify_rows(spec) if kind == "rows" else None)
     if kind == "steps":
         return steps_check(spec, model, feeds, outputs, rule, cache)
     return projection_check(linear_output(spec, feeds), spec, model, outputs, rule, full_reference, cache)
