@@ -349,7 +349,8 @@ def run(
     iterations: Annotated[Optional[int], typer.Option("--iterations", "-n", metavar="N", help="Time exactly N calls per graph (divided among the rounds) instead of stopping by time.")] = None,
     percentiles: Annotated[Optional[str], typer.Option("--percentiles", metavar="P[,P]", parser=given, help="Latency percentiles to record per row, e.g. 50,90,99,99.9 (default 50,90,99).")] = None,
     no_verify: Annotated[bool, typer.Option("--no-verify", help="Skip the comparison with the numpy reference.")] = False,
-    profile_runs: Annotated[int, typer.Option("--profile-runs", metavar="N", help="Runs of the untimed per-node profiling pass (0 = none).")] = 10,
+    profile_runs: Annotated[Optional[int], typer.Option("--profile-runs", metavar="N", help="Most runs the untimed per-node profiling pass times (default 10; it times about 0.05 s of calls, at least one, after a warm-up in its own session); 0 = no pass.")] = None,
+    no_profile: Annotated[bool, typer.Option("--no-profile", help="No per-node profiling pass: saves a second session per graph (building it again, pre-packing included) and its calls; rows then have no per-node times, kernel names or executed precision (unknown).")] = False,
     timeout: Annotated[float, typer.Option("--timeout", metavar="SECONDS", help="Seconds a graph may spend in one phase (preparing, timing, verifying, profiling...) before its worker is killed as hung.")] = 600.0,
     cpus: Annotated[Optional[str], typer.Option("--cpus", metavar="CPUS", parser=given, help="Pin the worker to these CPUs, e.g. 4-7 (a board's big cluster); default threads = their count.")] = None,
     memory_limit: Annotated[Optional[float], typer.Option("--memory-limit", metavar="GiB", help="Address-space limit of the worker in GiB (out-of-memory becomes an `oom` row).")] = None,
@@ -382,6 +383,8 @@ def run(
     if kernels_run and not model:
         raise UsageError("--kernels-run compares a whole model's run with its kernels; give --model too")
     kernels_log = open_run(out_dir, kernels_run) if kernels_run else None  # a bad run id fails before timing
+    if no_profile and profile_runs:
+        raise UsageError(f"--no-profile and --profile-runs {profile_runs} contradict each other; give one of them")
     graphs = model or graphs
     request = RunRequest(
         suite=suite, ops=_split(ops, "--ops"), apps=_split(app_, "--app"), pattern=pattern,
@@ -389,12 +392,13 @@ def run(
         gen=_gen_fields(precision, passes, gemm_form, rnn_form, gru_activation, int8_form, no_pad, batch),
         runtime=runtime, device=device, threads=_counts(threads, "--threads"), weights=weights, graph_optimization=graph_opt,
         allow_runtime_precision=allow_runtime_precision, extra=_pairs(option), quick=quick, min_time=min_time,
-        max_time=max_time, warmup=warmup, verify=not no_verify, profile_runs=profile_runs, timeout=timeout,
+        max_time=max_time, warmup=warmup, verify=not no_verify, timeout=timeout,
         memory_limit=memory_limit_bytes(memory_limit), dims=parse_dims(dim or []),
         cpus=cpus, rounds=rounds, iterations=iterations, warmup_calls=warmup_calls,
         percentiles=_numbers(percentiles, "--percentiles") if percentiles is not None else None,
         scenario=scenario, streams=_counts(streams, "--streams"), rate=rate, latency_bound=latency_bound,
         search_time=search_time,
+        **({"profile_runs": 0} if no_profile else {} if profile_runs is None else {"profile_runs": profile_runs}),
     )
     if kernels_log is not None:
         from dbench.frommodel.predict import check_kernels_run
@@ -535,6 +539,31 @@ def env() -> None:
     host["cpu_flags"] = " ".join(host["cpu_flags"])
     host["runtimes"] = {name: (s.version if s.available else f"unusable: {s.reason}") for name in RUNTIMES for s in [status(name)]}
     sys.stdout.write(json.dumps(host, indent=1, default=str) + "\n")
+
+
+@app.command()
+@friendly
+def cache(
+    clear: Annotated[bool, typer.Option("--clear", help="Remove every entry (references are recomputed when next needed).")] = False,
+    max_size: Annotated[Optional[float], typer.Option("--max-size", metavar="GiB", help="Set the size cap in GiB (least recently used entries go first); 0 turns the cache off.")] = None,
+) -> None:
+    """Where the reference cache is and how big: references computed once per graph and shared by every
+    runtime, run and resume. Location: $DBENCH_CACHE_DIR, else $XDG_CACHE_HOME/dbench, else ~/.cache/dbench."""
+    from dbench.cache.store import open_cache
+
+    store = open_cache()
+    if max_size is not None:
+        if not (math.isfinite(max_size) and 0 <= max_size <= MAX_CACHE_GIB):
+            raise UsageError(f"--max-size {max_size:g} must be a size in GiB from 0 (turns the cache off) to {MAX_CACHE_GIB}")
+        store.set_max_bytes(int(max_size * 2**30))
+    if clear:
+        entries, size = store.clear()
+        out.print(f"removed {entries} entries, {size / 2**30:.2f} GiB", highlight=False)
+    out.print(store.info().describe(), highlight=False, soft_wrap=True)
+
+
+MAX_CACHE_GIB = 1 << 20
+"""--max-size above a pebibyte is a typo, not a cache."""
 
 
 def _numbers(text: str, flag: str) -> tuple[float, ...]:

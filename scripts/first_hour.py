@@ -48,6 +48,7 @@ STEPS: dict[str, list[str]] = {
     "dbench report results/ --baseline torch": [],
     "dbench peak": ["--runtime", "ort-cpu"],
     "dbench env": [],
+    "dbench cache": [],
     "dbench runtimes": [],
     "dbench allreduce --np 4": ["--sizes", "100000,4M", "--iters", "5"],
     "dbench list --from-model model.onnx --dim batch=1": [],

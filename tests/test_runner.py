@@ -497,10 +497,28 @@ def test_a_profiling_pass_slower_than_the_timed_calls_is_taken_again_and_the_fas
     steady = _ScriptedPasses([1500.0, 900.0])
     assert _profile(steady, 10, median_us=1000.0).call_us == 1500.0 and len(steady.asked) == 1
     long_kernel = _ScriptedPasses([2e6])
-    _profile(long_kernel, 2, median_us=2e6)
+    _profile(long_kernel, 1, median_us=2e6)
     tiny_kernel = _ScriptedPasses([5.0])
     _profile(tiny_kernel, 10, median_us=5.0)
-    assert long_kernel.asked == [(2, 1)] and tiny_kernel.asked == [(10, PROFILE_WARMUP_CALLS)]
+    assert long_kernel.asked == [(1, 1)] and tiny_kernel.asked == [(10, PROFILE_WARMUP_CALLS)]
+
+
+def test_an_expensive_profiling_pass_is_not_taken_again(monkeypatch):
+    """A pass that took longer than PROFILE_RETRY_S (a server GRU, a 2 GB weight loaded again) is kept even
+    when slow: a retry would cost more than the profile is worth; the invariant sentence says the load."""
+    from dbench.worker import profiling
+
+    monkeypatch.setattr(profiling, "PROFILE_RETRY_S", 0.0)
+    burst = _ScriptedPasses([5000.0, 1100.0])
+    assert profiling.best_profile(burst, 10, median_us=1000.0).call_us == 5000.0 and len(burst.asked) == 1
+
+
+def test_profiling_runs_never_exceed_profile_runs():
+    """--profile-runs N bounds the profiled runs of a pass: about 0.05 s of kernel time, at least one."""
+    from dbench.worker.profiling import profile_runs
+
+    assert profile_runs(10, 5.0) == 10 and profile_runs(3, 5.0) == 3
+    assert profile_runs(10, 20_000.0) == 3 and profile_runs(10, 2e6) == 1
 
 
 def test_the_worker_reports_each_phase_of_a_job_before_its_outcome():
