@@ -30,6 +30,8 @@ def available_cpus() -> set[int]:
 
 def parse_cpus(text: str) -> tuple[int, ...]:
     """`0-3,6` -> (0, 1, 2, 3, 6), checked against the available CPUs; a one-line UsageError otherwise."""
+    if not text.strip():
+        raise UsageError("--cpus was given no CPU; name some, e.g. --cpus 0-3,6, or leave --cpus out to use every CPU")
     cpus: set[int] = set()
     for part in text.split(","):
         first, dash, last = part.strip().partition("-")

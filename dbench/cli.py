@@ -14,17 +14,19 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
-from dbench.errors import DbenchError, UsageError
+from dbench.cli_group import DbenchGroup, error_line, given, given_path, path_error
+from dbench.errors import DbenchError, InputError, UsageError
+from dbench.terminal import console
 
 app = typer.Typer(
+    cls=DbenchGroup,
     help="DeepBench's kernels as tiny ONNX graphs, timed per op on every inference runtime.",
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
 )
-# Wide when piped to a file, so tables keep one line per row.
-out = Console(width=None if sys.stdout.isatty() else 200)
-err = Console(stderr=True)
+out = console()  # COLUMNS, else the terminal's width, else dbench.terminal.PIPE_WIDTH
+err = console(stderr=True)
 
 F = TypeVar("F", bound=Callable)
 
@@ -37,45 +39,55 @@ def friendly(func: F) -> F:
         try:
             return func(*args, **kwargs)
         except DbenchError as error:
-            err.print(f"[bold red]error:[/] {escape(str(error))}", highlight=False, soft_wrap=True)
+            error_line(str(error))
             raise typer.Exit(error.exit_code) from None
+        except OSError as error:  # a path the command line names that cannot be read (too long, not allowed)
+            message = path_error(error)
+            if message is None:
+                raise
+            error_line(message)
+            raise typer.Exit(InputError.exit_code) from None
 
     return wrapper  # type: ignore[return-value]
 
 
 SuiteOpt = Annotated[
     Optional[str],
-    typer.Option("--suite", "-s", help="train | inference | inference-server | inference-device | all (user: rows of --kernels without a suite)."),
+    typer.Option("--suite", "-s", metavar="SUITE", parser=given, help="train | inference | inference-server | inference-device | all (user: rows of --kernels without a suite)."),
 ]
 OpsOpt = Annotated[
     Optional[list[str]],
-    typer.Option("--ops", "-o", help="Op family or RNN cell: gemm, conv, rnn, sparse, vanilla, lstm, gru (repeat or comma-separate)."),
+    typer.Option("--ops", "-o", metavar="OP[,OP]", parser=given, help="Op family or RNN cell: gemm, conv, rnn, sparse, vanilla, lstm, gru (repeat or comma-separate)."),
 ]
-AppOpt = Annotated[Optional[list[str]], typer.Option("--app", help="Only kernels from this application (e.g. DeepSpeech).")]
-IdOpt = Annotated[Optional[str], typer.Option("--id", help="Only kernel ids matching this glob, e.g. 'gemm_m1760_*'.")]
+AppOpt = Annotated[Optional[list[str]], typer.Option("--app", metavar="APP", parser=given, help="Only kernels from this application (e.g. DeepSpeech).")]
+IdOpt = Annotated[Optional[str], typer.Option("--id", metavar="GLOB", parser=given, help="Only kernel ids matching this glob, e.g. 'gemm_m1760_*'.")]
 KernelsOpt = Annotated[
     Optional[Path],
-    typer.Option("--kernels", "-k", help="Your own kernel CSV in the catalog's columns; replaces the DeepBench lists."),
+    typer.Option("--kernels", "-k", metavar="FILE.csv", parser=given_path, help="Your own kernel CSV in the catalog's columns; replaces the DeepBench lists."),
 ]
-PrecisionOpt = Annotated[str, typer.Option("--precision", "-p", help="fp32 | fp16 | bf16 | int8.")]
+PrecisionOpt = Annotated[str, typer.Option("--precision", "-p", metavar="PRECISION", parser=given, help="fp32 | fp16 | bf16 | int8.")]
 PassesOpt = Annotated[
     Optional[list[str]],
-    typer.Option("--pass", help="Only these passes: fwd, bwd_data, bwd_filter (conv), bwd_weights (rnn). Default: all the suite has."),
+    typer.Option("--pass", metavar="PASS[,PASS]", parser=given, help="Only these passes: fwd, bwd_data, bwd_filter (conv), bwd_weights (rnn). Default: all the suite has."),
 ]
-GemmFormOpt = Annotated[str, typer.Option("--gemm-form", help="gemm (ONNX Gemm with transposes and C) | matmul.")]
-RnnFormOpt = Annotated[str, typer.Option("--rnn-form", help="op (ONNX RNN/LSTM/GRU) | recurrence (DeepBench's: no W·x_t).")]
-GruActOpt = Annotated[str, typer.Option("--gru-activation", help="GRU output non-linearity: tanh (what DeepBench's code ran) | relu (its README).")]
+GemmFormOpt = Annotated[str, typer.Option("--gemm-form", metavar="FORM", parser=given, help="gemm (ONNX Gemm with transposes and C) | matmul.")]
+RnnFormOpt = Annotated[str, typer.Option("--rnn-form", metavar="FORM", parser=given, help="op (ONNX RNN/LSTM/GRU) | recurrence (DeepBench's: no W·x_t).")]
+GruActOpt = Annotated[str, typer.Option("--gru-activation", metavar="tanh|relu", parser=given, help="GRU output non-linearity: tanh (what DeepBench's code ran) | relu (its README).")]
 Int8FormOpt = Annotated[
     Optional[str],
-    typer.Option("--int8-form", help="qlinear | qdq | integer. Default: the runtime's preferred form (gen: qdq)."),
+    typer.Option("--int8-form", metavar="FORM", parser=given, help="qlinear | qdq | integer. Default: the runtime's preferred form (gen: qdq)."),
 ]
 FromModelOpt = Annotated[
     Optional[Path],
-    typer.Option("--from-model", help="An ONNX model: its compute nodes become kernels (identical nodes counted once, with 'copies')."),
+    typer.Option("--from-model", metavar="MODEL.onnx", parser=given_path, help="An ONNX model: its compute nodes become kernels (identical nodes counted once, with 'copies')."),
 ]
 DimOpt = Annotated[
     Optional[list[str]],
-    typer.Option("--dim", help="Symbolic dimension sizes of the model's inputs: NAME=N, comma-separated or repeated (e.g. batch=1,seq=128)."),
+    typer.Option("--dim", metavar="NAME=N[,NAME=N]", parser=given, help="Symbolic dimension sizes of the model's inputs: NAME=N, comma-separated or repeated (e.g. batch=1,seq=128)."),
+]
+BatchOpt = Annotated[
+    Optional[list[str]],
+    typer.Option("--batch", "-b", metavar="N[,N]", parser=given, help="Each kernel at these batch sizes (GEMM and sparse N, conv n, RNN batch), e.g. 1,8,32; repeat or comma-separate."),
 ]
 NoPadOpt = Annotated[bool, typer.Option("--no-pad", help="int8: do not round dims up to multiples of 4 (DeepBench pads by default).")]
 
@@ -98,10 +110,13 @@ def _kernels(command: str, suite: Optional[str], ops, apps, pattern, kernels_fil
     return selection, select(source, selection)
 
 
-def _gen_fields(precision: str, passes, gemm_form: str, rnn_form: str, gru_activation: str, int8_form, no_pad: bool) -> dict:
+def _gen_fields(precision: str, passes, gemm_form: str, rnn_form: str, gru_activation: str, int8_form, no_pad: bool,
+                batch: Optional[list[str]] = None) -> dict:
     """The generation options as JSON-ready fields (int8_form None: the runtime's preferred form)."""
+    from dbench.catalog.batch import parse_batches
+
     return dict(precision=precision, passes=list(_split(passes, "--pass")), gemm_form=gemm_form, rnn_form=rnn_form,
-                gru_activation=gru_activation, int8_form=int8_form, int8_pad=not no_pad)
+                gru_activation=gru_activation, int8_form=int8_form, int8_pad=not no_pad, batch=list(parse_batches(batch or [])))
 
 
 def _planned(command: str, suite, ops, apps, pattern, kernels: Optional[Path], fields: dict):
@@ -124,18 +139,22 @@ def list_kernels(
     app_: AppOpt = None,
     pattern: IdOpt = None,
     kernels: KernelsOpt = None,
-    fmt: Annotated[str, typer.Option("--format", "-f", help="table | csv | json.")] = "table",
+    batch: BatchOpt = None,
+    fmt: Annotated[str, typer.Option("--format", "-f", metavar="table|csv|json", parser=given, help="table | csv | json.")] = "table",
     from_model: FromModelOpt = None,
     dim: DimOpt = None,
 ) -> None:
     """List the kernels a selection holds (DeepBench's duplicates are one kernel with several copies)."""
+    from dbench.catalog.batch import parse_batches, with_batches
     from dbench.catalog.listing import kernel_rows, to_csv
     from dbench.render.tables import kernels_table
 
     if from_model:
-        _only_model("--from-model", suite=suite, ops=ops, app=app_, id=pattern, kernels=kernels)
+        _only_model("--from-model", suite=suite, ops=ops, app=app_, id=pattern, kernels=kernels, batch=batch)
         return _list_model(from_model, dim, fmt)
+    _only_with_model(dim)
     selection, selected = _kernels("list", suite, ops, app_, pattern, kernels)
+    selected = with_batches(selected, parse_batches(batch or []))
     if not selected:  # as gen, export and run: an empty selection is a mistyped selector, not an answer
         raise UsageError(selection.nothing_matches(f"--kernels {kernels}" if kernels else "the DeepBench catalog"))
     rows = kernel_rows(selected, selection.suite_tags)
@@ -156,16 +175,25 @@ def _only_model(option: str, **selectors) -> None:
         raise UsageError(f"{option} takes its kernels from the model; drop --{given[0].replace('_', '-')}")
 
 
+def _only_with_model(dim: Optional[list[str]]) -> None:
+    """--dim sizes a model's inputs: without --from-model it would be ignored without a word."""
+    if dim:
+        raise UsageError("--dim sizes the inputs of a model; give --from-model MODEL.onnx too, or drop --dim")
+
+
 def _list_model(path: Path, dim: Optional[list[str]], fmt: str) -> None:
     """`dbench list --from-model`: the model's kernels and the nodes that are not kernels."""
     from dbench.frommodel.dims import parse_dims
-    from dbench.frommodel.output import kernel_rows, kernels_csv, skipped_rows
+    from dbench.frommodel.output import kernel_rows, kernels_csv, no_kernel_nodes, skipped_rows
     from dbench.frommodel.walk import model_kernels
     from dbench.render.frommodel import kernels_table, not_expressed_table
 
     if fmt not in ("table", "csv", "json"):
         raise typer.BadParameter(f"unknown format {fmt!r}; valid: table, csv, json", param_hint="--format")
     extraction = model_kernels(path, parse_dims(dim or []))
+    if not extraction.kernels:  # as an empty selection anywhere else: an error, with the reasons shown
+        out.print(not_expressed_table(extraction))
+        raise UsageError(no_kernel_nodes(path, extraction))
     if fmt == "json":
         sys.stdout.write(json.dumps({"kernels": kernel_rows(extraction), "not_kernels": skipped_rows(extraction)}, indent=1) + "\n")
     elif fmt == "csv":
@@ -179,12 +207,14 @@ def _list_model(path: Path, dim: Optional[list[str]], fmt: str) -> None:
 def _gen_model(path: Path, dim: Optional[list[str]], out_dir: Path) -> None:
     """`dbench gen --from-model`: kernels CSV, not-expressed sidecar and one graph per kernel in <out>/<model>/."""
     from dbench.frommodel.dims import parse_dims
-    from dbench.frommodel.output import KERNELS_FILE, NOT_EXPRESSED_FILE, build_graphs, write_outputs
+    from dbench.frommodel.output import KERNELS_FILE, NOT_EXPRESSED_FILE, build_graphs, no_kernel_nodes, write_outputs
     from dbench.frommodel.walk import model_kernels
     from dbench.render.frommodel import kernels_table, not_expressed_table
 
     dims = parse_dims(dim or [])
     extraction = model_kernels(path, dims)
+    if not extraction.kernels:
+        raise UsageError(no_kernel_nodes(path, extraction))
     folder = write_outputs(extraction, build_graphs(extraction, dims), out_dir / extraction.model)
     out.print(kernels_table(extraction))
     if extraction.skipped:
@@ -208,21 +238,23 @@ def gen(
     gru_activation: GruActOpt = "tanh",
     int8_form: Int8FormOpt = None,
     no_pad: NoPadOpt = False,
-    out_dir: Annotated[Path, typer.Option("--out", help="Output folder; graphs go to <out>/<suite>/.")] = Path("graphs"),
+    batch: BatchOpt = None,
+    out_dir: Annotated[Path, typer.Option("--out", metavar="FOLDER", parser=given_path, help="Output folder; graphs go to <out>/<suite>/.")] = Path("graphs"),
     force: Annotated[bool, typer.Option("--force", help="Rewrite every graph file even when unchanged.")] = False,
     from_model: FromModelOpt = None,
     dim: DimOpt = None,
 ) -> None:
     """Write one small .onnx per kernel (no weight data inside) plus a manifest to run it anywhere."""
     if from_model:
-        _only_model("--from-model", suite=suite, ops=ops, app=app_, id=pattern, kernels=kernels, passes=passes)
+        _only_model("--from-model", suite=suite, ops=ops, app=app_, id=pattern, kernels=kernels, passes=passes, batch=batch)
         return _gen_model(from_model, dim, out_dir)
+    _only_with_model(dim)
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     from dbench.gen.writer import prepare_folder, write_graphs
 
     selection, requests = _planned("gen", suite, ops, app_, pattern, kernels,
-                                   _gen_fields(precision, passes, gemm_form, rnn_form, gru_activation, int8_form, no_pad))
+                                   _gen_fields(precision, passes, gemm_form, rnn_form, gru_activation, int8_form, no_pad, batch))
     folder = prepare_folder(out_dir / selection.suite)
     counts: dict[str, int] = {}
     skipped: dict[str, str] = {}
@@ -243,7 +275,7 @@ def gen(
 @app.command()
 @friendly
 def export(
-    out_path: Annotated[Path, typer.Option("--out", help="bundle.tar.gz (or .tgz) for an archive; any other name is a new folder.")],
+    out_path: Annotated[Path, typer.Option("--out", metavar="BUNDLE", parser=given_path, help="bundle.tar.gz (or .tgz) for an archive; any other name is a new folder.")],
     suite: SuiteOpt = None,
     ops: OpsOpt = None,
     app_: AppOpt = None,
@@ -256,13 +288,14 @@ def export(
     gru_activation: GruActOpt = "tanh",
     int8_form: Int8FormOpt = None,
     no_pad: NoPadOpt = False,
-    units: Annotated[Optional[Path], typer.Option("--units", metavar="MODEL", help="Export MODEL's execution units as --runtime cuts them here (with an empty graph), for dbench predict --units-run.")] = None,
+    batch: BatchOpt = None,
+    units: Annotated[Optional[Path], typer.Option("--units", metavar="MODEL", parser=given_path, help="Export MODEL's execution units as --runtime cuts them here (with an empty graph), for dbench predict --units-run.")] = None,
     dim: DimOpt = None,
-    runtime: Annotated[str, typer.Option("--runtime", "-r", help="With --units: the runtime whose layers cut the model.")] = "ort-cpu",
-    threads: Annotated[Optional[int], typer.Option("--threads", "-t", help="With --units: the intra-op threads the board will run them with.")] = None,
-    device: Annotated[Optional[str], typer.Option("--device", help="With --units: the runtime device.")] = None,
-    graph_opt: Annotated[str, typer.Option("--graph-opt", help="With --units: graph optimisation level.")] = "all",
-    option: Annotated[Optional[list[str]], typer.Option("--option", help="With --units: runtime option KEY=VALUE; repeatable.")] = None,
+    runtime: Annotated[str, typer.Option("--runtime", "-r", metavar="RUNTIME", parser=given, help="With --units: the runtime whose layers cut the model.")] = "ort-cpu",
+    threads: Annotated[Optional[int], typer.Option("--threads", "-t", metavar="N", help="With --units: the intra-op threads the board will run them with.")] = None,
+    device: Annotated[Optional[str], typer.Option("--device", metavar="DEVICE", parser=given, help="With --units: the runtime device.")] = None,
+    graph_opt: Annotated[str, typer.Option("--graph-opt", metavar="LEVEL", parser=given, help="With --units: graph optimisation level.")] = "all",
+    option: Annotated[Optional[list[str]], typer.Option("--option", metavar="KEY=VALUE", parser=given, help="With --units: runtime option KEY=VALUE; repeatable.")] = None,
 ) -> None:
     """Pack graphs, manifest, checksums and a README into a bundle for another machine (an ARM board);
     with --units, a model's execution units instead of DeepBench kernels."""
@@ -276,7 +309,7 @@ def export(
                          "DeepBench's kernels are exported for any runtime")
 
     selection, requests = _planned("export", suite, ops, app_, pattern, kernels,
-                                   _gen_fields(precision, passes, gemm_form, rnn_form, gru_activation, int8_form, no_pad))
+                                   _gen_fields(precision, passes, gemm_form, rnn_form, gru_activation, int8_form, no_pad, batch))
     exported = export_bundle(requests, selection.suite, out_path)
     out.print(f"{exported.path}: {exported.graphs} graphs + manifest, SHA256SUMS, README.txt; run with: dbench run --graphs {exported.path.name}", highlight=False)
     for reason, n in exported.skipped.items():
@@ -329,35 +362,38 @@ def run(
     gru_activation: GruActOpt = "tanh",
     int8_form: Int8FormOpt = None,
     no_pad: NoPadOpt = False,
-    graphs: Annotated[Optional[Path], typer.Option("--graphs", "-g", help="Run the graphs of a folder made by dbench gen (its manifest) instead of generating in memory.")] = None,
-    runtime: Annotated[str, typer.Option("--runtime", "-r", metavar="RUNTIME[,RUNTIME]", help="Runtime name, see `dbench runtimes`; several comma-separated are interleaved graph by graph in every round (compare them with dbench compare RUN).")] = "ort-cpu",
-    device: Annotated[Optional[str], typer.Option("--device", help="Runtime device (OpenVINO: CPU, GPU, NPU, AUTO; CUDA: device index).")] = None,
-    threads: Annotated[Optional[str], typer.Option("--threads", "-t", metavar="N[,N]", help="Intra-op threads (default: every core; with --streams, threads per stream, default its share of the cores); several comma-separated are interleaved like runtimes.")] = None,
-    weights: Annotated[str, typer.Option("--weights", help="auto (const for inference, input for training graphs) | const | input.")] = "auto",
-    graph_opt: Annotated[str, typer.Option("--graph-opt", help="Graph optimisation level: disable | basic | extended | all.")] = "all",
+    batch: BatchOpt = None,
+    graphs: Annotated[Optional[Path], typer.Option("--graphs", "-g", metavar="FOLDER|BUNDLE", parser=given_path, help="Run the graphs of a folder made by dbench gen (its manifest) instead of generating in memory.")] = None,
+    runtime: Annotated[str, typer.Option("--runtime", "-r", metavar="RUNTIME[,RUNTIME]", parser=given, help="Runtime name, see `dbench runtimes`; several comma-separated are interleaved graph by graph in every round (compare them with dbench compare RUN).")] = "ort-cpu",
+    device: Annotated[Optional[str], typer.Option("--device", metavar="DEVICE", parser=given, help="Runtime device (OpenVINO: CPU, GPU, NPU, AUTO; CUDA: device index).")] = None,
+    threads: Annotated[Optional[str], typer.Option("--threads", "-t", metavar="N[,N]", parser=given, help="Intra-op threads (default: every core; with --streams, threads per stream, default its share of the cores); several comma-separated are interleaved like runtimes.")] = None,
+    weights: Annotated[str, typer.Option("--weights", metavar="auto|const|input", parser=given, help="auto (const for inference, input for training graphs) | const | input.")] = "auto",
+    graph_opt: Annotated[str, typer.Option("--graph-opt", metavar="LEVEL", parser=given, help="Graph optimisation level: disable | basic | extended | all.")] = "all",
     allow_runtime_precision: Annotated[bool, typer.Option("--allow-runtime-precision", help="Let the runtime pick its execution precision (recorded as such).")] = False,
-    option: Annotated[Optional[list[str]], typer.Option("--option", help="Runtime option KEY=VALUE (provider options, config keys); repeatable.")] = None,
+    option: Annotated[Optional[list[str]], typer.Option("--option", metavar="KEY=VALUE", parser=given, help="Runtime option KEY=VALUE (provider options, config keys); repeatable.")] = None,
     quick: Annotated[bool, typer.Option("--quick", help="Smoke run: minimal warm-up and sampling.")] = False,
-    min_time: Annotated[Optional[float], typer.Option("--min-time", help="Minimum sampling time per graph, seconds (default 2).")] = None,
-    max_time: Annotated[Optional[float], typer.Option("--max-time", help="Maximum sampling time per graph, seconds (default 10).")] = None,
-    warmup: Annotated[Optional[float], typer.Option("--warmup", help="Minimum warm-up time per graph and round, seconds (default 0.05).")] = None,
+    min_time: Annotated[Optional[float], typer.Option("--min-time", metavar="SECONDS", help="Minimum sampling time per graph, seconds (default 2).")] = None,
+    max_time: Annotated[Optional[float], typer.Option("--max-time", metavar="SECONDS", help="Maximum sampling time per graph, seconds (default 10).")] = None,
+    warmup: Annotated[Optional[float], typer.Option("--warmup", metavar="SECONDS", help="Minimum warm-up time per graph and round, seconds (default 0.05).")] = None,
     warmup_calls: Annotated[Optional[int], typer.Option("--warmup-calls", metavar="N", help="Minimum warm-up calls per graph and round (default 1).")] = None,
     rounds: Annotated[Optional[int], typer.Option("--rounds", metavar="N", help="Rounds per graph, each in a fresh worker process and session at another moment of the run; the sampling time is divided among them (default 3).")] = None,
     iterations: Annotated[Optional[int], typer.Option("--iterations", "-n", metavar="N", help="Time exactly N calls per graph (divided among the rounds) instead of stopping by time.")] = None,
-    percentiles: Annotated[Optional[str], typer.Option("--percentiles", metavar="P[,P]", help="Latency percentiles to record per row, e.g. 50,90,99,99.9 (default 50,90,99).")] = None,
+    percentiles: Annotated[Optional[str], typer.Option("--percentiles", metavar="P[,P]", parser=given, help="Latency percentiles to record per row, e.g. 50,90,99,99.9 (default 50,90,99).")] = None,
     no_verify: Annotated[bool, typer.Option("--no-verify", help="Skip the comparison with the numpy reference.")] = False,
-    profile_runs: Annotated[int, typer.Option("--profile-runs", help="Runs of the untimed per-node profiling pass (0 = none).")] = 10,
-    timeout: Annotated[float, typer.Option("--timeout", help="Seconds a graph may spend in one phase (preparing, timing, verifying, profiling...) before its worker is killed as hung.")] = 600.0,
-    cpus: Annotated[Optional[str], typer.Option("--cpus", help="Pin the worker to these CPUs, e.g. 4-7 (a board's big cluster); default threads = their count.")] = None,
-    memory_limit: Annotated[Optional[float], typer.Option("--memory-limit", help="Address-space limit of the worker in GiB (out-of-memory becomes an `oom` row).")] = None,
-    out_dir: Annotated[Path, typer.Option("--out", help="Results folder; the run goes to <out>/<machine>/<run-id>.jsonl.")] = Path("results"),
-    resume: Annotated[Optional[str], typer.Option("--resume", help="Complete an interrupted run by its id; it takes every selection, runtime and timing option from the run (giving one is an error); only --out applies.")] = None,
-    model: Annotated[Optional[Path], typer.Option("--model", help="Time a whole ONNX model (inputs from its declared shapes, --dim for symbolic ones).")] = None,
+    profile_runs: Annotated[Optional[int], typer.Option("--profile-runs", metavar="N", help="Most runs the untimed per-node profiling pass times (default 10; it times about 0.05 s of calls, at least one, after a warm-up in its own session); 0 = no pass.")] = None,
+    no_profile: Annotated[bool, typer.Option("--no-profile", help="No per-node profiling pass: saves a second session per graph (building it again, pre-packing included) and its calls; rows then have no per-node times, kernel names or executed precision (unknown).")] = False,
+    timeout: Annotated[float, typer.Option("--timeout", metavar="SECONDS", help="Seconds a graph may spend in one phase (preparing, timing, verifying, profiling...) before its worker is killed as hung.")] = 600.0,
+    cpus: Annotated[Optional[str], typer.Option("--cpus", metavar="CPUS", parser=given, help="Pin the worker to these CPUs, e.g. 4-7 (a board's big cluster); default threads = their count.")] = None,
+    memory_limit: Annotated[Optional[float], typer.Option("--memory-limit", metavar="GiB", help="Address-space limit of the worker in GiB (out-of-memory becomes an `oom` row).")] = None,
+    out_dir: Annotated[Path, typer.Option("--out", metavar="FOLDER", parser=given_path, help="Results folder; the run goes to <out>/<machine>/<run-id>.jsonl.")] = Path("results"),
+    resume: Annotated[Optional[str], typer.Option("--resume", metavar="RUN-ID", parser=given, help="Complete an interrupted run by its id; it takes every selection, runtime and timing option from the run (giving one is an error); only --out applies.")] = None,
+    model: Annotated[Optional[Path], typer.Option("--model", metavar="MODEL.onnx", parser=given_path, help="Time a whole ONNX model (inputs from its declared shapes, --dim for symbolic ones).")] = None,
     dim: DimOpt = None,
-    kernels_run: Annotated[Optional[str], typer.Option("--kernels-run", help="With --model: a run of its `gen --from-model` kernels to print the model beside their sum.")] = None,
-    scenario: Annotated[Optional[str], typer.Option("--scenario", help="latency (one request at a time, the default) | throughput (every stream kept busy) | server (Poisson arrivals at --rate).")] = None,
-    streams: Annotated[Optional[str], typer.Option("--streams", metavar="N[,N]", help="Requests in flight on one compiled graph, each with its share of the cores (or --threads each); several comma-separated are swept as variants. Implies --scenario throughput.")] = None,
-    rate: Annotated[Optional[float], typer.Option("--rate", metavar="Q", help="Server scenario: Poisson arrivals per second (seeded schedule).")] = None,
+    kernels_run: Annotated[Optional[str], typer.Option("--kernels-run", metavar="RUN-ID", parser=given, help="With --model: a run of its `gen --from-model` kernels to print the model beside their sum.")] = None,
+    json_summary: Annotated[bool, typer.Option("--json", help="Print the finished run as JSON on stdout (rows, statuses, files, warnings) for scripts; tables go to stderr.")] = False,
+    scenario: Annotated[Optional[str], typer.Option("--scenario", metavar="SCENARIO", parser=given, help="latency (one request at a time, the default) | throughput (every stream kept busy) | server (Poisson arrivals at --rate).")] = None,
+    streams: Annotated[Optional[str], typer.Option("--streams", metavar="N[,N]", parser=given, help="Requests in flight on one compiled graph, each with its share of the cores (or --threads each); several comma-separated are swept as variants. Implies --scenario throughput.")] = None,
+    rate: Annotated[Optional[float], typer.Option("--rate", metavar="RATE", help="Server scenario: Poisson arrivals per second (seeded schedule).")] = None,
     latency_bound: Annotated[Optional[float], typer.Option("--latency-bound", metavar="MS", help="Server scenario: p99 latency bound in ms: the share over it, and a search for the highest rate that keeps it.")] = None,
     search_time: Annotated[Optional[float], typer.Option("--search-time", metavar="SECONDS", help="Server scenario: seconds the max-rate search may take per graph (default 20; 0: no search).")] = None,
     show_profile: Annotated[bool, typer.Option("--show-profile", help="Print every row's per-node profile after the run (layer, op, kernel, precision, time, share), as benchmark_app -pc.")] = False,
@@ -366,7 +402,7 @@ def run(
 
     Exit status: 0 when every row is ok or unsupported, 3 when any is mismatch, failed, crashed,
     timeout or oom, 2 for bad input, 1 for other errors, 130 on Ctrl-C or SIGTERM."""
-    from dbench.orchestrator.request import RunRequest
+    from dbench.orchestrator.request import RunRequest, memory_limit_bytes
     from dbench.orchestrator.run import execute_run, plan_run
     from dbench.frommodel.dims import parse_dims
     from dbench.render.run import RunProgress, print_run
@@ -374,22 +410,27 @@ def run(
 
     if model and graphs:
         raise UsageError("--model runs one model file and --graphs a folder; give one of them")
+    if model:
+        _only_model("--model", suite=suite, ops=ops, app=app_, id=pattern, kernels=kernels, batch=batch)
     if kernels_run and not model:
         raise UsageError("--kernels-run compares a whole model's run with its kernels; give --model too")
     kernels_log = open_run(out_dir, kernels_run) if kernels_run else None  # a bad run id fails before timing
+    if no_profile and profile_runs:
+        raise UsageError(f"--no-profile and --profile-runs {profile_runs} contradict each other; give one of them")
     graphs = model or graphs
     request = RunRequest(
         suite=suite, ops=_split(ops, "--ops"), apps=_split(app_, "--app"), pattern=pattern,
         kernels=str(kernels) if kernels else None, graphs=str(graphs) if graphs else None,
-        gen=_gen_fields(precision, passes, gemm_form, rnn_form, gru_activation, int8_form, no_pad),
+        gen=_gen_fields(precision, passes, gemm_form, rnn_form, gru_activation, int8_form, no_pad, batch),
         runtime=runtime, device=device, threads=_counts(threads, "--threads"), weights=weights, graph_optimization=graph_opt,
         allow_runtime_precision=allow_runtime_precision, extra=_pairs(option), quick=quick, min_time=min_time,
-        max_time=max_time, warmup=warmup, verify=not no_verify, profile_runs=profile_runs, timeout=timeout,
-        memory_limit=int(memory_limit * 2**30) if memory_limit is not None else None, dims=parse_dims(dim or []),
+        max_time=max_time, warmup=warmup, verify=not no_verify, timeout=timeout,
+        memory_limit=memory_limit_bytes(memory_limit), dims=parse_dims(dim or []),
         cpus=cpus, rounds=rounds, iterations=iterations, warmup_calls=warmup_calls,
         percentiles=_numbers(percentiles, "--percentiles") if percentiles is not None else None,
         scenario=scenario, streams=_counts(streams, "--streams"), rate=rate, latency_bound=latency_bound,
         search_time=search_time,
+        **({"profile_runs": 0} if no_profile else {} if profile_runs is None else {"profile_runs": profile_runs}),
     )
     if kernels_log is not None:
         from dbench.frommodel.predict import check_kernels_run
@@ -403,43 +444,48 @@ def run(
             result = execute_run(planned, progress)
     finally:
         signal.signal(signal.SIGTERM, before)
-    print_run(out, result)
+    tables = err if json_summary else out  # with --json, stdout holds the JSON alone
+    print_run(tables, result)
     if show_profile:
-        _print_profiles(result.rows)
+        _print_profiles(tables, result.rows)
     if kernels_log is not None:
         from dbench.frommodel.predict import model_vs_kernels
         from dbench.render.frommodel import prediction_table
 
-        out.print(prediction_table(model_vs_kernels(result.rows, kernel_rows)))
+        tables.print(prediction_table(model_vs_kernels(result.rows, kernel_rows)))
+    if json_summary:
+        from dbench.render.summary import run_summary
+
+        sys.stdout.write(json.dumps(run_summary(result), indent=1, allow_nan=False, default=str) + "\n")
     raise typer.Exit(result.exit_code)
 
 
 @app.command()
 @friendly
 def predict(
-    model: Annotated[Optional[Path], typer.Argument(metavar="MODEL", help="The ONNX model to predict (not needed with --resume).")] = None,
+    model: Annotated[Optional[Path], typer.Argument(metavar="MODEL", parser=given_path, help="The ONNX model to predict (not needed with --resume).")] = None,
     dim: DimOpt = None,
-    runtime: Annotated[str, typer.Option("--runtime", "-r", help="The runtime whose layers cut the model: ort-cpu or openvino.")] = "ort-cpu",
-    device: Annotated[Optional[str], typer.Option("--device", help="Runtime device (OpenVINO: CPU, GPU, NPU, AUTO).")] = None,
-    threads: Annotated[Optional[int], typer.Option("--threads", "-t", help="Intra-op threads (default: every core).")] = None,
-    graph_opt: Annotated[str, typer.Option("--graph-opt", help="Graph optimisation level: disable | basic | extended | all.")] = "all",
+    runtime: Annotated[str, typer.Option("--runtime", "-r", metavar="RUNTIME", parser=given, help="The runtime whose layers cut the model: ort-cpu or openvino.")] = "ort-cpu",
+    device: Annotated[Optional[str], typer.Option("--device", metavar="DEVICE", parser=given, help="Runtime device (OpenVINO: CPU, GPU, NPU, AUTO).")] = None,
+    threads: Annotated[Optional[int], typer.Option("--threads", "-t", metavar="N", help="Intra-op threads (default: every core).")] = None,
+    graph_opt: Annotated[str, typer.Option("--graph-opt", metavar="LEVEL", parser=given, help="Graph optimisation level: disable | basic | extended | all.")] = "all",
     allow_runtime_precision: Annotated[bool, typer.Option("--allow-runtime-precision", help="Let the runtime pick its execution precision (recorded as such).")] = False,
-    option: Annotated[Optional[list[str]], typer.Option("--option", help="Runtime option KEY=VALUE; repeatable.")] = None,
+    option: Annotated[Optional[list[str]], typer.Option("--option", metavar="KEY=VALUE", parser=given, help="Runtime option KEY=VALUE; repeatable.")] = None,
     quick: Annotated[bool, typer.Option("--quick", help="Smoke run: minimal warm-up and sampling.")] = False,
-    min_time: Annotated[Optional[float], typer.Option("--min-time", help="Minimum sampling time per graph, seconds (default 2).")] = None,
-    max_time: Annotated[Optional[float], typer.Option("--max-time", help="Maximum sampling time per graph, seconds (default 10).")] = None,
-    warmup: Annotated[Optional[float], typer.Option("--warmup", help="Minimum warm-up time per graph and round, seconds (default 0.05).")] = None,
+    min_time: Annotated[Optional[float], typer.Option("--min-time", metavar="SECONDS", help="Minimum sampling time per graph, seconds (default 2).")] = None,
+    max_time: Annotated[Optional[float], typer.Option("--max-time", metavar="SECONDS", help="Maximum sampling time per graph, seconds (default 10).")] = None,
+    warmup: Annotated[Optional[float], typer.Option("--warmup", metavar="SECONDS", help="Minimum warm-up time per graph and round, seconds (default 0.05).")] = None,
     rounds: Annotated[Optional[int], typer.Option("--rounds", metavar="N", help="Rounds per graph; the model, its units and the empty graph share them, so the error gets a paired interval (default 3).")] = None,
     no_verify: Annotated[bool, typer.Option("--no-verify", help="Skip verifying the model and its units against onnx.reference.")] = False,
-    profile_runs: Annotated[int, typer.Option("--profile-runs", help="Runs of the profiling pass (the units' times inside the model come from the model's).")] = 10,
-    timeout: Annotated[float, typer.Option("--timeout", help="Seconds a graph may spend in one phase before its worker is killed as hung.")] = 600.0,
-    cpus: Annotated[Optional[str], typer.Option("--cpus", help="Pin the workers to these CPUs, e.g. 4-7.")] = None,
-    memory_limit: Annotated[Optional[float], typer.Option("--memory-limit", help="Address-space limit of the worker in GiB.")] = None,
-    out_dir: Annotated[Path, typer.Option("--out", help="Results folder; the run goes to <out>/<machine>/<run-id>.jsonl.")] = Path("results"),
-    resume: Annotated[Optional[str], typer.Option("--resume", help="Complete an interrupted prediction run by its id.")] = None,
-    units_run: Annotated[Optional[str], typer.Option("--units-run", metavar="RUN", help="Predict from a run of the model's exported units (dbench export --units) on another machine, without running the model there.")] = None,
-    top: Annotated[int, typer.Option("--top", help="Units shown, by their time inside the model (0: all).")] = 20,
-    fmt: Annotated[str, typer.Option("--format", "-f", help="table | json (the prediction and every unit).")] = "table",
+    profile_runs: Annotated[int, typer.Option("--profile-runs", metavar="N", help="Runs of the profiling pass (the units' times inside the model come from the model's).")] = 10,
+    timeout: Annotated[float, typer.Option("--timeout", metavar="SECONDS", help="Seconds a graph may spend in one phase before its worker is killed as hung.")] = 600.0,
+    cpus: Annotated[Optional[str], typer.Option("--cpus", metavar="CPUS", parser=given, help="Pin the workers to these CPUs, e.g. 4-7.")] = None,
+    memory_limit: Annotated[Optional[float], typer.Option("--memory-limit", metavar="GiB", help="Address-space limit of the worker in GiB.")] = None,
+    out_dir: Annotated[Path, typer.Option("--out", metavar="FOLDER", parser=given_path, help="Results folder; the run goes to <out>/<machine>/<run-id>.jsonl.")] = Path("results"),
+    resume: Annotated[Optional[str], typer.Option("--resume", metavar="RUN-ID", parser=given, help="Complete an interrupted prediction run by its id.")] = None,
+    units_run: Annotated[Optional[str], typer.Option("--units-run", metavar="RUN-ID", parser=given, help="Predict from a run of the model's exported units (dbench export --units) on another machine, without running the model there.")] = None,
+    top: Annotated[int, typer.Option("--top", metavar="N", help="Units shown, by their time inside the model (0: all).")] = 20,
+    fmt: Annotated[str, typer.Option("--format", "-f", metavar="table|json", parser=given, help="table | json (the prediction and every unit).")] = "table",
 ) -> None:
     """A model's latency from the units its runtime executes: cut the model where the runtime fuses
     (its own optimized graph or runtime model), time every distinct unit, the whole model and an
@@ -488,16 +534,16 @@ def predict(
     raise typer.Exit(result.exit_code)
 
 
-def _print_profiles(rows: list[dict]) -> None:
+def _print_profiles(target: Console, rows: list[dict]) -> None:
     """Each row's per-node profile; one line for rows without one."""
     from dbench.render.profile import profile_table
 
     for row in rows:
         table = profile_table(row)
         if table is None:
-            out.print(f"no profile for {escape(row['graph_id'])} ({row['status']}; --profile-runs 0 profiles nothing)", highlight=False)
+            target.print(f"no profile for {escape(row['graph_id'])} ({row['status']}; --profile-runs 0 profiles nothing)", highlight=False)
         else:
-            out.print(table)
+            target.print(table)
 
 
 def _print_predictions(found, top: int, fmt: str) -> None:
@@ -522,12 +568,12 @@ def _print_predictions(found, top: int, fmt: str) -> None:
 @app.command()
 @friendly
 def compare(
-    runs: Annotated[list[str], typer.Argument(metavar="RUN...", help="Runs by id (globs like 'run-20261125-*' work) or .jsonl path: one interleaved run, two runs, or side a before --vs.")],
-    versus: Annotated[Optional[list[str]], typer.Option("--vs", metavar="RUN", help="Side b: runs to compare side a with (repeat, or glob); several a side use the runs' spread.")] = None,
-    fmt: Annotated[str, typer.Option("--format", "-f", metavar="FORMAT", help="table | csv | json (one row per kernel: ratio, interval, verdict, rounds, resolvable change).")] = "table",
+    runs: Annotated[list[str], typer.Argument(metavar="RUN...", parser=given, help="Runs by id (globs like 'run-20261125-*' work) or .jsonl path: one interleaved run, two runs, or side a before --vs.")],
+    versus: Annotated[Optional[list[str]], typer.Option("--vs", metavar="RUN", parser=given, help="Side b: runs to compare side a with (repeat, or glob); several a side use the runs' spread.")] = None,
+    fmt: Annotated[str, typer.Option("--format", "-f", metavar="table|csv|json", parser=given, help="table | csv | json (one row per kernel: ratio, interval, verdict, rounds, resolvable change).")] = "table",
     fdr: Annotated[float, typer.Option("--fdr", metavar="RATE", help="False-discovery rate the table's verdicts control.")] = 0.05,
     resolution: Annotated[float, typer.Option("--resolution", metavar="FRACTION", help="A 'same' kernel that cannot resolve a change this large is counted too noisy to say.")] = 0.10,
-    out_dir: Annotated[Path, typer.Option("--out", help="Results folder to look run ids up in.")] = Path("results"),
+    out_dir: Annotated[Path, typer.Option("--out", metavar="FOLDER", parser=given_path, help="Results folder to look run ids up in.")] = Path("results"),
 ) -> None:
     """Kernel by kernel: time ratio b/a with its 95% interval, the change each kernel can resolve, and
     faster/slower/same verdicts whose false-discovery rate is controlled over the table.
@@ -541,8 +587,8 @@ def compare(
         raise UsageError(f"unknown format {fmt!r}; valid: table, csv, json")
     if not (math.isfinite(fdr) and 0 < fdr < 1):
         raise UsageError(f"--fdr {fdr:g} must be a rate between 0 and 1, e.g. 0.05")
-    if not (math.isfinite(resolution) and resolution > 0):
-        raise UsageError(f"--resolution {resolution:g} must be a positive fraction, e.g. 0.10 for 10%")
+    if not (math.isfinite(resolution) and 0 < resolution <= 10):
+        raise UsageError(f"--resolution {resolution:g} must be a positive fraction up to 10 (1000%), e.g. 0.10 for 10%")
     comparisons = [compare_sides(a, b, interleaved, fdr, resolution)
                    for a, b, interleaved in plan_comparisons(out_dir, runs, list(versus or []))]
     for comparison in comparisons:
@@ -578,18 +624,22 @@ def compare(
 @app.command()
 @friendly
 def report(
-    results: Annotated[list[Path], typer.Argument(help="Run logs (.jsonl) or folders of them: any runs, runtimes, machines.")],
-    out_dir: Annotated[Path, typer.Option("--out", help="Folder for report.md/.html/.xlsx, CSVs and PNGs.")] = Path("report"),
-    baseline: Annotated[Optional[str], typer.Option("--baseline", help="Column group (or runtime name) speedups are relative to; default the first.")] = None,
+    results: Annotated[list[Path], typer.Argument(metavar="RESULTS", parser=given_path, help="Run logs (.jsonl) or folders of them: any runs, runtimes, machines.")],
+    out_dir: Annotated[Path, typer.Option("--out", metavar="FOLDER", parser=given_path, help="Folder for report.md/.html/.xlsx, CSVs and PNGs.")] = Path("report"),
+    baseline: Annotated[Optional[str], typer.Option("--baseline", metavar="GROUP", parser=given, help="Column group (or runtime name) speedups are relative to; default the first group measured on this machine (your own runs), else the first.")] = None,
     profile: Annotated[bool, typer.Option("--profile", help="Also every row's per-node profile (layer, op, kernel, precision, time, share), as benchmark_app -pc.")] = False,
 ) -> None:
     """Side-by-side tables, summary, support matrix, predictions, plots; terminal, Markdown, CSV, xlsx and HTML."""
+    from dbench.report.extras import require_extras
+
+    require_extras()  # before any import of pandas, and before any work
     from dbench.report.build import build_report
     from dbench.report.load import load
     from dbench.report.terminal import terminal_report
     from dbench.report.write import write_report
+    from dbench.store.metadata import machine_name
 
-    built = build_report(load(results), baseline, profile)
+    built = build_report(load(results), baseline, home=machine_name(), profile=profile)
     out.print(terminal_report(built))
     written = write_report(built, out_dir)
     out.print(f"wrote {written.html}, {written.markdown.name}, {written.xlsx.name}, "
@@ -599,16 +649,20 @@ def report(
 @app.command()
 @friendly
 def peak(
-    runtime: Annotated[Optional[list[str]], typer.Option("--runtime", "-r", help="Runtimes to measure GEMM on (default: every usable one).")] = None,
-    precision: Annotated[Optional[list[str]], typer.Option("--precision", "-p", help="Precisions to try (default fp32).")] = None,
-    out_dir: Annotated[Path, typer.Option("--out", help="Results folder; writes <out>/<machine key>/peak.json.")] = Path("results"),
+    runtime: Annotated[Optional[list[str]], typer.Option("--runtime", "-r", metavar="RUNTIME[,RUNTIME]", parser=given, help="Runtimes to measure GEMM on (default: every usable one).")] = None,
+    precision: Annotated[Optional[list[str]], typer.Option("--precision", "-p", metavar="PRECISION[,PRECISION]", parser=given, help="Precisions to try (default fp32).")] = None,
+    out_dir: Annotated[Path, typer.Option("--out", metavar="FOLDER", parser=given_path, help="Results folder; writes <out>/<machine key>/peak.json.")] = Path("results"),
 ) -> None:
     """Measure this machine's ceilings (memory bandwidth, best GEMM rate per runtime and precision, on the
     shapes that reach it, in rounds) for rooflines; peak.json keeps the highest of every measurement."""
-    from dbench.report.peak import measure_peaks, save_peaks
+    from dbench.report.peak import check_choices, measure_peaks, save_peaks
     from dbench.runtimes.registry import RUNTIMES, status
+    from dbench.store.log import ensure_writable
+    from dbench.store.metadata import machine_name
 
     names = list(_split(runtime, "--runtime")) or [n for n in RUNTIMES if status(n).available]
+    check_choices(names, list(_split(precision, "--precision")) or ["fp32"])
+    ensure_writable(out_dir / machine_name())  # an --out that cannot be written is refused before measuring
     peaks = measure_peaks(names, list(_split(precision, "--precision")) or ["fp32"],
                           log=lambda line: err.print(escape(line), highlight=False, soft_wrap=True))
     out.print(f"wrote {save_peaks(peaks, out_dir)}", highlight=False)
@@ -625,6 +679,31 @@ def env() -> None:
     host["cpu_flags"] = " ".join(host["cpu_flags"])
     host["runtimes"] = {name: (s.version if s.available else f"unusable: {s.reason}") for name in RUNTIMES for s in [status(name)]}
     sys.stdout.write(json.dumps(host, indent=1, default=str) + "\n")
+
+
+@app.command()
+@friendly
+def cache(
+    clear: Annotated[bool, typer.Option("--clear", help="Remove every entry (references are recomputed when next needed).")] = False,
+    max_size: Annotated[Optional[float], typer.Option("--max-size", metavar="GiB", help="Set the size cap in GiB (least recently used entries go first); 0 turns the cache off.")] = None,
+) -> None:
+    """Where the reference cache is and how big: references computed once per graph and shared by every
+    runtime, run and resume. Location: $DBENCH_CACHE_DIR, else $XDG_CACHE_HOME/dbench, else ~/.cache/dbench."""
+    from dbench.cache.store import open_cache
+
+    store = open_cache()
+    if max_size is not None:
+        if not (math.isfinite(max_size) and 0 <= max_size <= MAX_CACHE_GIB):
+            raise UsageError(f"--max-size {max_size:g} must be a size in GiB from 0 (turns the cache off) to {MAX_CACHE_GIB}")
+        store.set_max_bytes(int(max_size * 2**30))
+    if clear:
+        entries, size = store.clear()
+        out.print(f"removed {entries} entries, {size / 2**30:.2f} GiB", highlight=False)
+    out.print(store.info().describe(), highlight=False, soft_wrap=True)
+
+
+MAX_CACHE_GIB = 1 << 20
+"""--max-size above a pebibyte is a typo, not a cache."""
 
 
 def _numbers(text: str, flag: str) -> tuple[float, ...]:

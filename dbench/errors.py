@@ -1,4 +1,9 @@
-"""User-facing errors: one line that names the problem and the fix; the CLI prints it, no traceback."""
+"""User-facing errors: one line that names the problem and the fix; the CLI prints it, no traceback.
+
+Exit statuses, one rule for every command: 2 for bad input (an option, or a file, folder, run, bundle or
+model the command line names, or a missing dependency), refused before anything is written; 1 when the
+command could not finish for another reason (a runtime that cannot start, a rank that died, a disk
+that refused a write). `dbench run` and `dbench allreduce` add 3 for failed rows and 130 for Ctrl-C."""
 
 
 class DbenchError(Exception):
@@ -7,16 +12,19 @@ class DbenchError(Exception):
     exit_code = 1
 
 
-class UsageError(DbenchError):
+class InputError(DbenchError):
+    """Bad input: a file, folder, run log, bundle or model named on the command line is missing,
+    malformed or refused, or a package the command needs is not installed; exit code 2, as a bad option."""
+
+    exit_code = 2
+
+
+class UsageError(InputError):
     """Bad command-line input (unknown suite, op, precision...); exit code 2 like typer's."""
 
-    exit_code = 2
 
-
-class KernelFileError(DbenchError):
+class KernelFileError(InputError):
     """A malformed kernel CSV: the message names file, row and column."""
-
-    exit_code = 2
 
     def __init__(self, path: str, row: int, column: str, problem: str) -> None:
         super().__init__(f"{path}: row {row}, column '{column}': {problem}")

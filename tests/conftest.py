@@ -20,6 +20,42 @@ def seed() -> int:
     return secrets.randbits(31)
 
 
+CACHE_VARIABLES = ("DBENCH_CACHE_DIR", "XDG_CACHE_HOME")
+
+
+@pytest.fixture(scope="session", autouse=True)
+def session_reference_cache(tmp_path_factory) -> Iterator[Path]:
+    """Session- and module-scoped fixtures run dbench too (report_fixtures' runs): for the whole session
+    the reference cache is a temporary folder, and afterwards the user's own cache must be as it was (a
+    test that reached it fails the session, naming what it wrote)."""
+    from dbench.cache.store import cache_root
+
+    users = cache_root()
+    before = set(users.rglob("*")) if users.exists() else set()
+    saved = {name: os.environ.get(name) for name in CACHE_VARIABLES}
+    root = tmp_path_factory.mktemp("session-cache")
+    os.environ["DBENCH_CACHE_DIR"], os.environ["XDG_CACHE_HOME"] = str(root / "dbench"), str(root / "xdg")
+    yield root / "dbench"
+    for name, value in saved.items():
+        if value is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = value
+    written = sorted(str(p) for p in (set(users.rglob("*")) if users.exists() else set()) - before)
+    if written:
+        pytest.fail(f"the tests wrote into the user's reference cache {users}:\n" + "\n".join(written[:20]), pytrace=False)
+
+
+@pytest.fixture(autouse=True)
+def reference_cache(tmp_path_factory, monkeypatch) -> Path:
+    """Every test (and every process it starts) uses a fresh reference cache of its own, never the
+    user's ~/.cache: DBENCH_CACHE_DIR and XDG_CACHE_HOME point into the test's temporary folders."""
+    root = tmp_path_factory.mktemp("cache")
+    monkeypatch.setenv("DBENCH_CACHE_DIR", str(root / "dbench"))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(root / "xdg"))
+    return root / "dbench"
+
+
 @pytest.fixture(scope="session", autouse=True)
 def no_leftover_processes() -> Iterator[None]:
     """After the whole session, no process started by the tests may be alive: kill any and fail loudly.

@@ -4,6 +4,7 @@ the memory estimate, the result row and report, and the launcher's pure parts.""
 from __future__ import annotations
 
 import csv
+import io
 import json
 import sys
 from importlib import resources
@@ -211,6 +212,33 @@ def test_report_saves_prints_and_fails_on_a_wrong_result(tmp_path, capsys):
     assert log.path.with_suffix(".parquet").exists() and log.path.with_suffix(".csv").exists()
     assert report(log, [good], "MPICH 5.0") is None
     assert report(log, [bad], "MPICH 5.0") and "no exact result" in capsys.readouterr().out
+
+
+def test_the_table_puts_out_of_place_and_in_place_side_by_side():
+    """As nccl-tests prints them: one line per size and implementation, each placement's time, bandwidths and
+    #wrong in its own columns; the check names the placement that failed."""
+    from rich.console import Console
+
+    from dbench.allreduce.results import results_table
+
+    def row(impl, elements, in_place, seconds, wrong=0):
+        return summarize([Outcome(seconds, _verdict(wrong=wrong)), Outcome(seconds, _verdict())], elements=elements,
+                         itemsize=4, dtype="float32", implementation=impl, device="cpu", in_place=in_place, iters=3, warmup=1)
+
+    results = [row("mpi", 1000, False, 1e-3), row("mpi", 1000, True, 2e-3, wrong=1),
+               row("ring", 1000, False, 3e-3), row("ring", 1000, True, 4e-3)]
+    console = Console(width=120, record=True, file=io.StringIO())
+    console.print(results_table(results, "MPICH 5.0"))
+    lines = console.export_text().splitlines()
+    body = [line.split() for line in lines if line.split() and line.split()[0] == "1000"]
+    # elements, bytes (2 words), impl, iters, then out of place: time, algbw, busbw, #wrong; then in place
+    assert [cells[3] for cells in body] == ["mpi", "ring"]  # one line per size and implementation
+    assert body[0][5:7] == ["1000.0", f"{4000 / 1e-3 / 1e9:.3g}"] and body[0][9] == "2000.0"
+    assert body[1][5] == "3000.0" and body[1][9] == "4000.0" and body[1][-1] == "exact"
+    assert "in place: WRONG" in " ".join(lines) and "out of place: WRONG" not in " ".join(lines)
+    header = " ".join(lines[:4])
+    assert "out of place" in header and "in place" in header and "cpu buffers" in header
+    assert max(len(line) for line in lines) <= 120
 
 
 # ---------------------------------------------------------------- launcher pieces

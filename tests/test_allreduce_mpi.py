@@ -123,7 +123,7 @@ def test_one_rank_is_an_error():
 
 def test_missing_mpiexec_is_one_line():
     done = dbench_allreduce("--np", "2", DBENCH_MPIEXEC="/nonexistent/mpiexec")
-    assert done.returncode == 1
+    assert done.returncode == 2
     assert done.stderr.strip().count("\n") == 0 and "pip install 'dbench[mpi]'" in done.stderr
     assert "Traceback" not in done.stderr
 

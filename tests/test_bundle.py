@@ -60,10 +60,10 @@ def private_tmp(tmp_path, monkeypatch) -> Path:
 
 
 def assert_refused(args: list[str], needle: str, tmp_path: Path, private_tmp: Path) -> None:
-    """One line naming the problem, exit non-zero, no traceback, no results and nothing unpacked."""
+    """One line naming the problem, exit 2 (bad input), no traceback, no results and nothing unpacked."""
     results = tmp_path / "results"
     result = invoke("run", *args, "--quick", "--out", str(results))
-    assert result.exit_code != 0, result.output
+    assert result.exit_code == 2, result.output
     assert needle in result.output and "Traceback" not in result.output, result.output
     assert len(result.output.strip().splitlines()) == 1, result.output
     assert not results.exists()

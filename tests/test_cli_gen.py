@@ -115,5 +115,5 @@ def test_gen_unwritable_out(tmp_path):
     blocker = tmp_path / "file"
     blocker.write_text("not a folder")
     result = invoke("gen", "--suite", "inference-device", "--out", str(blocker))
-    assert result.exit_code == 1
+    assert result.exit_code == 2
     assert "cannot write graphs to" in result.output and "--out" in result.output

@@ -52,7 +52,9 @@ def test_a_ten_percent_slowdown_is_slower_with_its_ratio_and_resolvable_change(s
     x, y = compare_sides(side("a", a), side("b", b)).pairs
     assert x.verdict == "slower" and x.ratio == pytest.approx(1.10, rel=0.03) and x.difference.low > 1
     assert x.difference.resolvable < 0.05 and x.q <= 0.05
-    assert y.verdict == "same" and y.difference.low < 1 < y.difference.high
+    # y is unchanged: its verdict is `same` about 95 % of the time, which the identical-kernels test checks
+    # over many tables (asserting it for one draw failed one seed in twenty, as it must)
+    assert y.ratio == pytest.approx(1.0, abs=0.05) and y.q > x.q
     assert compare_sides(side("b", b), side("a", a)).pairs[0].verdict == "faster"
 
 

@@ -4,6 +4,8 @@ CSV, xlsx read back, PNGs checked; `dbench compare` on the same runs; bad input.
 from __future__ import annotations
 
 import json
+import re
+import shutil
 from pathlib import Path
 
 import numpy as np
@@ -94,6 +96,40 @@ def test_xlsx_reads_back(two_runtimes, tmp_path):
     assert book["Specs"].max_row == 3  # two runs
 
 
+def test_xlsx_freezes_headers_and_formats_numbers(two_runtimes, tmp_path):
+    import openpyxl
+
+    from dbench.report.write import write_report
+
+    written = write_report(build_report(load([two_runtimes]), baseline="openvino"), tmp_path)
+    book = openpyxl.load_workbook(written.xlsx)
+    assert all(book[name].freeze_panes == "B2" for name in book.sheetnames)
+    sheet = book["gemm"]
+    header = [c.value for c in sheet[1]]
+    formats = {name: sheet.cell(row=2, column=header.index(name) + 1).number_format
+               for name in ("ort-cpu median µs", "ort-cpu TFLOP/s", "ort-cpu speedup")}
+    assert formats == {"ort-cpu median µs": "#,##0.0", "ort-cpu TFLOP/s": "0.0000", "ort-cpu speedup": '0.00"×"'}
+    assert sheet.column_dimensions["B"].width >= len("ort-cpu median µs")
+
+
+def test_html_headers_name_machines_shortly_with_a_legend(tmp_path):
+    """Machine keys are 40-odd characters: as column headers they wrapped to five lines. The page names the
+    machines M1, M2 in a legend, and each group heads its three columns once."""
+    from dbench.report.html import to_html
+
+    keys = ["board-zen4-8c-32g-avx512-111111", "board-neoverse_n1-4c-8g-neon-222222"]
+    for key, folder, median in zip(keys, "ab", (10.0, 20.0)):
+        fake_log(tmp_path / folder, f"run-{folder}", {"hostname": "board", "machine_key": key, "cpu_model": "CPU " + folder},
+                 [_row("gemm_a", "ok", median)])
+    page = to_html(build_report(load([tmp_path])), {})
+    heads = " ".join(re.findall(r"<thead>.*?</thead>", page, re.S))
+    assert not any(key in heads for key in keys) and "M1" in heads and "M2" in heads
+    legend = page.split('data-caption="machines"')[1].split("</table>")[0]
+    assert all(key in legend for key in keys) and "M1" in legend and "CPU a" in legend
+    gemm = page.split('data-caption="gemm"')[1].split("</table>")[0]
+    assert gemm.count('colspan="3"') == 2 and gemm.count("<th>median</th>") == 2
+
+
 def test_pngs_have_content(two_runtimes, tmp_path):
     from matplotlib.image import imread
 
@@ -169,8 +205,26 @@ def test_two_machines_with_one_host_name_stay_apart(tmp_path):
     assert table[("board-neoverse_n1-4c-8g-neon-222222", "speedup")].iloc[0] == pytest.approx(0.5)
 
 
+def test_the_baseline_is_this_machines_runs_unless_asked(tmp_path):
+    """Reference runs of another machine, older and named first, do not become the baseline of the user's report."""
+    from dbench.store.metadata import machine_name
+
+    here = machine_name()
+    fake_log(tmp_path / "reference", "run-1", {"hostname": "ref", "machine_key": "ref-zen2-2c-24g-avx2-aaaaaa",
+                                                "taken_at": "2020-01-01T00:00:00+00:00"}, [_row("gemm_a", "ok", 10.0)])
+    fake_log(tmp_path / "mine", "run-2", {"hostname": "me", "machine_key": here, "taken_at": "2030-01-01T00:00:00+00:00"},
+             [_row("gemm_a", "ok", 20.0)])
+    paths = [tmp_path / "reference", tmp_path / "mine"]
+    assert build_report(load(paths)).baseline.machine == "ref-zen2-2c-24g-avx2-aaaaaa"  # no home: the first, as before
+    assert build_report(load(paths), home=here).baseline.machine == here
+    assert build_report(load(paths), "ref-zen2-2c-24g-avx2-aaaaaa", home=here).baseline.machine != here  # asked
+    result = CliRunner().invoke(app, ["report", *map(str, paths), "--out", str(tmp_path / "rep")], env={"COLUMNS": "300"})
+    assert result.exit_code == 0, result.output
+    assert f"speedup vs {here}" in " ".join(result.output.split())
+
+
 def test_version_1_runs_still_open_without_samples(tmp_path):
-    reference = Path(__file__).parent.parent / "results" / "reference"
+    reference = Path(__file__).parent.parent / "docs" / "reference-results"
     results = load([reference])
     assert any("schema-1 run" in n for n in results.notes)
     log = next(reference.rglob("*.jsonl"))
@@ -226,7 +280,7 @@ def test_peak_measures_the_suite_s_largest_gemm_beside_the_squares():
 @pytest.mark.parametrize("args,phrase", [(["--runtime", "ort-cpuu"], "unknown runtime 'ort-cpuu'"),
                                          (["--runtime", "nope"], "unknown runtime 'nope'"),
                                          (["--precision", "fp64"], "unknown precision 'fp64' for dbench peak; valid: fp32"),
-                                         (["--runtime", ""], "--runtime was given no value")])
+                                         (["--runtime", ""], "'--runtime' / '-r': is empty")])
 def test_peak_refuses_bad_input_and_keeps_the_measured_ceiling(args, phrase, tmp_path):
     """A typo after a good `dbench peak` must not rewrite peak.json with an empty GEMM ceiling."""
     from dbench.store.metadata import machine_name
@@ -264,7 +318,7 @@ def test_report_sets_each_whole_model_beside_the_sum_of_its_kernels(tmp_path):
     from dbench.report.load import load
     from dbench.report.write import write_report
 
-    report = build_report(load([REPO / "results/reference/vm-epyc-2core/models"]))
+    report = build_report(load([REPO / "docs/reference-results/vm-epyc-2core/models"]))
     models = report.models.set_index(["model", "runtime"])
     assert set(models.index) == {(m, r) for m in ("resnet18", "encoder", "lstm") for r in ("ort-cpu", "openvino")}
     assert (models.share == models.kernels_us / models.model_us).all() and (models.kernels_timed == models.kernels).all()

@@ -67,7 +67,7 @@ def test_resume_of_a_log_with_a_torn_header_is_refused_and_changes_nothing(tmp_p
     log.parent.mkdir(parents=True)
     log.write_bytes(b'{"type": "run", "schema_vers')
     result = runner.invoke(app, ["run", "--resume", "run-x", "--out", str(tmp_path / "res")])
-    assert result.exit_code == 1 and "no complete run header" in result.output
+    assert result.exit_code == 2 and "no complete run header" in result.output
     assert "Traceback" not in result.output and log.read_bytes() == b'{"type": "run", "schema_vers'
 
 
@@ -133,7 +133,7 @@ def test_a_header_without_a_request_is_one_line(finished_run):
     del header["request"]
     finished_run.write_text(json.dumps(header) + "\n" + "".join(lines[1:]))
     result = runner.invoke(app, ["run", "--resume", finished_run.stem, "--out", str(finished_run.parent.parent)])
-    assert result.exit_code == 1 and "does not hold a request this dbench can resume" in result.output
+    assert result.exit_code == 2 and "does not hold a request this dbench can resume" in result.output
     assert "Traceback" not in result.output
 
 
@@ -159,4 +159,4 @@ def test_kernel_file_that_is_not_utf8_is_one_line(tmp_path):
     path = tmp_path / "k.csv"
     path.write_bytes("m,n,k,a_t,b_t\n16,8,32,0,0 \xe9\n".encode("latin-1"))
     result = runner.invoke(app, ["list", "--kernels", str(path)])
-    assert result.exit_code == 1 and "is not UTF-8 text" in result.output and "Traceback" not in result.output
+    assert result.exit_code == 2 and "is not UTF-8 text" in result.output and "Traceback" not in result.output

@@ -28,8 +28,8 @@ CASES = [
     (["--memory-limit", "0"], 2, "--memory-limit 0 must be a positive number of GiB"),
     (["--memory-limit", "-1"], 2, "--memory-limit -1 must be a positive"),
     (["--rounds", "0"], 2, "--rounds 0 is out of range; use 1 to 100"),
-    (["--iterations", "0"], 2, "--iterations 0 must be 1 or more"),
-    (["--warmup-calls", "-1"], 2, "--warmup-calls -1 must be 0 or more"),
+    (["--iterations", "0"], 2, "--iterations 0 must be 1 to 10,000,000 calls per graph"),
+    (["--warmup-calls", "-1"], 2, "--warmup-calls -1 must be 0 to 10,000,000"),
     (["--percentiles", "50,abc"], 2, "--percentiles '50,abc': 'abc' is not a number"),
     (["--percentiles", "50,101"], 2, "--percentiles 50,101 must be 1 to 20 numbers from 0 to 100"),
     (["--percentiles", "nan"], 2, "--percentiles nan must be 1 to 20 numbers"),
@@ -49,7 +49,7 @@ CASES = [
     (["--kernels", "{K}", "--id", "nomatch_*"], 2, "no kernel matches --suite all --id 'nomatch_*'"),
     (["--kernels", "{K}", "--id", "[gemm"], 2, "no kernel matches"),
     (["--kernels", "{K}", "--app", "NoSuchApp"], 2, "no kernel matches --suite all --app NoSuchApp"),
-    (["--ops", ""], 2, "--ops was given no value"),
+    (["--ops", ""], 2, "'--ops' / '-o': is empty"),
     (["--kernels", "{K}", "--suite", "train"], 2, "no kernel matches --suite train"),
     (["--kernels", "{H}"], 2, "holds no kernel rows"),
     (["--suite", "user"], 2, "--suite user selects the rows of --kernels"),
@@ -102,7 +102,7 @@ def test_gen_refuses_an_unknown_gemm_form_before_writing(tmp_path):
 
 GEN_CASES = [
     (["--id", "nomatch_*"], 2, "no kernel matches --suite inference --id 'nomatch_*' in the DeepBench catalog"),
-    (["--ops", ""], 2, "--ops was given no value"),
+    (["--ops", ""], 2, "'--ops' / '-o': is empty"),
     (["--suite", "nosuch"], 2, "unknown suite 'nosuch'"),
     (["--precision", "fp8"], 2, "unknown precision 'fp8'"),
     (["--rnn-form", "unrolled"], 2, "unknown rnn form 'unrolled'"),
@@ -133,7 +133,7 @@ def test_manifest_field_of_the_wrong_type_is_one_line_before_any_log(field, valu
     data["graphs"][0][field] = value
     manifest.write_text(json.dumps(data))
     result = runner.invoke(app, ["run", "--graphs", str(manifest.parent), "--out", str(tmp_path / "res")])
-    assert result.exit_code == 1 and phrase in " ".join(result.output.split()), result.output
+    assert result.exit_code == 2 and phrase in " ".join(result.output.split()), result.output
     assert "Traceback" not in result.output and not (tmp_path / "res").exists()
 
 

@@ -353,8 +353,8 @@ def test_manifest_that_does_not_match_its_graph(graph_folder, tmp_path):
 
 @pytest.mark.parametrize("args,code,needle", [
     (("run", "--runtime", "tvm"), 2, "unknown runtime 'tvm'; known runtimes: ort-cpu"),
-    (("run", "--runtime", "ort-cuda"), 1, "pip install 'dbench[gpu]'"),
-    (("run", "--resume", "run-nope"), 1, "unknown run 'run-nope'"),
+    (("run", "--runtime", "ort-cuda"), 2, "pip install 'dbench[gpu]'"),
+    (("run", "--resume", "run-nope"), 2, "unknown run 'run-nope'"),
     (("run", "--weights", "maybe"), 2, "unknown weights mode"),
     (("run", "--graph-opt", "max"), 2, "unknown graph optimisation level 'max'; valid: disable, basic"),
 ])
@@ -367,14 +367,14 @@ def test_run_bad_input_is_one_line(args, code, needle, tmp_path):
 
 def test_graphs_folder_without_manifest(tmp_path):
     result = runner.invoke(app, ["run", "--graphs", str(tmp_path), "--out", str(tmp_path / "r")])
-    assert result.exit_code == 1 and "no manifest.json in" in result.output
+    assert result.exit_code == 2 and "no manifest.json in" in result.output
 
 
 def test_unwritable_results_folder(kernels, tmp_path):
     blocker = tmp_path / "file"
     blocker.write_text("")
     result = runner.invoke(app, ["run", "--kernels", str(kernels), "--out", str(blocker)])
-    assert result.exit_code == 1 and "cannot write results to" in result.output
+    assert result.exit_code == 2 and "cannot write results to" in result.output
 
 
 @pytest.mark.slow
@@ -419,7 +419,7 @@ def test_compare_two_runs_side_by_side(kernels, tmp_path):
     expected = welch(rows[first]["round_medians_us"], rows[second]["round_medians_us"])
     assert f"{expected.ratio:.3f}" in result.stdout and f"{expected.low:.3f}–{expected.high:.3f}" in result.stdout
     missing = runner.invoke(app, ["compare", first, "run-nope", "--out", str(out)])
-    assert missing.exit_code == 1 and "unknown run 'run-nope'" in missing.output
+    assert missing.exit_code == 2 and "unknown run 'run-nope'" in missing.output
 
 
 @pytest.mark.slow
@@ -497,10 +497,28 @@ def test_a_profiling_pass_slower_than_the_timed_calls_is_taken_again_and_the_fas
     steady = _ScriptedPasses([1500.0, 900.0])
     assert _profile(steady, 10, median_us=1000.0).call_us == 1500.0 and len(steady.asked) == 1
     long_kernel = _ScriptedPasses([2e6])
-    _profile(long_kernel, 2, median_us=2e6)
+    _profile(long_kernel, 1, median_us=2e6)
     tiny_kernel = _ScriptedPasses([5.0])
     _profile(tiny_kernel, 10, median_us=5.0)
-    assert long_kernel.asked == [(2, 1)] and tiny_kernel.asked == [(10, PROFILE_WARMUP_CALLS)]
+    assert long_kernel.asked == [(1, 1)] and tiny_kernel.asked == [(10, PROFILE_WARMUP_CALLS)]
+
+
+def test_an_expensive_profiling_pass_is_not_taken_again(monkeypatch):
+    """A pass that took longer than PROFILE_RETRY_S (a server GRU, a 2 GB weight loaded again) is kept even
+    when slow: a retry would cost more than the profile is worth; the invariant sentence says the load."""
+    from dbench.worker import profiling
+
+    monkeypatch.setattr(profiling, "PROFILE_RETRY_S", 0.0)
+    burst = _ScriptedPasses([5000.0, 1100.0])
+    assert profiling.best_profile(burst, 10, median_us=1000.0).call_us == 5000.0 and len(burst.asked) == 1
+
+
+def test_profiling_runs_never_exceed_profile_runs():
+    """--profile-runs N bounds the profiled runs of a pass: about 0.05 s of kernel time, at least one."""
+    from dbench.worker.profiling import profile_runs
+
+    assert profile_runs(10, 5.0) == 10 and profile_runs(3, 5.0) == 3
+    assert profile_runs(10, 20_000.0) == 3 and profile_runs(10, 2e6) == 1
 
 
 def test_the_worker_reports_each_phase_of_a_job_before_its_outcome():

@@ -260,6 +260,40 @@ def test_a_real_profiling_pass_brackets_its_layer_times(seed):
                        "profile_call_us": profile.call_us, "nodes": nodes}) == []
 
 
+class _Counting:
+    """A proxy counting one OpenVINO object's calls to `infer` (and handing out counted requests)."""
+
+    def __init__(self, target, counter: list[int]) -> None:
+        self.target, self.counter = target, counter
+
+    def create_infer_request(self):
+        return _Counting(self.target.create_infer_request(), self.counter)
+
+    def infer(self, *args, **kwargs):
+        self.counter.append(1)
+        return self.target.infer(*args, **kwargs)
+
+    def __getattr__(self, name):
+        return getattr(self.target, name)
+
+
+def test_a_profiling_pass_never_exceeds_its_runs(seed, monkeypatch):
+    """--profile-runs is a cap: on the CPU plugin (running averages) the warm-up shrinks to the runs
+    instead of the runs growing to the warm-up, so a pass asked for 3 runs after 50 warm-up calls makes 6 calls."""
+    graph = gemm.build(GEMM, "fp32", "fwd")
+    feeds = make_feeds(graph.spec, seed)
+    constants, per_call = split_feeds(graph.spec, feeds, "const")
+    runtime = OpenVino(RuntimeOptions(threads=1))
+    session = runtime.prepare(graph.model, graph.spec, constants)
+    session.bind(per_call)
+    calls: list[int] = []
+    compile_model = runtime.compile
+    monkeypatch.setattr(runtime, "compile", lambda *args, **kwargs: _Counting(compile_model(*args, **kwargs), calls))
+    profile = session.profile(3, warmup=50)
+    session.close()
+    assert len(calls) == 6 and profile.call_us is not None
+
+
 def test_per_run_profile_of_another_device_drops_the_cold_first_run():
     from dbench.runtimes.openvino import parse_profile
 
@@ -323,7 +357,7 @@ def test_missing_openvino_names_the_extra(monkeypatch, tmp_path):
     assert OpenVino.availability() == (False, "openvino is not installed: pip install 'dbench[openvino]'")
     assert not status("openvino").available
     result = CliRunner().invoke(app, ["run", "--runtime", "openvino", "--out", str(tmp_path)])
-    assert result.exit_code == 1 and "pip install 'dbench[openvino]'" in result.output
+    assert result.exit_code == 2 and "pip install 'dbench[openvino]'" in result.output
 
 
 def rows_of(out: Path) -> list[dict]:

@@ -17,7 +17,7 @@ import numpy as np
 
 from dbench.allreduce.devices import Device
 from dbench.allreduce.implementations import Implementation
-from dbench.errors import DbenchError
+from dbench.errors import InputError
 
 PERIOD = 65521  # prime: the pattern never lines up with power-of-two sizes or with ring chunk borders
 SHIFT = 7919  # rank r reads the pattern shifted by r * SHIFT elements
@@ -40,7 +40,7 @@ def rank_pattern(rank: int, dtype: str) -> np.ndarray:
 def expected_pattern(ranks: int, dtype: str) -> np.ndarray:
     """One period of the exact all-reduce sum over `ranks` ranks (summed in int64, then cast)."""
     if LIMIT * ranks > EXACT_FLOAT32:
-        raise DbenchError(f"{ranks} ranks: sums of the check pattern would exceed 2^24 and stop being exact in float32")
+        raise InputError(f"{ranks} ranks: sums of the check pattern would exceed 2^24 and stop being exact in float32")
     base = _base()
     return sum(np.roll(base, -(r * SHIFT) % PERIOD) for r in range(ranks)).astype(dtype)
 

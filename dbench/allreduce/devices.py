@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from dbench.errors import DbenchError
+from dbench.errors import DbenchError, InputError
 
 GPU_HELP = "pip install 'dbench[gpu]'"
 
@@ -44,13 +44,13 @@ class Gpu:
         try:
             import cupy
         except ImportError:
-            raise DbenchError(f"{needed_by} needs CuPy and an NVIDIA GPU: {GPU_HELP}") from None
+            raise InputError(f"{needed_by} needs CuPy and an NVIDIA GPU: {GPU_HELP}") from None
         try:
             self.devices = cupy.cuda.runtime.getDeviceCount()
         except cupy.cuda.runtime.CUDARuntimeError as error:
-            raise DbenchError(f"{needed_by} needs CuPy and an NVIDIA GPU (CUDA says: {error}): {GPU_HELP}") from None
+            raise InputError(f"{needed_by} needs CuPy and an NVIDIA GPU (CUDA says: {error}): {GPU_HELP}") from None
         if self.devices == 0:
-            raise DbenchError(f"{needed_by} needs CuPy and an NVIDIA GPU (none found): {GPU_HELP}")
+            raise InputError(f"{needed_by} needs CuPy and an NVIDIA GPU (none found): {GPU_HELP}")
         self.xp = cupy
         cupy.cuda.Device(local_rank % self.devices).use()
 

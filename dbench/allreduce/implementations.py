@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from dbench.allreduce.devices import Device, Gpu
-from dbench.errors import DbenchError
+from dbench.errors import DbenchError, InputError
 
 
 def mpi_cuda_support() -> bool | None:
@@ -125,7 +125,7 @@ def require(name: str, device: Device) -> None:
         try:
             from cupy.cuda import nccl  # noqa: F401
         except ImportError:
-            raise DbenchError("nccl needs CuPy built with NCCL and an NVIDIA GPU: pip install 'dbench[gpu]'") from None
+            raise InputError("nccl needs CuPy built with NCCL and an NVIDIA GPU: pip install 'dbench[gpu]'") from None
     elif isinstance(device, Gpu) and not mpi_cuda_support():
         from mpi4py import MPI
 

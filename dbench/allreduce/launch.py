@@ -22,11 +22,14 @@ from typing import IO
 from dbench.allreduce.options import Arguments, resolve
 from dbench.allreduce.rank import (INTERRUPTED, LAUNCH_FILE, MPI_HELP, NEED_TWO, RankStatus, die_with_parent,
                                    read_statuses)
-from dbench.errors import DbenchError, UsageError
+from dbench.errors import DbenchError, InputError, UsageError
 
 MPIEXEC_ENV = "DBENCH_MPIEXEC"  # use this mpiexec instead of the one beside the Python interpreter
 OUTPUT_KEEP = 400  # last lines of mpiexec's output kept to find the rank it names
 PUMP_GRACE = 5  # seconds to wait for mpiexec's last output once it has ended
+MAX_RANKS_PER_CORE = 4
+"""--np above this many ranks per core of this host is refused: ranks busy-wait for messages, so such a job
+measures the scheduler and may not finish at all (1000 ranks on 2 cores never did)."""
 HYDRA_DEATH = re.compile(r"PID (\d+) RUNNING AT (\S+)\s*\n=\s*EXIT CODE: (\d+)")
 OPENMPI_DEATH = re.compile(r"process rank (\d+) with PID (\d+) on node (\S+) exited on signal (\d+)")
 
@@ -36,13 +39,13 @@ def find_mpiexec() -> Path:
     override = os.environ.get(MPIEXEC_ENV)
     if override:
         if not (Path(override).is_file() and os.access(override, os.X_OK)):
-            raise DbenchError(f"mpiexec not found at {override} (from {MPIEXEC_ENV}): {MPI_HELP}, "
+            raise InputError(f"mpiexec not found at {override} (from {MPIEXEC_ENV}): {MPI_HELP}, "
                               f"or point {MPIEXEC_ENV} at your MPI's mpiexec")
         return Path(override)
     beside = Path(sys.executable).parent / "mpiexec"
     found = beside if beside.is_file() else shutil.which("mpiexec")
     if not found:
-        raise DbenchError(f"no mpiexec beside {sys.executable} or on PATH: {MPI_HELP}")
+        raise InputError(f"no mpiexec beside {sys.executable} or on PATH: {MPI_HELP}")
     return Path(found)
 
 
@@ -159,13 +162,23 @@ def verdict(statuses: dict[int, RankStatus], ranks: int, returncode: int, output
     return max(s.code for s in statuses.values())
 
 
+def check_rank_count(ranks: int) -> None:
+    """Refuse more ranks than MAX_RANKS_PER_CORE per core this process may use: --np starts every rank here."""
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    if ranks > MAX_RANKS_PER_CORE * cores:
+        raise UsageError(f"--np {ranks} puts more than {MAX_RANKS_PER_CORE} ranks on each of this host's {cores} cores, "
+                         f"where busy-waiting ranks measure the scheduler and may never finish; use --np "
+                         f"{MAX_RANKS_PER_CORE * cores} or fewer, or start ranks across hosts with mpiexec or srun")
+
+
 def launch(ranks: int, args: Arguments, command: list[str]) -> int:
     """Validate, then run `mpiexec -n ranks python -m mpi4py -m dbench.allreduce ...` and judge the outcome."""
     if ranks < 2:
         raise UsageError(NEED_TWO)
+    check_rank_count(ranks)
     resolve(args)
     if importlib.util.find_spec("mpi4py") is None:
-        raise DbenchError(f"mpi4py is not installed in this environment: {MPI_HELP}")
+        raise InputError(f"mpi4py is not installed in this environment: {MPI_HELP}")
     mpiexec = find_mpiexec()
     flags = launcher_flags(flavour(mpiexec), os.geteuid() == 0)
     with tempfile.TemporaryDirectory(prefix="dbench-allreduce-") as folder:

@@ -20,6 +20,8 @@ ITER_POLICIES = ("auto", "deepbench")
 AUTO_BYTES = 2**28  # auto iterations: about 256 MiB through the all-reduce per timed block
 AUTO_MIN, AUTO_MAX = 5, 1000
 WARMUP_MIN = 2
+MAX_CALLS = 1_000_000
+"""--iters and --warmup beyond this many calls per size are typos (DeepBench's largest num_repeats is 10000)."""
 SUFFIXES = {"": 1, "K": 2**10, "M": 2**20, "G": 2**30}
 COUNT = re.compile(r"^\s*(\d+)\s*([KMG]?)\s*$", re.IGNORECASE)
 
@@ -154,9 +156,9 @@ def _choice(value: str, valid: tuple[str, ...], option: str) -> str:
 def _iters(text: str) -> int | str:
     if text in ITER_POLICIES:
         return text
-    if text.isdigit() and int(text) > 0:
+    if text.isdigit() and 0 < int(text) <= MAX_CALLS:
         return int(text)
-    raise UsageError(f"--iters {text!r} is not valid; give auto, deepbench or a positive count")
+    raise UsageError(f"--iters {text!r} is not valid; give auto, deepbench or a count from 1 to {MAX_CALLS}")
 
 
 def resolve(args: Arguments) -> Options:
@@ -172,10 +174,12 @@ def resolve(args: Arguments) -> Options:
             raise UsageError("give either --sizes or the -b/-e/-f sweep, not both")
         sizes = sweep(args.begin or args.end, args.end or args.begin, args.factor, ITEMSIZE[dtype])
     else:
+        if args.factor != Arguments.factor:
+            raise UsageError(f"-f/--stepfactor {args.factor} multiplies the sizes of a -b/-e sweep; add -b and -e, or drop -f")
         sizes = size_list(args.sizes or "deepbench")
     iters = _iters(args.iters)
     if iters == "deepbench" and any(s.upstream_repeats is None for s in sizes):
         raise UsageError("--iters deepbench uses DeepBench's repeat counts, which exist only for --sizes deepbench")
-    if args.warmup is not None and args.warmup < 0:
-        raise UsageError(f"--warmup must be 0 or more, got {args.warmup}")
+    if args.warmup is not None and not 0 <= args.warmup <= MAX_CALLS:
+        raise UsageError(f"--warmup must be 0 to {MAX_CALLS} calls, got {args.warmup}")
     return Options(sizes, dtype, impls, iters, args.warmup, args.check_repeat, args.out, device)

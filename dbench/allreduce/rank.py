@@ -22,7 +22,7 @@ from dbench.allreduce.implementations import Implementation, implementation, req
 from dbench.allreduce.options import Arguments, Options, Size, resolve
 from dbench.allreduce.results import (ROWS_NOT_OK, Outcome, Result, mpi_info, open_log, print_error, report,
                                       summarize)
-from dbench.errors import DbenchError, UsageError
+from dbench.errors import DbenchError, InputError, UsageError
 
 T = TypeVar("T")
 LAUNCH_FILE = "launch.json"
@@ -51,7 +51,7 @@ def import_mpi() -> Any:
     try:
         from mpi4py import MPI
     except ImportError:
-        raise DbenchError(f"mpi4py is not installed: {MPI_HELP}") from None
+        raise InputError(f"mpi4py is not installed: {MPI_HELP}") from None
     return MPI
 
 

@@ -3,11 +3,11 @@ run's log in the shared results store, and what is printed: the tables, a note, 
 
 from __future__ import annotations
 
-import os
 import sys
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from rich import box
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
@@ -16,11 +16,12 @@ from dbench.allreduce.data import Verdict
 from dbench.allreduce.options import Options
 from dbench.store.log import RunLog, new_run_id
 from dbench.store.metadata import host_metadata, machine_name
+from dbench.terminal import console
 
 ROWS_NOT_OK = 3  # exit status when any row is not ok (a mismatch), the rule `dbench run` follows too
-PIPE_WIDTH = 160  # rich's default 80 columns would wrap the table when stdout is a pipe (as under mpiexec)
-CAPTION = ("time: per-rank mean per call, min/mean/max over ranks.  algbw = bytes/time;  busbw = algbw*2(n-1)/n "
-           "(nccl-tests);  DeepBench GB/s = bytes*ranks/time (its result sheets).  Bandwidths use the mean time.")
+CAPTION = ("time: per-rank mean per call, mean over ranks (min and max over ranks are in the CSV).  GB/s: algbw = "
+           "bytes/time; busbw = algbw*2(n-1)/n (nccl-tests); DeepBench GB/s = bytes*ranks/time (its result sheets, "
+           "in the table below)")
 
 
 @dataclass(frozen=True)
@@ -108,27 +109,55 @@ def _bytes(n: int) -> str:
     return f"{n} B"
 
 
-def _check(r: Result) -> str:
-    if r.status == "ok":
-        return "[green]exact[/]"
+def _problems(r: Result) -> list[str]:
     problems = ["WRONG"] if r.wrong else []
     problems += [] if r.hash_agree else ["ranks differ"]
-    problems += ["not repeatable"] if r.repeat_identical is False else []
-    return f"[bold red]{', '.join(problems)}[/]"
+    return problems + (["not repeatable"] if r.repeat_identical is False else [])
+
+
+def _check(placements: dict[bool, Result]) -> str:
+    """`exact`, or what failed, by placement."""
+    bad = [(in_place, r) for in_place, r in placements.items() if r.status != "ok"]
+    if not bad:
+        return "[green]exact[/]"
+    return "[bold red]" + "; ".join(f"{'in' if in_place else 'out of'} place: {', '.join(_problems(r))}"
+                                    for in_place, r in bad) + "[/]"
+
+
+def _side(r: Result | None) -> list[str]:
+    """One placement's cells: mean time, algbw, busbw, #wrong (blank when it did not run)."""
+    if r is None:
+        return ["", "", "", ""]
+    return [f"{r.time_mean_us:.1f}", f"{r.algbw_gbps:.3g}", f"{r.busbw_gbps:.3g}", str(r.wrong)]
+
+
+def by_size(results: list[Result]) -> dict[tuple[int, str, str], dict[bool, Result]]:
+    """(elements, implementation, device) -> {in_place: row}, in the order measured."""
+    grouped: dict[tuple[int, str, str], dict[bool, Result]] = {}
+    for r in results:
+        grouped.setdefault((r.elements, r.implementation, r.device), {})[r.in_place] = r
+    return grouped
 
 
 def results_table(results: list[Result], library: str) -> Table:
-    """One line per (size, implementation, placement)."""
+    """One line per (size, implementation): out of place and in place side by side, as nccl-tests prints
+    them; the buffers' device in the title when every row shares it."""
     first = results[0]
-    table = Table(title=f"all-reduce sum, {first.dtype}, {first.ranks} ranks, {library}", caption=CAPTION)
-    for name in ("elements", "bytes", "impl", "in place", "iters", "min µs", "mean µs", "max µs",
-                 "algbw GB/s", "busbw GB/s", "DeepBench GB/s", "#wrong", "check"):
-        table.add_column(name, justify="left" if name in ("impl", "check") else "right")
-    for r in results:
-        table.add_row(str(r.elements), _bytes(r.bytes), f"{r.implementation} ({r.device})",
-                      "yes" if r.in_place else "no", str(r.iters),
-                      f"{r.time_min_us:.1f}", f"{r.time_mean_us:.1f}", f"{r.time_max_us:.1f}",
-                      f"{r.algbw_gbps:.4g}", f"{r.busbw_gbps:.4g}", f"{r.deepbench_gbps:.4g}", str(r.wrong), _check(r))
+    devices = {r.device for r in results}
+    where = f", {first.device} buffers" if len(devices) == 1 else ""
+    table = Table(title=f"all-reduce sum, {first.dtype}, {first.ranks} ranks, {library}{where}", caption=CAPTION,
+                  box=box.SIMPLE_HEAD, padding=(0, 1, 0, 0), pad_edge=False, show_edge=False)
+    for name in ("elements", "bytes", "impl", "iters"):
+        table.add_column(f"\n{name}", justify="left" if name == "impl" else "right", no_wrap=True)
+    for place in ("out of place", "in place"):
+        for i, name in enumerate(("time µs", "algbw", "busbw", "#wrong")):
+            table.add_column(f"{place if i == 0 else ''}\n{name}", justify="right", no_wrap=True)
+    table.add_column("\ncheck", no_wrap=True)
+    for (elements, implementation, device), placements in by_size(results).items():
+        any_row = next(iter(placements.values()))
+        impl = implementation if len(devices) == 1 else f"{implementation} ({device})"
+        table.add_row(str(elements), _bytes(any_row.bytes), impl, str(any_row.iters),
+                      *_side(placements.get(False)), *_side(placements.get(True)), _check(placements))
     return table
 
 
@@ -158,7 +187,7 @@ def report(log: Any, results: list[Result], library: str, crowded: bool = False)
 
     written, note = export_run(log)
     log.close()  # release the run log's lock: nothing more is appended
-    out = console()
+    out = console()  # COLUMNS, else the terminal's width, else dbench.terminal.PIPE_WIDTH
     out.print(results_table(results, library))
     out.print(best_table(results))
     if crowded:
@@ -172,12 +201,6 @@ def report(log: Any, results: list[Result], library: str, crowded: bool = False)
         return None
     return (f"{len(bad)} of {len(results)} results are not exact (see the check column), e.g. "
             f"{bad[0].implementation} at {bad[0].elements} elements: {bad[0].wrong} wrong")
-
-
-def console() -> Console:
-    """The stdout console, 160 columns wide when stdout is not a terminal and COLUMNS is unset."""
-    wide = not sys.stdout.isatty() and "COLUMNS" not in os.environ
-    return Console(width=PIPE_WIDTH if wide else None)
 
 
 def print_error(message: object) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 import re
 
-from dbench.errors import DbenchError
+from dbench.errors import InputError
 
 CHECKSUMS = "SHA256SUMS"
 LINE = re.compile(r"^([0-9a-f]{64}) [ *](.+)$")
@@ -26,9 +26,9 @@ def parse_checksums(text: str) -> dict[str, str]:
     for number, line in enumerate(text.splitlines(), 1):
         match = LINE.match(line)
         if not match:
-            raise DbenchError(f"{CHECKSUMS} line {number} is not `<sha256>  <file>`; re-export the bundle with `dbench export`")
+            raise InputError(f"{CHECKSUMS} line {number} is not `<sha256>  <file>`; re-export the bundle with `dbench export`")
         sha, name = match.groups()
         if name in sums:
-            raise DbenchError(f"{CHECKSUMS} lists {name!r} twice; re-export the bundle with `dbench export`")
+            raise InputError(f"{CHECKSUMS} lists {name!r} twice; re-export the bundle with `dbench export`")
         sums[name] = sha
     return sums

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from dbench.bundle.checksums import CHECKSUMS, format_checksums
 from dbench.bundle.readme import README, readme_text
-from dbench.errors import DbenchError
+from dbench.errors import DbenchError, InputError
 from dbench.gen.graph import GraphSpec
 from dbench.gen.plan import GraphRequest
 from dbench.gen.manifest import MANIFEST, Entry, manifest_text, sha256
@@ -50,7 +50,7 @@ def _members(requests: list[GraphRequest], suite: str, skipped: dict[str, int]) 
         shutil.rmtree(scratch, ignore_errors=True)
     graphs = json.loads(members[MANIFEST])["graphs"]
     if not graphs:
-        raise DbenchError("nothing to export: no graph could be generated for this selection (see --precision and --ops)")
+        raise InputError("nothing to export: no graph could be generated for this selection (see --precision and --ops)")
     members[README] = readme_text(len(graphs), suite, sorted({g["precision"] for g in graphs})).encode()
     members[CHECKSUMS] = format_checksums(members).encode()
     return members
@@ -78,7 +78,7 @@ def write_archive(members: dict[str, bytes], out: Path) -> None:
 def write_folder(members: dict[str, bytes], out: Path) -> None:
     """The members as files of a new (or empty) folder; on failure the folder is removed again."""
     if out.exists() and (not out.is_dir() or any(out.iterdir())):
-        raise DbenchError(f"--out {out} exists and is not an empty folder; choose a new folder or a .tar.gz name")
+        raise InputError(f"--out {out} exists and is not an empty folder; choose a new folder or a .tar.gz name")
     created = not out.exists()
     try:
         out.mkdir(parents=True, exist_ok=True)
@@ -96,7 +96,7 @@ def write_folder(members: dict[str, bytes], out: Path) -> None:
 def export_bundle(requests: list[GraphRequest], suite: str, out: Path) -> Exported:
     """Write the bundle for `requests` to `out` (a .tar.gz/.tgz archive, else a folder)."""
     if not requests:
-        raise DbenchError("nothing to export: the selection holds no kernels; check --suite, --ops and --id")
+        raise InputError("nothing to export: the selection holds no kernels; check --suite, --ops and --id")
     skipped: dict[str, int] = {}
     members = _members(requests, suite, skipped)
     return _write(members, out, skipped)
@@ -120,11 +120,11 @@ def _write(members: dict[str, bytes], out: Path, skipped: dict[str, int]) -> Exp
     try:
         if is_archive(out):
             if not out.parent.is_dir():
-                raise DbenchError(f"--out {out}: folder {out.parent} does not exist; create it or choose another path")
+                raise InputError(f"--out {out}: folder {out.parent} does not exist; create it or choose another path")
             write_archive(members, out)
         else:
             write_folder(members, out)
     except OSError as err:
-        raise DbenchError(f"cannot write the bundle to {out}: {err.strerror}; choose another --out") from None
+        raise InputError(f"cannot write the bundle to {out}: {err.strerror}; choose another --out") from None
     graphs = sum(1 for name in members if name.endswith(".onnx"))
     return Exported(out, graphs, skipped)

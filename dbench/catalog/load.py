@@ -19,7 +19,7 @@ from dbench.catalog.kernels import (
     RnnKernel,
     SparseKernel,
 )
-from dbench.errors import DbenchError, KernelFileError
+from dbench.errors import InputError, KernelFileError
 
 KNOWN_SUITES = ("train", "inference_server", "inference_device")
 USER_SUITE = "user"
@@ -111,6 +111,13 @@ FAMILY_COLUMN = "family"
 """A file with this column mixes families (one per row, e.g. the kernels of a model); each row needs
 only its family's columns."""
 
+ROW_COLUMNS = ("suite", "app", "copies")
+"""Columns any kernel file may hold besides its family's parameters."""
+NOTE_COLUMNS = ("app_match", "upstream_line", "id", "gflop", "nodes", "precision", "pass", "form")
+"""Columns dbench itself writes for the reader (the shipped lists' provenance; `gen --from-model`'s
+kernels.csv: the model's id, GFLOP, nodes, and the precision, pass and form it runs them in), read
+back and ignored: the command line's --precision and forms apply."""
+
 SHIPPED_FILES = {GemmKernel: "gemm.csv", ConvKernel: "conv.csv", RnnKernel: "rnn.csv", SparseKernel: "sparse.csv"}
 
 
@@ -174,6 +181,18 @@ def _copies(row: dict[str, str], path: str, row_number: int) -> int:
         raise KernelFileError(path, row_number, "copies", str(err)) from None
 
 
+def _check_known_columns(header: list[str], families: list[type[Kernel]], path: str) -> None:
+    """A column dbench does not read (a typo, another tool's) would be ignored without a word: refuse it."""
+    required = [c.name for cls in families for c in SCHEMAS[cls]]
+    optional = [c.name for cls in families for c in OPTIONAL.get(cls, ())] + list(ROW_COLUMNS)
+    known = set(required) | set(optional) | set(NOTE_COLUMNS) | {FAMILY_COLUMN}
+    for column in header:
+        if column not in known:
+            what = (f"a {families[0].family} file has {', '.join(required)} and optionally {', '.join(optional)}"
+                    if len(families) == 1 else "a file with a family column has each family's columns")
+            raise KernelFileError(path, 1, column, f"unknown column; {what}: rename or remove it (docs/catalog.md)")
+
+
 def parse_rows(rows: Iterable[dict[str, str]], header: list[str], path: str, source: str) -> list[Kernel]:
     """Validate every row of one CSV and build its kernels (duplicates merged, origins kept)."""
     if FAMILY_COLUMN not in header:
@@ -181,6 +200,7 @@ def parse_rows(rows: Iterable[dict[str, str]], header: list[str], path: str, sou
         for column in SCHEMAS[cls]:
             if column.name not in header:
                 raise KernelFileError(path, 1, column.name, f"missing column (a {cls.family} file needs {', '.join(c.name for c in SCHEMAS[cls])})")
+    _check_known_columns(header, [_detect_family(header, path)] if FAMILY_COLUMN not in header else list(SCHEMAS), path)
     merged: dict[str, Kernel] = {}
     for row_number, row in enumerate(rows, start=2):
         cls = _row_family(row, header, path, row_number)
@@ -224,7 +244,7 @@ def load_kernel_file(path: Path) -> tuple[Kernel, ...]:
     try:
         text = Path(path).read_text(encoding="utf-8-sig")  # a BOM (spreadsheet exports) is not a column name
     except OSError as err:
-        raise DbenchError(f"cannot read kernel file {path}: {err.strerror}; check the --kernels path") from None
+        raise InputError(f"cannot read kernel file {path}: {err.strerror}; check the --kernels path") from None
     except UnicodeDecodeError as err:
-        raise DbenchError(f"kernel file {path} is not UTF-8 text (byte {err.start}); save it as UTF-8 CSV") from None
+        raise InputError(f"kernel file {path} is not UTF-8 text (byte {err.start}); save it as UTF-8 CSV") from None
     return tuple(_read_csv(text, str(path), str(path)))

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import onnx
 
-from dbench.errors import DbenchError
+from dbench.errors import DbenchError, InputError
 from dbench.frommodel.fold import fold_shape_arithmetic, open_shapes
 from dbench.frommodel.dims import bind_dims, check_dims_used, symbolic_names
 
@@ -51,10 +51,10 @@ def check_external(model: onnx.ModelProto, folder: Path) -> int:
         location = info.get("location", "")
         target = (root / location).resolve()
         if not location or Path(location).is_absolute() or not target.is_relative_to(root):
-            raise DbenchError(f"initializer {tensor.name!r} points at external data {location!r} outside the model's folder "
+            raise InputError(f"initializer {tensor.name!r} points at external data {location!r} outside the model's folder "
                               f"{folder}; dbench reads external data only from inside it: move the file there")
         if not target.is_file():
-            raise DbenchError(f"initializer {tensor.name!r}: external data file {location!r} is missing from {folder}; "
+            raise InputError(f"initializer {tensor.name!r}: external data file {location!r} is missing from {folder}; "
                               "copy it beside the model")
         total += int(info["length"]) if "length" in info else target.stat().st_size
     return total
@@ -71,12 +71,12 @@ def _check_memory(need: int, what: str) -> None:
 
 def _parse(path: Path) -> onnx.ModelProto:
     if not path.is_file():
-        raise DbenchError(f"no model file {path}; give the path of an .onnx file")
+        raise InputError(f"no model file {path}; give the path of an .onnx file")
     _check_memory(MEMORY_FACTOR * path.stat().st_size, f"model {path.name}")
     try:
         return onnx.load(str(path), load_external_data=False)
     except Exception as err:  # protobuf's DecodeError and friends
-        raise DbenchError(f"{path} is not an ONNX model ({type(err).__name__}); give a .onnx file exported by a framework") from None
+        raise InputError(f"{path} is not an ONNX model ({type(err).__name__}); give a .onnx file exported by a framework") from None
 
 
 def infer_shapes(model: onnx.ModelProto, path: Path) -> onnx.ModelProto:
@@ -85,7 +85,7 @@ def infer_shapes(model: onnx.ModelProto, path: Path) -> onnx.ModelProto:
         return onnx.shape_inference.infer_shapes(model, check_type=True, strict_mode=True, data_prop=True)
     except Exception as err:
         first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
-        raise DbenchError(f"{path.name} fails ONNX shape inference ({first[:300]}); fix or re-export the model "
+        raise InputError(f"{path.name} fails ONNX shape inference ({first[:300]}); fix or re-export the model "
                           "(onnx.checker.check_model(..., full_check=True) shows the same)") from None
 
 

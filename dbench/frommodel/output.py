@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from dbench.catalog.load import FAMILY_COLUMN, OPTIONAL, SCHEMAS
-from dbench.errors import DbenchError
+from dbench.errors import InputError
 from dbench.frommodel.walk import Extraction, ModelKernel
 from dbench.gen.plan import GraphRequest, build
 from dbench.gen.graph import Graph
@@ -55,6 +55,12 @@ def to_csv(rows: list[dict[str, Any]], columns: list[str]) -> str:
     writer.writeheader()
     writer.writerows(rows)
     return buffer.getvalue()
+
+
+def no_kernel_nodes(path: Path, extraction: Extraction) -> str:
+    """The one line for a model none of whose nodes is a kernel (0 graphs is never a result)."""
+    return (f"{path} has no node dbench times as a kernel ({len(extraction.skipped)} other nodes, each listed with its "
+            f"reason by dbench list --from-model); time the whole model with dbench run --model {path}")
 
 
 def kernels_csv(extraction: Extraction) -> str:
@@ -107,5 +113,5 @@ def write_outputs(extraction: Extraction, graphs: list[Graph], folder: Path) -> 
         finally:
             shutil.rmtree(staging, ignore_errors=True)
     except OSError as err:
-        raise DbenchError(f"cannot write to {folder}: {err.strerror}; choose another folder with --out") from None
+        raise InputError(f"cannot write to {folder}: {err.strerror}; choose another folder with --out") from None
     return folder

@@ -33,7 +33,8 @@ from dbench.gen.tolerance import Tolerance
 
 SUPPORTED_PRECISIONS = (*PRECISIONS, "int8")
 ROW_SAMPLED = True
-REFERENCE_CHUNK = 8192
+REFERENCE_CHUNK = 2**20
+"""Elements of one float64 block of an operand (8 MB): the reference's memory stays bounded for k = 500000."""
 
 
 FULL_C = "full"
@@ -82,17 +83,35 @@ def build(kernel: GemmKernel, precision: str, pass_name: str = "fwd", form: str 
     return Graph(spec, make_model(spec.id, [node], inputs, outputs, doc=f"DeepBench GEMM {kernel.id}, {form} form"))
 
 
+def buffer_operands(a: np.ndarray, b: np.ndarray, a_t: bool, b_t: bool) -> tuple[np.ndarray, np.ndarray]:
+    """(left [n, k], right [k, m]): views of B's and A's buffers such that C's buffer [n, m] is
+    C + left · right, the column-major C = op(A)·op(B) as cuBLAS reads the row-major buffers.
+
+    A row-major buffer of shape [p, q] is the column-major q x p matrix buffer.T."""
+    op_a = a if a_t else a.T  # op(A), m x k: the column-major view of A's buffer is buffer.T
+    op_b = b if b_t else b.T  # op(B), k x n
+    return op_b.T, op_a.T  # C^T = op(B)^T · op(A)^T: [n, k] · [k, m]
+
+
+def operands(spec: GraphSpec, feeds: dict[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+    """(left, right, bias) of a float GEMM graph, views of its feeds: output = left · right (+ bias),
+    left [..., n, k], right [..., k, m] (a batch axis in front for a batched MatMul); a C smaller than
+    the output is broadcast over it (a view), as ONNX Gemm does; no C, no bias."""
+    if spec.form == "matmul":
+        return feeds["X"], feeds["W"], None
+    left, right = buffer_operands(feeds["A"], feeds["B"], spec.params["a_t"], spec.params["b_t"])
+    c = feeds.get("C")
+    return left, right, None if c is None else np.broadcast_to(c, (left.shape[0], right.shape[1]))
+
+
 def cublas_reference(a: np.ndarray, b: np.ndarray, c: np.ndarray | None, a_t: bool, b_t: bool,
                      rows: np.ndarray | None = None) -> np.ndarray:
     """C + op(A)·op(B) computed the way cuBLAS reads the buffers (column-major), returned as C's buffer
-    (C None: no C; a C smaller than the result: broadcast over it, as ONNX Gemm does).
-
-    A row-major buffer of shape [p, q] is the column-major q x p matrix buffer.T. Accumulates in
-    float64 over chunks of k (memory stays bounded for k = 500000); `rows` restricts the result to
-    those rows of C's buffer (columns of the column-major C), to verify huge outputs on a sample."""
-    op_a = a if a_t else a.T  # op(A), m x k: the column-major view of A's buffer is buffer.T
-    op_b = b if b_t else b.T  # op(B), k x n
-    left, right = op_b.T, op_a.T  # C^T = op(B)^T · op(A)^T: [n, k] · [k, m]
+    (see `buffer_operands`; C None: no C; a C smaller than the result: broadcast over it, as ONNX Gemm
+    does). Accumulates in float64 over chunks of k (memory stays bounded for k = 500000); `rows`
+    restricts the result to those rows of C's buffer (columns of the column-major C), to verify huge
+    outputs on a sample."""
+    left, right = buffer_operands(a, b, a_t, b_t)
     shape = (left.shape[0], right.shape[1])
     if rows is not None:
         left = left[rows]
@@ -100,10 +119,16 @@ def cublas_reference(a: np.ndarray, b: np.ndarray, c: np.ndarray | None, a_t: bo
     if c is not None:
         full = np.broadcast_to(c, shape)
         out += full if rows is None else full[rows]
-    k = left.shape[1]
-    for start in range(0, k, REFERENCE_CHUNK):
-        stop = min(start + REFERENCE_CHUNK, k)
-        out += left[:, start:stop].astype(np.float64) @ right[start:stop].astype(np.float64)
+    k, m = right.shape
+    step = max(1, min(k, REFERENCE_CHUNK // max(1, m, left.shape[0])))
+    # One pair of float64 buffers reused for every block: fresh memory is slow to touch (a VM), and
+    # a fresh copy per block of a 2 GB weight touched 4 GB.
+    left_block, right_block = np.empty((left.shape[0], step)), np.empty((step, m))
+    for start in range(0, k, step):
+        width = min(step, k - start)
+        np.copyto(left_block[:, :width], left[:, start:start + width])
+        np.copyto(right_block[:width], right[start:start + width])
+        out += left_block[:, :width] @ right_block[:width]
     return out
 
 

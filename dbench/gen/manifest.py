@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from dbench.catalog.select import SUITES
-from dbench.errors import DbenchError
+from dbench.errors import InputError
 from dbench.gen.graph import IR_VERSION, OPSET, GraphSpec
 from dbench.gen.precision import DTYPES
 
@@ -38,19 +38,19 @@ def confined_file(folder: Path, name: str) -> Path:
     """`folder/name` when `name` is a plain file name whose path, links resolved, stays inside
     `folder`; a one-line error otherwise (graph folders travel between machines: never read outside)."""
     if not isinstance(name, str) or not name or name in (".", "..") or "/" in name or "\\" in name or "\0" in name:
-        raise DbenchError(f"{folder / MANIFEST} names graph file {name!r}, which is not a plain file name inside the folder; regenerate the folder with `dbench gen`")
+        raise InputError(f"{folder / MANIFEST} names graph file {name!r}, which is not a plain file name inside the folder; regenerate the folder with `dbench gen`")
     path = folder / name
     if path.is_symlink() and not path.resolve().is_relative_to(folder.resolve()):
-        raise DbenchError(f"{path} is a link to {path.resolve()}, outside the graph folder; replace it with the file itself")
+        raise InputError(f"{path} is a link to {path.resolve()}, outside the graph folder; replace it with the file itself")
     return path
 
 
 def check_version(version: Any, where: Path) -> None:
     """Refuse a manifest written by a newer dbench (its fields may mean something this one ignores)."""
     if not isinstance(version, int) or version < 1:
-        raise DbenchError(f"{where} has manifest_version {version!r}, not a version dbench writes; regenerate it with `dbench gen`")
+        raise InputError(f"{where} has manifest_version {version!r}, not a version dbench writes; regenerate it with `dbench gen`")
     if version > MANIFEST_VERSION:
-        raise DbenchError(f"{where} has manifest version {version}, newer than this dbench understands ({MANIFEST_VERSION}); "
+        raise InputError(f"{where} has manifest version {version}, newer than this dbench understands ({MANIFEST_VERSION}); "
                           f"upgrade dbench on this machine (pip install -U dbench) or export with the same dbench version")
 
 
@@ -109,10 +109,23 @@ def parse_manifest(text: str | bytes, path: Path) -> list[Entry]:
         check_version(data.get("manifest_version"), path)
         for index, entry in enumerate(data["graphs"]):
             _check_entry(entry, index)
-        return [Entry(GraphSpec.from_dict({k: v for k, v in e.items() if k not in ("file", "sha256")}), e["file"], e["sha256"])
-                for e in data["graphs"]]
+        entries = [Entry(GraphSpec.from_dict({k: v for k, v in e.items() if k not in ("file", "sha256")}), e["file"], e["sha256"])
+                   for e in data["graphs"]]
     except (json.JSONDecodeError, UnicodeDecodeError, KeyError, TypeError, AttributeError, ValueError) as err:
-        raise DbenchError(f"{path} is malformed ({type(err).__name__}: {err}); regenerate it with `dbench gen --force`") from None
+        raise InputError(f"{path} is malformed ({type(err).__name__}: {err}); regenerate it with `dbench gen --force`") from None
+    _check_listed_once(entries, path)
+    return entries
+
+
+def _check_listed_once(entries: list[Entry], path: Path) -> None:
+    """A graph (or a file) listed twice would be timed twice and counted as two rows: refuse the manifest."""
+    for what, values in (("graph", [e.spec.id for e in entries]), ("graph file", [e.file for e in entries])):
+        seen: set[str] = set()
+        for value in values:
+            if value in seen:
+                raise InputError(f"{path} lists {what} {value!r} twice; remove the duplicate entry or regenerate the "
+                                 "folder with `dbench gen --force`")
+            seen.add(value)
 
 
 def read_manifest(folder: Path) -> list[Entry]:
@@ -121,7 +134,7 @@ def read_manifest(folder: Path) -> list[Entry]:
     path = folder / MANIFEST
     if not path.is_file():
         suite = f" --suite {folder.name}" if folder.name in SUITES else ""
-        raise DbenchError(f"no {MANIFEST} in {folder}; generate the graphs with `dbench gen{suite} --out {folder.parent}` "
+        raise InputError(f"no {MANIFEST} in {folder}; generate the graphs with `dbench gen{suite} --out {folder.parent}` "
                           "or point --graphs at a folder made by dbench gen")
     entries = parse_manifest(path.read_bytes(), path)
     for entry in entries:

@@ -8,6 +8,7 @@ from typing import Any, Iterable
 
 import numpy as np
 
+from dbench.catalog.batch import with_batches
 from dbench.catalog.kernels import Kernel
 from dbench.errors import UnsupportedError
 from dbench.gen import conv, gemm, rnn, sparse
@@ -44,11 +45,11 @@ def _family(name: str, precision: str) -> Family:
 
 def plan(kernels: Iterable[Kernel], suite_tags: Iterable[str], options: GenOptions) -> list[GraphRequest]:
     """Every graph the kernels yield: the forward pass, and the backward passes for kernels selected
-    through the train suite. Nothing is built yet. A kernel with no graph in the precision gets one
+    through the train suite, each at every `--batch` size if any. Nothing is built yet. A kernel with no graph in the precision gets one
     request whose build raises UnsupportedError, so a run records it as `unsupported`."""
     tags = set(suite_tags)
     requests = []
-    for kernel in kernels:
+    for kernel in with_batches(kernels, options.batch):
         train = "train" in tags and "train" in kernel.suites
         if options.precision not in FAMILIES[kernel.family].SUPPORTED_PRECISIONS:
             requests.append(GraphRequest(kernel, options.precision, "fwd", "none"))

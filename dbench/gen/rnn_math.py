@@ -43,33 +43,39 @@ def _candidate_grad(value: np.ndarray, activation: str) -> np.ndarray:
     return 1.0 - value * value if activation == "tanh" else (value > 0).astype(value.dtype)
 
 
+def step(cell: str, xw_t: np.ndarray, rec: np.ndarray, h: np.ndarray, c: np.ndarray | None = None,
+         activation: str = "tanh") -> tuple[np.ndarray, np.ndarray | None, np.ndarray | None]:
+    """One step from state h (and c) [N, H], given its projected input xw_t and recurrent term
+    rec = h·R^T + Rb [N, G·H]: (h_t, c_t or None, the recorded gate values or None)."""
+    if cell == "vanilla":
+        return np.maximum(xw_t + rec, 0.0), None, None
+    if cell == "lstm":
+        a = xw_t + rec
+        i, o, f = (_sigmoid(p) for p in np.split(a[:, :3 * h.shape[1]], 3, axis=1))
+        cand = np.tanh(a[:, 3 * h.shape[1]:])
+        c = f * c + i * cand
+        return o * np.tanh(c), c, np.concatenate([i, o, f, cand], axis=1)
+    if cell == "gru":
+        xz, xr, xh = np.split(xw_t, 3, axis=1)
+        rz, rr, rh = np.split(rec, 3, axis=1)
+        z, rg = _sigmoid(xz + rz), _sigmoid(xr + rr)
+        cand = _candidate(xh + rg * rh, activation)
+        return (1.0 - z) * cand + z * h, None, np.concatenate([z, rg, cand, rh], axis=1)
+    raise ValueError(f"unknown cell {cell!r}; valid: {', '.join(GATES)}")
+
+
 def forward(cell: str, xw: np.ndarray, r: np.ndarray, rb: np.ndarray, h0: np.ndarray,
             c0: np.ndarray | None = None, activation: str = "tanh") -> Trace:
     """Run the cell over the sequence from state h0 (and c0), recording what the backward needs."""
     h, c = h0, c0
     ys, cs, recorded = [], [], []
     for xw_t in xw:
-        rec = h @ r.T + rb
-        if cell == "vanilla":
-            h = np.maximum(xw_t + rec, 0.0)
-        elif cell == "lstm":
-            a = xw_t + rec
-            i, o, f = (_sigmoid(p) for p in np.split(a[:, :3 * h.shape[1]], 3, axis=1))
-            cand = np.tanh(a[:, 3 * h.shape[1]:])
-            c = f * c + i * cand
-            h = o * np.tanh(c)
-            cs.append(c)
-            recorded.append(np.concatenate([i, o, f, cand], axis=1))
-        elif cell == "gru":
-            xz, xr, xh = np.split(xw_t, 3, axis=1)
-            rz, rr, rh = np.split(rec, 3, axis=1)
-            z, rg = _sigmoid(xz + rz), _sigmoid(xr + rr)
-            cand = _candidate(xh + rg * rh, activation)
-            recorded.append(np.concatenate([z, rg, cand, rh], axis=1))
-            h = (1.0 - z) * cand + z * h
-        else:
-            raise ValueError(f"unknown cell {cell!r}; valid: {', '.join(GATES)}")
+        h, c, gates = step(cell, xw_t, h @ r.T + rb, h, c, activation)
         ys.append(h)
+        if c is not None:
+            cs.append(c)
+        if gates is not None:
+            recorded.append(gates)
     return Trace(
         y=np.stack(ys),
         c=np.stack(cs) if cs else None,

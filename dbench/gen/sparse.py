@@ -16,7 +16,7 @@ from onnx import helper
 from dbench.catalog.kernels import SparseKernel
 from dbench.errors import UnsupportedError, UsageError
 from dbench.gen.family import PlannedGraph, float_tolerance, make_spec
-from dbench.gen.gemm import cublas_reference
+from dbench.gen.gemm import buffer_operands, cublas_reference
 from dbench.gen.graph import Graph, GraphSpec, TensorSpec, make_model
 from dbench.gen.options import GenOptions
 from dbench.gen.precision import PRECISIONS, dtype_name, float_precision
@@ -51,6 +51,11 @@ def reference(spec: GraphSpec, feeds: dict[str, np.ndarray], rows: np.ndarray | 
     """float64 A·B as cuBLAS/cuSPARSE read the buffers (gemm.py's reference with C = 0)."""
     c = np.zeros(spec.outputs[0].shape)
     return {"Y": cublas_reference(feeds["A"], feeds["B"], c, spec.params["a_t"], spec.params["b_t"], rows)}
+
+
+def operands(spec: GraphSpec, feeds: dict[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray, None]:
+    """(left [n, k], right [k, m], no bias): views of the feeds whose product is the output (gemm.py's mapping)."""
+    return (*buffer_operands(feeds["A"], feeds["B"], spec.params["a_t"], spec.params["b_t"]), None)
 
 
 tolerance = float_tolerance  # float precisions only: the precision's relative bound

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
 
-from dbench.errors import DbenchError, UnsupportedError
+from dbench.errors import InputError, UnsupportedError
 from dbench.gen.plan import GraphRequest, build
 from dbench.gen.manifest import MANIFEST, Entry, read_manifest, sha256, write_manifest
 
@@ -28,7 +28,7 @@ def prepare_folder(folder: Path) -> Path:
         probe.write_text("")
         probe.unlink()
     except OSError as err:
-        raise DbenchError(f"cannot write graphs to {folder}: {err.strerror}; choose another folder with --out") from None
+        raise InputError(f"cannot write graphs to {folder}: {err.strerror}; choose another folder with --out") from None
     return folder
 
 

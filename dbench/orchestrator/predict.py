@@ -94,7 +94,7 @@ def plan_predict(request: RunRequest, out_dir: Path, resume: str | None = None) 
     """Check the request, ask the runtime for its layers, cut the model and create the run's log (or
     reopen a prediction run's log, cutting it again from the layers it stored)."""
     stored = None
-    if resume:
+    if resume is not None:
         check_resume(request)
         stored = RunLog.read(find_run(out_dir, resume))
         header = stored.header()

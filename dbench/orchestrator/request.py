@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from dbench.affinity import available_cpus, parse_cpus
-from dbench.errors import DbenchError, UsageError
+from dbench.errors import DbenchError, InputError, UsageError
 from dbench.orchestrator.runner import WEIGHT_MODES, RunConfig, Variant
 from dbench.runtimes.base import Runtime, RuntimeOptions
 from dbench.sources.resolve import CATALOG, source_kind
@@ -20,7 +20,7 @@ from dbench.worker.load import SCENARIOS, SERVER, THROUGHPUT, Load
 from dbench.worker.timing import QUICK, TimingConfig
 
 GEN_DEFAULTS: dict[str, Any] = dict(precision="fp32", passes=[], gemm_form="gemm", rnn_form="op",
-                                    gru_activation="tanh", int8_form=None, int8_pad=True)
+                                    gru_activation="tanh", int8_form=None, int8_pad=True, batch=[])
 """The generation fields as the CLI gives them when no generation option is used."""
 FLAGS = {
     "suite": "--suite", "ops": "--ops", "apps": "--app", "pattern": "--id", "kernels": "--kernels", "graphs": "--graphs",
@@ -33,13 +33,21 @@ FLAGS = {
     "latency_bound": "--latency-bound", "search_time": "--search-time",
 }
 GEN_FLAGS = {"precision": "--precision", "passes": "--pass", "gemm_form": "--gemm-form", "rnn_form": "--rnn-form",
-             "gru_activation": "--gru-activation", "int8_form": "--int8-form", "int8_pad": "--no-pad"}
+             "gru_activation": "--gru-activation", "int8_form": "--int8-form", "int8_pad": "--no-pad", "batch": "--batch"}
 ADDED_LATER = {"cpus": None, "dims": {}, "rounds": 1, "iterations": None, "warmup_calls": None, "percentiles": None,
                "scenario": None, "streams": None, "rate": None, "latency_bound": None, "search_time": None}
 """Request fields newer than the first run headers, with the value every run made before them had
 (no --cpus: not pinned; no --dim: there was none; one round), so those runs still resume."""
 MAX_ROUNDS = 100
 MAX_PERCENTILE_COUNT = 20
+MAX_MEMORY_LIMIT_GIB = 2.0**30
+"""--memory-limit below an exbibyte (2^30 GiB): setrlimit takes a 64-bit byte count."""
+MAX_SECONDS = 86400.0
+"""The seconds options (--min-time, --max-time, --warmup, --timeout) stop at a day: beyond it a value is a typo."""
+MAX_CALLS = 10_000_000
+"""--iterations and --warmup-calls beyond this many calls per graph are typos (a huge one ran until --timeout)."""
+MAX_PROFILE_RUNS = 10_000
+"""--profile-runs beyond this is a typo that would profile until --timeout kills the graph."""
 MAX_THREADS_PER_CORE = 4
 """--threads above this many per core only oversubscribes the machine (and can hang every graph)."""
 LATENCY = "latency"
@@ -104,14 +112,14 @@ class RunRequest:
         data = {**ADDED_LATER, **data}
         missing = [n for n in names if n not in data]
         if missing:
-            raise DbenchError(f"{source}: its run header does not hold a request this dbench can resume "
+            raise InputError(f"{source}: its run header does not hold a request this dbench can resume "
                               f"(missing: {', '.join(missing)}); start a new run")
         try:
             percentiles = tuple(data["percentiles"]) if data["percentiles"] is not None else None
             return cls(**{**{n: data[n] for n in names}, "ops": tuple(data["ops"]), "apps": tuple(data["apps"]),
                           "percentiles": percentiles})
         except TypeError as err:
-            raise DbenchError(f"{source}: its run header does not hold a request this dbench can resume ({err}); "
+            raise InputError(f"{source}: its run header does not hold a request this dbench can resume ({err}); "
                               "start a new run") from None
 
     def timing(self) -> TimingConfig:
@@ -178,13 +186,23 @@ class RunRequest:
 
     def config(self) -> RunConfig:
         return RunConfig(self.variants(), self.timing(), self.weights, self.verify, self.profile_runs,
-                         self.timeout, self.memory_limit, parse_cpus(self.cpus) if self.cpus else None)
+                         self.timeout, self.memory_limit, parse_cpus(self.cpus) if self.cpus is not None else None)
 
     def changed(self) -> list[str]:
         """The flags whose values differ from their defaults."""
         default = RunRequest()
         flags = [flag for name, flag in FLAGS.items() if getattr(self, name) != getattr(default, name)]
-        return flags + [flag for name, flag in GEN_FLAGS.items() if self.gen.get(name) != GEN_DEFAULTS[name]]
+        return flags + [flag for name, flag in GEN_FLAGS.items() if self.gen.get(name, GEN_DEFAULTS[name]) != GEN_DEFAULTS[name]]
+
+
+def memory_limit_bytes(gib: float | None) -> int | None:
+    """--memory-limit in GiB as bytes; nan, inf, 0, negative or beyond any address space is one line."""
+    if gib is None:
+        return None
+    if not (math.isfinite(gib) and 0 < gib < MAX_MEMORY_LIMIT_GIB):
+        raise UsageError(f"--memory-limit {gib:g} must be a positive number of GiB, less than an exbibyte "
+                         "(e.g. --memory-limit 8)")
+    return int(gib * 2**30)
 
 
 def check_resume(request: RunRequest) -> None:
@@ -196,8 +214,8 @@ def check_resume(request: RunRequest) -> None:
 
 
 def _positive(value: float | None, flag: str, unit: str = "s") -> None:
-    if value is not None and not (math.isfinite(value) and value > 0):
-        raise UsageError(f"{flag} {value:g} must be a positive number of {unit}")
+    if value is not None and not (math.isfinite(value) and 0 < value <= MAX_SECONDS):
+        raise UsageError(f"{flag} {value:g} must be a positive number of {unit}, at most {MAX_SECONDS:g} (a day)")
 
 
 def check_numbers(request: RunRequest) -> None:
@@ -209,10 +227,10 @@ def check_numbers(request: RunRequest) -> None:
                              f"({cores} cores here), or leave it out for every core")
     if request.rounds is not None and not 1 <= request.rounds <= MAX_ROUNDS:
         raise UsageError(f"--rounds {request.rounds} is out of range; use 1 to {MAX_ROUNDS} (3 or more give an interval a verdict can use)")
-    if request.iterations is not None and request.iterations < 1:
-        raise UsageError(f"--iterations {request.iterations} must be 1 or more calls per graph")
-    if request.warmup_calls is not None and request.warmup_calls < 0:
-        raise UsageError(f"--warmup-calls {request.warmup_calls} must be 0 or more")
+    if request.iterations is not None and not 1 <= request.iterations <= MAX_CALLS:
+        raise UsageError(f"--iterations {request.iterations} must be 1 to {MAX_CALLS:,} calls per graph")
+    if request.warmup_calls is not None and not 0 <= request.warmup_calls <= MAX_CALLS:
+        raise UsageError(f"--warmup-calls {request.warmup_calls} must be 0 to {MAX_CALLS:,}")
     if request.percentiles is not None:
         bad = [p for p in request.percentiles if not (math.isfinite(p) and 0 <= p <= 100)]
         if bad or not request.percentiles or len(request.percentiles) > MAX_PERCENTILE_COUNT:
@@ -222,13 +240,13 @@ def check_numbers(request: RunRequest) -> None:
     _positive(request.timeout, "--timeout", "seconds")
     _positive(request.min_time, "--min-time", "seconds")
     _positive(request.max_time, "--max-time", "seconds")
-    if request.warmup is not None and not (math.isfinite(request.warmup) and request.warmup >= 0):
-        raise UsageError(f"--warmup {request.warmup:g} must be 0 or more seconds")
+    if request.warmup is not None and not (math.isfinite(request.warmup) and 0 <= request.warmup <= MAX_SECONDS):
+        raise UsageError(f"--warmup {request.warmup:g} must be 0 or more seconds, at most {MAX_SECONDS:g} (a day)")
     timing = request.timing()
     if timing.max_time < timing.min_time:
         raise UsageError(f"--max-time {timing.max_time:g} is below --min-time {timing.min_time:g}; raise --max-time or lower --min-time")
-    if request.profile_runs < 0:
-        raise UsageError(f"--profile-runs {request.profile_runs} must be 0 (no profile) or more")
+    if not 0 <= request.profile_runs <= MAX_PROFILE_RUNS:
+        raise UsageError(f"--profile-runs {request.profile_runs} must be 0 (no profile) to {MAX_PROFILE_RUNS}")
     if request.memory_limit is not None and request.memory_limit <= 0:
         raise UsageError(f"--memory-limit {request.memory_limit / 2**30:g} must be a positive number of GiB")
 
@@ -276,7 +294,7 @@ def check_combinations(request: RunRequest) -> None:
     if selectors and not kind.selectable:
         raise UsageError(f"{request.graphs} holds foreign models, run whole; {', '.join(selectors)} cannot select in them; drop them")
     fixed = (["--kernels"] if request.kernels else []) + [
-        flag for name, flag in GEN_FLAGS.items() if request.gen.get(name) != GEN_DEFAULTS[name]]
+        flag for name, flag in GEN_FLAGS.items() if request.gen.get(name, GEN_DEFAULTS[name]) != GEN_DEFAULTS[name]]
     if fixed and not kind.generated:
         raise UsageError(f"--graphs runs the folder's graphs as generated, so {', '.join(fixed)} cannot apply; "
                          "drop them, or generate a folder with them (dbench gen ...)")

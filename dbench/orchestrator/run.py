@@ -67,7 +67,7 @@ def plan_run(request: RunRequest, out_dir: Path, resume: str | None) -> PlannedR
     """Check the request and build its graphs before anything is written; then create the log, or
     reopen it locked for appending (a torn last line set aside). The caller runs it with execute_run,
     which releases the lock."""
-    if resume:
+    if resume is not None:  # an empty id is refused by find_run, never taken for a new run
         check_resume(request)
         stored = RunLog.read(find_run(out_dir, resume))
         header = stored.header()
@@ -77,7 +77,7 @@ def plan_run(request: RunRequest, out_dir: Path, resume: str | None) -> PlannedR
     classes = validate(request)
     config = request.config()
     items = build_items(request, classes[config.variants[0].runtime].int8_form)
-    if resume:
+    if resume is not None:
         return resume_run(request, config, classes, stored.path, header, items)
     return new_run(request, config, classes, out_dir, items, {"kind": source_kind(request.graphs).run_kind})
 

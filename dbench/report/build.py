@@ -52,9 +52,10 @@ class Report:
         return not self.results.kernels.empty and bool(self.results.kernels.counts.any())
 
 
-def build_report(results: Results, baseline: str | None = None, profile: bool = False) -> Report:
+def build_report(results: Results, baseline: str | None = None, home: str | None = None, profile: bool = False) -> Report:
     """Every table; notes say what is missing (no verified rows, machines that differ, schema-1 runs).
-    `profile`: every row's per-node profile too."""
+    `home` is this machine's key: without `baseline`, its runs are the baseline. `profile`: every row's
+    per-node profile too."""
     from dbench.report import predictions
 
     found, table, top, profiles = predictions.build(results.rows, profile)
@@ -68,7 +69,7 @@ def build_report(results: Results, baseline: str | None = None, profile: bool = 
             report.notes.append("the result files hold no rows")
         return report
     report.groups = groups(frame)
-    report.baseline = baseline_group(report.groups, baseline)
+    report.baseline = baseline_group(report.groups, baseline, home)
     judged = speedups(frame, report.groups, report.baseline)
     wins = winners(frame, report.groups, list(dict.fromkeys(frame.kernel)))
     report.families = {f: side_by_side(frame, f, report.groups, judged, wins) for f in dict.fromkeys(frame.family)}

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from dbench.errors import DbenchError
+from dbench.errors import UsageError
 
 PROBLEM_STATUSES = ("unsupported", "mismatch", "failed", "crashed", "timeout", "oom")
 
@@ -40,15 +40,16 @@ def groups(frame: pd.DataFrame) -> list[Group]:
     return [Group(*key, " · ".join(part for part, shown in zip(key, varying) if shown), runtimes[key[1]]) for key in keys]
 
 
-def baseline_group(all_groups: list[Group], baseline: str | None) -> Group:
-    """The group speedups are relative to: its label, or the first group of that variant or runtime;
-    default the first."""
+def baseline_group(all_groups: list[Group], baseline: str | None, home: str | None = None) -> Group:
+    """The group speedups are relative to: its label, or the first group of that variant or runtime; by
+    default the first group measured on `home` (this machine: the user's own runs, not reference runs of
+    another), else the first."""
     if baseline is None:
-        return all_groups[0]
+        return next((group for group in all_groups if group.machine == home), all_groups[0])
     for group in all_groups:
         if baseline in (group.label, group.variant, group.runtime):
             return group
-    raise DbenchError(f"--baseline {baseline!r} matches no column group; valid: {', '.join(g.label for g in all_groups)}")
+    raise UsageError(f"--baseline {baseline!r} matches no column group; valid: {', '.join(g.label for g in all_groups)}")
 
 
 def side_by_side(frame: pd.DataFrame, family: str, all_groups: list[Group], judged: dict, wins: dict) -> pd.DataFrame:

@@ -11,7 +11,7 @@ from typing import Any
 
 import pandas as pd
 
-from dbench.errors import DbenchError
+from dbench.errors import InputError
 from dbench.store.compare import warnings_of
 from dbench.store.log import RunLog
 
@@ -80,12 +80,12 @@ def log_paths(paths: list[Path]) -> list[Path]:
         elif path.is_file() and path.suffix == ".jsonl":
             found.append(path)
         elif path.exists():
-            raise DbenchError(f"{path} is not a run log (.jsonl) or a folder of them; give files written by dbench run or allreduce")
+            raise InputError(f"{path} is not a run log (.jsonl) or a folder of them; give files written by dbench run or allreduce")
         else:
-            raise DbenchError(f"{path} does not exist; give run logs (.jsonl) or results folders")
+            raise InputError(f"{path} does not exist; give run logs (.jsonl) or results folders")
     unique = list(dict.fromkeys(p.resolve() for p in found))
     if not unique:
-        raise DbenchError(f"no run logs (.jsonl) in {', '.join(map(str, paths))}; run dbench run first or name the results folder")
+        raise InputError(f"no run logs (.jsonl) in {', '.join(map(str, paths))}; run dbench run first or name the results folder")
     return unique
 
 
@@ -102,8 +102,7 @@ def load(paths: list[Path]) -> Results:
         runs.append(run)
         if not run.has_samples and run.kind == "kernels":
             notes.append(f"{run.run_id} is a schema-1 run: no per-sample times, so its intervals come from the stored statistics")
-        if run.kind != "allreduce":
-            notes += warnings_of(log)
+        notes += warnings_of(log) if run.kind != "allreduce" else filter(None, [log.torn_note()])  # a torn log named
         target = allreduce_rows if run.kind == "allreduce" else kernel_rows
         for row in log.rows():
             target.append({**row, "run_id": run.run_id, "machine": run.machine, "taken_at": header.get("host", {}).get("taken_at", "")})

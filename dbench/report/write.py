@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import importlib.util
 import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from dbench.errors import DbenchError
 from dbench.report.build import Report
+from dbench.report.extras import require_extras
 from dbench.report.load import read_peaks
 from dbench.store.log import ensure_writable
 
@@ -80,13 +79,6 @@ def all_profiles(profiles):
     import pandas as pd
 
     return pd.concat([frame.assign(row=title) for title, frame in profiles.items()]).reset_index().set_index("row")
-
-
-def require_extras() -> None:
-    """One line naming the missing packages of the report extra, before any work."""
-    missing = [name for name in ("matplotlib", "openpyxl") if importlib.util.find_spec(name) is None]
-    if missing:
-        raise DbenchError(f"dbench report needs {' and '.join(missing)}: pip install 'dbench[report]'")
 
 
 def write_report(report: Report, folder: Path) -> Written:

@@ -13,6 +13,11 @@ from dbench.report.build import Report
 FIELD_NAMES = {"median_us": "median µs", "tflops": "TFLOP/s", "speedup": "speedup", "speedup_low": "speedup low",
                "speedup_high": "speedup high", "same": "same within noise", "rounds": "rounds", "status": "status",
                "winner": "fastest"}
+NUMBER_FORMATS = (("median µs", "#,##0.0"), ("TFLOP/s", "0.0000"), ("speedup", '0.00"×"'), ("speedup low", '0.00"×"'),
+                  ("speedup high", '0.00"×"'), ("GB/s", "0.000"), ("time µs", "#,##0.0"), ("_us", "#,##0.0"), ("share", "0%"))
+"""Excel number formats by the end of a column's header (first match): times with thousands separators,
+speedups as ×1.23, shares as percentages; other columns keep Excel's General."""
+MAX_WIDTH = 40
 
 
 def specs(report: Report) -> pd.DataFrame:
@@ -42,8 +47,28 @@ def _sheet_name(name: str, used: set[str]) -> str:
     return clean
 
 
+def _number_format(header: object) -> str | None:
+    text = str(header or "")
+    return next((fmt for end, fmt in NUMBER_FORMATS if text.endswith(end) or text.endswith(end.replace(" ", "_"))), None)
+
+
+def format_sheet(sheet) -> None:
+    """Header row and label column frozen (they stay in view while scrolling), numbers formatted by
+    their column, columns as wide as their header (up to MAX_WIDTH)."""
+    sheet.freeze_panes = "B2"
+    for column in sheet.iter_cols(min_row=1, max_row=sheet.max_row):
+        header = column[0].value
+        fmt = _number_format(header)
+        if fmt:
+            for cell in column[1:]:
+                if isinstance(cell.value, (int, float)) and not isinstance(cell.value, bool):
+                    cell.number_format = fmt
+        widest = max((len(str(cell.value)) for cell in column if cell.value is not None), default=6)
+        sheet.column_dimensions[column[0].column_letter].width = min(MAX_WIDTH, max(8, widest + 2))
+
+
 def write_xlsx(report: Report, path: Path) -> Path:
-    """Write the workbook and return its path."""
+    """Write the workbook (every sheet formatted by format_sheet) and return its path."""
     used: set[str] = set()
     with pd.ExcelWriter(path, engine="openpyxl") as writer:
         if not report.summary.empty:
@@ -70,4 +95,6 @@ def write_xlsx(report: Report, path: Path) -> Path:
         notes = pd.DataFrame({"note": report.notes or ["(none)"]})
         specs(report).to_excel(writer, sheet_name=_sheet_name("Specs", used), index=False)
         notes.to_excel(writer, sheet_name=_sheet_name("Notes", used), index=False)
+        for sheet in writer.sheets.values():
+            format_sheet(sheet)
     return path

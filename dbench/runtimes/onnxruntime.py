@@ -33,9 +33,10 @@ ORT_TYPE_PRECISION = {
     "int8": "int8", "uint8": "int8", "int32": "int32", "int64": "int64",
 }
 OPT_LEVELS = ("disable", "basic", "extended", "all")
-# Provider options the CPU execution provider reads (ORT stores unknown keys without a word, so a typo
-# would be recorded in every row as if applied). Values are checked by ORT itself at session creation.
-CPU_PROVIDER_OPTIONS = frozenset({"use_arena"})
+# ort-cpu's `--option` keys and their values. ONNX Runtime's Python API builds the CPU execution provider
+# from the SessionOptions and drops the provider options given for it without a word (any key, any
+# value: `use_arena=banana` ran), so they are applied as the session options they stand for.
+CPU_OPTIONS = {"use_arena": ("0", "1")}
 # ORT's words for an allocation failure inside a running kernel, which it raises as a plain
 # RuntimeException/Fail (std::bad_alloc at the Python boundary arrives as MemoryError).
 OOM_WORDS = ("bad_alloc", "failed to allocate memory", "out of memory")
@@ -342,7 +343,7 @@ class OrtRuntime(Runtime):
         return dict(self.options.extra)
 
     supported_options: ClassVar[frozenset[str]] = frozenset({"threads", "graph_optimization", "extra"})
-    provider_option_names: ClassVar[frozenset[str]] = CPU_PROVIDER_OPTIONS
+    provider_option_names: ClassVar[frozenset[str]] = frozenset(CPU_OPTIONS)
 
     @classmethod
     def validate_values(cls, options: RuntimeOptions) -> None:
@@ -432,7 +433,7 @@ class OrtRuntime(Runtime):
 
 
 class OrtCpu(OrtRuntime):
-    """ONNX Runtime, CPUExecutionProvider."""
+    """ONNX Runtime, CPUExecutionProvider; `--option use_arena=0|1` is SessionOptions.enable_cpu_mem_arena."""
 
     name: ClassVar[str] = "ort-cpu"
     reports_execution: ClassVar[bool] = True
@@ -444,5 +445,28 @@ class OrtCpu(OrtRuntime):
                             "intra_op_num_threads": self.pool_threads(requests),
                             "layout": "one session, concurrent Run calls, one IOBinding per request"}
         return OrtConcurrentSession(self, model_bytes, spec, values, requests)
+
+    @classmethod
+    def validate_values(cls, options: RuntimeOptions) -> None:
+        super().validate_values(options)
+        for key, value in options.extra.items():
+            if key in CPU_OPTIONS and value not in CPU_OPTIONS[key]:
+                raise UsageError(f"--option {key}={value} is not valid; use {' or '.join(CPU_OPTIONS[key])}")
+
+    @property
+    def cpu_mem_arena(self) -> bool:
+        """The CPU arena setting in force: ONNX Runtime's default (on) unless `--option use_arena=0`."""
+        return self.options.extra.get("use_arena", "1") == "1"
+
+    def provider_options(self) -> dict[str, str]:
+        return {}  # the CPU provider reads none: its settings are session options (see CPU_OPTIONS)
+
+    def session_options(self, profiling: bool, intra_threads: int | None = None):
+        options = super().session_options(profiling, intra_threads)
+        options.enable_cpu_mem_arena = self.cpu_mem_arena
+        return options
+
+    def describe(self) -> dict[str, Any]:
+        return {**super().describe(), "enable_cpu_mem_arena": self.cpu_mem_arena}
 
 

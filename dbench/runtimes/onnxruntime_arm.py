@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from dbench.runtimes.onnxruntime import OrtCpu, _ort
+from dbench.runtimes.onnxruntime import CPU_OPTIONS, OrtCpu, _ort
 
 
 class OrtArmProvider(OrtCpu):
@@ -45,7 +45,8 @@ class OrtXnnpack(OrtArmProvider):
 
     def provider_options(self) -> dict[str, str]:
         # XNNPACK runs its own thread pool; the session's intra-op pool should then stay small.
-        return {"intra_op_num_threads": str(self.options.thread_count), **self.options.extra}
+        return {"intra_op_num_threads": str(self.options.thread_count),
+                **{k: v for k, v in self.options.extra.items() if k not in CPU_OPTIONS}}
 
 
 class OrtAcl(OrtArmProvider):

@@ -297,8 +297,8 @@ class OpenVinoSession(Session):
         device = self.runtime.properties.get("EXECUTION_DEVICES", self.runtime.device)
         if cumulative_reports(device):
             # Averages in whole µs: the later runs' mean amplifies their rounding by (N + warmup) / runs,
-            # so as many runs as warm-up keep it within 3 µs per layer.
-            runs = max(runs, warmup)
+            # so no more warm-up than runs keeps it within 3 µs per layer (and `runs`, --profile-runs' cap, holds).
+            warmup = min(warmup, runs)
         samples, latencies = [], []
         for call in range(warmup + runs):
             request.infer(share_outputs=True)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import importlib
 from dataclasses import dataclass
 
-from dbench.errors import DbenchError, UsageError
+from dbench.errors import InputError, UsageError
 from dbench.runtimes.base import Runtime
 
 RUNTIMES: dict[str, str] = {
@@ -52,5 +52,5 @@ def require(name: str) -> type[Runtime]:
     cls = runtime_class(name)
     ok, reason = cls.availability()
     if not ok:
-        raise DbenchError(f"runtime {name} is not usable here: {reason}")
+        raise InputError(f"runtime {name} is not usable here: {reason}")
     return cls

@@ -9,10 +9,11 @@ from pathlib import Path
 
 import onnx
 
-from dbench.errors import DbenchError, UnsupportedError
+from dbench.errors import InputError, UnsupportedError
 from dbench.frommodel.dims import check_dims_used, symbolic_names
 from dbench.frommodel.load import check_fits, load_model
 from dbench.frommodel.walk import extract
+from dbench.gen.manifest import confined_file
 from dbench.gen.feeds import default_seed
 from dbench.gen.graph import GraphSpec
 from dbench.sources.contract import ONNX_REFERENCE, Contract
@@ -57,8 +58,10 @@ def models_in_folder(folder: Path, dims: dict[str, int]) -> list[Item]:
     """Every .onnx file of a folder, in name order; each --dim must be declared by at least one of them."""
     paths = sorted(folder.glob("*.onnx"))
     if not paths:
-        raise DbenchError(f"no manifest.json in {folder} and no .onnx files either; point --graphs at a folder made by "
+        raise InputError(f"no manifest.json in {folder} and no .onnx files either; point --graphs at a folder made by "
                           "dbench gen or one holding .onnx models")
+    for path in paths:  # as gen folders and bundles: a link never leads a run outside the folder
+        confined_file(folder, path.name)
     items = [model_item(path, dims, all_dims=False) for path in paths]
     declared = [name for path in paths for name in symbolic_names(onnx.load(str(path), load_external_data=False))]
     check_dims_used(dims, declared, f"any model in {folder}")

@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from dbench.errors import DbenchError, UsageError
+from dbench.errors import InputError, UsageError
 from dbench.stats.differences import MIN_DF, Difference, paired, pooled, welch
 from dbench.stats.fdr import FDR, bh_adjusted
 from dbench.stats.student import t_quantile
@@ -276,7 +276,7 @@ def open_run(results: Path, name: str) -> RunLog:
     path = Path(name)
     if path.suffix == ".jsonl":
         if not path.is_file():
-            raise DbenchError(f"no run log at {path}")
+            raise InputError(f"no run log at {path}")
         return RunLog.read(path)
     return RunLog.read(find_run(results, name))
 
@@ -293,12 +293,13 @@ def variant_of(row: dict, header: dict) -> str:
 
 
 def warnings_of(log: RunLog) -> list[str]:
-    """What a reader of verdicts must know of a run: a busy machine at its start or end, --quick."""
+    """What a reader of verdicts must know of a run: a busy machine at its start or end, --quick, a torn
+    last line (a kill mid-write: that row is left out)."""
     header = log.header()
     rows = log.rows()
     host = header.get("host", {})
     cores = host.get("cpu_affinity") or host.get("cpu_count")
-    warnings = []
+    warnings = [note for note in [log.torn_note()] if note]
     end = rows[-1].get("load_1m") if rows else None
     for moment, load in (("start", (host.get("load_start") or [None])[0]), ("end", end)):
         if load is not None and is_busy([load], cores):
@@ -372,7 +373,7 @@ def expand(results: Path, names: list[str]) -> list[str]:
         if any(c in name for c in "*?[") and not name.endswith(".jsonl"):
             found = sorted(p.stem for p in results.glob(f"*/{name}.jsonl"))
             if not found:
-                raise DbenchError(f"no run matches {name!r} under {results}; see the file names in {results}/<machine>/")
+                raise InputError(f"no run matches {name!r} under {results}; see the file names in {results}/<machine>/")
             expanded += found
         else:
             expanded.append(name)

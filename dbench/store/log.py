@@ -19,7 +19,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Iterator
 
-from dbench.errors import DbenchError
+from dbench.errors import DbenchError, InputError
 
 SCHEMA_VERSION = 3
 READABLE_VERSIONS = (1, 2, 3)
@@ -38,7 +38,7 @@ def ensure_writable(folder: Path) -> Path:
         probe.write_text("")
         probe.unlink()
     except OSError as err:
-        raise DbenchError(f"cannot write results to {folder}: {err.strerror}; choose another folder with --out") from None
+        raise InputError(f"cannot write results to {folder}: {err.strerror}; choose another folder with --out") from None
     return folder
 
 
@@ -105,7 +105,7 @@ class RunLog:
         log = cls(path)
         version = log.header().get("schema_version")
         if version not in READABLE_VERSIONS:
-            raise DbenchError(f"{path} has schema version {version}; this dbench reads versions "
+            raise InputError(f"{path} has schema version {version}; this dbench reads versions "
                               f"{', '.join(map(str, READABLE_VERSIONS))}: use a dbench that writes version {version}")
         return log
 
@@ -172,18 +172,34 @@ class RunLog:
                     yield json.loads(line)
                 except (UnicodeDecodeError, json.JSONDecodeError) as err:
                     reason = err.msg if isinstance(err, json.JSONDecodeError) else "not UTF-8 text"
-                    raise DbenchError(f"{self.path}, line {number} is not valid JSON ({reason}); the log is corrupt") from None
+                    raise InputError(f"{self.path}, line {number} is not valid JSON ({reason}); the log is corrupt") from None
 
     def header(self) -> dict[str, Any]:
         for record in self._records():
             if record.get("type") == "run":
                 return record
             break
-        raise DbenchError(f"{self.path} has no complete run header; it is not a dbench run log, or its run was "
+        raise InputError(f"{self.path} has no complete run header; it is not a dbench run log, or its run was "
                           "killed before it began: start a new run")
 
     def rows(self) -> list[dict[str, Any]]:
         return [r for r in self._records() if r.get("type") == "result"]
+
+    def torn(self) -> bool:
+        """Whether the log ends in a torn line (its run was killed mid-write): `rows` leaves that row out."""
+        with self.path.open("rb") as fh:
+            fh.seek(0, os.SEEK_END)
+            if fh.tell() == 0:
+                return False
+            fh.seek(-1, os.SEEK_END)
+            return fh.read(1) != b"\n"
+
+    def torn_note(self) -> str | None:
+        """One line saying the log is incomplete and how to complete it, or None."""
+        if not self.torn():
+            return None
+        return (f"{self.path} ends in a torn line (its run was killed mid-write): that row is left out; "
+                f"{resume_command(self.path)} completes the run")
 
     def rounds(self) -> list[dict[str, Any]]:
         """The round records, in the order they were measured."""
@@ -192,7 +208,10 @@ class RunLog:
 
 def find_run(results: Path, run_id: str) -> Path:
     """The log of `run_id` under `results/` (any machine folder), or a clear error."""
+    if not run_id.strip():
+        raise InputError(f"an empty run id names no run; give the id a run printed (run-YYYYmmdd-HHMMSS-xxxx), "
+                         f"as in the file names under {results}/<machine>/")
     matches = sorted(results.glob(f"*/{run_id}.jsonl")) + sorted(results.glob(f"{run_id}.jsonl"))
     if not matches:
-        raise DbenchError(f"unknown run {run_id!r}: no {run_id}.jsonl under {results}; see the file names in {results}/<machine>/")
+        raise InputError(f"unknown run {run_id!r}: no {run_id}.jsonl under {results}; see the file names in {results}/<machine>/")
     return matches[0]

@@ -19,12 +19,13 @@ from dbench.store.machine import isa_features, machine_key, microarchitecture
 
 PACKAGES = (
     "archspec", "numpy", "onnx", "onnxruntime", "onnxruntime-gpu", "openvino", "tensorrt", "mpi4py", "mpich",
-    "openmpi", "pandas", "pyarrow", "ml_dtypes", "cupy-cuda12x",
+    "openmpi", "pandas", "pyarrow", "ml_dtypes", "cupy-cuda12x", "cupy-cuda13x", "nvidia-ml-py",
 )
 THREAD_ENV = re.compile(r"^(OMP_|MKL_|OPENBLAS_|KMP_|GOMP_|ORT_|OV_|TBB_|CUDA_VISIBLE_DEVICES|NVIDIA_TF32|DNNL_|ONEDNN_)")
 
 
-def _cpu() -> dict[str, Any]:
+def _cpuinfo() -> dict[str, Any]:
+    """The CPU model (and the flags, for when archspec has none) from /proc/cpuinfo, the first CPU's."""
     info: dict[str, Any] = {"model": platform.processor() or platform.machine(), "flags": []}
     try:
         text = Path("/proc/cpuinfo").read_text()
@@ -38,6 +39,30 @@ def _cpu() -> dict[str, Any]:
         elif key in ("flags", "Features") and not info["flags"]:
             info["flags"] = value.split()
     return info
+
+
+def cpu_flags() -> list[str] | None:
+    """The host CPU's feature flags as archspec detects them (sorted; with its aliases, e.g. sse3 for
+    /proc/cpuinfo's pni), or None where it cannot tell (a platform it does not know)."""
+    try:
+        import warnings
+
+        import archspec.cpu.detect
+
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # archspec warns when one of its detectors fails
+            features = archspec.cpu.detect.detected_info().features
+    except Exception:  # archspec missing or failing here: the caller falls back to /proc/cpuinfo
+        return None
+    return sorted(features) or None
+
+
+def _cpu() -> dict[str, Any]:
+    """CPU model and flags: the flags from archspec, else /proc/cpuinfo's; the model from /proc/cpuinfo
+    (archspec reads an x86 brand string with cpuid, the same text, and none on ARM)."""
+    info = _cpuinfo()
+    flags = cpu_flags()
+    return {**info, "flags": flags} if flags else info
 
 
 def _memory_bytes() -> int | None:
@@ -73,7 +98,27 @@ def package_versions() -> dict[str, str]:
 
 
 def _gpus() -> list[str]:
-    """GPU model names from nvidia-smi where it exists (empty list otherwise)."""
+    """GPU model names, through NVML (nvidia-ml-py, in the gpu extra) where it is installed, else from
+    nvidia-smi where that exists; an empty list without an NVIDIA driver."""
+    try:
+        import pynvml
+    except ImportError:
+        return _gpus_from_nvidia_smi()
+    try:
+        pynvml.nvmlInit()
+    except pynvml.NVMLError:  # no driver or no library: no NVIDIA GPU to name
+        return []
+    try:
+        names = [pynvml.nvmlDeviceGetName(pynvml.nvmlDeviceGetHandleByIndex(i)) for i in range(pynvml.nvmlDeviceGetCount())]
+    except pynvml.NVMLError:
+        names = []
+    finally:
+        pynvml.nvmlShutdown()
+    return [name.decode() if isinstance(name, bytes) else str(name) for name in names]
+
+
+def _gpus_from_nvidia_smi() -> list[str]:
+    """GPU model names from nvidia-smi (a board or host without nvidia-ml-py)."""
     try:
         out = subprocess.run(["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"], capture_output=True,
                              text=True, timeout=10)

@@ -220,6 +220,11 @@ class Row:
     search: dict[str, Any] | None = None
     """Server with a bound: the highest rate that kept p99 under it (`max_rate`), the lowest that did not
     (`max_rate_failed`), the closed-loop ceiling, every trial, and why the search stopped."""
+    verify_check: str | None = None
+    """The check that gave the verdict (`full`, `rows`, `projection`, `steps`...: docs/method.md), None
+    when not verified (absent from rows written before the checks were told apart)."""
+    false_accept: float | None = None
+    """The most probability that check had of passing an output the full reference would reject."""
 
     def to_dict(self) -> dict[str, Any]:
         row = {("pass" if f.name == "pass_name" else f.name): getattr(self, f.name) for f in dataclasses.fields(self)}
@@ -261,7 +266,8 @@ class Row:
             device_memory_bytes=outcome.device_memory_bytes,
             verified=verification.get("ok"), verified_by=verification.get("by"), error=verification.get("error"),
             tolerance_metric=verification.get("metric"), tolerance=verification.get("bound"),
-            verified_rows=verification.get("rows_checked"),
+            verified_rows=verification.get("rows_checked"), verify_check=verification.get("check"),
+            false_accept=verification.get("false_accept"),
             device_median_us=outcome.device_median_us, inputs_s=outcome.inputs_s, prepare_s=outcome.prepare_s,
             verify_s=outcome.verify_s, profile_s=outcome.profile_s, profile_call_us=outcome.profile_call_us,
             device_graph_median_us=outcome.device_graph_median_us, gpu_state=outcome.gpu_state,

@@ -17,7 +17,7 @@ from dbench.gen.graph import GraphSpec
 from dbench.outcome import Outcome, Phase, Status
 from dbench.runtimes.base import Profile, Runtime, RuntimeOptions, Session
 from dbench.worker.job import Job
-from dbench.worker.expected import expected_outputs, verify_rows
+from dbench.worker.expected import expected_outputs
 from dbench.worker.profiling import PROFILE_BUDGET_S, best_profile, profile_runs
 from dbench.worker.timing import TimingConfig
 
@@ -76,6 +76,9 @@ def execute(job: Job, phase: Callable[[str], None] = _no_phase) -> Outcome:
     `phase` with each phase's name as it begins."""
     import onnx
 
+    from dbench.cache.store import open_cache
+    from dbench.check.full import Unverified
+    from dbench.check.verify import verify
     from dbench.errors import DbenchError, OutOfMemory, RuntimeSetupError, UnsupportedError
     from dbench.gen.feeds import make_feeds
     from dbench.gen.manifest import sha256
@@ -83,7 +86,6 @@ def execute(job: Job, phase: Callable[[str], None] = _no_phase) -> Outcome:
     from dbench.sources.contract import check_model, stored_weights
     from dbench.worker import memory
     from dbench.worker.timing import measure
-    from dbench.worker.verify import compare
 
     spec = job.spec
     try:
@@ -136,17 +138,13 @@ def execute(job: Job, phase: Callable[[str], None] = _no_phase) -> Outcome:
             if job.verify:
                 phase("verifying")
                 t0 = time.perf_counter()
-                rows = verify_rows(spec)
-                outputs = session.outputs()
-                if rows is not None:
-                    outputs = {name: value[rows] for name, value in outputs.items()}
-                expected, by, rule = expected_outputs(model, spec, feeds, rows, job.contract.reference)
-                if expected is None:  # a foreign model the reference evaluator cannot run: said plainly
+                verdict = verify(spec, job.model, feeds, session.outputs(), job.contract.reference,
+                                 lambda rows: expected_outputs(model, spec, feeds, rows, job.contract.reference), open_cache())
+                if isinstance(verdict, Unverified):  # a foreign model the reference evaluator cannot run: said plainly
                     outcome.verification = {"ok": None, "by": None}
-                    outcome.message = f"unverified: {by}"
+                    outcome.message = f"unverified: {verdict.reason}"
                 else:
-                    verdict = compare(outputs, expected, rule)
-                    outcome.verification = {**verdict.to_dict(), "by": by, "rows_checked": len(rows) if rows is not None else None}
+                    outcome.verification = verdict.to_dict()
                     if not verdict.ok:
                         outcome.status = Status.MISMATCH
                         outcome.message = f"{verdict.detail}: error {verdict.error:.3g} > {verdict.metric} tolerance {verdict.bound:g}"

@@ -1,5 +1,6 @@
-"""Compare a runtime's outputs with the reference under the graph's tolerance rule, and say when the
-comparison says little (outputs that are all zero or hold a handful of values)."""
+"""Compare a runtime's outputs with the reference under the graph's tolerance rule, say when the
+comparison says little (outputs that are all zero or hold a handful of values), and the verdict every
+check returns."""
 
 from __future__ import annotations
 
@@ -17,8 +18,11 @@ SAMPLE = 1 << 16
 
 @dataclass(frozen=True)
 class Verdict:
-    """`ok` when every output is within tolerance; `error` is the worst output's error under the metric;
-    `weak` says why agreement proves little (every output degenerate), empty otherwise."""
+    """`ok` when every output is within tolerance; `error` is the worst output's error under the metric
+    (for a projection check, an upper bound of it: docs/method.md); `weak` says why agreement proves
+    little (every output degenerate), empty otherwise. `check` names the check that decided (`full`,
+    `rows`, `projection`, `steps`...), `false_accept` bounds the probability that it passed an output the
+    full reference would reject, `by` what computed the expected values."""
 
     ok: bool
     error: float
@@ -26,6 +30,10 @@ class Verdict:
     bound: float
     detail: str = ""
     weak: str = ""
+    check: str = "full"
+    false_accept: float = 0.0
+    by: str | None = None
+    rows_checked: int | None = None
 
     def to_dict(self) -> dict:
         return asdict(self)
