@@ -52,8 +52,10 @@ def main() -> None:
     parser.add_argument("--threads", default="1")
     parser.add_argument("--quick", action="store_true", help="dbench predict --quick: a smoke run, not figures")
     parser.add_argument("--rounds", default=None, help="rounds per graph (dbench's default: 3)")
+    parser.add_argument("--min-time", default=None, help="sampling seconds per graph, shared by its rounds (dbench's default: 2)")
     args = parser.parse_args()
-    extra = (["--quick"] if args.quick else []) + (["--rounds", args.rounds] if args.rounds else [])
+    extra = ((["--quick"] if args.quick else []) + (["--rounds", args.rounds] if args.rounds else [])
+             + (["--min-time", args.min_time] if args.min_time else []))
     paths = build(args.corpus, args.models.split(","))
     host = host_metadata()
     print(f"machine: {host['cpu_model']}, {host['cpu_count']} cores; --threads {args.threads}; "

@@ -397,11 +397,13 @@ def run(
     latency_bound: Annotated[Optional[float], typer.Option("--latency-bound", metavar="MS", help="Server scenario: p99 latency bound in ms: the share over it, and a search for the highest rate that keeps it.")] = None,
     search_time: Annotated[Optional[float], typer.Option("--search-time", metavar="SECONDS", help="Server scenario: seconds the max-rate search may take per graph (default 20; 0: no search).")] = None,
     show_profile: Annotated[bool, typer.Option("--show-profile", help="Print every row's per-node profile after the run (layer, op, kernel, precision, time, share), as benchmark_app -pc.")] = False,
+    budget: Annotated[Optional[str], typer.Option("--budget", metavar="DURATION", parser=given, help="Fit the run in this time (600, 90s, 10m, 1.5h): sampling, then the profiling pass, are cut before it starts, and the plan line says what was given up.")] = None,
 ) -> None:
     """Time every selected graph on a runtime, verify it, and log one row per graph as it finishes.
 
     Exit status: 0 when every row is ok or unsupported, 3 when any is mismatch, failed, crashed,
     timeout or oom, 2 for bad input, 1 for other errors, 130 on Ctrl-C or SIGTERM."""
+    from dbench.orchestrator.estimate import parse_duration
     from dbench.orchestrator.request import RunRequest, memory_limit_bytes
     from dbench.orchestrator.run import execute_run, plan_run
     from dbench.frommodel.dims import parse_dims
@@ -429,7 +431,7 @@ def run(
         cpus=cpus, rounds=rounds, iterations=iterations, warmup_calls=warmup_calls,
         percentiles=_numbers(percentiles, "--percentiles") if percentiles is not None else None,
         scenario=scenario, streams=_counts(streams, "--streams"), rate=rate, latency_bound=latency_bound,
-        search_time=search_time,
+        search_time=search_time, budget=parse_duration(budget) if budget is not None else None,
         **({"profile_runs": 0} if no_profile else {} if profile_runs is None else {"profile_runs": profile_runs}),
     )
     if kernels_log is not None:
@@ -494,22 +496,23 @@ def predict(
     Exit status: 0 when every row is ok or unsupported, 3 when any is mismatch, failed, crashed,
     timeout or oom, 2 for bad input, 130 on Ctrl-C or SIGTERM."""
     from dbench.frommodel.dims import parse_dims
-    from dbench.orchestrator.request import RunRequest
+    from dbench.orchestrator.request import RunRequest, memory_limit_bytes
 
     if fmt not in ("table", "json"):
         raise UsageError(f"unknown format {fmt!r}; valid: table, json")
-    if top < 0:
-        raise UsageError(f"--top {top} must be 0 (every unit) or more")
+    if not 0 <= top <= MAX_TOP:
+        raise UsageError(f"--top {top} must be 0 (every unit) to {MAX_TOP:,}")
     if model is None and not resume:
         raise UsageError("give the model to predict (dbench predict MODEL.onnx), or --resume RUN")
+    if model is not None and not model.exists():
+        raise InputError(f"no model file at {model}; give the path of an .onnx model")
     if resume and units_run:
         raise UsageError("--units-run predicts from a finished run; drop --resume")
     request = RunRequest(
         graphs=str(model) if model else None, runtime=runtime, device=device, threads=threads, graph_optimization=graph_opt,
         allow_runtime_precision=allow_runtime_precision, extra=_pairs(option), quick=quick, min_time=min_time,
         max_time=max_time, warmup=warmup, verify=not no_verify, profile_runs=profile_runs, timeout=timeout,
-        memory_limit=int(memory_limit * 2**30) if memory_limit is not None else None, dims=parse_dims(dim or []),
-        cpus=cpus, rounds=rounds)
+        memory_limit=memory_limit_bytes(memory_limit), dims=parse_dims(dim or []), cpus=cpus, rounds=rounds)
     if units_run:
         from dbench.orchestrator.predict import units_run_predictions
         from dbench.store.compare import open_run
@@ -532,6 +535,10 @@ def predict(
         print_run(out, result)
     _print_predictions(predictions(result.rows), top, fmt)
     raise typer.Exit(result.exit_code)
+
+
+MAX_TOP = 100_000
+"""--top's ceiling: more units than any model has, and a number a typo cannot overflow."""
 
 
 def _print_profiles(target: Console, rows: list[dict]) -> None:
