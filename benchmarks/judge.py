@@ -13,10 +13,12 @@ Then prints, from the stored rows:
   re-run interval (and inside its interval of the median, for contrast);
 * power: a synthetic 5 % and 10 % slowdown applied to the round medians of the second run of each
   pair (kernels >= 0.1 ms), and --threads 1 vs 2 on the large GEMMs, interleaved and as separate runs;
+* the power on the same 10 % slowdown as the rounds a side grow (several runs' rounds merged a side);
 * the wall time of a default run against a one-round run.
 
     python benchmarks/judge.py --runs 5 --out /tmp/judge            # about 30 min on a 2-core VM
     python benchmarks/judge.py --runs 2 --args "--quick --ops gemm" --out /tmp/judge-smoke
+    python benchmarks/judge.py --reuse --out /tmp/judge       # the figures again from the runs kept there
 """
 
 from __future__ import annotations
@@ -110,6 +112,33 @@ def power(runs: list[list[dict]]) -> None:
                   f"({found / total:.0%}) found slower")
 
 
+def merged(runs: list[list[dict]]) -> list[dict]:
+    """One run's worth of rows whose rounds are those of every run in `runs`, graph by graph: rounds of
+    separate runs are as independent as a run's own (what the calibration above checks), so this is a
+    run with that many more rounds, made of real stored ones."""
+    by_id = [{r["graph_id"]: r for r in run} for run in runs]
+    return [{**row, "round_medians_us": [m for run in by_id for m in run[row["graph_id"]].get("round_medians_us") or []]}
+            for row in runs[0] if row.get("round_medians_us") and all(row["graph_id"] in run for run in by_id)]
+
+
+def power_by_rounds(runs: list[list[dict]], factor: float = 1.10) -> None:
+    """The power on a synthetic change as the rounds a side grow: k runs' rounds merged on each side,
+    over disjoint choices of 2k runs."""
+    for k in range(1, len(runs) // 2 + 1):
+        found = total = 0
+        for chosen in itertools.combinations(range(len(runs)), 2 * k):
+            a, b = merged([runs[i] for i in chosen[:k]]), merged([runs[i] for i in chosen[k:]])
+            comparison = compare_sides(side("a", a), side("b", slowed(b, factor)))
+            for pair in comparison.pairs:
+                if pair.a and pair.a[0].get("median_us", 0) >= MIN_POWER_US and pair.verdict not in ("", "only in a", "only in b"):
+                    total += 1
+                    found += pair.verdict == "slower"
+        rounds = len(a[0]["round_medians_us"]) if a else 0
+        if total:
+            print(f"power, a synthetic {factor - 1:.0%} slowdown, {rounds} rounds a side ({k} run(s) merged): "
+                  f"{found}/{total} ({found / total:.0%}) found slower")
+
+
 def threads(interleaved: list[dict], one: list[dict], two: list[dict]) -> None:
     by_variant: dict[str, list[dict]] = {}
     for r in interleaved:
@@ -129,7 +158,10 @@ def main() -> None:
     parser.add_argument("--gemms", default="--suite inference-device --ops gemm --id gemm_m5124_*",
                         help="the selection of the --threads 1 vs 2 runs (large GEMMs)")
     parser.add_argument("--out", type=Path, required=True)
+    parser.add_argument("--reuse", action="store_true", help="no new runs: judge the runs already in --out (wall times are not measured)")
     args = parser.parse_args()
+    if args.reuse:
+        return judge_stored(args.out)
     common = shlex.split(args.args)
     logs, walls, one_round = [], [], []
     for i in range(args.runs):
@@ -147,13 +179,33 @@ def main() -> None:
     two, _ = dbench_run([*gemms, "--threads", "2"], args.out)
     runs = [rows(log) for log in logs]
     print()
-    a_vs_a(runs)
-    calibration(runs)
-    power(runs)
-    threads(rows(interleaved), rows(one), rows(two))
+    judge(runs, rows(interleaved), rows(one), rows(two))
     mean = sum(walls) / len(walls)
     print(f"wall time: default runs {min(walls):.0f}-{max(walls):.0f} s (mean {mean:.0f}), one-round runs "
           f"{', '.join(f'{w:.0f}' for w in one_round)} s: rounds cost {mean / (sum(one_round) / len(one_round)) - 1:+.0%}")
+
+
+def judge(runs: list[list[dict]], interleaved: list[dict], one: list[dict], two: list[dict]) -> None:
+    a_vs_a(runs)
+    calibration(runs)
+    power(runs)
+    power_by_rounds(runs)
+    threads(interleaved, one, two)
+
+
+def judge_stored(out: Path) -> None:
+    """The same figures from the runs a earlier judge left in `out`, told apart by their requests."""
+    kinds: dict[str, list[Path]] = {}
+    for log in sorted(out.glob("*/*.jsonl")):
+        request = json.loads(log.read_text().split("\n", 1)[0]).get("request", {})
+        threads_asked = request.get("threads")
+        threads_asked = [threads_asked] if isinstance(threads_asked, int) else threads_asked
+        kind = ("interleaved" if threads_asked and len(threads_asked) > 1 else f"threads {threads_asked[0]}" if threads_asked
+                else "one round" if request.get("rounds") == 1 else "default")
+        kinds.setdefault(kind, []).append(log)
+    print(f"runs in {out}: " + ", ".join(f"{len(v)} {k}" for k, v in kinds.items()))
+    judge([rows(log) for log in kinds["default"]], rows(kinds["interleaved"][-1]), rows(kinds["threads 1"][-1]),
+          rows(kinds["threads 2"][-1]))
 
 
 if __name__ == "__main__":

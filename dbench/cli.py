@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Annotated, Callable, Optional, TypeVar
 
 import typer
+from rich.console import Console
 from rich.markup import escape
 
 from dbench.cli_group import DbenchGroup, error_line, given, given_path, path_error
@@ -288,9 +289,24 @@ def export(
     int8_form: Int8FormOpt = None,
     no_pad: NoPadOpt = False,
     batch: BatchOpt = None,
+    units: Annotated[Optional[Path], typer.Option("--units", metavar="MODEL", parser=given_path, help="Export MODEL's execution units as --runtime cuts them here (with an empty graph), for dbench predict --units-run.")] = None,
+    dim: DimOpt = None,
+    runtime: Annotated[str, typer.Option("--runtime", "-r", metavar="RUNTIME", parser=given, help="With --units: the runtime whose layers cut the model.")] = "ort-cpu",
+    threads: Annotated[Optional[int], typer.Option("--threads", "-t", metavar="N", help="With --units: the intra-op threads the board will run them with.")] = None,
+    device: Annotated[Optional[str], typer.Option("--device", metavar="DEVICE", parser=given, help="With --units: the runtime device.")] = None,
+    graph_opt: Annotated[str, typer.Option("--graph-opt", metavar="LEVEL", parser=given, help="With --units: graph optimisation level.")] = "all",
+    option: Annotated[Optional[list[str]], typer.Option("--option", metavar="KEY=VALUE", parser=given, help="With --units: runtime option KEY=VALUE; repeatable.")] = None,
 ) -> None:
-    """Pack graphs, manifest, checksums and a README into a bundle for another machine (an ARM board)."""
+    """Pack graphs, manifest, checksums and a README into a bundle for another machine (an ARM board);
+    with --units, a model's execution units instead of DeepBench kernels."""
     from dbench.bundle.export import export_bundle
+
+    if units:
+        _only_model("--units", suite=suite, ops=ops, app=app_, id=pattern, kernels=kernels, passes=passes)
+        return _export_units(units, dim, runtime, threads, device, graph_opt, option, out_path)
+    if dim or runtime != "ort-cpu" or threads is not None or device or graph_opt != "all" or option:
+        raise UsageError("--dim, --runtime, --threads, --device, --graph-opt and --option apply to --units MODEL; "
+                         "DeepBench's kernels are exported for any runtime")
 
     selection, requests = _planned("export", suite, ops, app_, pattern, kernels,
                                    _gen_fields(precision, passes, gemm_form, rnn_form, gru_activation, int8_form, no_pad, batch))
@@ -298,6 +314,21 @@ def export(
     out.print(f"{exported.path}: {exported.graphs} graphs + manifest, SHA256SUMS, README.txt; run with: dbench run --graphs {exported.path.name}", highlight=False)
     for reason, n in exported.skipped.items():
         out.print(f"[yellow]skipped {n}:[/] {escape(reason)}")
+
+
+def _export_units(model: Path, dim, runtime: str, threads, device, graph_opt: str, option, out_path: Path) -> None:
+    """`dbench export --units MODEL`: the units as the runtime cuts them here, as a bundle."""
+    from dbench.frommodel.dims import parse_dims
+    from dbench.orchestrator.predict import export_units
+    from dbench.orchestrator.request import RunRequest
+
+    request = RunRequest(graphs=str(model), runtime=runtime, threads=threads, device=device, graph_optimization=graph_opt,
+                         extra=_pairs(option), dims=parse_dims(dim or []))
+    exported, left_out = export_units(request, out_path)
+    out.print(f"{exported.path}: {exported.graphs} graphs (the units of {model.name} and an empty graph) + manifest, "
+              f"SHA256SUMS, README.txt; run with: dbench run --graphs {exported.path.name} --runtime {runtime}", highlight=False)
+    for unit, reason in left_out.items():
+        out.print(f"[yellow]left out {escape(unit)}:[/] {escape(reason)}")
 
 
 @app.command()
@@ -365,11 +396,14 @@ def run(
     rate: Annotated[Optional[float], typer.Option("--rate", metavar="RATE", help="Server scenario: Poisson arrivals per second (seeded schedule).")] = None,
     latency_bound: Annotated[Optional[float], typer.Option("--latency-bound", metavar="MS", help="Server scenario: p99 latency bound in ms: the share over it, and a search for the highest rate that keeps it.")] = None,
     search_time: Annotated[Optional[float], typer.Option("--search-time", metavar="SECONDS", help="Server scenario: seconds the max-rate search may take per graph (default 20; 0: no search).")] = None,
+    show_profile: Annotated[bool, typer.Option("--show-profile", help="Print every row's per-node profile after the run (layer, op, kernel, precision, time, share), as benchmark_app -pc.")] = False,
+    budget: Annotated[Optional[str], typer.Option("--budget", metavar="DURATION", parser=given, help="Fit the run in this time (600, 90s, 10m, 1.5h): sampling, then the profiling pass, are cut before it starts, and the plan line says what was given up.")] = None,
 ) -> None:
     """Time every selected graph on a runtime, verify it, and log one row per graph as it finishes.
 
     Exit status: 0 when every row is ok or unsupported, 3 when any is mismatch, failed, crashed,
     timeout or oom, 2 for bad input, 1 for other errors, 130 on Ctrl-C or SIGTERM."""
+    from dbench.orchestrator.estimate import parse_duration
     from dbench.orchestrator.request import RunRequest, memory_limit_bytes
     from dbench.orchestrator.run import execute_run, plan_run
     from dbench.frommodel.dims import parse_dims
@@ -397,7 +431,7 @@ def run(
         cpus=cpus, rounds=rounds, iterations=iterations, warmup_calls=warmup_calls,
         percentiles=_numbers(percentiles, "--percentiles") if percentiles is not None else None,
         scenario=scenario, streams=_counts(streams, "--streams"), rate=rate, latency_bound=latency_bound,
-        search_time=search_time,
+        search_time=search_time, budget=parse_duration(budget) if budget is not None else None,
         **({"profile_runs": 0} if no_profile else {} if profile_runs is None else {"profile_runs": profile_runs}),
     )
     if kernels_log is not None:
@@ -414,6 +448,8 @@ def run(
         signal.signal(signal.SIGTERM, before)
     tables = err if json_summary else out  # with --json, stdout holds the JSON alone
     print_run(tables, result)
+    if show_profile:
+        _print_profiles(tables, result.rows)
     if kernels_log is not None:
         from dbench.frommodel.predict import model_vs_kernels
         from dbench.render.frommodel import prediction_table
@@ -424,6 +460,116 @@ def run(
 
         sys.stdout.write(json.dumps(run_summary(result), indent=1, allow_nan=False, default=str) + "\n")
     raise typer.Exit(result.exit_code)
+
+
+@app.command()
+@friendly
+def predict(
+    model: Annotated[Optional[Path], typer.Argument(metavar="MODEL", parser=given_path, help="The ONNX model to predict (not needed with --resume).")] = None,
+    dim: DimOpt = None,
+    runtime: Annotated[str, typer.Option("--runtime", "-r", metavar="RUNTIME", parser=given, help="The runtime whose layers cut the model: ort-cpu or openvino.")] = "ort-cpu",
+    device: Annotated[Optional[str], typer.Option("--device", metavar="DEVICE", parser=given, help="Runtime device (OpenVINO: CPU, GPU, NPU, AUTO).")] = None,
+    threads: Annotated[Optional[int], typer.Option("--threads", "-t", metavar="N", help="Intra-op threads (default: every core).")] = None,
+    graph_opt: Annotated[str, typer.Option("--graph-opt", metavar="LEVEL", parser=given, help="Graph optimisation level: disable | basic | extended | all.")] = "all",
+    allow_runtime_precision: Annotated[bool, typer.Option("--allow-runtime-precision", help="Let the runtime pick its execution precision (recorded as such).")] = False,
+    option: Annotated[Optional[list[str]], typer.Option("--option", metavar="KEY=VALUE", parser=given, help="Runtime option KEY=VALUE; repeatable.")] = None,
+    quick: Annotated[bool, typer.Option("--quick", help="Smoke run: minimal warm-up and sampling.")] = False,
+    min_time: Annotated[Optional[float], typer.Option("--min-time", metavar="SECONDS", help="Minimum sampling time per graph, seconds (default 2).")] = None,
+    max_time: Annotated[Optional[float], typer.Option("--max-time", metavar="SECONDS", help="Maximum sampling time per graph, seconds (default 10).")] = None,
+    warmup: Annotated[Optional[float], typer.Option("--warmup", metavar="SECONDS", help="Minimum warm-up time per graph and round, seconds (default 0.05).")] = None,
+    rounds: Annotated[Optional[int], typer.Option("--rounds", metavar="N", help="Rounds per graph; the model, its units and the empty graph share them, so the error gets a paired interval (default 3).")] = None,
+    no_verify: Annotated[bool, typer.Option("--no-verify", help="Skip verifying the model and its units against onnx.reference.")] = False,
+    profile_runs: Annotated[int, typer.Option("--profile-runs", metavar="N", help="Runs of the profiling pass (the units' times inside the model come from the model's).")] = 10,
+    timeout: Annotated[float, typer.Option("--timeout", metavar="SECONDS", help="Seconds a graph may spend in one phase before its worker is killed as hung.")] = 600.0,
+    cpus: Annotated[Optional[str], typer.Option("--cpus", metavar="CPUS", parser=given, help="Pin the workers to these CPUs, e.g. 4-7.")] = None,
+    memory_limit: Annotated[Optional[float], typer.Option("--memory-limit", metavar="GiB", help="Address-space limit of the worker in GiB.")] = None,
+    out_dir: Annotated[Path, typer.Option("--out", metavar="FOLDER", parser=given_path, help="Results folder; the run goes to <out>/<machine>/<run-id>.jsonl.")] = Path("results"),
+    resume: Annotated[Optional[str], typer.Option("--resume", metavar="RUN-ID", parser=given, help="Complete an interrupted prediction run by its id.")] = None,
+    units_run: Annotated[Optional[str], typer.Option("--units-run", metavar="RUN-ID", parser=given, help="Predict from a run of the model's exported units (dbench export --units) on another machine, without running the model there.")] = None,
+    top: Annotated[int, typer.Option("--top", metavar="N", help="Units shown, by their time inside the model (0: all).")] = 20,
+    fmt: Annotated[str, typer.Option("--format", "-f", metavar="table|json", parser=given, help="table | json (the prediction and every unit).")] = "table",
+) -> None:
+    """A model's latency from the units its runtime executes: cut the model where the runtime fuses
+    (its own optimized graph or runtime model), time every distinct unit, the whole model and an
+    empty graph in one run, in rounds, and set the prediction beside the measurement.
+
+    Exit status: 0 when every row is ok or unsupported, 3 when any is mismatch, failed, crashed,
+    timeout or oom, 2 for bad input, 130 on Ctrl-C or SIGTERM."""
+    from dbench.frommodel.dims import parse_dims
+    from dbench.orchestrator.request import RunRequest, memory_limit_bytes
+
+    if fmt not in ("table", "json"):
+        raise UsageError(f"unknown format {fmt!r}; valid: table, json")
+    if not 0 <= top <= MAX_TOP:
+        raise UsageError(f"--top {top} must be 0 (every unit) to {MAX_TOP:,}")
+    if model is None and not resume:
+        raise UsageError("give the model to predict (dbench predict MODEL.onnx), or --resume RUN")
+    if model is not None and not model.exists():
+        raise InputError(f"no model file at {model}; give the path of an .onnx model")
+    if resume and units_run:
+        raise UsageError("--units-run predicts from a finished run; drop --resume")
+    request = RunRequest(
+        graphs=str(model) if model else None, runtime=runtime, device=device, threads=threads, graph_optimization=graph_opt,
+        allow_runtime_precision=allow_runtime_precision, extra=_pairs(option), quick=quick, min_time=min_time,
+        max_time=max_time, warmup=warmup, verify=not no_verify, profile_runs=profile_runs, timeout=timeout,
+        memory_limit=memory_limit_bytes(memory_limit), dims=parse_dims(dim or []), cpus=cpus, rounds=rounds)
+    if units_run:
+        from dbench.orchestrator.predict import units_run_predictions
+        from dbench.store.compare import open_run
+
+        _print_predictions(units_run_predictions(model, request, open_run(out_dir, units_run)), top, fmt)
+        return
+    from dbench.orchestrator.predict import plan_predict
+    from dbench.orchestrator.run import execute_run
+    from dbench.render.run import RunProgress, print_run
+    from dbench.units.prediction import predictions
+
+    planned, _ = plan_predict(RunRequest() if resume else request, out_dir, resume)
+    before = signal.signal(signal.SIGTERM, _stop_as_on_ctrl_c)
+    try:
+        with RunProgress(err, planned) as progress:
+            result = execute_run(planned, progress)
+    finally:
+        signal.signal(signal.SIGTERM, before)
+    if fmt == "table":
+        print_run(out, result)
+    _print_predictions(predictions(result.rows), top, fmt)
+    raise typer.Exit(result.exit_code)
+
+
+MAX_TOP = 100_000
+"""--top's ceiling: more units than any model has, and a number a typo cannot overflow."""
+
+
+def _print_profiles(target: Console, rows: list[dict]) -> None:
+    """Each row's per-node profile; one line for rows without one."""
+    from dbench.render.profile import profile_table
+
+    for row in rows:
+        table = profile_table(row)
+        if table is None:
+            target.print(f"no profile for {escape(row['graph_id'])} ({row['status']}; --profile-runs 0 profiles nothing)", highlight=False)
+        else:
+            target.print(table)
+
+
+def _print_predictions(found, top: int, fmt: str) -> None:
+    """The predictions as tables (with the units and where isolation disagrees) or as JSON."""
+    from dbench.render.predict import disagreements, predictions_table, units_table
+
+    if fmt == "json":
+        import dataclasses
+
+        sys.stdout.write(json.dumps([{**p.to_dict(), "units": [dataclasses.asdict(u) for u in p.units]} for p in found],
+                                    indent=1, default=float) + "\n")
+        return
+    out.print(predictions_table(found))
+    for p in found:
+        out.print(units_table(p, top or None))
+        for line in p.notes:
+            err.print(f"[yellow]note:[/] {escape(line)}", highlight=False, soft_wrap=True)
+        for line in disagreements(p):
+            out.print(f"isolation vs model: {escape(line)}", highlight=False, soft_wrap=True)
 
 
 @app.command()
@@ -488,8 +634,9 @@ def report(
     results: Annotated[list[Path], typer.Argument(metavar="RESULTS", parser=given_path, help="Run logs (.jsonl) or folders of them: any runs, runtimes, machines.")],
     out_dir: Annotated[Path, typer.Option("--out", metavar="FOLDER", parser=given_path, help="Folder for report.md/.html/.xlsx, CSVs and PNGs.")] = Path("report"),
     baseline: Annotated[Optional[str], typer.Option("--baseline", metavar="GROUP", parser=given, help="Column group (or runtime name) speedups are relative to; default the first group measured on this machine (your own runs), else the first.")] = None,
+    profile: Annotated[bool, typer.Option("--profile", help="Also every row's per-node profile (layer, op, kernel, precision, time, share), as benchmark_app -pc.")] = False,
 ) -> None:
-    """Side-by-side tables, summary, support matrix, plots; terminal, Markdown, CSV, xlsx and HTML."""
+    """Side-by-side tables, summary, support matrix, predictions, plots; terminal, Markdown, CSV, xlsx and HTML."""
     from dbench.report.extras import require_extras
 
     require_extras()  # before any import of pandas, and before any work
@@ -499,7 +646,7 @@ def report(
     from dbench.report.write import write_report
     from dbench.store.metadata import machine_name
 
-    built = build_report(load(results), baseline, home=machine_name())
+    built = build_report(load(results), baseline, home=machine_name(), profile=profile)
     out.print(terminal_report(built))
     written = write_report(built, out_dir)
     out.print(f"wrote {written.html}, {written.markdown.name}, {written.xlsx.name}, "

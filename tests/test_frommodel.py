@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from onnx import helper, numpy_helper
 
 from dbench.catalog import load_kernel_file
 from dbench.frommodel.output import KERNELS_FILE, MODEL_ATTR, build_graphs, write_outputs
@@ -107,6 +108,28 @@ def test_shape_arithmetic_is_folded_for_shapes(tmp_path, seed):
     extraction = model_kernels(path, {"seq": 5, "batch": 3})
     assert [(k.kernel.id, k.nodes) for k in extraction.kernels] == [("gemm_m8_n15_k16_nn", ("proj",))]
     assert {s.node for s in extraction.skipped} == {"shape", "d0", "d1", "rows", "rows1", "target", "flat"}
+
+
+def test_shape_arithmetic_rooted_in_constant_nodes_is_folded(tmp_path, seed):
+    """PyTorch's TorchScript exporter roots shape arithmetic in Constant nodes (a Mod of two constants
+    giving a Slice end): their values are known without inputs, so the Reshape's shape resolves."""
+    from dbench.frommodel.fold import open_shapes
+    from dbench.frommodel.load import load_model
+
+    const = lambda name, value: helper.make_node("Constant", [], [name], name=name,  # noqa: E731
+                                                 value=numpy_helper.from_array(np.array(value, dtype=np.int64)))
+    nodes = [const("four", [4]), const("three", [3]), helper.make_node("Mod", ["four", "three"], ["one"], name="mod"),
+             const("zero", [0]), helper.make_node("Shape", ["x"], ["shape"], name="shape"),
+             helper.make_node("Slice", ["shape", "zero", "one"], ["rows"], name="rows"), const("width", [-1]),
+             helper.make_node("Concat", ["rows", "width"], ["target"], name="target", axis=0),
+             helper.make_node("Reshape", ["x", "target"], ["flat"], name="flat"),
+             helper.make_node("MatMul", ["flat", "w"], ["y"], name="proj")]
+    model = mb.model(nodes, [mb.value("x", ["batch", 4, 4])], [mb.value("y", ["batch", 8])],
+                     [mb.weight("w", (16, 8), np.random.default_rng(seed))], "constants")
+    path = mb.save(model, tmp_path, "constants")
+    loaded = load_model(path, {"batch": 3}, weights=False)
+    assert not open_shapes(loaded.shapes)
+    assert [k.kernel.id for k in model_kernels(path, {"batch": 3}).kernels] == ["gemm_m8_n3_k16_nn"]
 
 
 def test_extension_columns_are_optional_and_validated(tmp_path):

@@ -7,7 +7,9 @@ import sys
 
 CORE = ["dbench.cli", "dbench.catalog", "dbench.gen.plan", "dbench.gen.family", "dbench.gen.options", "dbench.gen.gemm", "dbench.gen.conv", "dbench.gen.rnn",
         "dbench.gen.int8", "dbench.gen.sparse", "dbench.gen.writer", "dbench.store.export", "dbench.store.compare",
-        "dbench.runtimes.registry", "dbench.orchestrator.run", "dbench.render.run"]
+        "dbench.runtimes.registry", "dbench.orchestrator.run", "dbench.render.run", "dbench.orchestrator.predict",
+        "dbench.sources.units", "dbench.units.prediction", "dbench.render.predict", "dbench.render.profile",
+        "dbench.report.predictions"]
 RUNTIMES = ["onnxruntime", "openvino", "tensorrt", "mpi4py", "cupy", "torch"]
 
 

@@ -14,12 +14,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import get_args
 
+import numpy as np
 import pytest
 import typer
 from typer.testing import CliRunner
 
 from dbench.cli import app
 from tests.helpers import write_csv
+from tests.model_builders import mlp, save
 
 runner = CliRunner()
 NUMBER_VALUES = {"nan": "nan", "inf": "inf", "negative": "-1", "empty": "", "huge": "1e300", "wrong type": "soon"}
@@ -94,15 +96,16 @@ CASES = catalogue()
 
 def test_the_catalogue_covers_every_command_with_options():
     commands = {case.command for case in CASES}
-    assert {"list", "gen", "export", "run", "compare", "report", "peak", "allreduce"} <= commands
+    assert {"list", "gen", "export", "run", "compare", "report", "peak", "allreduce", "predict"} <= commands
     assert len(CASES) > 300
 
 
 @pytest.fixture(scope="module")
 def inputs(tmp_path_factory) -> Path:
-    """Files the bases name: a one-GEMM kernel file and two tiny finished runs."""
+    """Files the bases name: a one-GEMM kernel file, a tiny model and two tiny finished runs."""
     folder = tmp_path_factory.mktemp("inputs")
     kernels = write_csv(folder / "k.csv", "m,n,k,a_t,b_t", "16,8,32,0,0")
+    save(mlp(np.random.default_rng(0)), folder, "mlp")
     for _ in range(2):
         result = runner.invoke(app, ["run", "--kernels", str(kernels), "--quick", "--min-time", "0.01", "--profile-runs", "0",
                                      "--threads", "1", "--out", str(folder / "results")])
@@ -121,6 +124,8 @@ def base(command: str, inputs: Path) -> tuple[list[str], dict[str, str | None]]:
         "run": ([], {"--kernels": kernels, "--quick": None, "--min-time": "0.01", "--profile-runs": "0", "--threads": "1",
                      "--out": "results"}),
         "compare": (runs, {"--out": str(inputs / "results")}),
+        "predict": ([str(inputs / "mlp.onnx")], {"--dim": "batch=1", "--quick": None, "--min-time": "0.01", "--threads": "1",
+                                                "--out": "results"}),
         "report": ([str(inputs / "results")], {"--out": "report"}),
         "peak": ([], {"--runtime": "ort-cpu", "--out": "results"}),
         "allreduce": ([], {"--np": "2", "--sizes": "8", "--iters": "2", "--impl": "mpi", "--out": "results"}),

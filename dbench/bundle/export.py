@@ -16,9 +16,10 @@ from pathlib import Path
 
 from dbench.bundle.checksums import CHECKSUMS, format_checksums
 from dbench.bundle.readme import README, readme_text
-from dbench.errors import InputError
+from dbench.errors import DbenchError, InputError
+from dbench.gen.graph import GraphSpec
 from dbench.gen.plan import GraphRequest
-from dbench.gen.manifest import MANIFEST
+from dbench.gen.manifest import MANIFEST, Entry, manifest_text, sha256
 from dbench.gen.writer import write_graphs
 
 ARCHIVE_SUFFIXES = (".tar.gz", ".tgz")
@@ -98,6 +99,24 @@ def export_bundle(requests: list[GraphRequest], suite: str, out: Path) -> Export
         raise InputError("nothing to export: the selection holds no kernels; check --suite, --ops and --id")
     skipped: dict[str, int] = {}
     members = _members(requests, suite, skipped)
+    return _write(members, out, skipped)
+
+
+def export_graphs(graphs: list[tuple[GraphSpec, bytes]], readme: str, out: Path) -> Exported:
+    """Write a bundle of graphs already made (a model's units, weights inside) to `out`: one .onnx
+    per graph, the manifest of their specs, `readme`, SHA256SUMS."""
+    if not graphs:
+        raise DbenchError("nothing to export: no graph was made")
+    members = {f"{spec.id}.onnx": data for spec, data in graphs}
+    entries = [Entry(spec, f"{spec.id}.onnx", sha256(data)) for spec, data in graphs]
+    members[MANIFEST] = manifest_text(entries).encode()
+    members[README] = readme.encode()
+    members[CHECKSUMS] = format_checksums(members).encode()
+    return _write(members, out, {})
+
+
+def _write(members: dict[str, bytes], out: Path, skipped: dict[str, int]) -> Exported:
+    """The members as an archive or a folder at `out`; one line when it cannot be written."""
     try:
         if is_archive(out):
             if not out.parent.is_dir():

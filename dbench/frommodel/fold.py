@@ -59,8 +59,8 @@ def fold_shape_arithmetic(model: onnx.ModelProto) -> onnx.ModelProto:
             known[node.output[0]] = _shape_of(node, shapes[node.input[0]])
             continue
         inputs = [n for n in node.input if n]
-        if not inputs or not all(n in known for n in inputs):
-            continue
+        if (not inputs and node.op_type != "Constant") or not all(n in known for n in inputs):
+            continue  # a Constant node's value is known without inputs (exporters root shape arithmetic there)
         try:
             results = _evaluate(node, [known.get(n, np.empty(0)) for n in node.input], model.opset_import)
         except Exception:  # an op the evaluator lacks: its outputs stay open, the walk says why

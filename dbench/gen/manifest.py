@@ -142,12 +142,17 @@ def read_manifest(folder: Path) -> list[Entry]:
     return entries
 
 
-def write_manifest(folder: Path, entries: list[Entry]) -> None:
-    """Write the manifest deterministically (same entries, same bytes)."""
+def manifest_text(entries: list[Entry]) -> str:
+    """The manifest of `entries`, deterministically (same entries, same text)."""
     data = {
         "manifest_version": MANIFEST_VERSION,
         "opset": OPSET,
         "ir_version": IR_VERSION,
         "graphs": [e.to_dict() for e in entries],
     }
-    (folder / MANIFEST).write_text(json.dumps(data, indent=1, sort_keys=True) + "\n")
+    return json.dumps(data, indent=1, sort_keys=True) + "\n"
+
+
+def write_manifest(folder: Path, entries: list[Entry]) -> None:
+    """Write the manifest deterministically (same entries, same bytes)."""
+    (folder / MANIFEST).write_text(manifest_text(entries))

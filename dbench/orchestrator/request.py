@@ -30,12 +30,12 @@ FLAGS = {
     "profile_runs": "--profile-runs", "timeout": "--timeout", "memory_limit": "--memory-limit", "dims": "--dim",
     "cpus": "--cpus", "rounds": "--rounds", "iterations": "--iterations", "warmup_calls": "--warmup-calls",
     "percentiles": "--percentiles", "scenario": "--scenario", "streams": "--streams", "rate": "--rate",
-    "latency_bound": "--latency-bound", "search_time": "--search-time",
+    "latency_bound": "--latency-bound", "search_time": "--search-time", "budget": "--budget",
 }
 GEN_FLAGS = {"precision": "--precision", "passes": "--pass", "gemm_form": "--gemm-form", "rnn_form": "--rnn-form",
              "gru_activation": "--gru-activation", "int8_form": "--int8-form", "int8_pad": "--no-pad", "batch": "--batch"}
 ADDED_LATER = {"cpus": None, "dims": {}, "rounds": 1, "iterations": None, "warmup_calls": None, "percentiles": None,
-               "scenario": None, "streams": None, "rate": None, "latency_bound": None, "search_time": None}
+               "scenario": None, "streams": None, "rate": None, "latency_bound": None, "search_time": None, "budget": None}
 """Request fields newer than the first run headers, with the value every run made before them had
 (no --cpus: not pinned; no --dim: there was none; one round), so those runs still resume."""
 MAX_ROUNDS = 100
@@ -103,6 +103,9 @@ class RunRequest:
     """Server scenario: the p99 latency bound in ms (share over it; the max-rate search)."""
     search_time: float | None = None
     """Server scenario: seconds the max-rate search may take per graph (None: SEARCH_TIME_S)."""
+    budget: float | None = None
+    """Seconds the whole run may take (--budget): sampling is cut to fit before the run starts, and the
+    cut settings are stored here (min_time, max_time, profile_runs), so a resumed run keeps them."""
 
     @classmethod
     def from_dict(cls, data: dict[str, Any], source: Path) -> "RunRequest":

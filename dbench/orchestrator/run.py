@@ -10,6 +10,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from dbench.errors import UsageError
+from dbench.orchestrator.estimate import Estimate, GraphCost, estimate, fit_budget, graph_costs
 from dbench.orchestrator.request import RunRequest, check_resume, validate
 from dbench.orchestrator.runner import RunConfig, RunObserver, Runner, RunState, Variant
 from dbench.outcome import PASSING, Status
@@ -22,6 +24,8 @@ from dbench.store.metadata import host_metadata, machine_name
 
 FAILING_EXIT_CODE = 3
 """`dbench run`'s exit status when any row is mismatch, failed, crashed, timeout or oom."""
+PREDICT_KIND = "predict"
+"""The run header's `kind` of a `dbench predict` run (a model, an empty graph and the model's units)."""
 
 
 @dataclass
@@ -36,6 +40,9 @@ class PlannedRun:
     header: dict[str, Any]
     items: list[Item]
     state: RunState
+    estimate: Estimate
+    budget_notes: list[str] = dataclasses.field(default_factory=list)
+    """What --budget gave up to fit, in words (empty without a budget, or when the settings fit)."""
 
     @property
     def pending(self) -> list[tuple[Item, str]]:
@@ -64,37 +71,82 @@ def plan_run(request: RunRequest, out_dir: Path, resume: str | None) -> PlannedR
     """Check the request and build its graphs before anything is written; then create the log, or
     reopen it locked for appending (a torn last line set aside). The caller runs it with execute_run,
     which releases the lock."""
-    state = RunState()
     if resume is not None:  # an empty id is refused by find_run, never taken for a new run
         check_resume(request)
         stored = RunLog.read(find_run(out_dir, resume))
         header = stored.header()
         request = RunRequest.from_dict(header.get("request", {}), stored.path)
+        if header.get("kind") == PREDICT_KIND:
+            raise UsageError(f"{resume} is a dbench predict run; finish it with dbench predict --resume {resume}")
     classes = validate(request)
     config = request.config()
     items = build_items(request, classes[config.variants[0].runtime].int8_form)
-    if resume is not None:  # an empty id is refused by find_run, never taken for a new run
-        run_id = resume
-        log = RunLog.resume(stored.path)
-        state = RunState.from_log(log.rows(), log.rounds(), config.variants[0].label)
-    else:
-        folder = ensure_writable(out_dir / machine_name())
-        run_id = new_run_id()
-        header = {
-            "kind": source_kind(request.graphs).run_kind,
-            "request": dataclasses.asdict(request),
-            "runtime": _runtime_header(config.variants[0], classes),
-            "variants": [{"label": v.label, **_runtime_header(v, classes), **({"load": v.load.to_dict()} if v.load else {})}
-                         for v in config.variants],
-            "mode": request.mode,
-            "timing": config.timing.to_dict(),
-            "host": host_metadata(),
-            "command": sys.argv,
-            "graphs": len(items),
-        }
-        log = RunLog.create(folder, run_id, header)
-    header = {**header, "run_id": run_id}
-    return PlannedRun(request, config, classes, log, run_id, header, items, state)
+    if resume is not None:
+        return resume_run(request, config, classes, stored.path, header, items)
+    folder = out_dir / machine_name()
+    notes: list[str] = []
+    if request.budget is not None:
+        request, notes = fit_request(request, config, items, folder)
+        config = request.config()
+    return new_run(request, config, classes, out_dir, items, {"kind": source_kind(request.graphs).run_kind}, notes)
+
+
+def fit_request(request: RunRequest, config: RunConfig, items: list[Item], folder: Path) -> tuple[RunRequest, list[str]]:
+    """The request with its sampling (and profile) cut to fit --budget, and what was given up, in words."""
+    keys = [(i.spec.id, v.label, v.runtime) for i in items for v in config.variants]
+    timing, profile, notes = fit_budget(request.budget, _costs(items, config, folder), keys, config.timing, config.verify,
+                                        bool(config.profile_runs), len(config.variants))
+    if not notes:
+        return request, notes
+    return dataclasses.replace(request, min_time=timing.min_time, max_time=timing.max_time,
+                               profile_runs=request.profile_runs if profile else 0), notes
+
+
+def _costs(items: list[Item], config: RunConfig, folder: Path) -> dict[tuple[str, str], GraphCost]:
+    return graph_costs(items, sorted({v.runtime for v in config.variants}), folder)
+
+
+def plan_estimate(items: list[Item], config: RunConfig, folder: Path, state: RunState) -> Estimate:
+    """The estimate of what is left of a run: its jobs still to measure, from this machine's figures."""
+    keys = [(i.spec.id, v.label, v.runtime) for i in items for v in config.variants if (i.spec.id, v.label) not in state.finished]
+    return estimate(_costs(items, config, folder), keys, config.timing, config.verify, bool(config.profile_runs),
+                    len(config.variants), {key: len(rounds) for key, rounds in state.rounds.items()})
+
+
+def new_run(request: RunRequest, config: RunConfig, classes: dict[str, type[Runtime]], out_dir: Path, items: list[Item],
+            extra: dict[str, Any], budget_notes: list[str] | None = None) -> PlannedRun:
+    """Create the log of a new run of `items` (its header: the request, runtimes, timing, host, the
+    estimate, what --budget gave up, and `extra`)."""
+    folder = ensure_writable(out_dir / machine_name())
+    planned = plan_estimate(items, config, folder, RunState())
+    run_id = new_run_id()
+    header = {
+        **extra,
+        "request": dataclasses.asdict(request),
+        "runtime": _runtime_header(config.variants[0], classes),
+        "variants": [{"label": v.label, **_runtime_header(v, classes), **({"load": v.load.to_dict()} if v.load else {})}
+                     for v in config.variants],
+        "mode": request.mode,
+        "timing": config.timing.to_dict(),
+        "host": host_metadata(),
+        "command": sys.argv,
+        "graphs": len(items),
+        "estimate_s": round(planned.total_s, 1),
+        **({"budget_gave_up": budget_notes} if budget_notes else {}),
+    }
+    log = RunLog.create(folder, run_id, header)
+    return PlannedRun(request, config, classes, log, run_id, {**header, "run_id": run_id}, items, RunState(), planned,
+                      list(budget_notes or []))
+
+
+def resume_run(request: RunRequest, config: RunConfig, classes: dict[str, type[Runtime]], path: Path,
+               header: dict[str, Any], items: list[Item]) -> PlannedRun:
+    """Reopen a run's log for appending (a torn last line set aside) with what it already holds."""
+    run_id = header["run_id"]
+    log = RunLog.resume(path)
+    state = RunState.from_log(log.rows(), log.rounds(), config.variants[0].label)
+    planned = plan_estimate(items, config, path.parent, state)
+    return PlannedRun(request, config, classes, log, run_id, {**header, "run_id": run_id}, items, state, planned)
 
 
 def _runtime_header(variant: Variant, classes: dict[str, type[Runtime]]) -> dict[str, Any]:

@@ -8,8 +8,9 @@ from types import TracebackType
 
 from rich.console import Console
 from rich.markup import escape
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
+from dbench.orchestrator.estimate import duration
 from dbench.orchestrator.run import PlannedRun, RunResult
 from dbench.render.load import knee_lines, load_line, load_warnings, server_table, throughput_table
 from dbench.render.tables import results_table, speedup_table
@@ -48,7 +49,7 @@ class RunProgress:
         pending = planned.pending
         self.variants = len(planned.config.variants)
         self.console, self.total, self.done, self.started = console, len(pending), 0, 0
-        self.round = ""
+        self.round, self.round_index = "", 0
         graphs = len({item.spec.id for item, _ in pending})
         on = planned.request.runtime if self.variants == 1 else " vs ".join(v.label for v in planned.config.variants)
         load = planned.config.variants[0].load
@@ -58,12 +59,18 @@ class RunProgress:
         already = len(planned.state.finished)
         console.print(f"run {planned.run_id}: {graphs} graphs on {on}, {planned.config.timing.rounds} rounds each"
                       + (f" ({already} rows already done)" if already else "") + f" -> {planned.log.path}", highlight=False)
+        console.print(f"plan: {planned.estimate.describe()}", highlight=False)
+        for note in planned.budget_notes:
+            console.print(f"--budget gave up: {note}", highlight=False)
+        self.jobs = planned.estimate.jobs
+        self.spent, self.current = 0.0, None
         self.progress: Progress | None = None
         if console.is_terminal:
-            columns = (TextColumn("{task.description}", style="cyan"), BarColumn(), MofNCompleteColumn(),
+            columns = (TextColumn("{task.description}", style="cyan"), BarColumn(), TextColumn("{task.fields[count]}"),
                        TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn())
             self.progress = Progress(*columns, console=console, transient=True)
-            self.task = self.progress.add_task("starting", total=self.total * planned.config.timing.rounds)
+            # The bar advances by each job's estimated seconds, so its ETA is the estimate scaled by the pace so far.
+            self.task = self.progress.add_task("starting", total=max(planned.estimate.total_s, 1e-9), count="")
 
     def __enter__(self) -> "RunProgress":
         if self.progress is not None:
@@ -75,19 +82,28 @@ class RunProgress:
             self.progress.stop()
 
     def on_round(self, number: int, rounds: int, jobs: int) -> None:
-        self.round = f"round {number}/{rounds}"
+        self.round, self.round_index = f"round {number}/{rounds}", number - 1
+        self._finish_job()
+        left = sum(s for (_, _, r), s in self.jobs.items() if r >= number - 1)
         if self.progress is not None:
-            # Graphs whose budget allowed fewer rounds leave the count: the total is what is left, as now known.
-            self.progress.update(self.task, completed=self.started, total=self.started + jobs * (rounds - number + 1))
+            # Graphs whose rounds ended early leave the plan: the total is what is left, as now known.
+            self.progress.update(self.task, completed=self.spent, total=max(self.spent + left, 1e-9))
         else:
-            self.console.print(f"{self.round}: {jobs} jobs", highlight=False)
+            self.console.print(f"{self.round}: {jobs} jobs, about {duration(left)} left by the plan", highlight=False)
 
     def on_start(self, item: Item, variant: str) -> None:
         """A job starts: the one before it is done."""
-        if self.progress is not None:
-            self.progress.update(self.task, completed=self.started)
+        self._finish_job()
         self.started += 1
+        self.current = (item.spec.id, variant, self.round_index)
+        if self.progress is not None:
+            self.progress.update(self.task, completed=self.spent, count=f"job {self.started}")
         self._describe(item, "starting")
+
+    def _finish_job(self) -> None:
+        if self.current is not None:
+            self.spent += self.jobs.get(self.current, 0.0)
+            self.current = None
 
     def _describe(self, item: Item, phase: str) -> None:
         if self.progress is not None:

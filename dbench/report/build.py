@@ -39,6 +39,12 @@ class Report:
     """Each timed whole model beside the sum of its kernels' times (`dbench gen --from-model`)."""
     load: LoadTables = field(default_factory=LoadTables)
     """Throughput rows, stream-sweep knees and server rows: their own tables (dbench.report.loadtables)."""
+    predictions: list = field(default_factory=list)
+    """`dbench predict`'s predictions (dbench.units.prediction.Prediction), and their display frames."""
+    prediction_table: pd.DataFrame = field(default_factory=pd.DataFrame)
+    top_units: pd.DataFrame = field(default_factory=pd.DataFrame)
+    profiles: dict[str, pd.DataFrame] = field(default_factory=dict)
+    """Per row, its per-node profile (only when asked: `dbench report --profile`)."""
     notes: list[str] = field(default_factory=list)
 
     @property
@@ -46,12 +52,17 @@ class Report:
         return not self.results.kernels.empty and bool(self.results.kernels.counts.any())
 
 
-def build_report(results: Results, baseline: str | None = None, home: str | None = None) -> Report:
+def build_report(results: Results, baseline: str | None = None, home: str | None = None, profile: bool = False) -> Report:
     """Every table; notes say what is missing (no verified rows, machines that differ, schema-1 runs).
-    `home` is this machine's key: without `baseline`, its runs are the baseline."""
+    `home` is this machine's key: without `baseline`, its runs are the baseline. `profile`: every row's
+    per-node profile too."""
+    from dbench.report import predictions
+
+    found, table, top, profiles = predictions.build(results.rows, profile)
     report = Report(results, notes=list(results.notes), allreduce=allreduce_table(results.allreduce),
-                    models=pd.DataFrame(model_vs_kernels(results.rows, results.rows)),
-                    load=load_tables(results.throughput, results.server))
+                    models=pd.DataFrame(model_vs_kernels(predictions.without_predicted_models(results.rows), results.rows)),
+                    load=load_tables(results.throughput, results.server),
+                    predictions=found, prediction_table=table, top_units=top, profiles=profiles)
     frame = results.kernels
     if frame.empty:
         if results.allreduce.empty and results.throughput.empty and results.server.empty:

@@ -94,8 +94,15 @@ def to_html(report: Report, images: dict[str, bytes]) -> str:
         parts += [f"<h2>{html.escape(title)}</h2>", _table(table, title)]
     if not report.models.empty:
         parts += ["<h2>Whole model vs the sum of its kernels</h2>", _table(display_models(report), "models")]
+    if not report.prediction_table.empty:
+        parts += ["<h2>Predicted from the units vs measured</h2>", _table(report.prediction_table, "predictions")]
+        parts += ["<h3>Units that take most of each model</h3>", _table(report.top_units, "units")]
     if not report.allreduce.empty:
         parts += ["<h2>All-reduce</h2>", _table(_shortened(display_allreduce(report), names), "allreduce")]
+    if report.profiles:
+        parts.append("<h2>Per-node profiles</h2>")
+        for title, frame in report.profiles.items():
+            parts += [f"<h3>{html.escape(title)}</h3>", _table(frame, title)]
     if images:
         parts.append("<h2>Plots</h2>")
     for title, data in images.items():

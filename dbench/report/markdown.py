@@ -34,8 +34,15 @@ def to_markdown(report: Report, images: list[str]) -> str:
         parts += [f"## {title}", "", markdown_table(table), ""]
     if not report.models.empty:
         parts += ["## Whole model vs the sum of its kernels", "", markdown_table(display_models(report)), ""]
+    if not report.prediction_table.empty:
+        parts += ["## Predicted from the units vs measured", "", markdown_table(report.prediction_table), ""]
+        parts += ["### Units that take most of each model", "", markdown_table(report.top_units), ""]
     if not report.allreduce.empty:
         parts += ["## All-reduce", "", markdown_table(display_allreduce(report)), ""]
+    if report.profiles:
+        parts += ["## Per-node profiles", ""]
+        for title, frame in report.profiles.items():
+            parts += [f"### {title}", "", markdown_table(frame), ""]
     if images:
         parts += ["## Plots", ""] + [f"![{name}]({name})" for name in images] + [""]
     return "\n".join(parts)

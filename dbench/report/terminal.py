@@ -52,6 +52,11 @@ def terminal_report(report: Report) -> RichGroup:
     parts += [_frame_table(table, title.lower()) for title, table in load_sections(report)]
     if not report.models.empty:
         parts.append(_frame_table(display_models(report), "whole model vs the sum of its kernels"))
+    if not report.prediction_table.empty:
+        parts.append(_frame_table(report.prediction_table, "predicted from the units vs measured (dbench predict)"))
+        parts.append(_frame_table(report.top_units, "units that take most of each model"))
     if not report.allreduce.empty:
         parts.append(_frame_table(display_allreduce(report), "all-reduce"))
+    for title, frame in report.profiles.items():
+        parts.append(_frame_table(frame, f"profile · {title}"))
     return RichGroup(*parts)

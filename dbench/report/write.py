@@ -45,12 +45,18 @@ def plot_all(report: Report) -> dict[str, bytes]:
     """Every plot as PNG bytes by title (none when nothing is verified)."""
     from dbench.report import plots
 
+    images: dict[str, bytes] = {}
+    if report.predictions:
+        from dbench.report.predictions import scatter
+
+        figure = scatter(report.predictions)
+        if figure is not None:
+            images["predicted vs measured"] = plots.png(figure)
     if not report.has_verified:
-        return plot_load(report)
+        return {**images, **plot_load(report)}
     frame = report.results.kernels
     peaks = read_peaks(report.results.runs)
     caches = {run.machine: run.header.get("host", {}).get("caches") or {} for run in report.results.runs}
-    images: dict[str, bytes] = {}
     for machine, precision in dict.fromkeys(zip(frame[frame.counts].machine, frame[frame.counts].precision)):
         figure, _ = plots.roofline(frame, machine, precision, peaks.get(machine), caches.get(machine, {}))
         images[f"roofline {machine} {precision}"] = plots.png(figure)
@@ -66,6 +72,13 @@ def plot_all(report: Report) -> dict[str, bytes]:
     if others:
         images["speedup cdf"] = plots.png(plots.speedup_cdf(others, report.baseline.label))
     return {**images, **plot_load(report)}
+
+
+def all_profiles(profiles):
+    """Every row's profile in one frame, the row named in a first column."""
+    import pandas as pd
+
+    return pd.concat([frame.assign(row=title) for title, frame in profiles.items()]).reset_index().set_index("row")
 
 
 def write_report(report: Report, folder: Path) -> Written:
@@ -93,6 +106,14 @@ def write_report(report: Report, folder: Path) -> Written:
         if not frame.empty:
             csvs.append(folder / name)
             frame.to_csv(csvs[-1], index=False)
+    if report.predictions:
+        csvs.append(folder / "predictions.csv")
+        report.prediction_table.to_csv(csvs[-1])
+        csvs.append(folder / "top-units.csv")
+        report.top_units.to_csv(csvs[-1])
+    if report.profiles:
+        csvs.append(folder / "profiles.csv")
+        all_profiles(report.profiles).to_csv(csvs[-1])
     if not report.allreduce.empty:
         csvs.append(folder / "allreduce.csv")
         report.results.allreduce.to_csv(csvs[-1], index=False)

@@ -85,6 +85,9 @@ def write_xlsx(report: Report, path: Path) -> Path:
         if not report.models.empty:
             report.models.assign(kernels_not_ok=report.models.kernels_not_ok.map(", ".join)).to_excel(
                 writer, sheet_name=_sheet_name("Models", used), index=False)
+        if not report.prediction_table.empty:
+            report.prediction_table.to_excel(writer, sheet_name=_sheet_name("Predictions", used))
+            report.top_units.to_excel(writer, sheet_name=_sheet_name("Top units", used))
         if not report.allreduce.empty:
             table = report.allreduce.copy()
             table.columns = [" · ".join(map(str, c)) for c in table.columns]

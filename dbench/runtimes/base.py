@@ -18,6 +18,7 @@ import onnx
 
 from dbench.affinity import available_cpus, format_cpus
 from dbench.errors import UnsupportedError, UsageError
+from dbench.executed import ExecutedGraph
 from dbench.gen.graph import GraphSpec
 
 OPTION_FLAGS = {"threads": "--threads", "device": "--device", "graph_optimization": "--graph-opt",
@@ -131,6 +132,12 @@ class Session(ABC):
         """Device memory the session holds, in bytes, where the runtime can tell (GPUs); None on CPU."""
         return None
 
+    def executed_graph(self) -> ExecutedGraph:
+        """The layers the runtime built for this graph, as its profiler names them, each with the names
+        of the graph it was made from (`dbench predict` cuts a model into units with it). Runtimes that
+        cannot tell raise UnsupportedError (see `Runtime.reports_execution`)."""
+        raise UnsupportedError("this runtime cannot tell which layers it executes for a model")
+
     def close(self) -> None:
         """Release the session's resources."""
 
@@ -178,6 +185,9 @@ class Runtime(ABC):
     """The int8 graph form this runtime runs best (`qlinear`, `qdq` or `integer`)."""
     supported_options: ClassVar[frozenset[str]] = frozenset()
     """The RuntimeOptions fields this adapter honours beyond their defaults; `validate` refuses the rest."""
+    reports_execution: ClassVar[bool] = False
+    """Its sessions tell which layers they execute for a model (`Session.executed_graph`): `dbench
+    predict` needs it to cut a model into the units the runtime really runs."""
 
     def __init__(self, options: RuntimeOptions) -> None:
         self.options = options

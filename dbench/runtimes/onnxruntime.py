@@ -10,6 +10,7 @@ from __future__ import annotations
 import bisect
 import json
 import os
+import shutil
 import tempfile
 from collections import defaultdict
 from contextlib import AbstractContextManager, contextmanager
@@ -19,6 +20,7 @@ import numpy as np
 import onnx
 
 from dbench.errors import DbenchError, OutOfMemory, UnsupportedError, UsageError
+from dbench.executed import ExecutedGraph
 from dbench.gen.graph import GraphSpec
 from dbench.gen.precision import DTYPES
 from dbench.gen.weights import embed_weights
@@ -207,6 +209,20 @@ class OrtSession(Session):
     def device_memory(self) -> int | None:
         return self.runtime.device_memory()
 
+    def executed_graph(self) -> ExecutedGraph:
+        """The optimized model ONNX Runtime builds for this graph with these options, saved by a fresh
+        session (its weights to a file beside it, removed with it) and read back as executed layers."""
+        from dbench.runtimes.ort_execution import executed_graph
+
+        folder = tempfile.mkdtemp(prefix="dbench-ort-graph-")
+        try:
+            path = os.path.join(folder, "optimized.onnx")
+            self.runtime.make_session(self.model_bytes, self.constants, profiling=False, saved_to=path)
+            optimized = onnx.load(path, load_external_data=False)
+        finally:
+            shutil.rmtree(folder, ignore_errors=True)
+        return executed_graph(optimized, self.runtime.name)
+
     def close(self) -> None:
         self.binding = None
         self.session = None
@@ -356,11 +372,18 @@ class OrtRuntime(Runtime):
             so.profile_file_prefix = os.path.join(tempfile.gettempdir(), f"dbench-ort-{os.getpid()}")
         return so
 
-    def make_session(self, model_bytes: bytes, constants: dict[str, Any], profiling: bool, intra_threads: int | None = None):
+    def make_session(self, model_bytes: bytes, constants: dict[str, Any], profiling: bool, intra_threads: int | None = None,
+                     saved_to: str | None = None):
         """An InferenceSession; `constants` (name -> OrtValue) fill the model's external initializers;
-        `intra_threads` replaces the thread count (a concurrent session's shared pool)."""
+        `intra_threads` replaces the thread count (a concurrent session's shared pool); `saved_to`: ONNX
+        Runtime writes its optimized model there (weights in a file beside it)."""
         ort = _ort()
         options = self.session_options(profiling, intra_threads)
+        if saved_to:
+            options.optimized_model_filepath = saved_to
+            options.add_session_config_entry("session.optimized_model_external_initializers_file_name",
+                                             os.path.basename(saved_to) + ".weights")
+            options.add_session_config_entry("session.optimized_model_external_initializers_min_size_in_bytes", "64")
         if constants:
             options.add_external_initializers(list(constants), list(constants.values()))
         with classified(loading=True):
@@ -413,6 +436,7 @@ class OrtCpu(OrtRuntime):
     """ONNX Runtime, CPUExecutionProvider; `--option use_arena=0|1` is SessionOptions.enable_cpu_mem_arena."""
 
     name: ClassVar[str] = "ort-cpu"
+    reports_execution: ClassVar[bool] = True
 
     def prepare_concurrent(self, model: onnx.ModelProto, spec: GraphSpec, constants: Mapping[str, np.ndarray],
                            requests: int) -> ConcurrentSession:

@@ -12,6 +12,10 @@ from dbench.runtimes.onnxruntime import CPU_OPTIONS, OrtCpu, _ort
 class OrtArmProvider(OrtCpu):
     """ORT with an execution provider that only some builds hold; nodes it lacks fall back to CPU."""
 
+    reports_execution: ClassVar[bool] = False
+    """dbench predict reads ONNX Runtime's layer names as its CPU provider writes them; how these
+    providers name theirs is unchecked (no such build here), so they are not offered for it."""
+
     provided_by: ClassVar[str]
     """What provides the execution provider when the installed build lacks it."""
 

@@ -17,6 +17,7 @@ import numpy as np
 import onnx
 
 from dbench.errors import DbenchError, OutOfMemory, RuntimeSetupError, UnsupportedError, UsageError
+from dbench.executed import ExecutedGraph
 from dbench.gen.graph import GraphSpec
 from dbench.gen.precision import DTYPES
 from dbench.runtimes.base import (ConcurrentSession, NodeProfile, Profile, Runtime, RuntimeOptions, Session,
@@ -307,6 +308,14 @@ class OpenVinoSession(Session):
                 latencies.append(float(request.latency) * 1e3)
         return parse_profile(samples, device, fused_layers(compiled), self.sources, warmup, latencies)
 
+    def executed_graph(self) -> ExecutedGraph:
+        """The runtime graph of the model compiled for timing, each layer with the ONNX names it came from."""
+        from dbench.runtimes.openvino_execution import executed_graph
+
+        with self.runtime._classified():
+            read = self.runtime.core.read_model(self.model_bytes, _ov().Tensor(np.empty(0, dtype=np.uint8)))
+        return executed_graph(self.compiled, read, self.runtime.name)
+
     def close(self) -> None:
         self.request = None
         self.compiled = None
@@ -357,6 +366,7 @@ class OpenVino(Runtime):
     extra: ClassVar[str] = "openvino"
     int8_form: ClassVar[str] = "qdq"
     supported_options: ClassVar[frozenset[str]] = frozenset({"threads", "device", "allow_runtime_precision", "extra"})
+    reports_execution: ClassVar[bool] = True
 
     @classmethod
     def validate_values(cls, options: RuntimeOptions) -> None:

@@ -11,11 +11,16 @@ from dbench.bundle.members import read_folder, read_tar
 from dbench.bundle.verify import REEXPORT, is_bundle, verify_members
 from dbench.errors import InputError
 from dbench.gen.manifest import MANIFEST, Entry, parse_manifest, read_manifest
-from dbench.sources.contract import Contract
+from dbench.gen.graph import MODEL_FAMILY
+from dbench.sources.contract import ONNX_REFERENCE, Contract
 from dbench.sources.item import Item
 
 GEN_FOLDER = Contract(described_by="its manifest entry", remedy="regenerate the folder with dbench gen --force")
 BUNDLE = Contract(described_by="its manifest entry", remedy=REEXPORT)
+EXPORTED_UNITS = Contract(reference=ONNX_REFERENCE, described_by="its manifest entry", remedy=REEXPORT)
+"""A model's units in a bundle (`dbench export --units`): graphs with no family of dbench's own, verified
+against onnx.reference as foreign graphs are."""
+FOREIGN_FAMILIES = ("unit", "empty", MODEL_FAMILY)
 
 
 def open_graphs(path: Path) -> tuple[list[Entry], Callable[[Entry], bytes]]:
@@ -39,7 +44,7 @@ def folder_items(path: Path) -> list[Item]:
     def loader(entry: Entry) -> Callable[[], tuple[bytes, str | None]]:
         return lambda: (read(entry), entry.sha256)
 
-    return [Item(e.spec, loader(e), contract) for e in entries]
+    return [Item(e.spec, loader(e), EXPORTED_UNITS if e.spec.family in FOREIGN_FAMILIES else contract) for e in entries]
 
 
 def made_by_dbench(path: Path) -> bool:

@@ -180,7 +180,14 @@ def execute(job: Job, phase: Callable[[str], None] = _no_phase) -> Outcome:
 def _hooked(hook: str, job: Job) -> bool:
     """Whether a test hook (`ID` or `ID@ROUND`) names this job."""
     part, _, round_number = hook.partition("@")
-    return part in job.spec.id and (not round_number or int(round_number) == job.round)
+    return part in job.spec.id and (not round_number or int(round_number) == getattr(job, "round", 1))
+
+
+def _answer(job, phase: Callable[[str], None]):
+    """A Job's Outcome, or an ExecutionJob's executed graph (dbench.worker.execution)."""
+    from dbench.worker.execution import ExecutionJob, describe_execution
+
+    return describe_execution(job, phase) if isinstance(job, ExecutionJob) else execute(job, phase)
 
 
 def serve(connection, memory_limit: int | None = None, cpus: tuple[int, ...] | None = None) -> None:
@@ -209,7 +216,7 @@ def serve(connection, memory_limit: int | None = None, cpus: tuple[int, ...] | N
             os.kill(os.getpid(), signal.SIGSEGV)
         if hang_on and _hooked(hang_on, job):
             time.sleep(3600)
-        connection.send(execute(job, lambda name: connection.send(Phase(name))))
+        connection.send(_answer(job, lambda name: connection.send(Phase(name))))
 
 
 PR_SET_PDEATHSIG = 1

@@ -1,0 +1,99 @@
+"""How well `dbench predict` predicts a whole model's latency from its units: for every model of the
+corpus (benchmarks/predict_corpus.py, built here) and every runtime, one `dbench predict` run (the
+model, an empty graph and every distinct unit, interleaved in rounds), then one Markdown row per model
+and runtime (predicted, measured, error and its paired 95% interval, units), the share within ±10%,
+and the scatter of predicted against measured with the ±10% band (predicted-vs-measured.png).
+
+    PYTHONPATH=. python benchmarks/predict_accuracy.py --threads 1 --out results-predict           # full
+    PYTHONPATH=. python benchmarks/predict_accuracy.py --models mlp,kws,resnext --quick --out /tmp/p  # smoke
+
+Every figure comes from the run logs under --out (each row names its run); run it on a quiet machine.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from benchmarks.predict_corpus import MODELS, build
+from dbench.report.predictions import BAND, scatter
+from dbench.report.units import format_time
+from dbench.store.log import RunLog
+from dbench.store.metadata import host_metadata
+from dbench.units.prediction import predictions
+
+
+def predict(model: Path, runtime: str, out: Path, threads: str, extra: list[str]) -> tuple[Path, int]:
+    """One `dbench predict` run; its log (the one new under `out`) and exit status."""
+    before = set(out.rglob("*.jsonl"))
+    done = subprocess.run([sys.executable, "-m", "dbench", "predict", str(model), "--runtime", runtime, "--threads", threads,
+                           "--out", str(out), "--format", "json", *extra], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                          text=True)
+    new = sorted(set(out.rglob("*.jsonl")) - before)
+    if not new:
+        raise SystemExit(f"dbench predict {model.name} on {runtime} wrote no run: {done.stderr.strip()[-500:]}")
+    return new[0], done.returncode
+
+
+def _percent(value: float | None) -> str:
+    return "" if value is None else f"{value * 100:+.1f}%"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", type=Path, default=Path("results-predict"))
+    parser.add_argument("--corpus", type=Path, default=Path("build/predict-corpus"))
+    parser.add_argument("--models", default=",".join(MODELS))
+    parser.add_argument("--runtimes", default="ort-cpu,openvino")
+    parser.add_argument("--threads", default="1")
+    parser.add_argument("--quick", action="store_true", help="dbench predict --quick: a smoke run, not figures")
+    parser.add_argument("--rounds", default=None, help="rounds per graph (dbench's default: 3)")
+    parser.add_argument("--min-time", default=None, help="sampling seconds per graph, shared by its rounds (dbench's default: 2)")
+    args = parser.parse_args()
+    extra = ((["--quick"] if args.quick else []) + (["--rounds", args.rounds] if args.rounds else [])
+             + (["--min-time", args.min_time] if args.min_time else []))
+    paths = build(args.corpus, args.models.split(","))
+    host = host_metadata()
+    print(f"machine: {host['cpu_model']}, {host['cpu_count']} cores; --threads {args.threads}; "
+          f"load average at start {os.getloadavg()[0]:.1f}" + ("; --quick: smoke figures only" if args.quick else ""))
+    logs = []
+    for name, path in paths.items():
+        for runtime in args.runtimes.split(","):
+            started = time.monotonic()
+            log, status = predict(path, runtime, args.out, args.threads, extra)
+            logs.append(log)
+            print(f"  {name} on {runtime}: {log.stem} (exit {status}, {time.monotonic() - started:.0f} s)", file=sys.stderr, flush=True)
+    found = predictions([{**r, "run_id": RunLog.read(log).header()["run_id"]} for log in logs for r in RunLog.read(log).rows()])
+    print(f"load average at end {os.getloadavg()[0]:.1f}\n")
+    print("| model | runtime | measured | predicted | error | 95% interval (paired rounds) | units timed | nodes | empty graph | run |")
+    print("|---|---|---:|---:|---:|---|---:|---:|---:|---|")
+    for p in found:
+        interval = f"{_percent(p.error_low)} to {_percent(p.error_high)}" if p.error_low is not None else p.interval_note
+        print(f"| {p.model} | {p.runtime} | {format_time(p.measured_us)} | {format_time(p.predicted_us)} | {_percent(p.error)} | "
+              f"{interval} | {p.units_timed}/{p.units_total} | {p.nodes_timed}/{p.nodes_total} | {format_time(p.empty_us)} | {p.run_id} |")
+    judged = [p for p in found if p.error is not None]
+    for runtime in dict.fromkeys(p.runtime for p in judged):
+        mine = [p for p in judged if p.runtime == runtime]
+        inside = sum(abs(p.error) <= BAND for p in mine)
+        print(f"\n{runtime}: {inside} of {len(mine)} models within ±{BAND:.0%}; median |error| "
+              f"{sorted(abs(p.error) for p in mine)[len(mine) // 2] * 100:.1f}%")
+    inside = sum(abs(p.error) <= BAND for p in judged)
+    print(f"all: {inside} of {len(judged)} model x runtime pairs within ±{BAND:.0%}")
+    missing = [f"{p.model} on {p.runtime}: {'; '.join(p.notes)}" for p in found if p.error is None or p.notes]
+    for line in missing:
+        print(f"note: {line}")
+    figure = scatter(found)
+    if figure is not None:
+        from dbench.report.plots import png
+
+        target = args.out / "predicted-vs-measured.png"
+        target.write_bytes(png(figure))
+        print(f"\nscatter: {target}")
+
+
+if __name__ == "__main__":
+    main()

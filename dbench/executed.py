@@ -1,0 +1,39 @@
+"""What a runtime says it executes for a model: its executed layers (ONNX Runtime's optimized graph,
+OpenVINO's runtime model), each with the names of the model it came from. A low module (standard
+library only): the runtime adapters make it in the worker, the parent cuts the model into units with it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class ExecutedLayer:
+    """One layer as the runtime runs it, named as its profiler names it.
+
+    `sources`: the names the runtime says the layer was made from (a node or tensor name of the model
+    it was given, as ONNX Runtime derives its names or OpenVINO lists `originalLayersNames`); names
+    that are neither are ignored by the cut. `inputs`/`outputs`: the tensors it reads and writes (the
+    model's own tensor names where `ExecutedGraph.tensor_names`, else the runtime's own edge ids).
+    `moves_data`: the layer only moves or converts its first input (a reorder, a reshape, a cast): its
+    output holds the same values. `executes`: it runs on every call (False: constants, parameters,
+    results)."""
+
+    name: str
+    op_type: str
+    sources: tuple[str, ...] = ()
+    inputs: tuple[str, ...] = ()
+    outputs: tuple[str, ...] = ()
+    moves_data: bool = False
+    executes: bool = True
+
+
+@dataclass(frozen=True)
+class ExecutedGraph:
+    """Every layer the runtime built for a model, in its execution order. `tensor_names`: the layers'
+    inputs and outputs are tensor names of the model where the runtime kept them (ONNX Runtime), not
+    only the runtime's own edge ids (OpenVINO)."""
+
+    runtime: str
+    layers: tuple[ExecutedLayer, ...]
+    tensor_names: bool = False

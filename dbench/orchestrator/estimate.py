@@ -1,0 +1,207 @@
+"""How long a run will take, before it starts: each graph's cost from the latest earlier row of the same
+graph and runtime on this machine key (its phase times), else from its FLOPs and bytes against this
+machine's ceilings (`dbench peak`), else from the timing settings alone (a lower bound). The same
+figures let `--budget` pick sampling times that fit, and feed the progress bar's ETA."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterable
+
+from dbench.errors import UsageError
+from dbench.worker.timing import TimingConfig
+
+PROCESS_START_S = 0.8
+"""A fresh worker process per variant and round: Python, numpy, onnx and the runtime imported."""
+FIXED_ROUND_S = 0.05
+"""A round's preparing and input drawing for a small graph when no earlier row says more."""
+PACKING_BYTES_PER_S = 1e9
+"""Weights copied and pre-packed per second when preparing (no earlier row): a rough rate."""
+MIN_SCALE = 0.01
+"""--budget never cuts sampling below this fraction of the settings (--quick's 0.02 s of 2 s)."""
+SOURCES = ("earlier row", "roofline", "settings only")
+
+
+@dataclass(frozen=True)
+class GraphCost:
+    """One graph on one variant: a call's time, a round's fixed cost (inputs, prepare), and the one-off
+    costs of verifying and of profiling in the first round; `source` says where the figures came from."""
+
+    call_s: float
+    round_s: float
+    verify_s: float
+    profile_s: float
+    source: str
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """A run's estimated wall time, each job's share (graph, variant, round), and the sources used."""
+
+    total_s: float
+    jobs: dict[tuple[str, str, int], float]
+    sources: dict[str, int]
+
+    def describe(self) -> str:
+        """`about 3 min 10 s (47 graphs from earlier rows of this machine)`, or `at least ...`."""
+        counted = ", ".join(f"{n} from {self._phrase(s)}" for s, n in self.sources.items() if n)
+        bound = "at least" if self.sources.get("settings only") else "about"
+        return f"{bound} {duration(self.total_s)} ({counted})"
+
+    @staticmethod
+    def _phrase(source: str) -> str:
+        return {"earlier row": "earlier rows of this machine", "roofline": "this machine's roofline (dbench peak)",
+                "settings only": "the timing settings alone: no earlier row, no dbench peak"}[source]
+
+
+def duration(seconds: float) -> str:
+    """`45 s`, `3 min 10 s`, `1 h 5 min`."""
+    seconds = max(0, round(seconds))
+    if seconds < 60:
+        return f"{seconds} s"
+    if seconds < 3600:
+        return f"{seconds // 60} min {seconds % 60} s"
+    return f"{seconds // 3600} h {seconds % 3600 // 60} min"
+
+
+def parse_duration(text: str) -> float:
+    """`600`, `90s`, `10m`, `1.5h` as seconds; one line naming the fix when it is none of those."""
+    value = text.strip().lower()
+    scale = {"s": 1, "m": 60, "h": 3600}.get(value[-1:], None)
+    number = value[:-1] if scale else value
+    try:
+        seconds = float(number) * (scale or 1)
+    except ValueError:
+        seconds = math.nan
+    if not (math.isfinite(seconds) and seconds > 0):
+        raise UsageError(f"--budget {text!r} is not a duration; write e.g. 600, 90s, 10m or 1.5h")
+    return seconds
+
+
+GRAPH_ID = re.compile(r'"graph_id": "([^"]+)"')
+RUNTIME = re.compile(r'"runtime": "([^"]+)"')
+
+
+def earlier_rows(folder: Path, wanted: set[tuple[str, str]]) -> dict[tuple[str, str], dict[str, Any]]:
+    """(graph id, runtime) -> the latest latency row among `wanted` in the run logs of `folder` (a
+    machine's results): newest log first, and a line is parsed only when it names a wanted graph that
+    has no row yet, so a folder of many large runs costs little."""
+    found: dict[tuple[str, str], dict[str, Any]] = {}
+    for path in sorted(folder.glob("*.jsonl"), reverse=True):  # run ids sort by time
+        if len(found) == len(wanted):
+            break
+        try:
+            lines = path.read_text().splitlines()
+        except OSError:
+            continue
+        for line in reversed(lines):
+            if '"type": "result"' not in line or not (graph := GRAPH_ID.search(line)) or not (runtime := RUNTIME.search(line)):
+                continue
+            key = (graph.group(1), runtime.group(1))
+            if key not in wanted or key in found:
+                continue
+            try:
+                row = json.loads(line)
+            except json.JSONDecodeError:
+                continue  # a torn line: the estimate does without it
+            if row.get("mode", "latency") == "latency" and row.get("median_us"):
+                found[key] = row
+    return found
+
+
+def _from_row(row: dict[str, Any]) -> GraphCost:
+    rounds = row.get("rounds") or 1
+    return GraphCost(row["median_us"] / 1e6, ((row.get("inputs_s") or 0) + (row.get("prepare_s") or 0)) / rounds,
+                     row.get("verify_s") or 0.0, row.get("profile_s") or 0.0, "earlier row")
+
+
+def _from_roofline(spec, peaks: dict[str, Any] | None) -> GraphCost:
+    from dbench.report.peak import ceilings
+
+    tflops, gbps = ceilings(peaks, spec.precision)
+    weights = sum(t.nbytes for t in spec.weights)
+    fixed = FIXED_ROUND_S + weights / PACKING_BYTES_PER_S
+    if not (tflops and gbps):
+        return GraphCost(0.0, fixed, 0.0, fixed, "settings only")
+    call = max(spec.flops / (tflops * 1e12), spec.min_bytes / (gbps * 1e9))
+    # Verifying reads the outputs once more; profiling builds a second session and makes two calls.
+    return GraphCost(call, fixed, call, fixed + 2 * call, "roofline")
+
+
+def graph_costs(items: Iterable, runtimes: list[str], folder: Path) -> dict[tuple[str, str], GraphCost]:
+    """(graph id, runtime) -> its cost on this machine (`folder`: its results/<machine key>/)."""
+    from dbench.report.peak import read_peak_file
+
+    items = list(items)
+    rows = earlier_rows(folder, {(i.spec.id, r) for i in items for r in runtimes}) if folder.is_dir() else {}
+    peaks = read_peak_file(folder) if folder.is_dir() else None
+    costs = {}
+    for item in items:
+        for runtime in runtimes:
+            row = rows.get((item.spec.id, runtime))
+            costs[(item.spec.id, runtime)] = _from_row(row) if row else _from_roofline(item.spec, peaks)
+    return costs
+
+
+def round_seconds(call_s: float, timing: TimingConfig) -> tuple[int, float]:
+    """(rounds a graph gets, one round's warm-up and sampling in seconds) under `timing`, as the run
+    loop and the timing loop decide them."""
+    share = timing.per_round()
+    warm = max(share.warmup_time, share.warmup_calls * call_s)
+    if share.iterations is not None:
+        sample = share.iterations * call_s
+        return timing.rounds, warm + sample
+    sample = min(max(share.min_time, share.min_samples * call_s), max(share.max_time, call_s))
+    rounds = 1
+    while rounds < timing.rounds and rounds * sample + max(share.min_time, call_s) <= timing.max_time * (1 + 1e-9):
+        rounds += 1
+    return rounds, warm + sample
+
+
+def estimate(costs: dict[tuple[str, str], GraphCost], keys: list[tuple[str, str, str]], timing: TimingConfig,
+             verify: bool, profile: bool, variants: int, measured: dict[tuple[str, str], int] | None = None) -> Estimate:
+    """The run's estimate over `keys` (graph id, variant label, runtime) still to run; `measured` holds
+    the rounds a resumed run already has per (graph id, variant label)."""
+    jobs: dict[tuple[str, str, int], float] = {}
+    sources = dict.fromkeys(SOURCES, 0)
+    for graph, label, runtime in keys:
+        cost = costs[(graph, runtime)]
+        sources[cost.source] += 1
+        rounds, each = round_seconds(cost.call_s, timing)
+        once = (cost.verify_s if verify else 0.0) + (cost.profile_s if profile else 0.0)
+        for number in range((measured or {}).get((graph, label), 0), rounds):
+            jobs[(graph, label, number)] = cost.round_s + each + (once if number == 0 else 0.0)
+    processes = PROCESS_START_S * timing.rounds * variants if keys else 0.0
+    return Estimate(sum(jobs.values()) + processes, jobs, sources)
+
+
+def fit_budget(budget_s: float, costs: dict[tuple[str, str], GraphCost], keys: list[tuple[str, str, str]],
+               timing: TimingConfig, verify: bool, profile: bool, variants: int) -> tuple[TimingConfig, bool, list[str]]:
+    """The timing (sampling scaled down, at most to MIN_SCALE) and whether to profile, that fit the run
+    within `budget_s`, and what was given up, in words; UsageError when nothing fits."""
+    def total(scale: float, with_profile: bool) -> float:
+        scaled = dataclasses.replace(timing, min_time=timing.min_time * scale, max_time=timing.max_time * scale)
+        return estimate(costs, keys, scaled, verify, with_profile, variants).total_s
+
+    if total(1.0, profile) <= budget_s:
+        return timing, profile, []
+    for with_profile in ((True, False) if profile else (False,)):
+        if total(MIN_SCALE, with_profile) <= budget_s:
+            low, high = MIN_SCALE, 1.0
+            for _ in range(30):
+                mid = (low + high) / 2
+                low, high = (mid, high) if total(mid, with_profile) <= budget_s else (low, mid)
+            fitted = dataclasses.replace(timing, min_time=round(timing.min_time * low, 3), max_time=round(timing.max_time * low, 3))
+            gave_up = [f"sampling cut to {fitted.min_time:g} s per graph (from {timing.min_time:g} s; at most {fitted.max_time:g} s): "
+                       "fewer samples a round, so wider intervals"]
+            if profile and not with_profile:
+                gave_up.append("no per-node profile (no kernel names, kernel time or executed precision)")
+            return fitted, with_profile, gave_up
+    floor = total(MIN_SCALE, False)
+    raise UsageError(f"--budget {duration(budget_s)} cannot hold this run: it needs at least {duration(floor)} even with "
+                     f"sampling cut to {MIN_SCALE:.0%} and no profile; select fewer graphs (--ops, --id) or raise --budget")

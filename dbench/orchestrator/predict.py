@@ -1,0 +1,209 @@
+"""`dbench predict`: ask the runtime how it executes the model (a worker prepares it exactly as a timed
+run would and reports its layers), cut the model into the units it executes, then time the whole
+model, an empty graph and every distinct unit in one run, in rounds, round-major, so that the model
+and its units see the same machine; the prediction is made from the run's rows
+(dbench.units.prediction). The runtime's report is kept in the run header, so `--resume` cuts the
+same units again without asking it. No terminal output here."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+from typing import Any
+
+from dbench.errors import DbenchError, UsageError
+from dbench.executed import ExecutedGraph, ExecutedLayer
+from dbench.orchestrator.request import RunRequest, check_resume, validate
+from dbench.orchestrator.run import PREDICT_KIND, PlannedRun, new_run, resume_run
+from dbench.orchestrator.runner import RunConfig, Variant, weights_for
+from dbench.orchestrator.worker_process import WorkerProcess
+from dbench.outcome import Outcome
+from dbench.runtimes.base import Runtime
+from dbench.sources.item import Item
+from dbench.sources.resolve import MODEL, source_kind
+from dbench.sources.units import UnitGraphs, model_identity, named_model_item, prepare, tagged_model_item, unit_graphs
+from dbench.store.log import RunLog, find_run
+from dbench.worker.execution import ExecutionJob
+
+
+def check_predictable(request: RunRequest, classes: dict[str, type[Runtime]]) -> None:
+    """One model file, one runtime that reports what it executes, one thread count."""
+    if source_kind(request.graphs) is not MODEL:
+        raise UsageError(f"dbench predict takes one .onnx model file, not {request.graphs}")
+    names = request.runtimes()
+    if len(names) > 1:
+        raise UsageError("dbench predict cuts the model by one runtime's layers; give one --runtime and run it once per runtime")
+    if isinstance(request.threads, list):
+        raise UsageError("dbench predict runs one configuration; give one --threads count")
+    cls = classes[names[0]]
+    if not cls.reports_execution:
+        able = ", ".join(sorted(name for name, c in _known().items() if c.reports_execution))
+        raise UsageError(f"runtime {names[0]} cannot tell which layers it executes for a model, so dbench cannot cut "
+                         f"the model into its units; use {able}")
+
+
+def _known() -> dict[str, type[Runtime]]:
+    """Every registered runtime's adapter class (their modules import without their runtimes)."""
+    from dbench.runtimes.registry import RUNTIMES, runtime_class
+
+    return {name: runtime_class(name) for name in RUNTIMES}
+
+
+def settings(variant: Variant, config: RunConfig, item: Item) -> dict[str, Any]:
+    """The settings a cut depends on: the runtime options and the weights mode."""
+    return {**dataclasses.asdict(variant.options), "weights": weights_for(item.spec, config.weights)}
+
+
+def ask_runtime(item: Item, variant: Variant, config: RunConfig) -> ExecutedGraph:
+    """The layers the runtime executes for the model, from a worker that prepares it as the run will."""
+    data, digest = item.load()
+    job = ExecutionJob(item.spec, data, variant.runtime, variant.options, weights_for(item.spec, config.weights), item.contract)
+    worker = WorkerProcess(config.memory_limit, config.cpus)
+    try:
+        answer = worker.submit(job, config.timeout)
+    finally:
+        worker.stop()
+    if isinstance(answer, Outcome):
+        raise DbenchError(f"{variant.runtime} could not prepare {item.spec.id} to report its layers "
+                          f"({answer.status}: {answer.message}); check the model with dbench run --model")
+    return answer
+
+
+def executed_from_header(data: dict[str, Any]) -> ExecutedGraph:
+    """The runtime's report as a run header stores it."""
+    layers = tuple(ExecutedLayer(**{**layer, **{k: tuple(layer[k]) for k in ("sources", "inputs", "outputs")}})
+                   for layer in data["layers"])
+    return ExecutedGraph(data["runtime"], layers, data["tensor_names"])
+
+
+def _items(request: RunRequest, config: RunConfig, executed: ExecutedGraph | None) -> tuple[list[Item], UnitGraphs, ExecutedGraph]:
+    """The run's graphs: the whole model (tagged with the cut), the empty graph, then the units."""
+    path = Path(request.graphs)
+    variant = config.variants[0]
+    model = named_model_item(path, request.dims)
+    if model.unsupported:
+        raise DbenchError(f"{path.name} cannot be run whole, so there is nothing to predict: {model.unsupported}")
+    if executed is None:
+        executed = ask_runtime(model, variant, config)
+    identity = model_identity(path, request.dims, variant.runtime, settings(variant, config, model))
+    graphs = unit_graphs(prepare(path, request.dims), executed, identity, model.spec.precision)
+    return [tagged_model_item(model, graphs), *graphs.items], graphs, executed
+
+
+def plan_predict(request: RunRequest, out_dir: Path, resume: str | None = None) -> tuple[PlannedRun, UnitGraphs]:
+    """Check the request, ask the runtime for its layers, cut the model and create the run's log (or
+    reopen a prediction run's log, cutting it again from the layers it stored)."""
+    stored = None
+    if resume is not None:
+        check_resume(request)
+        stored = RunLog.read(find_run(out_dir, resume))
+        header = stored.header()
+        if header.get("kind") != PREDICT_KIND:
+            raise UsageError(f"{resume} is not a dbench predict run; finish it with dbench run --resume {resume}")
+        request = RunRequest.from_dict(header.get("request", {}), stored.path)
+    classes = validate(request)
+    check_predictable(request, classes)
+    config = request.config()
+    executed = executed_from_header(header["executed"]) if stored else None
+    items, graphs, executed = _items(request, config, executed)
+    if stored:
+        return resume_run(request, config, classes, stored.path, header, items), graphs
+    extra = {"kind": PREDICT_KIND, "executed": dataclasses.asdict(executed)}
+    return new_run(request, config, classes, out_dir, items, extra), graphs
+
+
+def _said(value: Any, flag: str) -> str:
+    return f"{flag} {value}" if value not in (None, {}, "") else f"no {flag}"
+
+
+def units_run_predictions(model: Path, request: RunRequest, log: RunLog) -> list:
+    """The prediction of `model` from another machine's run of its exported units, without running the
+    model there. Refused, with one line naming the difference, unless the run timed this model's units
+    (same file, same --dim), cut by the same runtime and settings this prediction asks, with the same
+    runtime settings as this request, and every unit of the cut."""
+    from dbench.frommodel.predict import SAME_SETTINGS, dims_text
+    from dbench.gen.manifest import sha256
+    from dbench.units.prediction import predictions, tag
+
+    header, rows = log.header(), log.rows()
+    run = header.get("run_id", str(log.path))
+    asked = header.get("request", {})
+    for name, flag in SAME_SETTINGS.items():
+        theirs, ours = asked.get(name), getattr(request, name)
+        if name == "extra":
+            theirs = theirs or {}
+        if theirs != ours:
+            raise UsageError(f"{run} ran with {_said(theirs, flag)}, this prediction asks {_said(ours, flag)}; give both the same")
+    name = Path(model).stem
+    mine = [r for r in rows if tag(r).get("model") == name and tag(r).get("role") in ("unit", "empty")]
+    if not mine:
+        raise UsageError(f"{run} holds no unit of model {name}; export them with dbench export --units {model} and run "
+                         "that bundle with dbench run --graphs")
+    info = tag(mine[0])
+    if info.get("sha256") != sha256(Path(model).read_bytes()):
+        raise UsageError(f"{run} timed the units of another {model.name} (its file hash differs): export the units of this "
+                         "file again and run them")
+    if info.get("dims") != dict(request.dims):
+        raise UsageError(f"{run} timed {name}'s units cut at --dim {dims_text(info.get('dims')) or 'none'}, this prediction "
+                         f"asks --dim {dims_text(dict(request.dims)) or 'none'}; give the same --dim")
+    if info.get("runtime") != request.runtime:
+        raise UsageError(f"{run} timed {name}'s units as {info.get('runtime')} cuts them, this prediction asks --runtime "
+                         f"{request.runtime}; give --runtime {info.get('runtime')} or export the units cut by {request.runtime}")
+    cut_options = info.get("settings") or {}
+    for field, flag in (("threads", "--threads"), ("graph_optimization", "--graph-opt"), ("device", "--device")):
+        if field in cut_options and cut_options[field] != getattr(request.options(), field):
+            raise UsageError(f"{name}'s units were cut at {_said(cut_options[field], flag)}, this prediction asks "
+                             f"{_said(getattr(request.options(), field), flag)}; give the same")
+    units = {r["graph_id"] for r in mine if tag(r).get("role") == "unit"}
+    expected = max((tag(r).get("graphs", 0) for r in mine if tag(r).get("role") == "unit"), default=0)
+    if len(units) != expected or not any(tag(r).get("role") == "empty" for r in mine):
+        missing = "the empty graph" if len(units) == expected else f"{expected - len(units)} of its {expected} units"
+        raise UsageError(f"{run} lacks {missing} for model {name}; run the whole exported bundle")
+    return predictions(mine)
+
+
+RUN_FLAGS = {"threads": "--threads", "device": "--device", "graph_optimization": "--graph-opt",
+             "allow_runtime_precision": "--allow-runtime-precision"}
+PACKAGES = {"ort-cpu": "onnxruntime", "openvino": "openvino"}
+
+
+def _flags(request: RunRequest) -> str:
+    """The runtime flags a board's run of the units must repeat (those set away from their defaults)."""
+    default = RunRequest()
+    parts = []
+    for name, flag in RUN_FLAGS.items():
+        value = getattr(request, name)
+        if value != getattr(default, name):
+            parts.append(flag if value is True else f"{flag} {value}")
+    parts += [f"--option {k}={v}" for k, v in request.extra.items()]
+    return "".join(f" {p}" for p in parts)
+
+
+def export_units(request: RunRequest, out: Path):
+    """A bundle of the model's units as the runtime cuts them here, and the empty graph, for a board to
+    run (`dbench run --graphs`) and `dbench predict --units-run` to predict from. Units that cannot be
+    graphs of their own are left out and named in every graph's tag (`left_out`); returns the
+    Exported bundle and those units with their reasons."""
+    from dbench.bundle.export import export_graphs
+    from dbench.bundle.readme import units_readme_text
+    from dbench.frommodel.predict import dims_text
+    from dbench.units.prediction import PREDICT_ATTR
+
+    classes = validate(request)
+    check_predictable(request, classes)
+    items, graphs, _ = _items(request, request.config(), None)
+    made = [item for item in graphs.items if not item.unsupported]
+    left_out = {item.spec.id: item.unsupported for item in graphs.items if item.unsupported}
+    units = sum(1 for item in made if item.spec.family != "empty")
+
+    def retagged(spec):
+        tag = {**spec.attrs[PREDICT_ATTR], **({"graphs": units} if "graphs" in spec.attrs[PREDICT_ATTR] else {}),
+               "left_out": sorted(left_out)}
+        return dataclasses.replace(spec, attrs={**spec.attrs, PREDICT_ATTR: tag})
+
+    identity = graphs.identity
+    readme = units_readme_text(units, identity.model, dims_text(identity.dims), identity.runtime,
+                               ", ".join(f"{k}={v}" for k, v in identity.settings.items() if v not in (None, {}, "")),
+                               _flags(request), PACKAGES.get(identity.runtime, identity.runtime))
+    exported = export_graphs([(retagged(item.spec), item.load()[0]) for item in made], readme, out)
+    return exported, left_out

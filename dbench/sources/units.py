@@ -1,0 +1,220 @@
+"""A model's execution units as graphs (`dbench predict`): the whole model with dbench's node names
+(so the runtime names its layers after them), an empty graph (one Identity: the runtime's cost per
+call), and one graph per distinct unit the runtime executes, cut from the runtime's own report of
+its layers (dbench.units.cut). Identical units are one graph with a count. Every graph carries
+`attrs.predict`: its role, the model (name, file hash, --dim) and the runtime settings it was cut for,
+and for a unit its count and the nodes and layers of each occurrence, so the prediction is made
+from result rows alone, on this machine or from a board's run of an exported bundle."""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+import onnx
+from onnx import helper
+
+from dbench.errors import UnsupportedError
+from dbench.executed import ExecutedGraph
+from dbench.frommodel.load import LoadedModel, load_model
+from dbench.frommodel.walk import extract
+from dbench.gen.feeds import default_seed
+from dbench.gen.graph import IR_VERSION, OPSET, GraphSpec, TensorSpec
+from dbench.gen.manifest import sha256
+from dbench.sources.contract import ONNX_REFERENCE, Contract
+from dbench.sources.item import Item
+from dbench.sources.model import model_item
+from dbench.sources.model_spec import RANDOM_WEIGHTS, foreign_spec, random_weights
+from dbench.units.cut import EXECUTED, UNMATCHED, Cut, cut
+from dbench.units.graph import shaped, unit_model, value_types
+from dbench.units.prediction import EMPTY, MODEL, PREDICT_ATTR, UNIT
+from dbench.units.same import signature
+from dbench.units.structure import Structure, name_nodes
+
+UNIT_FAMILY = "unit"
+EMPTY_FAMILY = "empty"
+EMPTY_ID = "empty"
+TIMED_KINDS = (EXECUTED, UNMATCHED)
+"""The unit kinds timed in isolation; inserted layers and folded values are not graphs of their own."""
+UNITS = Contract(reference=ONNX_REFERENCE, described_by="the unit as cut when the run started",
+                 remedy="the model changed during the run; run dbench predict again")
+NAMED_MODEL = Contract(reference=ONNX_REFERENCE, described_by="the model as read when the run started",
+                       remedy="the file changed during the run; run it again")
+OPS_IN_ID = 3
+
+
+@dataclass(frozen=True)
+class Identity:
+    """What a prediction's graphs were made for: the model, its --dim, and the runtime and its
+    settings (threads, graph optimisation, ...) whose layers cut it."""
+
+    model: str
+    sha256: str
+    dims: dict[str, int]
+    runtime: str
+    settings: dict[str, Any]
+
+    def tag(self, role: str, **more: Any) -> dict[str, Any]:
+        return {"role": role, "model": self.model, "sha256": self.sha256, "dims": dict(self.dims), "runtime": self.runtime,
+                "settings": dict(self.settings), **more}
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """A model read for its prediction: the loaded model (weights in, dbench's node names), its structure."""
+
+    path: Path
+    dims: dict[str, int]
+    loaded: LoadedModel
+    structure: Structure
+
+
+def prepare(path: Path, dims: dict[str, int]) -> Prepared:
+    """Read the model with its weights and name its nodes as dbench does."""
+    loaded = load_model(path, dims, weights=True)
+    model = name_nodes(loaded.model)
+    types = {**value_types(loaded.model), **value_types(loaded.shapes)}
+    full = frozenset(name for name, v in types.items()
+                     if v.type.tensor_type.HasField("shape") and all(d.HasField("dim_value") for d in v.type.tensor_type.shape.dim))
+    structure = Structure(model.graph, frozenset(random_weights(model)), full)
+    return Prepared(Path(path), dims, replace(loaded, model=model), structure)
+
+
+def named_model_item(path: Path, dims: dict[str, int]) -> Item:
+    """The whole model as `dbench run --model` runs it, with dbench's node names."""
+    item = model_item(path, dims)
+
+    def load() -> tuple[bytes, str | None]:
+        data, digest = item.load()
+        return name_nodes(onnx.load_model_from_string(data)).SerializeToString(), digest
+
+    return Item(item.spec, load, NAMED_MODEL, item.unsupported)
+
+
+def empty_item(identity: Identity) -> Item:
+    """One Identity over one float: a call that does no work, its time the runtime's cost per call."""
+    x = TensorSpec("x", (1,), "float32", "activation")
+    y = TensorSpec("y", (1,), "float32", "output")
+    graph = helper.make_graph([helper.make_node("Identity", ["x"], ["y"], name="identity")], EMPTY_ID,
+                              [x.value_info()], [y.value_info()])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)], producer_name="dbench units")
+    model.ir_version = IR_VERSION
+    data = model.SerializeToString()
+    spec = GraphSpec(id=EMPTY_ID, kernel_id=EMPTY_ID, family=EMPTY_FAMILY, op=EMPTY_FAMILY, params={}, suites=("user",),
+                     apps=(identity.model,), pass_name="fwd", form=EMPTY_FAMILY, precision="fp32", flops=0, flops_executed=0,
+                     inputs=(x,), outputs=(y,), seed=default_seed(EMPTY_ID), attrs={PREDICT_ATTR: identity.tag(EMPTY)})
+    return Item(spec, lambda: (data, None), UNITS)
+
+
+def _ops_text(prepared: Prepared, nodes: tuple[int, ...]) -> str:
+    ops = list(dict.fromkeys(prepared.structure.nodes[i].op_type for i in nodes))
+    text = "-".join(ops[:OPS_IN_ID]) + (f"+{len(ops) - OPS_IN_ID}" if len(ops) > OPS_IN_ID else "")
+    return re.sub(r"[^A-Za-z0-9_+-]", "_", text)
+
+
+def _with_weights(model: onnx.ModelProto, ranges: dict[str, tuple[float, float]]) -> onnx.ModelProto:
+    """A unit graph with the draw ranges of the model's weights stored without data that it reads."""
+    reads = {i.name for i in model.graph.input}
+    drawn = {name: list(r) for name, r in ranges.items() if name in reads}
+    if drawn:
+        model.metadata_props.add(key=RANDOM_WEIGHTS, value=json.dumps(drawn))
+    return model
+
+
+def _unread(graph_id: str, prepared: Prepared) -> GraphSpec:
+    return GraphSpec(id=graph_id, kernel_id=graph_id, family=UNIT_FAMILY, op=UNIT_FAMILY, params={"file": prepared.path.name},
+                     suites=("user",), apps=(prepared.loaded.name,), pass_name="fwd", form=UNIT_FAMILY, precision="fp32",
+                     flops=0, flops_executed=0, inputs=(), outputs=(), seed=default_seed(graph_id))
+
+
+def _unit_spec(graph_id: str, model: onnx.ModelProto, types, prepared: Prepared, tag: dict[str, Any], precision: str) -> GraphSpec:
+    """The spec of a unit graph, as for a foreign model, named and tagged as a unit, in the whole
+    model's precision (a QuantizeLinear alone is part of an int8 model, and verified as such); the
+    catalog kernels of its nodes (DeepBench's families) are listed in its tag."""
+    loaded = LoadedModel(graph_id, prepared.path, model, True, shaped(model, types))
+    extraction = extract(loaded)
+    spec = foreign_spec(loaded, extraction, graph_id)
+    kernels = [k.kernel.id for k in extraction.kernels for _ in range(k.copies)]
+    return replace(spec, family=UNIT_FAMILY, op=UNIT_FAMILY, form=UNIT_FAMILY, apps=(prepared.loaded.name,), precision=precision,
+                   attrs={**spec.attrs, PREDICT_ATTR: {**tag, "kernels": kernels}})
+
+
+@dataclass(frozen=True)
+class UnitGraphs:
+    """The graphs a prediction times besides the model: the empty graph, then one per distinct unit;
+    `cut` is the model's partition, `layout` each unit's graph id ("" for inserted or folded units)."""
+
+    identity: Identity
+    cut: Cut
+    layout: tuple[str, ...]
+    items: tuple[Item, ...]
+
+    def model_tag(self) -> dict[str, Any]:
+        """What the whole model's row records of the cut: every unit, its graph, nodes and layers."""
+        names = self.cut.names
+        units = [{"graph": graph, "kind": unit.kind, "nodes": [names[i] for i in unit.nodes], "layers": list(unit.layers)}
+                 for unit, graph in zip(self.cut.units, self.layout)]
+        return self.identity.tag(MODEL, units=units, graphs=len(self.items) - 1)
+
+
+def unit_graphs(prepared: Prepared, executed: ExecutedGraph, identity: Identity, precision: str) -> UnitGraphs:
+    """Cut the model by the runtime's layers and make one graph per distinct timed unit, each in the
+    model's `precision`."""
+    model_cut = cut(prepared.structure, executed)
+    types = {**value_types(prepared.loaded.model), **value_types(prepared.loaded.shapes)}
+    ranges = random_weights(prepared.loaded.model)
+    groups: dict[str, list[int]] = {}
+    models: dict[str, onnx.ModelProto] = {}
+    failures: dict[int, str] = {}
+    for index, unit in enumerate(model_cut.units):
+        if unit.kind not in TIMED_KINDS:
+            continue
+        try:
+            graph = _with_weights(unit_model(prepared.loaded.model, types, prepared.structure, unit, f"unit{index}"), ranges)
+        except UnsupportedError as why:
+            failures[index] = str(why)
+            groups[f"unsupported {index}"] = [index]
+            continue
+        key = signature(graph)
+        groups.setdefault(key, []).append(index)
+        models.setdefault(key, graph)
+    total = len(groups)
+    layout = [""] * len(model_cut.units)
+    items = [empty_item(identity)]
+    names = model_cut.names
+    for number, (key, indices) in enumerate(groups.items(), start=1):
+        first = model_cut.units[indices[0]]
+        graph_id = f"{identity.model}.u{number:03d}.{_ops_text(prepared, first.nodes)}"
+        for index in indices:
+            layout[index] = graph_id
+        occurrences = [{"nodes": [names[i] for i in model_cut.units[i].nodes], "layers": list(model_cut.units[i].layers)}
+                       for i in indices]
+        tag = identity.tag(UNIT, kind=first.kind, count=len(indices), graphs=total, occurrences=occurrences)
+        if key not in models:
+            spec = replace(_unread(graph_id, prepared), precision=precision, attrs={PREDICT_ATTR: tag})
+            items.append(Item(spec, lambda: (b"", None), UNITS, unsupported=failures[indices[0]]))
+            continue
+        graph = models[key]
+        graph.graph.name = graph_id
+        try:
+            spec = _unit_spec(graph_id, graph, types, prepared, tag, precision)
+        except UnsupportedError as why:
+            items.append(Item(replace(_unread(graph_id, prepared), precision=precision, attrs={PREDICT_ATTR: tag}), lambda: (b"", None), UNITS,
+                              unsupported=str(why)))
+            continue
+        items.append(Item(spec, lambda graph=graph: (graph.SerializeToString(), None), UNITS))
+    return UnitGraphs(identity, model_cut, tuple(layout), tuple(items))
+
+
+def model_identity(path: Path, dims: dict[str, int], runtime: str, settings: dict[str, Any]) -> Identity:
+    """The identity of a prediction of the model file at `path` on a runtime with these settings."""
+    return Identity(Path(path).stem, sha256(Path(path).read_bytes()), dict(dims), runtime, dict(settings))
+
+
+def tagged_model_item(item: Item, graphs: UnitGraphs) -> Item:
+    """The whole model's item carrying the cut in its spec (the report reads the units from its row)."""
+    spec = replace(item.spec, attrs={**item.spec.attrs, PREDICT_ATTR: graphs.model_tag()})
+    return Item(spec, item.load, item.contract, item.unsupported)

@@ -1,0 +1,82 @@
+"""A unit's own graph: the nodes it owns, the DequantizeLinear nodes it repeats, and the nodes of the
+static values it reads (weights' conversions, shape arithmetic: the runtime folds them again when it
+loads the unit, as it did in the model); the model's weights it reads as initializers; every other
+value it reads as an input of the model's real shape; what it hands to other units (or the model's
+outputs) as its outputs. Its nodes keep their names, so its profile names the same layers."""
+
+from __future__ import annotations
+
+import onnx
+from onnx import helper
+
+from dbench.errors import UnsupportedError
+from dbench.frommodel.dims import FIRST_IR_WITHOUT_INPUT_INITIALIZERS
+from dbench.units.cut import Unit
+from dbench.units.structure import Structure
+
+
+def members(structure: Structure, unit: Unit) -> list[int]:
+    """The nodes of the unit's graph, in model order: owned, repeated, and the static values' nodes."""
+    found = set(unit.nodes) | set(unit.borrowed)
+    todo = list(found)
+    while todo:
+        i = todo.pop()
+        for t in structure.reads[i]:
+            p = structure.producer.get(t)
+            if p is not None and p not in found and t in structure.static:
+                found.add(p)
+                todo.append(p)
+    return sorted(found)
+
+
+def _value(name: str, types: dict[str, onnx.ValueInfoProto], what: str) -> onnx.ValueInfoProto:
+    """The value's inferred type; an input's shape must be known too (it is drawn at that shape)."""
+    value = types.get(name)
+    if value is None or not value.type.HasField("tensor_type") or not value.type.tensor_type.elem_type:
+        raise UnsupportedError(f"the type of {what} {name!r} is unknown after shape inference: this unit cannot be a graph of its own")
+    tensor = value.type.tensor_type
+    if what == "input" and not (tensor.HasField("shape") and all(d.HasField("dim_value") for d in tensor.shape.dim)):
+        raise UnsupportedError(f"the shape of input {name!r} is unknown after shape inference: this unit cannot be a graph "
+                               "of its own")
+    return value
+
+
+def value_types(shapes: onnx.ModelProto) -> dict[str, onnx.ValueInfoProto]:
+    """Every typed value of the inferred model by name (inputs, intermediate values, outputs)."""
+    return {v.name: v for v in [*shapes.graph.input, *shapes.graph.value_info, *shapes.graph.output]}
+
+
+def unit_model(model: onnx.ModelProto, types: dict[str, onnx.ValueInfoProto], structure: Structure, unit: Unit,
+               name: str) -> onnx.ModelProto:
+    """The unit as a model of its own (`model`: the whole model with its weights and dbench's node
+    names; `types`: its inferred values). UnsupportedError when a value it reads or writes has no
+    known type."""
+    nodes = members(structure, unit)
+    inside = set(nodes)
+    owned = set(unit.nodes)
+    produced = {t for i in nodes for t in structure.nodes[i].output if t}
+    reads = list(dict.fromkeys(t for i in nodes for t in structure.reads[i] if t not in produced))
+    stored = {t.name: t for t in model.graph.initializer}
+    initializers = [stored[t] for t in reads if t in stored]
+    inputs = [_value(t, types, "input") for t in reads if t not in stored]
+    used_outside = [t for i in sorted(owned) for t in structure.nodes[i].output
+                    if t and (t in structure.outputs or any(r not in inside for r in structure.readers.get(t, [])))]
+    if not used_outside:  # a dead end (nothing reads it): its last node's outputs
+        used_outside = [t for t in structure.nodes[max(owned)].output if t]
+    outputs = [_value(t, types, "output") for t in dict.fromkeys(used_outside)]
+    graph = helper.make_graph([structure.nodes[i] for i in nodes], name, inputs, outputs, initializer=initializers)
+    unit_graph = helper.make_model(graph, opset_imports=list(model.opset_import), producer_name="dbench units")
+    unit_graph.ir_version = max(model.ir_version, FIRST_IR_WITHOUT_INPUT_INITIALIZERS)
+    unit_graph.functions.extend(model.functions)
+    return unit_graph
+
+
+def shaped(model: onnx.ModelProto, types: dict[str, onnx.ValueInfoProto]) -> onnx.ModelProto:
+    """A copy of a unit graph with the model's inferred types of its inner values (its shapes, as the
+    kernel walk and the feed rules read them)."""
+    copy = onnx.ModelProto()
+    copy.CopyFrom(model)
+    declared = {v.name for v in [*copy.graph.input, *copy.graph.output]}
+    inner = {t for node in copy.graph.node for t in node.output if t and t not in declared}
+    copy.graph.value_info.extend(types[t] for t in sorted(inner) if t in types)
+    return copy

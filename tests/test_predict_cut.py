@@ -1,0 +1,291 @@
+"""Cutting a model into the units its runtime executes: on ONNX Runtime CPU and OpenVINO CPU (their
+own reports of their layers), a Conv+Relu they fuse is one unit, an unfused chain is several, every
+node lands in exactly one unit and every executed layer in exactly one unit, the layers they insert
+are units of their own, and each unit's graph computes what the model computes there. The cut's
+rules on reports made by hand, without a runtime."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto, helper
+
+from dbench.executed import ExecutedGraph, ExecutedLayer
+from dbench.runtimes.base import RuntimeOptions
+from dbench.sources.units import model_identity, named_model_item, prepare, unit_graphs
+from dbench.units.cut import EXECUTED, FOLDED, INSERTED, cut
+from dbench.units.graph import unit_model, value_types
+from dbench.units.structure import Structure
+from dbench.worker.execution import ExecutionJob, describe_execution
+from tests import model_builders as mb
+
+RUNTIMES = ("ort-cpu", "openvino")
+
+
+def conv_relu(rng) -> onnx.ModelProto:
+    """Conv 3x3 + bias -> Relu: both runtimes fuse the Relu into the convolution."""
+    nodes = [helper.make_node("Conv", ["x", "w", "b"], ["c"], name="conv", kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
+             helper.make_node("Relu", ["c"], ["y"], name="relu")]
+    return mb.model(nodes, [mb.value("x", [1, 8, 16, 16])], [mb.value("y", [1, 16, 16, 16])],
+                    [mb.weight("w", (16, 8, 3, 3), rng), mb.weight("b", (16,), rng)], "conv_relu")
+
+
+def unfused_chain(rng) -> onnx.ModelProto:
+    """Conv -> MaxPool -> Conv: neither runtime fuses a pooling between two convolutions."""
+    nodes = [helper.make_node("Conv", ["x", "w1"], ["h"], name="conv1", kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
+             helper.make_node("MaxPool", ["h"], ["p"], name="pool", kernel_shape=[2, 2], strides=[2, 2]),
+             helper.make_node("Conv", ["p", "w2"], ["y"], name="conv2", kernel_shape=[3, 3], pads=[1, 1, 1, 1])]
+    return mb.model(nodes, [mb.value("x", [1, 8, 16, 16])], [mb.value("y", [1, 8, 8, 8])],
+                    [mb.weight("w1", (8, 8, 3, 3), rng), mb.weight("w2", (8, 8, 3, 3), rng)], "chain")
+
+
+def twin_blocks(rng) -> onnx.ModelProto:
+    """Two Conv+Relu blocks of the same shapes, other weights: one unit graph, counted twice."""
+    nodes = [helper.make_node("Conv", ["x", "w1"], ["c1"], name="conv1", kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
+             helper.make_node("Relu", ["c1"], ["r1"], name="relu1"),
+             helper.make_node("Conv", ["r1", "w2"], ["c2"], name="conv2", kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
+             helper.make_node("Relu", ["c2"], ["y"], name="relu2")]
+    return mb.model(nodes, [mb.value("x", [1, 16, 12, 12])], [mb.value("y", [1, 16, 12, 12])],
+                    [mb.weight("w1", (16, 16, 3, 3), rng), mb.weight("w2", (16, 16, 3, 3), rng)], "twins")
+
+
+MODELS = {"conv_relu": conv_relu, "chain": unfused_chain, "twins": twin_blocks, "mlp": mb.mlp, "cnn": mb.cnn,
+          "lstm": mb.lstm, "attention": mb.attention, "int8": mb.int8_qdq}
+DIMS = {"mlp": {"batch": 4}, "cnn": {"n": 1}, "lstm": {"seq": 5}}
+
+
+def executed(path: Path, dims: dict[str, int], runtime: str) -> ExecutedGraph:
+    """The runtime's report of its layers for the model, asked in this process as the worker asks it."""
+    item = named_model_item(path, dims)
+    data, _ = item.load()
+    answer = describe_execution(ExecutionJob(item.spec, data, runtime, RuntimeOptions(threads=1), "const", item.contract))
+    assert isinstance(answer, ExecutedGraph), answer
+    return answer
+
+
+def cut_of(tmp_path: Path, name: str, seed: int, runtime: str):
+    path = mb.save(MODELS[name](np.random.default_rng(seed)), tmp_path, name)
+    dims = DIMS.get(name, {})
+    graph = executed(path, dims, runtime)
+    prepared = prepare(path, dims)
+    return prepared, graph, cut(prepared.structure, graph), path, dims
+
+
+def by_kind(model_cut, kind: str) -> list[list[str]]:
+    return [[model_cut.names[i] for i in unit.nodes] for unit in model_cut.units if unit.kind == kind]
+
+
+@pytest.mark.parametrize("runtime", RUNTIMES)
+def test_a_fused_conv_relu_is_one_unit(tmp_path, seed, runtime):
+    _, _, model_cut, _, _ = cut_of(tmp_path, "conv_relu", seed, runtime)
+    assert by_kind(model_cut, EXECUTED) == [["conv", "relu"]]
+
+
+@pytest.mark.parametrize("runtime", RUNTIMES)
+def test_an_unfused_chain_is_several_units(tmp_path, seed, runtime):
+    _, _, model_cut, _, _ = cut_of(tmp_path, "chain", seed, runtime)
+    assert by_kind(model_cut, EXECUTED) == [["conv1"], ["pool"], ["conv2"]]
+
+
+@pytest.mark.parametrize("runtime", RUNTIMES)
+@pytest.mark.parametrize("name", sorted(MODELS))
+def test_every_node_and_every_executed_layer_lands_in_exactly_one_unit(tmp_path, seed, runtime, name):
+    prepared, graph, model_cut, _, _ = cut_of(tmp_path, name, seed, runtime)
+    owned = sorted(i for unit in model_cut.units for i in unit.nodes)
+    assert owned == list(range(len(prepared.structure.nodes)))
+    placed = [layer for unit in model_cut.units for layer in unit.layers]
+    running = [layer.name for layer in graph.layers if layer.executes]
+    assert sorted(placed) == sorted(running)
+    for unit in model_cut.units:
+        assert not set(unit.borrowed) & set(unit.nodes)
+        assert unit.kind != EXECUTED or unit.layers
+
+
+@pytest.mark.parametrize("runtime", RUNTIMES)
+def test_layers_the_runtime_inserts_are_units_of_their_own(tmp_path, seed, runtime):
+    """Both runtimes move the activations to a blocked layout around the convolutions: reorders that
+    are no node of the model."""
+    _, graph, model_cut, _, _ = cut_of(tmp_path, "cnn", seed, runtime)
+    inserted = [unit for unit in model_cut.units if unit.kind == INSERTED]
+    assert inserted and all(not unit.nodes and len(unit.layers) == 1 for unit in inserted)
+    kinds = {layer.name: layer.op_type for layer in graph.layers}
+    assert any("Reorder" in kinds[unit.layers[0]] for unit in inserted)
+
+
+def _all_values(model: onnx.ModelProto, types: dict, feeds: dict) -> dict[str, np.ndarray]:
+    """Every tensor of the model on `feeds`, by onnx.reference."""
+    from onnx.reference import ReferenceEvaluator
+
+    exposed = onnx.ModelProto()
+    exposed.CopyFrom(model)
+    names = [o for node in exposed.graph.node for o in node.output if o and o in types]
+    known = {o.name for o in exposed.graph.output}
+    exposed.graph.output.extend(types[n] for n in names if n not in known)
+    outputs = [o.name for o in exposed.graph.output]
+    return dict(zip(outputs, ReferenceEvaluator(exposed).run(None, feeds)))
+
+
+@pytest.mark.parametrize("runtime", RUNTIMES)
+@pytest.mark.parametrize("name", ["cnn", "int8", "lstm", "attention"])
+def test_each_unit_graph_computes_what_the_model_computes_there(tmp_path, seed, runtime, name):
+    """Fresh random inputs through the model (onnx.reference), every value kept; each unit's own graph,
+    fed the model's values at its inputs, gives the model's values at its outputs."""
+    from onnx.reference import ReferenceEvaluator
+
+    prepared, _, model_cut, _, _ = cut_of(tmp_path, name, seed, runtime)
+    model = prepared.loaded.model
+    types = {**value_types(prepared.loaded.model), **value_types(prepared.loaded.shapes)}
+    rng = np.random.default_rng(seed)
+    feeds = {}
+    for value in model.graph.input:
+        shape = [d.dim_value for d in value.type.tensor_type.shape.dim]
+        dtype = onnx.helper.tensor_dtype_to_np_dtype(value.type.tensor_type.elem_type)
+        feeds[value.name] = (rng.integers(0, 255, shape) if np.issubdtype(dtype, np.integer) else rng.uniform(-1, 1, shape)).astype(dtype)
+    values = {**feeds, **_all_values(model, types, feeds)}
+    checked = 0
+    for index, unit in enumerate(model_cut.units):
+        if unit.kind != EXECUTED:
+            continue
+        graph = unit_model(model, types, prepared.structure, unit, f"u{index}")
+        onnx.checker.check_model(graph)
+        results = ReferenceEvaluator(graph).run(None, {i.name: values[i.name] for i in graph.graph.input})
+        for output, result in zip(graph.graph.output, results):
+            expected = values[output.name]
+            assert result.shape == expected.shape
+            scale = max(1.0, float(np.abs(expected.astype(np.float64)).max()))
+            assert np.abs(result.astype(np.float64) - expected.astype(np.float64)).max() <= 1e-5 * scale, output.name
+            checked += 1
+    assert checked
+
+
+def test_identical_units_are_one_graph_with_a_count_and_keep_their_kernel_id(tmp_path, seed):
+    path = mb.save(twin_blocks(np.random.default_rng(seed)), tmp_path, "twins")
+    graph = executed(path, {}, "ort-cpu")
+    graphs = unit_graphs(prepare(path, {}), graph, model_identity(path, {}, "ort-cpu", {"threads": 1}), "fp32")
+    units = [item for item in graphs.items if item.spec.family == "unit"]
+    assert len(units) == 1
+    tag = units[0].spec.attrs["predict"]
+    assert tag["count"] == 2 and [o["nodes"] for o in tag["occurrences"]] == [["conv1", "relu1"], ["conv2", "relu2"]]
+    assert tag["kernels"] == ["conv_w12_h12_c16_n1_k16_s3_r3_pw1_ph1_sw1_sh1"]
+
+
+# The cut's rules, on reports made by hand.
+
+def _structure(nodes, inputs, outputs, initializers=()) -> Structure:
+    graph = helper.make_graph(nodes, "g", inputs, outputs, initializer=list(initializers))
+    names = {t for node in nodes for t in node.output} | {i.name for i in inputs}
+    return Structure(graph, shaped=frozenset(names))
+
+
+def _units(structure: Structure, layers: list[ExecutedLayer], tensor_names: bool = False) -> list[tuple[str, list[str], list[str]]]:
+    model_cut = cut(structure, ExecutedGraph("test", tuple(layers), tensor_names))
+    return [(u.kind, [model_cut.names[i] for i in u.nodes], list(u.layers)) for u in model_cut.units]
+
+
+X = mb.value("x", [2, 4])
+Y = mb.value("y", [2, 4])
+
+
+def test_an_epilogue_the_runtime_fused_joins_its_producer():
+    """conv -> add(other input x) -> relu, the layer named after conv only: add and relu join it."""
+    nodes = [helper.make_node("Relu", ["x"], ["c"], name="conv"), helper.make_node("Add", ["c", "x"], ["s"], name="add"),
+             helper.make_node("Relu", ["s"], ["y"], name="relu")]
+    s = _structure(nodes, [X], [Y])
+    assert _units(s, [ExecutedLayer("conv_fused", "Conv", ("conv",))]) == [("executed", ["conv", "add", "relu"], ["conv_fused"])]
+
+
+def test_a_prologue_the_runtime_fused_joins_its_reader():
+    """The parts of a GELU before the layer that names only its last node join that layer."""
+    nodes = [helper.make_node("Div", ["x", "x"], ["d"], name="div"), helper.make_node("Erf", ["d"], ["e"], name="erf"),
+             helper.make_node("Mul", ["x", "e"], ["y"], name="mul")]
+    s = _structure(nodes, [X], [Y])
+    assert _units(s, [ExecutedLayer("gelu", "Gelu", ("mul",))]) == [("executed", ["div", "erf", "mul"], ["gelu"])]
+
+
+def test_a_layer_claims_the_nodes_between_the_model_tensors_it_reads_and_writes():
+    """A fused layer with a new name, reading x and writing y through a reshape and a reorder the
+    runtime inserted with new tensor names, claims every node between x and y; the inserted layers
+    are units of their own."""
+    nodes = [helper.make_node("Neg", ["x"], ["a"], name="n1"), helper.make_node("Abs", ["a"], ["y"], name="n2")]
+    s = _structure(nodes, [X], [Y])
+    layers = [ExecutedLayer("reshape_in", "Reshape", (), ("x",), ("t0",), moves_data=True),
+              ExecutedLayer("fused_7", "Fused", (), ("t0",), ("t1",)),
+              ExecutedLayer("reorder_out", "ReorderOutput", (), ("t1",), ("y",), moves_data=True)]
+    assert _units(s, layers, tensor_names=True) == [("executed", ["n1", "n2"], ["fused_7"]), ("inserted", [], ["reshape_in"]),
+                                                    ("inserted", [], ["reorder_out"])]
+
+
+def test_units_that_feed_each_other_in_a_cycle_are_merged():
+    """a -> b -> c with a and c in one layer and b in another: one unit, so that each is contiguous."""
+    nodes = [helper.make_node("Neg", ["x"], ["a"], name="a"), helper.make_node("Abs", ["a"], ["b"], name="b"),
+             helper.make_node("Neg", ["b"], ["y"], name="c")]
+    s = _structure(nodes, [X], [Y])
+    (unit,) = _units(s, [ExecutedLayer("l1", "K", ("a", "c")), ExecutedLayer("l2", "K", ("b",))])
+    assert unit[:2] == ("executed", ["a", "b", "c"]) and sorted(unit[2]) == ["l1", "l2"]
+
+
+def test_a_dequantize_of_computed_data_goes_with_its_readers_and_is_repeated_in_each():
+    scale = onnx.numpy_helper.from_array(np.array(0.1, dtype=np.float32), "s")
+    nodes = [helper.make_node("QuantizeLinear", ["x", "s"], ["q"], name="quant"),
+             helper.make_node("DequantizeLinear", ["q", "s"], ["d"], name="dq"),
+             helper.make_node("Relu", ["d"], ["r1"], name="first"), helper.make_node("Neg", ["d"], ["r2"], name="second"),
+             helper.make_node("Add", ["r1", "r2"], ["y"], name="add")]
+    s = _structure(nodes, [X], [Y], [scale])
+    model_cut = cut(s, ExecutedGraph("test", (ExecutedLayer("q", "Q", ("quant",)), ExecutedLayer("l1", "K", ("first",)),
+                                              ExecutedLayer("l2", "K", ("second",)), ExecutedLayer("l3", "K", ("add",)))))
+    owner = {model_cut.names[i]: unit for unit in model_cut.units for i in unit.nodes}
+    assert owner["dq"] is owner["first"]
+    assert [model_cut.names[i] for i in owner["second"].borrowed] == ["dq"]
+
+
+def test_static_values_read_by_several_units_are_folded():
+    """A shape computed from x's bound shape, read by two reshapes in two layers: computed at load."""
+    shape = onnx.numpy_helper.from_array(np.array([8], dtype=np.int64), "flat")
+    nodes = [helper.make_node("Shape", ["x"], ["s"], name="shape"), helper.make_node("ReduceProd", ["s"], ["n"], name="prod", keepdims=1),
+             helper.make_node("Reshape", ["x", "n"], ["a"], name="r1"), helper.make_node("Reshape", ["x", "flat"], ["b"], name="r2"),
+             helper.make_node("Reshape", ["b", "n"], ["y"], name="r3")]
+    s = _structure(nodes, [X], [mb.value("y", [8])], [shape])
+    units = _units(s, [ExecutedLayer("l1", "Reshape", ("r1",)), ExecutedLayer("l2", "Reshape", ("r2",)),
+                       ExecutedLayer("l3", "Reshape", ("r3",))])
+    assert (FOLDED, ["shape", "prod"], []) in units
+
+
+def test_a_layer_that_names_nothing_but_computes_joins_the_unit_it_feeds():
+    """OpenVINO's LSTMSequence names only itself: it belongs to the unit of the layer it feeds."""
+    nodes = [helper.make_node("Neg", ["x"], ["a"], name="rnn"), helper.make_node("Abs", ["a"], ["y"], name="after")]
+    s = _structure(nodes, [X], [Y])
+    layers = [ExecutedLayer("Seq_12", "RNNSeq", ("Seq_12",), ("x#0",), ("Seq_12#0",)),
+              ExecutedLayer("after", "Eltwise", ("after",), ("Seq_12#0",), ("after#0",))]
+    (unit,) = _units(s, layers)
+    assert unit[1] == ["rnn", "after"] and sorted(unit[2]) == ["Seq_12", "after"]
+
+
+def test_dbench_names_nodes_the_runtime_then_reports():
+    """Nameless and duplicate node names are given dbench's own names before the runtime sees the model."""
+    from dbench.units.structure import name_nodes
+
+    nodes = [helper.make_node("Neg", ["x"], ["a"]), helper.make_node("Abs", ["a"], ["b"], name="dup"),
+             helper.make_node("Neg", ["b"], ["y"], name="dup")]
+    model = name_nodes(mb.model(nodes, [X], [Y]))
+    assert [n.name for n in model.graph.node] == ["Neg_0", "dup", "dup_2"]
+    assert TensorProto.FLOAT  # the model's types are untouched
+
+
+def test_a_unit_reading_a_value_of_unknown_shape_is_unsupported_with_the_reason(tmp_path):
+    """NonZero's output has a data-dependent length: the unit that reads it cannot be drawn a feed."""
+    from dbench.errors import UnsupportedError
+
+    nodes = [helper.make_node("NonZero", ["x"], ["n"], name="nonzero"), helper.make_node("Cast", ["n"], ["f"], name="cast", to=1),
+             helper.make_node("Relu", ["f"], ["y"], name="relu")]
+    model = mb.model(nodes, [X], [mb.value("y", [2, None])])
+    path = mb.save(model, tmp_path, "nonzero")
+    prepared = prepare(path, {})
+    model_cut = cut(prepared.structure, ExecutedGraph("test", (ExecutedLayer("nz", "NonZero", ("nonzero",)),
+                                                               ExecutedLayer("rest", "Relu", ("cast", "relu")))))
+    types = {**value_types(prepared.loaded.model), **value_types(prepared.loaded.shapes)}
+    second = next(u for u in model_cut.units if u.layers == ("rest",))
+    with pytest.raises(UnsupportedError, match="shape of input 'n' is unknown"):
+        unit_model(prepared.loaded.model, types, prepared.structure, second, "u1")
