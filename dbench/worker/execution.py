@@ -35,7 +35,7 @@ def describe_execution(job: ExecutionJob, phase: Callable[[str], None] = lambda 
     from dbench.gen.feeds import make_feeds
     from dbench.gen.weights import split_feeds
     from dbench.sources.contract import check_model, stored_weights
-    from dbench.worker.main import runtime_for
+    from dbench.worker.instance import runtime_for
 
     try:
         model = onnx.load_model_from_string(job.model)

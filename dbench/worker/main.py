@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Callable
 
 from dbench.gen.graph import GraphSpec
 from dbench.outcome import Outcome, Phase, Status
-from dbench.runtimes.base import Profile, Runtime, RuntimeOptions, Session
+from dbench.worker.instance import runtime_for
 from dbench.worker.job import Job
 from dbench.worker.expected import expected_outputs
 from dbench.worker.profiling import PROFILE_BUDGET_S, best_profile, profile_runs
@@ -48,20 +48,6 @@ def _estimate_bytes(spec, verify: bool, weights_const: bool, requests: int = 1) 
     if verify:
         need += 2 * 8 * sum(t.size for t in spec.inputs + spec.outputs)
     return need
-
-
-_runtime: list[tuple[str, RuntimeOptions, Runtime]] = []
-"""This process's runtime instance with its name and options, kept across jobs (a run has one)."""
-
-
-def runtime_for(name: str, options: RuntimeOptions) -> Runtime:
-    """The runtime for a job: its class resolved and instantiated once per worker process (again
-    only if a job names another runtime or other options)."""
-    from dbench.runtimes.registry import runtime_class
-
-    if not _runtime or _runtime[0][:2] != (name, options):
-        _runtime[:] = [(name, options, runtime_class(name)(options))]
-    return _runtime[0][2]
 
 
 def _memory_figures(outcome: Outcome, memory, baseline: int, peak_resets: bool) -> None:
