@@ -90,6 +90,12 @@ BatchOpt = Annotated[
     typer.Option("--batch", "-b", metavar="N[,N]", parser=given, help="Each kernel at these batch sizes (GEMM and sparse N, conv n, RNN batch), e.g. 1,8,32; repeat or comma-separate."),
 ]
 NoPadOpt = Annotated[bool, typer.Option("--no-pad", help="int8: do not round dims up to multiples of 4 (DeepBench pads by default).")]
+QuickOpt = Annotated[bool, typer.Option("--quick", help="Smoke run: minimal warm-up and sampling.")]
+MinTimeOpt = Annotated[Optional[float], typer.Option("--min-time", metavar="SECONDS", help="Minimum sampling time per graph, seconds (default 2).")]
+MaxTimeOpt = Annotated[Optional[float], typer.Option("--max-time", metavar="SECONDS", help="Maximum sampling time per graph, seconds (default 10).")]
+WarmupOpt = Annotated[Optional[float], typer.Option("--warmup", metavar="SECONDS", help="Minimum warm-up time per graph and round, seconds (default 0.05).")]
+GraphOptOpt = Annotated[str, typer.Option("--graph-opt", metavar="LEVEL", parser=given, help="Graph optimisation level: disable | basic | extended | all.")]
+RuntimePrecisionOpt = Annotated[bool, typer.Option("--allow-runtime-precision", help="Let the runtime pick its execution precision (recorded as such).")]
 
 
 def _split(values: Optional[list[str]], flag: str = "--option") -> tuple[str, ...]:
@@ -368,13 +374,13 @@ def run(
     device: Annotated[Optional[str], typer.Option("--device", metavar="DEVICE", parser=given, help="Runtime device (OpenVINO: CPU, GPU, NPU, AUTO; CUDA: device index).")] = None,
     threads: Annotated[Optional[str], typer.Option("--threads", "-t", metavar="N[,N]", parser=given, help="Intra-op threads (default: every core; with --streams, threads per stream, default its share of the cores); several comma-separated are interleaved like runtimes.")] = None,
     weights: Annotated[str, typer.Option("--weights", metavar="auto|const|input", parser=given, help="auto (const for inference, input for training graphs) | const | input.")] = "auto",
-    graph_opt: Annotated[str, typer.Option("--graph-opt", metavar="LEVEL", parser=given, help="Graph optimisation level: disable | basic | extended | all.")] = "all",
-    allow_runtime_precision: Annotated[bool, typer.Option("--allow-runtime-precision", help="Let the runtime pick its execution precision (recorded as such).")] = False,
+    graph_opt: GraphOptOpt = "all",
+    allow_runtime_precision: RuntimePrecisionOpt = False,
     option: Annotated[Optional[list[str]], typer.Option("--option", metavar="KEY=VALUE", parser=given, help="Runtime option KEY=VALUE (provider options, config keys); repeatable.")] = None,
-    quick: Annotated[bool, typer.Option("--quick", help="Smoke run: minimal warm-up and sampling.")] = False,
-    min_time: Annotated[Optional[float], typer.Option("--min-time", metavar="SECONDS", help="Minimum sampling time per graph, seconds (default 2).")] = None,
-    max_time: Annotated[Optional[float], typer.Option("--max-time", metavar="SECONDS", help="Maximum sampling time per graph, seconds (default 10).")] = None,
-    warmup: Annotated[Optional[float], typer.Option("--warmup", metavar="SECONDS", help="Minimum warm-up time per graph and round, seconds (default 0.05).")] = None,
+    quick: QuickOpt = False,
+    min_time: MinTimeOpt = None,
+    max_time: MaxTimeOpt = None,
+    warmup: WarmupOpt = None,
     warmup_calls: Annotated[Optional[int], typer.Option("--warmup-calls", metavar="N", help="Minimum warm-up calls per graph and round (default 1).")] = None,
     rounds: Annotated[Optional[int], typer.Option("--rounds", metavar="N", help="Rounds per graph, each in a fresh worker process and session at another moment of the run; the sampling time is divided among them (default 3).")] = None,
     iterations: Annotated[Optional[int], typer.Option("--iterations", "-n", metavar="N", help="Time exactly N calls per graph (divided among the rounds) instead of stopping by time.")] = None,
@@ -470,13 +476,13 @@ def predict(
     runtime: Annotated[str, typer.Option("--runtime", "-r", metavar="RUNTIME", parser=given, help="The runtime whose layers cut the model: ort-cpu or openvino.")] = "ort-cpu",
     device: Annotated[Optional[str], typer.Option("--device", metavar="DEVICE", parser=given, help="Runtime device (OpenVINO: CPU, GPU, NPU, AUTO).")] = None,
     threads: Annotated[Optional[int], typer.Option("--threads", "-t", metavar="N", help="Intra-op threads (default: every core).")] = None,
-    graph_opt: Annotated[str, typer.Option("--graph-opt", metavar="LEVEL", parser=given, help="Graph optimisation level: disable | basic | extended | all.")] = "all",
-    allow_runtime_precision: Annotated[bool, typer.Option("--allow-runtime-precision", help="Let the runtime pick its execution precision (recorded as such).")] = False,
+    graph_opt: GraphOptOpt = "all",
+    allow_runtime_precision: RuntimePrecisionOpt = False,
     option: Annotated[Optional[list[str]], typer.Option("--option", metavar="KEY=VALUE", parser=given, help="Runtime option KEY=VALUE; repeatable.")] = None,
-    quick: Annotated[bool, typer.Option("--quick", help="Smoke run: minimal warm-up and sampling.")] = False,
-    min_time: Annotated[Optional[float], typer.Option("--min-time", metavar="SECONDS", help="Minimum sampling time per graph, seconds (default 2).")] = None,
-    max_time: Annotated[Optional[float], typer.Option("--max-time", metavar="SECONDS", help="Maximum sampling time per graph, seconds (default 10).")] = None,
-    warmup: Annotated[Optional[float], typer.Option("--warmup", metavar="SECONDS", help="Minimum warm-up time per graph and round, seconds (default 0.05).")] = None,
+    quick: QuickOpt = False,
+    min_time: MinTimeOpt = None,
+    max_time: MaxTimeOpt = None,
+    warmup: WarmupOpt = None,
     rounds: Annotated[Optional[int], typer.Option("--rounds", metavar="N", help="Rounds per graph; the model, its units and the empty graph share them, so the error gets a paired interval (default 3).")] = None,
     no_verify: Annotated[bool, typer.Option("--no-verify", help="Skip verifying the model and its units against onnx.reference.")] = False,
     profile_runs: Annotated[int, typer.Option("--profile-runs", metavar="N", help="Runs of the profiling pass (the units' times inside the model come from the model's).")] = 10,
