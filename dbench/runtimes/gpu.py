@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import functools
 import glob
 import io
 import os
@@ -159,6 +160,15 @@ def _nvml():
     return pynvml
 
 
+
+def _ask(nvml, call, *args, scale: float | None = None):
+    """One NVML reading, divided by `scale` if given; None where NVML cannot give it on this device."""
+    try:
+        value = call(*args)
+    except nvml.NVMLError:
+        return None
+    return value / scale if scale else value
+
 def _text(value: Any) -> str:
     return value.decode() if isinstance(value, bytes) else str(value)
 
@@ -172,12 +182,7 @@ def gpu_metadata(device: int) -> dict[str, Any]:
         return {"nvml": "unavailable: pip install nvidia-ml-py (in 'dbench[gpu]') on a machine with the NVIDIA driver"}
     handle = nvml.nvmlDeviceGetHandleByIndex(device)
 
-    def ask(call, *args, scale: float | None = None):
-        try:
-            value = call(*args)
-        except nvml.NVMLError:
-            return None
-        return value / scale if scale else value
+    ask = functools.partial(_ask, nvml)
 
     cuda = ask(nvml.nvmlSystemGetCudaDriverVersion)
     capability = ask(nvml.nvmlDeviceGetCudaComputeCapability, handle)
@@ -233,12 +238,7 @@ def gpu_state(device: int) -> dict[str, Any]:
         return {"nvml": "unavailable: pip install nvidia-ml-py on a machine with the NVIDIA driver"}
     handle = nvml.nvmlDeviceGetHandleByIndex(device)
 
-    def ask(call, *args, scale: float | None = None):
-        try:
-            value = call(*args)
-        except nvml.NVMLError:
-            return None
-        return value / scale if scale else value
+    ask = functools.partial(_ask, nvml)
 
     reasons = getattr(nvml, "nvmlDeviceGetCurrentClocksEventReasons", None) or getattr(
         nvml, "nvmlDeviceGetCurrentClocksThrottleReasons", None)
