@@ -38,20 +38,22 @@ def _measuring(out: Path, leader: subprocess.Popen) -> None:
     pytest.fail("the ranks did not store a row in time")
 
 
-def _job(launcher: subprocess.Popen, ranks: int) -> list[psutil.Process]:
-    """The launcher's job as it runs now: one mpiexec, one Hydra proxy and `ranks` ranks."""
-    job = psutil.Process(launcher.pid).children(recursive=True)
-    names = sorted(p.name() for p in job)
-    rank_procs = [p for p in job if p.name().startswith("python")]
-    assert "mpiexec" in names and "hydra_pmi_proxy" in names and len(rank_procs) == ranks, names
+def _job(launcher: subprocess.Popen, ranks: int) -> dict[psutil.Process, str]:
+    """The launcher's job as it runs now (one mpiexec, one Hydra proxy and `ranks` ranks), each with its name
+    read while it runs: a name of 15 characters (hydra_pmi_proxy) is completed from the command line, which is
+    gone once the process exits."""
+    job = {p: p.name() for p in psutil.Process(launcher.pid).children(recursive=True)}
+    names = sorted(job.values())
+    ranks_found = [p for p, name in job.items() if name.startswith("python")]
+    assert "mpiexec" in names and "hydra_pmi_proxy" in names and len(ranks_found) == ranks, names
     return job
 
 
-def _survivors(job: list[psutil.Process]) -> list[str]:
+def _survivors(job: dict[psutil.Process, str]) -> list[str]:
     """The job's processes still alive after GRACE seconds (zombies count as gone)."""
     deadline = time.monotonic() + GRACE
     while True:
-        left = [f"{p.pid} {p.name()}" for p in job if alive(p)]
+        left = [f"{p.pid} {name}" for p, name in job.items() if alive(p)]
         if not left or time.monotonic() > deadline:
             return left
         time.sleep(0.1)
@@ -144,7 +146,7 @@ def test_ranks_die_with_a_killed_hydra_proxy(tmp_path):
     with process_tree(command, _env(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True) as launcher:
         _measuring(tmp_path, launcher)
         job = _job(launcher, 2)
-        os.kill(next(p.pid for p in job if p.name() == "hydra_pmi_proxy"), signal.SIGKILL)
+        os.kill(next(p.pid for p, name in job.items() if name == "hydra_pmi_proxy"), signal.SIGKILL)
         assert _survivors(job) == []
         _, err = launcher.communicate(timeout=TIMEOUT)
     assert launcher.returncode == 1 and "did not finish" in err.strip().splitlines()[-1], err

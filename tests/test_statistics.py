@@ -15,7 +15,14 @@ from dbench.stats.fdr import bh_adjusted
 from dbench.stats.student import betainc, t_cdf, t_quantile, t_two_sided_p
 
 SIMULATIONS = 1000
-"""Binomial SD of a 5 % rate over 1000 trials: 0.69 %; the bounds below sit about 3 SD out."""
+"""Binomial SD of an 80 % rate over 1000 trials: 1.3 %; the detection bounds below sit over 10 SD out."""
+LEVEL_SIMULATIONS = 3000
+"""Trials behind a false-positive rate: binomial SD 0.4 % at 5 %."""
+LEVEL_BOUNDS = (0.025, 0.068)
+"""Where a test at the 5 % level may land over LEVEL_SIMULATIONS trials: at most 4.5 SD above 5 % (never
+anti-conservative), and at least half the level (Welch is conservative with few rounds and unequal spreads:
+3.85 % at 3 rounds a side, 4.6 % at 5, 4.9 % at 10, each over 40,000 simulations; the pooled test 5.3 %
+over 20,000), which is 3.8 SD below the most conservative of them."""
 
 
 @pytest.mark.parametrize("p", [0.6, 0.8, 0.9, 0.975, 0.995])
@@ -48,10 +55,10 @@ def rounds(rng, n: int, median: float = 100.0, sd: float = 0.05) -> np.ndarray:
 @pytest.mark.parametrize("n", [3, 5, 10])
 def test_welch_on_identical_sides_rejects_at_its_level_and_covers_the_true_ratio(n, seed):
     rng = np.random.default_rng(seed)
-    results = [welch(rounds(rng, n), rounds(rng, n, sd=0.08)) for _ in range(SIMULATIONS)]
-    rejected = sum(d.p <= ALPHA for d in results) / SIMULATIONS
-    covered = sum(d.low <= 1.0 <= d.high for d in results) / SIMULATIONS
-    assert 0.029 <= rejected <= 0.071 and covered == pytest.approx(1 - rejected, abs=1e-9)
+    results = [welch(rounds(rng, n), rounds(rng, n, sd=0.08)) for _ in range(LEVEL_SIMULATIONS)]
+    rejected = sum(d.p <= ALPHA for d in results) / LEVEL_SIMULATIONS
+    covered = sum(d.low <= 1.0 <= d.high for d in results) / LEVEL_SIMULATIONS
+    assert LEVEL_BOUNDS[0] <= rejected <= LEVEL_BOUNDS[1] and covered == pytest.approx(1 - rejected, abs=1e-9)
 
 
 def test_the_resolvable_change_is_detected_about_as_often_as_promised(seed):
@@ -88,8 +95,8 @@ def test_pooled_runs_see_the_between_run_variance_that_rounds_miss(seed):
 
     welch_false = sum(welch(run(), run()).p <= ALPHA for _ in range(500)) / 500
     pooled_false = sum(pooled([np.log(run()).mean() for _ in range(3)], [np.log(run()).mean() for _ in range(3)]).p <= ALPHA
-                       for _ in range(SIMULATIONS)) / SIMULATIONS
-    assert welch_false > 0.5 and 0.029 <= pooled_false <= 0.071
+                       for _ in range(LEVEL_SIMULATIONS)) / LEVEL_SIMULATIONS
+    assert welch_false > 0.5 and LEVEL_BOUNDS[0] <= pooled_false <= LEVEL_BOUNDS[1]
 
 
 def test_tests_without_spread_or_rounds_give_nothing():
