@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from dbench.catalog.kernels import ConvKernel, GemmKernel, RnnKernel, SparseKernel
-from dbench.errors import UnsupportedError, UsageError
+from dbench.errors import DbenchError, UnsupportedError, UsageError
 from dbench.gen import conv, gemm, rnn, sparse
 from dbench.gen.feeds import make_feeds
 from dbench.gen.graph import Graph
@@ -192,12 +192,48 @@ def test_options_are_checked_in_the_parent():
     TorchCuda.validate(RuntimeOptions(device="cuda:1", extra={"cudnn_benchmark": "0"}))
 
 
+def test_a_cuda_library_refusing_a_case_is_unsupported_and_other_runtime_errors_fail():
+    from dbench.runtimes.torch import classified
+
+    refused = ("CUDA error: CUBLAS_STATUS_NOT_SUPPORTED when calling cublasLtMatmul with transpose_mat1 0 "
+               "transpose_mat2 0 m 32 n 24 k 64")  # as torch 2.11 said it on an H200
+    with pytest.raises(UnsupportedError, match="CUBLAS_STATUS_NOT_SUPPORTED"):
+        with classified():
+            raise RuntimeError(refused)
+    with pytest.raises(DbenchError) as caught:
+        with classified():
+            raise RuntimeError("CUDA error: an illegal memory access was encountered")
+    assert not isinstance(caught.value, UnsupportedError)
+
+
 def test_profile_precision_names():
     assert precision_of("aten::addmm", ["float", "float"]) == "fp32"
     assert precision_of("aten::mm", ["c10::BFloat16"]) == "bf16"
     assert precision_of("quantized::linear", ["c10::quint8", ""]) == "int8"
     assert precision_of("aten::copy_", ["float"]) == ""
     assert precision_of("aten::mm", ["float"], "sm80_xmma_gemm_f32f32_tf32f32_f32_nn") == "tf32"
+
+
+def test_input_types_from_kineto_events_agree_with_the_events_own(seed):
+    """torch 2.11's FunctionEvent has no input_dtypes: the kineto lookup that stands in for it must give every
+    event of a real profile the same types this torch records on the event itself."""
+    import torch
+
+    from dbench.runtimes.torch_profile import CALL_RANGE, dtypes_by_start, input_dtypes
+
+    generator = torch.Generator().manual_seed(seed)
+    a, b = torch.randn(16, 8, generator=generator), torch.randn(8, 4, generator=generator).half()
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU], record_shapes=True) as profiler:
+        with torch.profiler.record_function(CALL_RANGE):
+            torch.mm(a.half(), b).float().relu()
+    by_start = dtypes_by_start(profiler)
+    events = [e for e in profiler.events() if e.input_dtypes]
+    stand_in = type("OldEvent", (), {})  # an event as torch 2.11 builds it: no input_dtypes attribute
+    for event in events:
+        old = stand_in()
+        old.name, old.time_range = event.name, event.time_range
+        assert input_dtypes(old, by_start) == event.input_dtypes, event.name
+    assert any(e.name == "aten::mm" and e.input_dtypes[0] == "c10::Half" for e in events)
 
 
 def test_a_tf32_kernel_is_an_allowed_fallback_of_an_fp32_row_never_of_fp16():
@@ -309,7 +345,7 @@ GPU_GRAPHS = {
     "gru_op": lambda: rnn.build(RnnKernel(cell="gru", hidden=16, batch=2, timesteps=3), "fp32", "fwd", "op"),
     "gru_bptt": lambda: rnn.build(RnnKernel(cell="gru", hidden=16, batch=2, timesteps=3), "fp32", "bwd_weights", "bptt"),
     "sparse": lambda: sparse.build(SparseKernel(m=64, n=8, k=32, a_t=False, b_t=False, sparsity=0.9), "fp32", "fwd", "sparse"),
-    "int8_qdq": lambda: gemm.build(GemmKernel(m=32, n=24, k=64, a_t=False, b_t=False), "int8", "fwd", "qdq"),
+    "int8_qdq": lambda: gemm.build(GemmKernel(m=32, n=32, k=64, a_t=False, b_t=False), "int8", "fwd", "qdq"),
 }
 
 

@@ -37,6 +37,9 @@ or off for ATen's CPU convolutions and RNNs (default on), and cuDNN's algorithm 
 cudnnFind picks the fastest algorithm per shape, as ort-cuda's EXHAUSTIVE search does)."""
 OOM_WORDS = ("can't allocate memory", "out of memory")
 """PyTorch's CPU allocator raises a plain RuntimeError (`DefaultCPUAllocator: can't allocate memory`)."""
+REFUSED_WORDS = ("cublas_status_not_supported", "cudnn_status_not_supported")
+"""A CUDA library saying it has no kernel for this case (seen: cuBLASLt's s8 x s8 GEMM at [32, 64] x [64, 24] on
+an H200) is a refusal of the case, like NotImplementedError, not a failure of the run."""
 
 
 def _torch():
@@ -56,8 +59,8 @@ def _first_line(err: BaseException) -> str:
 @contextmanager
 def classified():
     """PyTorch's exceptions as dbench's, by type: NotImplementedError (no kernel for this dtype) ->
-    UnsupportedError; torch.OutOfMemoryError, MemoryError or the CPU allocator's failure -> OutOfMemory;
-    any other RuntimeError -> DbenchError."""
+    UnsupportedError, and so is a CUDA library's NOT_SUPPORTED status; torch.OutOfMemoryError, MemoryError or
+    the CPU allocator's failure -> OutOfMemory; any other RuntimeError -> DbenchError."""
     torch = _torch()
     try:
         yield
@@ -71,6 +74,8 @@ def classified():
         message = _first_line(err)
         if any(word in message.lower() for word in OOM_WORDS):
             raise OutOfMemory(message) from None
+        if any(word in message.lower() for word in REFUSED_WORDS):
+            raise UnsupportedError(f"PyTorch: {message}") from None
         raise DbenchError(f"PyTorch: {message}") from None
 
 
@@ -123,7 +128,7 @@ class TorchSession(Session):
         return {name: to_numpy(self.torch, tensor) for name, tensor in self.kernel.outputs().items()}
 
     def profile(self, runs: int, warmup: int = 1) -> Profile:
-        from dbench.runtimes.torch_profile import CALL_RANGE, parse_events
+        from dbench.runtimes.torch_profile import CALL_RANGE, dtypes_by_start, parse_events
 
         torch = self.torch
         activities = [torch.profiler.ProfilerActivity.CPU] + ([torch.profiler.ProfilerActivity.CUDA] if self.runtime.cuda else [])
@@ -131,7 +136,7 @@ class TorchSession(Session):
             for _ in range(warmup + runs):
                 with torch.profiler.record_function(CALL_RANGE):
                     self.run()
-        return parse_events(profiler.events(), warmup, device=self.runtime.cuda)
+        return parse_events(profiler.events(), warmup, device=self.runtime.cuda, by_start=dtypes_by_start(profiler))
 
     def close(self) -> None:
         self.kernel = None

@@ -46,6 +46,25 @@ def precision_of(op: str, input_dtypes: Iterable[str], kernel: str = "") -> str:
     return ""
 
 
+def dtypes_by_start(profiler) -> dict[tuple[int, str], list[str]]:
+    """Every profiled event's input types keyed by (start in ns from the trace's start, name), read from the
+    profiler's kineto results: torch 2.11's FunctionEvent has no `input_dtypes` (seen on a GPU machine's
+    torch 2.11.0+cu130), while its kineto events carry them as `dtypes()`; empty where neither exists."""
+    result = getattr(getattr(profiler, "profiler", None), "kineto_results", None)
+    if result is None:
+        return {}
+    start = result.trace_start_ns()
+    return {(event.start_ns() - start, event.name()): list(event.dtypes()) for event in result.events()}
+
+
+def input_dtypes(op, by_start: dict[tuple[int, str], list[str]]) -> list[str]:
+    """An operator event's input types: its own where this torch records them, else its kineto event's."""
+    own = getattr(op, "input_dtypes", None)
+    if own is not None:
+        return own
+    return by_start.get((round(op.time_range.start * 1000), op.name), [])
+
+
 def _kernels(event) -> list[Any]:
     """The device kernels an operator launched, its children's included."""
     found = list(getattr(event, "kernels", []) or [])
@@ -54,9 +73,12 @@ def _kernels(event) -> list[Any]:
     return found
 
 
-def parse_events(events: Iterable[Any], warmup: int, device: bool) -> Profile:
+def parse_events(events: Iterable[Any], warmup: int, device: bool,
+                 by_start: dict[tuple[int, str], list[str]] | None = None) -> Profile:
     """A Profile from torch.profiler FunctionEvents: one node per operator name (CPU) or per
-    (operator, kernel name) (device), the first `warmup` call ranges dropped when later ones exist."""
+    (operator, kernel name) (device), the first `warmup` call ranges dropped when later ones exist;
+    `by_start` (dtypes_by_start) gives input types where the events lack them."""
+    by_start = by_start or {}
     # With CUDA activity a record_function range is also a device annotation event: the host's is the call.
     calls = [e for e in events if e.name == CALL_RANGE and e.device_type.name == "CPU"]
     calls.sort(key=lambda e: e.time_range.start)
@@ -72,12 +94,12 @@ def parse_events(events: Iterable[Any], warmup: int, device: bool) -> Profile:
                     key = (op.name, kernel.name)
                     totals[key][index] += float(kernel.duration)
                     counts[key][index] += 1
-                    precision[key] = precision_of(op.name, op.input_dtypes or [], kernel.name)
+                    precision[key] = precision_of(op.name, input_dtypes(op, by_start), kernel.name)
             else:
                 key = (op.name, "")
                 totals[key][index] += float(op.time_range.elapsed_us())
                 counts[key][index] += 1
-                precision[key] = precision_of(op.name, op.input_dtypes or [])
+                precision[key] = precision_of(op.name, input_dtypes(op, by_start))
     warm = range(warmup, len(calls)) if len(calls) > warmup else range(len(calls))
     durations = [calls[i].time_range.elapsed_us() for i in warm]
     kept = [warm[i] for i in typical_runs(durations)]
