@@ -171,8 +171,8 @@ def test_a_killed_rank_ends_the_job_and_the_report_claims_no_cause(tmp_path):
         assert last.startswith("error: rank 1 (pid")
 
 
-@pytest.mark.gpu
-def test_nccl_on_gpus_is_exact(tmp_path):
+def _gpus() -> int:
+    """NVIDIA GPUs CuPy sees; skips the test with the reason where there are none."""
     cupy = pytest.importorskip("cupy", reason="nccl needs CuPy: pip install 'dbench[gpu]'")
     try:
         gpus = cupy.cuda.runtime.getDeviceCount()
@@ -180,12 +180,29 @@ def test_nccl_on_gpus_is_exact(tmp_path):
         pytest.skip(f"no usable NVIDIA GPU: {error}")
     if gpus == 0:
         pytest.skip("no NVIDIA GPU")
+    return gpus
+
+
+@pytest.mark.gpu
+def test_nccl_on_gpus_is_exact(tmp_path):
+    if _gpus() < 2:
+        pytest.skip("one GPU: NCCL refuses two ranks on one device (test_nccl_ranks_sharing_a_gpu_are_refused)")
     done = dbench_allreduce("--np", "2", "--impl", "nccl,mpi", "--sizes", "1000,1000003", "--iters", "3",
                             "--check-repeat", "--out", str(tmp_path))
     assert done.returncode == 0, done.stderr
     _, frame = _run_files(tmp_path)
     _assert_exact(frame, [1000, 1000003], ["nccl", "mpi"], 2)
     assert set(frame.device) == {"gpu", "cpu"} and frame.repeat_identical.all()
+
+
+@pytest.mark.gpu
+def test_nccl_ranks_sharing_a_gpu_are_refused_in_one_line(tmp_path):
+    """Two ranks on one GPU: NCCL itself says only NCCL_ERROR_INVALID_USAGE (seen on an H200); dbench says why."""
+    gpus = _gpus()
+    done = dbench_allreduce("--np", str(gpus + 1), "--impl", "nccl", "--sizes", "1000", "--iters", "2",
+                            "--out", str(tmp_path))
+    assert done.returncode != 0 and "Traceback" not in done.stderr, done.stderr
+    assert "nccl needs a GPU of its own for each rank" in done.stderr.strip().splitlines()[-1], done.stderr
 
 
 def test_cuda_awareness_is_read_from_the_loaded_mpi_library():

@@ -119,13 +119,18 @@ class Nccl(Implementation):
         stream.synchronize()
 
 
-def require(name: str, device: Device) -> None:
-    """Raise a one-line error unless implementation `name` can run here on `device`."""
+def require(name: str, device: Device, local_ranks: int) -> None:
+    """Raise a one-line error unless implementation `name` can run here on `device` with `local_ranks` ranks
+    on this host."""
     if name == "nccl":
         try:
             from cupy.cuda import nccl  # noqa: F401
         except ImportError:
             raise InputError("nccl needs CuPy built with NCCL and an NVIDIA GPU: pip install 'dbench[gpu]'") from None
+        if device.sharing(local_ranks) > 1:  # NCCL says only NCCL_ERROR_INVALID_USAGE (seen on one H200)
+            raise InputError(f"nccl needs a GPU of its own for each rank: {local_ranks} ranks on this host share its "
+                             f"{device.devices} GPU(s), and NCCL refuses two ranks on one "
+                             "device; start at most one rank per GPU, or use --impl mpi or ring")
     elif isinstance(device, Gpu) and not mpi_cuda_support():
         from mpi4py import MPI
 

@@ -119,7 +119,7 @@ def _run(MPI: Any, comm: Any, args: Arguments, status_dir: Path | None) -> int:
     local = comm.Split_type(MPI.COMM_TYPE_SHARED)
     devices = together(comm, lambda: _devices(options, local.rank))
     chosen = [(name, devices["gpu" if name == "nccl" else options.device]) for name in options.implementations]
-    together(comm, lambda: [require(name, device) for name, device in chosen])
+    together(comm, lambda: [require(name, device, local.size) for name, device in chosen])
     impls = [implementation(name, comm, device) for name, device in chosen]
     largest = max(s.elements for s in options.sizes)
     together(comm, lambda: check_fits(largest, options.itemsize, impls, devices, local.size))
