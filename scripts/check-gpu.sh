@@ -12,11 +12,16 @@
 # reachable: the GPU image this project is lent has PyTorch (CUDA 13), CuPy, NCCL and cuDNN but
 # neither onnxruntime-gpu nor TensorRT, whose wheels must be carried in (docs/runtimes/gpu.md).
 #
-# Usage: scripts/check-gpu.sh [--wheels DIR | --no-install] [--suite SUITE] [--ops OPS] [--out DIR]
+# Usage: scripts/check-gpu.sh [--wheels DIR | --no-install] [--only LIST] [--suite SUITE] [--ops OPS]
+#                              [--run-limit SECONDS] [--out DIR]
 #   --wheels DIR  install what is missing from this folder of wheels only (pip --no-index): carried
-#                 onnxruntime-gpu / tensorrt / dbench's core dependencies
+#                 onnxruntime-gpu / tensorrt / mpich / dbench's core dependencies
 #   --no-install  install nothing: report what is missing and go on
+#   --only LIST   check only these, comma-separated: torch-cuda, ort-cuda, ort-trt, tensorrt, nccl
+#                 (a lent machine's minutes are few: split the checks across calls)
 #   --suite       suite for the torch-cuda run (default inference)     --ops  its ops (default all)
+#   --run-limit   stop each `dbench run` with Ctrl-C after this many seconds (rows written so far are
+#                 kept, and the summary says it was cut); default none
 #   --out         results and logs (default gpu-check/)
 # dbench runs from this checkout on the image's own Python (its CUDA build of PyTorch, CuPy and NCCL stay
 # in use); missing pure-Python dependencies go into .gpu-deps/, never torch.
@@ -24,11 +29,13 @@
 set -uo pipefail
 
 REPO=$(cd "$(dirname "$0")/.." && pwd)
-WHEELS="" INSTALL=1 SUITE=inference OPS="" OUT=$REPO/gpu-check
+WHEELS="" INSTALL=1 SUITE=inference OPS="" OUT=$REPO/gpu-check ONLY="" RUN_LIMIT=""
 while [ $# -gt 0 ]; do
     case "$1" in
         --wheels) WHEELS=$(cd "$2" && pwd); shift 2 ;;
         --no-install) INSTALL=0; shift ;;
+        --only) ONLY=",$2,"; shift 2 ;;
+        --run-limit) RUN_LIMIT=$2; shift 2 ;;
         --suite) SUITE=$2; shift 2 ;;
         --ops) OPS=$2; shift 2 ;;
         --out) OUT=$2; shift 2 ;;
@@ -47,6 +54,15 @@ step() {  # step NAME LOG COMMAND...: run, record ran/failed by exit status
     local name=$1 log=$2; shift 2
     if "$@" >"$log" 2>&1; then ran "$name"; else failed "$name" "$log"; fi
 }
+limited_step() {  # like step, for a `dbench run` stopped by Ctrl-C after --run-limit seconds
+    local name=$1 log=$2 status; shift 2
+    if [ -z "$RUN_LIMIT" ]; then step "$name" "$log" "$@"; return; fi
+    timeout -s INT -k 30 "$RUN_LIMIT" "$@" >"$log" 2>&1; status=$?
+    if [ $status -eq 0 ]; then ran "$name"
+    elif [ $status -eq 124 ]; then ran "$name: CUT at --run-limit $RUN_LIMIT s (rows written before it are kept)"
+    else failed "$name" "$log"; fi
+}
+wanted() { [ -z "$ONLY" ] || [[ $ONLY == *",$1,"* ]]; }
 
 if ! command -v nvidia-smi >/dev/null || ! nvidia-smi -L >"$OUT/gpus.txt" 2>&1; then
     echo "check-gpu: no NVIDIA GPU visible (nvidia-smi -L failed): run this on a GPU machine" >&2
@@ -71,7 +87,8 @@ missing_modules() {
 import importlib.util
 wanted = {"onnx": "onnx", "numpy": "numpy", "ml_dtypes": "ml_dtypes", "typer": "typer", "click": "click", "rich": "rich",
           "psutil": "psutil", "archspec": "archspec", "pytest": "pytest", "pandas": "pandas", "pyarrow": "pyarrow",
-          "matplotlib": "matplotlib", "openpyxl": "openpyxl", "pynvml": "nvidia-ml-py"}
+          "matplotlib": "matplotlib", "openpyxl": "openpyxl", "et_xmlfile": "et-xmlfile",
+          "pynvml": "nvidia-ml-py"}
 print(" ".join(dist for module, dist in wanted.items() if importlib.util.find_spec(module) is None))
 PYEOF
 }
@@ -85,7 +102,7 @@ elif [ -n "$missing" ]; then
     [ -n "$still" ] && say "still missing (their steps will fail; carry their wheels with --wheels): $still"
 fi
 if [ -n "$WHEELS" ]; then  # carried runtimes: whichever of these wheels the folder holds
-    for pattern in 'onnxruntime_gpu-*.whl' 'tensorrt*.whl' 'nvidia_*.whl' 'cupy_cuda13x-*.whl' 'mpi4py-*.whl' 'mpich-*.whl'; do
+    for pattern in 'onnxruntime_gpu-*.whl' 'tensorrt*.whl' 'nvidia_*.whl' 'cupy_cuda13x-*.whl' 'mpi4py-*.whl'; do
         for wheel in "$WHEELS"/$pattern; do
             [ -e "$wheel" ] || continue
             say "installing carried $(basename "$wheel")"
@@ -93,6 +110,14 @@ if [ -n "$WHEELS" ]; then  # carried runtimes: whichever of these wheels the fol
         done
     done
 fi
+for wheel in ${WHEELS:+"$WHEELS"/mpich-*.whl}; do  # pip --target drops a wheel's data/lib (libmpi):
+    [ -e "$wheel" ] || continue                   # unpack it and point mpi4py and dbench at it
+    say "unpacking carried $(basename "$wheel") into $DEPS/mpich"
+    rm -rf "$DEPS/mpich" && mkdir -p "$DEPS/mpich" && "$PY" -m zipfile -e "$wheel" "$DEPS/mpich"
+    data=$(echo "$DEPS"/mpich/mpich-*.data/data)
+    chmod +x "$data"/bin/* 2>/dev/null
+    export PATH="$data/bin:$PATH" LD_LIBRARY_PATH="$data/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" DBENCH_MPIEXEC="$data/bin/mpiexec"
+done
 dbench() { "$PY" -m dbench "$@"; }
 "$PY" - <<'EOF' | tee "$OUT/stack.txt"
 import importlib.metadata as md
@@ -113,12 +138,14 @@ usable() {  # usable NAME: exit 0 when `dbench runtimes` may use it, else print 
 }
 
 # ---- torch-cuda: the vendor libraries, the whole suite, the roofline ---------------------------
-if reason=$(usable torch-cuda); then
+if ! wanted torch-cuda; then
+    say "torch-cuda: not in --only"
+elif reason=$(usable torch-cuda); then
     step "torch-cuda gpu-marked tests" "$OUT/pytest-torch-cuda.log" "$PY" -m pytest -q -p no:cacheprovider -m gpu tests/test_runtime_torch.py
     step "torch-cuda peak (GEMM ceiling, bandwidth)" "$OUT/peak.log" dbench peak --runtime torch-cuda --precision fp32 --precision fp16 --out "$OUT/results"
     selection=(--suite "$SUITE"); [ -n "$OPS" ] && selection+=(--ops "$OPS")
-    step "torch-cuda run ${selection[*]} --quick (verified, device time with and without a CUDA graph)" "$OUT/run-torch-cuda.log" \
-        dbench run --runtime torch-cuda "${selection[@]}" --quick --out "$OUT/results"
+    limited_step "torch-cuda run ${selection[*]} --quick (verified, device time with and without a CUDA graph)" "$OUT/run-torch-cuda.log" \
+        "$PY" -m dbench run --runtime torch-cuda "${selection[@]}" --quick --out "$OUT/results"
     "$PY" - "$OUT/results" <<'EOF' | tee "$OUT/torch-cuda-rows.txt"
 import json, sys
 from pathlib import Path
@@ -141,26 +168,36 @@ fi
 
 # ---- ONNX Runtime and TensorRT: each where its wheels are installed -----------------------------
 for name in ort-cuda ort-trt tensorrt; do
-    if reason=$(usable "$name"); then
-        step "$name gpu-marked tests" "$OUT/pytest-$name.log" "$PY" -m pytest -q -p no:cacheprovider -m gpu tests/test_runtime_gpu.py -k "$name"
-        step "$name run inference-device gemm,conv --quick (verified, device time)" "$OUT/run-$name.log" \
-            dbench run --runtime "$name" --suite inference-device --ops gemm,conv --quick --out "$OUT/results"
+    if ! wanted "$name"; then
+        say "$name: not in --only"
+    elif reason=$(usable "$name"); then
+        for family in gemm conv rnn sparse int8; do  # one process each: a crash in one family hides no other
+            step "$name gpu-marked test, $family" "$OUT/pytest-$name-$family.log" \
+                "$PY" -m pytest -q -s -p no:cacheprovider -m gpu tests/test_runtime_gpu.py -k "$name and $family"
+        done
+        limited_step "$name run inference-device gemm,conv --quick (verified, device time)" "$OUT/run-$name.log" \
+            "$PY" -m dbench run --runtime "$name" --suite inference-device --ops gemm,conv --quick --out "$OUT/results"
     else
         could_not "$name" "$reason"
     fi
 done
 
 # ---- all-reduce over NCCL -----------------------------------------------------------------------
-if reason=$("$PY" -c "
+if ! wanted nccl; then
+    say "nccl: not in --only"
+elif reason=$("$PY" -c "
 import importlib.util as u
 need = [m for m in ('cupy', 'mpi4py') if u.find_spec(m) is None]
 print('missing ' + ', '.join(need) + \": pip install 'dbench[gpu,mpi]' (or carry the wheels: --wheels)\" if need else '')
 import sys; sys.exit(1 if need else 0)"); then
     gpus=$(grep -c '^GPU ' "$OUT/gpus.txt")
+    step "nccl gpu-marked tests (exact sums on 2+ GPUs; ranks sharing a GPU refused in one line)" "$OUT/pytest-nccl.log" \
+        timeout -s INT -k 15 240 "$PY" -m pytest -q -p no:cacheprovider -m gpu tests/test_allreduce_mpi.py -k nccl
     if [ "$gpus" -ge 2 ]; then
-        step "allreduce --impl nccl on $gpus GPUs" "$OUT/allreduce.log" dbench allreduce --np "$gpus" --impl nccl --out "$OUT/results"
+        step "allreduce --impl nccl on $gpus GPUs" "$OUT/allreduce.log" \
+            timeout -s INT -k 15 300 "$PY" -m dbench allreduce --np "$gpus" --impl nccl --out "$OUT/results"
     else
-        step "allreduce --impl nccl, 2 ranks on the one GPU" "$OUT/allreduce.log" dbench allreduce --np 2 --impl nccl --end 1048576 --out "$OUT/results"
+        could_not "allreduce --impl nccl timing" "one GPU: NCCL needs a GPU per rank and all-reduce needs 2 ranks"
     fi
 else
     could_not "allreduce nccl" "$reason"
