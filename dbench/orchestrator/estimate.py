@@ -120,10 +120,10 @@ def _from_row(row: dict[str, Any]) -> GraphCost:
                      row.get("verify_s") or 0.0, row.get("profile_s") or 0.0, "earlier row")
 
 
-def _from_roofline(spec, peaks: dict[str, Any] | None) -> GraphCost:
+def _from_roofline(spec, runtime: str, peaks: dict[str, Any] | None) -> GraphCost:
     from dbench.report.peak import ceilings
 
-    tflops, gbps = ceilings(peaks, spec.precision)
+    tflops, gbps = ceilings(peaks, spec.precision, runtime)
     weights = sum(t.nbytes for t in spec.weights)
     fixed = FIXED_ROUND_S + weights / PACKING_BYTES_PER_S
     if not (tflops and gbps):
@@ -144,7 +144,7 @@ def graph_costs(items: Iterable, runtimes: list[str], folder: Path) -> dict[tupl
     for item in items:
         for runtime in runtimes:
             row = rows.get((item.spec.id, runtime))
-            costs[(item.spec.id, runtime)] = _from_row(row) if row else _from_roofline(item.spec, peaks)
+            costs[(item.spec.id, runtime)] = _from_row(row) if row else _from_roofline(item.spec, runtime, peaks)
     return costs
 
 

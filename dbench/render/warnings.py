@@ -40,17 +40,19 @@ def run_warnings(rows: list[dict[str, Any]], host: dict[str, Any], timing: dict[
 
 
 def peak_line(rows: list[dict[str, Any]], peaks: dict[str, Any] | None) -> str:
-    """Where the verified rows sit against this machine's roofline (`dbench peak`), or how to get one."""
+    """Where the verified rows sit against their own device's roofline on this machine (`dbench peak`: a
+    GPU runtime's rows against the GPU's ceilings, a CPU runtime's against the host's), or how to get one."""
     from dbench.report.peak import roof_fraction
 
     if not peaks:
         return "no ceilings measured for this machine: run dbench peak to see rows as a fraction of peak"
     measured = [(f, r["graph_id"]) for r in rows if (f := roof_fraction(r, peaks)) is not None]
     if not measured:
-        return "no verified row in a precision dbench peak measured: no fraction of peak"
+        return ("no verified row has its device's ceilings in peak.json (a GEMM rate in its precision and its device's "
+                "bandwidth): no fraction of peak; run dbench peak --runtime <its runtime> --precision <its precision>")
     fractions = [(f, graph) for f, graph in measured if f <= 1.0]
     above = sorted(((f, graph) for f, graph in measured if f > 1.0), reverse=True)
-    line = f"against this machine's roofline (peak.json, {peaks.get('taken_at', '')}): "
+    line = f"against each row's own device's roofline (peak.json, {peaks.get('taken_at', '')}): "
     if fractions:
         values = sorted(f for f, _ in fractions)
         best = max(fractions)

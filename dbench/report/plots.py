@@ -1,6 +1,6 @@
 """The report's plots as PNG bytes (matplotlib's Agg canvas, imported only here and only when called):
-roofline per machine and precision, latency bars per family, TFLOP/s against problem size, and the
-CDF of speedups. Only verified rows are drawn."""
+roofline per machine and precision (one roof per kind of device among its rows), latency bars per
+family, TFLOP/s against problem size, and the CDF of speedups. Only verified rows are drawn."""
 
 from __future__ import annotations
 
@@ -11,12 +11,14 @@ import numpy as np
 import pandas as pd
 
 from dbench.report.frames import Group
-from dbench.report.peak import ceilings
+from dbench.report.peak import ceilings, device_bandwidth, device_kind
 
 FAMILY_COLOURS = {"gemm": "#1f77b4", "conv": "#ff7f0e", "rnn": "#2ca02c", "sparse": "#d62728"}
 MARKERS = "os^Dv<>pP*X"
 MAX_BARS = 40
 """Latency bars show at most this many kernels per family (the slowest first are kept)."""
+ROOF_STYLES = {"cpu": "k-", "gpu": "k--"}
+"""The roof's line per kind of device: a GPU's roof dashed beside the host's."""
 
 
 def _figure(width: float = 7.5, height: float = 4.5):
@@ -32,53 +34,90 @@ def png(figure) -> bytes:
     return buffer.getvalue()
 
 
-def roofline(frame: pd.DataFrame, machine: str, precision: str, peaks: dict[str, Any] | None,
-             caches: dict[str, int]) -> tuple[Any, list[str]]:
-    """Achieved TFLOP/s against arithmetic intensity (FLOP per minimum byte), colour = family, marker =
-    runtime, hollow = the working set fits in the last-level cache. Returns the figure and its notes."""
-    rows = frame[(frame.machine == machine) & (frame.precision == precision) & frame.counts & (frame.intensity > 0)]
-    figure = _figure()
-    axes = figure.add_subplot()
-    axes.set(xscale="log", yscale="log", xlabel="arithmetic intensity (FLOP / minimum byte)", ylabel="TFLOP/s",
-             title=f"roofline · {machine} · {precision}")
+def _device_name(peaks: dict[str, Any] | None, kind: str) -> str:
+    """What the roof of `kind` runtimes is called: the host's CPU, or the GPU by name where peak.json has it."""
+    record = device_bandwidth(peaks, kind) if peaks and kind == "gpu" else None
+    return (record or {}).get("device") or kind.upper()
+
+
+def _cache_bytes(peaks: dict[str, Any] | None, kind: str, host_llc: int) -> int:
+    """The last-level cache `kind` runtimes' working sets may fit in: the host's, or the GPU's L2 (0 unmeasured)."""
+    if kind == "cpu":
+        return host_llc
+    return ((device_bandwidth(peaks, kind) if peaks else None) or {}).get("l2_bytes") or 0
+
+
+def _roof(axes, rows: pd.DataFrame, kind: str, precision: str, peaks: dict[str, Any],
+          cache: int) -> tuple[list[str], float | None]:
+    """Draw the roof of `kind` runtimes' device under their rows; (its notes, its GEMM ceiling)."""
+    runtime = rows.runtime.iloc[0]
+    name = _device_name(peaks, kind)
+    peak_tflops, bandwidth = ceilings(peaks, precision, runtime)
     notes = []
-    llc = max(caches.values(), default=0)
-    for i, (runtime, mine) in enumerate(rows.groupby("variant", sort=False)):
-        for family, points in mine.groupby("family", sort=False):
-            colour = FAMILY_COLOURS.get(family, "#7f7f7f")
-            in_cache = points.min_bytes <= llc
-            common = dict(marker=MARKERS[i % len(MARKERS)], s=36, edgecolors=colour, linewidths=1.2)
-            axes.scatter(points.intensity[~in_cache], points.tflops[~in_cache], c=colour,
-                         label=f"{runtime} · {family}" if (~in_cache).any() else None, **common)
-            axes.scatter(points.intensity[in_cache], points.tflops[in_cache], facecolors="none",
-                         label=f"{runtime} · {family} (fits in cache)" if in_cache.any() else None, **common)
-    peak_tflops, bandwidth = ceilings(peaks, precision)
-    if peaks is None:
-        notes.append("no ceilings measured: run dbench peak on this machine")
-    elif peak_tflops is None:
-        notes.append(f"no {precision} GEMM rate in peak.json: run dbench peak --precision {precision}")
+    if peak_tflops is None:
+        notes.append(f"no {precision} GEMM rate for {name} runtimes in peak.json: "
+                     f"run dbench peak --runtime {runtime} --precision {precision}")
+    if bandwidth is None:
+        notes.append(f"no {name} memory bandwidth in peak.json: run dbench peak --runtime {runtime}")
     if bandwidth:
-        span = np.logspace(np.log10(max(rows.intensity.min() / 2, 1e-2)), np.log10(rows.intensity.max() * 2), 100) if len(rows) else np.logspace(-1, 3, 100)
+        span = np.logspace(np.log10(max(rows.intensity.min() / 2, 1e-2)), np.log10(rows.intensity.max() * 2), 100)
         roof = bandwidth * span / 1e3
         if peak_tflops:
             roof = np.minimum(roof, peak_tflops)
-        axes.plot(span, roof, "k-", linewidth=1, label=f"triad {bandwidth:.0f} GB/s" + (f", GEMM {peak_tflops:.3g} TFLOP/s" if peak_tflops else ""))
+        axes.plot(span, roof, ROOF_STYLES[kind], linewidth=1,
+                  label=f"{name}: triad {bandwidth:.0f} GB/s" + (f", GEMM {peak_tflops:.3g} TFLOP/s" if peak_tflops else ""))
         above = rows[rows.gbps > bandwidth]
         if len(above):
-            fits = int((above.min_bytes <= llc).sum())
-            notes.append(f"{len(above)} points above DRAM bandwidth: {fits} of them have a working set that fits in the "
-                         f"{llc / 2**20:.0f} MiB last-level cache (hollow markers), so they run from cache")
+            fits = int((above.min_bytes <= cache).sum())
+            notes.append(f"{len(above)} {name} points above its memory bandwidth: {fits} of them have a working set that fits "
+                         f"in its {cache / 2**20:.0f} MiB last-level cache (hollow markers), so they run from cache")
+    elif peak_tflops:
+        axes.axhline(peak_tflops, color="k", linestyle=":", linewidth=1, label=f"{name}: GEMM {peak_tflops:.3g} TFLOP/s")
     if peak_tflops and (rows.tflops > peak_tflops).any():
         load = peaks.get("load_start") or ["?"]
         why = f"peak.json was measured on a busy machine (load {load[0]})" if peaks.get("busy_start") else \
             "these kernels beat every shape dbench peak measured"
         over = rows[rows.tflops > peak_tflops]
         axes.scatter(over.intensity, over.tflops, marker="o", s=110, facecolors="none", edgecolors="red", linewidths=1.5,
-                     label="above the measured ceiling")
-        notes.append(f"{len(over)} points above the GEMM ceiling (ringed red: no fraction of peak is given for them): "
+                     label=f"above the {name} ceiling")
+        notes.append(f"{len(over)} {name} points above its GEMM ceiling (ringed red: no fraction of peak is given for them): "
                      f"{why}; re-run dbench peak on a quiet machine")
+    return notes, peak_tflops
+
+
+def roofline(frame: pd.DataFrame, machine: str, precision: str, peaks: dict[str, Any] | None,
+             caches: dict[str, int]) -> tuple[Any, list[str]]:
+    """Achieved TFLOP/s against arithmetic intensity (FLOP per minimum byte), colour = family, marker =
+    runtime, hollow = the working set fits in its device's last-level cache; each kind of device among
+    the rows (CPU, GPU) gets its own roof from peak.json, never another's. Returns the figure and its notes."""
+    rows = frame[(frame.machine == machine) & (frame.precision == precision) & frame.counts & (frame.intensity > 0)]
+    figure = _figure()
+    axes = figure.add_subplot()
+    axes.set(xscale="log", yscale="log", xlabel="arithmetic intensity (FLOP / minimum byte)", ylabel="TFLOP/s",
+             title=f"roofline · {machine} · {precision}")
+    kinds = rows.runtime.map(device_kind)
+    host_llc = max(caches.values(), default=0)
+    cache = {kind: _cache_bytes(peaks, kind, host_llc) for kind in kinds.dropna().unique()}
+    fits_cache = rows.min_bytes <= kinds.map(cache).fillna(0)
+    for i, (runtime, mine) in enumerate(rows.groupby("variant", sort=False)):
+        for family, points in mine.groupby("family", sort=False):
+            colour = FAMILY_COLOURS.get(family, "#7f7f7f")
+            in_cache = fits_cache[points.index]
+            common = dict(marker=MARKERS[i % len(MARKERS)], s=36, edgecolors=colour, linewidths=1.2)
+            axes.scatter(points.intensity[~in_cache], points.tflops[~in_cache], c=colour,
+                         label=f"{runtime} · {family}" if (~in_cache).any() else None, **common)
+            axes.scatter(points.intensity[in_cache], points.tflops[in_cache], facecolors="none",
+                         label=f"{runtime} · {family} (fits in cache)" if in_cache.any() else None, **common)
+    notes, gemm_ceilings = [], []
+    if peaks is None:
+        notes.append("no ceilings measured: run dbench peak on this machine")
+    else:
+        for kind in cache:
+            kind_notes, peak_tflops = _roof(axes, rows[kinds == kind], kind, precision, peaks, cache[kind])
+            notes += kind_notes
+            gemm_ceilings.append(peak_tflops or 0.0)
     if notes:
-        top = max(float(rows.tflops.max()) if len(rows) else 1.0, peak_tflops or 0.0)
+        top = max(float(rows.tflops.max()) if len(rows) else 1.0, *gemm_ceilings, 0.0)
         axes.set_ylim(top=top * 8)  # headroom for the notes
         axes.text(0.01, 0.99, "\n".join(notes), transform=axes.transAxes, va="top", fontsize=7, wrap=True,
                   bbox=dict(facecolor="white", alpha=0.8, edgecolor="#ccc"))

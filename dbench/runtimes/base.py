@@ -185,6 +185,8 @@ class Runtime(ABC):
     """The int8 graph form this runtime runs best (`qlinear`, `qdq` or `integer`)."""
     supported_options: ClassVar[frozenset[str]] = frozenset()
     """The RuntimeOptions fields this adapter honours beyond their defaults; `validate` refuses the rest."""
+    device_kind: ClassVar[str] = "cpu"
+    """The memory and processor its rows run on, `cpu` or `gpu`: a row is set against that device's ceilings."""
     reports_execution: ClassVar[bool] = False
     """Its sessions tell which layers they execute for a model (`Session.executed_graph`): `dbench
     predict` needs it to cut a model into the units the runtime really runs."""

@@ -151,6 +151,7 @@ class OrtCuda(OrtRuntime):
     """ONNX Runtime, CUDAExecutionProvider; inputs and outputs live on the GPU."""
 
     name: ClassVar[str] = "ort-cuda"
+    device_kind: ClassVar[str] = "gpu"
     extra: ClassVar[str] = "gpu"
     provider: ClassVar[str] = "CUDAExecutionProvider"
     session_class: ClassVar[type[OrtSession]] = OrtGpuSession

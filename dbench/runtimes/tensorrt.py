@@ -112,6 +112,7 @@ class Tensorrt(Runtime):
     """Native TensorRT on one NVIDIA GPU."""
 
     name: ClassVar[str] = "tensorrt"
+    device_kind: ClassVar[str] = "gpu"
     module: ClassVar[str] = "tensorrt"
     extra: ClassVar[str] = "tensorrt10"
     int8_form: ClassVar[str] = "qdq"

@@ -265,6 +265,7 @@ class TorchCuda(TorchCpu):
     work is issued on a stream of the session's own, and run() waits for it."""
 
     name: ClassVar[str] = "torch-cuda"
+    device_kind: ClassVar[str] = "gpu"
     extra: ClassVar[str] = "torch-cuda"
     int8_form: ClassVar[str] = "qdq"
     supported_options: ClassVar[frozenset[str]] = frozenset({"device", "allow_runtime_precision", "extra"})
