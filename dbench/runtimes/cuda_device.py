@@ -63,6 +63,13 @@ def new_stream(device: int):
     return cupy.cuda.Stream(non_blocking=True)
 
 
+def synchronize_device(device: int) -> None:
+    """Wait until every stream of `device` is idle, host callbacks queued on them included (cudaDeviceSynchronize)."""
+    cupy = _cupy()
+    with cupy.cuda.Device(device):
+        cupy.cuda.runtime.deviceSynchronize()
+
+
 def device_time_us(enqueue: Callable[[], None], stream, iterations: int, warmup: int = 3) -> float:
     """Median over DEVICE_TIME_ROUNDS of the per-call time, in µs, between two CUDA events recorded on
     `stream` around `iterations` back-to-back `enqueue()` calls (after `warmup` untimed ones): the

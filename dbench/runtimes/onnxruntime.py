@@ -193,6 +193,7 @@ class OrtSession(Session):
         return _host_outputs(self.binding, self.spec, self.runtime.io_device[0] == "cpu")
 
     def profile(self, runs: int, warmup: int = 1) -> Profile:
+        self._drain()
         self.binding = self.session = None  # profiling is the last use: free the timed session's packed weights
         session = self.runtime.make_session(self.model_bytes, self.constants, profiling=True)
         binding = self._bind(session, self.feeds)
@@ -223,7 +224,11 @@ class OrtSession(Session):
             shutil.rmtree(folder, ignore_errors=True)
         return executed_graph(optimized, self.runtime.name)
 
+    def _drain(self) -> None:
+        """Let the device finish what the session left queued before the session is freed (nothing on the CPU)."""
+
     def close(self) -> None:
+        self._drain()
         self.binding = None
         self.session = None
         self.constants = {}

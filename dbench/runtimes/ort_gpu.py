@@ -134,6 +134,17 @@ class OrtGpuSession(OrtSession):
     def run(self) -> None:
         self.session.run_with_iobinding(self.binding, self.runtime.run_options(synchronize=True))
 
+    def _drain(self) -> None:
+        """Wait for the whole GPU before the session is freed. The CUDA EP frees pinned CPU buffers in a host
+        callback it queues after a run, holding a reference to the pinned allocator; if the session is freed
+        first, the callback drops the last one and the allocator's cudaFreeHost runs inside the callback,
+        where CUDA refuses it (error 800) and ONNX Runtime aborts: seen once with an LSTM on an H200 (ORT
+        1.31.1, docs/runtimes/gpu.md). This wait is the fix that follows from that reading, not yet run on a GPU."""
+        from dbench.runtimes.cuda_device import synchronize_device
+
+        if importlib.util.find_spec("cupy"):  # ort-cuda's probe requires CuPy; without it nothing here can wait
+            synchronize_device(self.runtime.device)
+
     def device_time_us(self, iterations: int) -> float | None:
         from dbench.runtimes.cuda_device import device_time_us
 
