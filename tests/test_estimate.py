@@ -141,3 +141,12 @@ def test_a_budget_nothing_fits_is_refused_before_anything_is_written(tmp_path):
     assert done.exit_code == 2
     assert "error: --budget 1 s cannot hold this run" in done.output and "Traceback" not in done.output
     assert not list((tmp_path / "res").glob("*/*.jsonl"))
+
+
+def test_a_round_cost_cap_gives_costly_graphs_one_round_in_the_plan():
+    """--quick's cap: a round whose inputs, preparing and warm-up cost more than its share of --max-time
+    is the graph's only round; a cheap graph keeps all three."""
+    cap = QUICK.round_cost_cap * QUICK.max_time / QUICK.rounds
+    assert round_seconds(0.001, QUICK, fixed_s=cap / 2)[0] == QUICK.rounds
+    assert round_seconds(0.001, QUICK, fixed_s=cap * 2)[0] == 1
+    assert round_seconds(0.001, TimingConfig(), fixed_s=100.0)[0] == 3  # no cap by default

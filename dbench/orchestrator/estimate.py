@@ -148,11 +148,14 @@ def graph_costs(items: Iterable, runtimes: list[str], folder: Path) -> dict[tupl
     return costs
 
 
-def round_seconds(call_s: float, timing: TimingConfig) -> tuple[int, float]:
+def round_seconds(call_s: float, timing: TimingConfig, fixed_s: float = 0.0) -> tuple[int, float]:
     """(rounds a graph gets, one round's warm-up and sampling in seconds) under `timing`, as the run
-    loop and the timing loop decide them."""
+    loop and the timing loop decide them; `fixed_s`: a round's inputs and preparing (for the round
+    cost cap of --quick)."""
     share = timing.per_round()
     warm = max(share.warmup_time, share.warmup_calls * call_s)
+    if timing.round_cost_cap is not None and fixed_s + warm > timing.round_cost_cap * share.max_time:
+        return 1, warm + min(max(share.min_time, share.min_samples * call_s), max(share.max_time, call_s))
     if share.iterations is not None:
         sample = share.iterations * call_s
         return timing.rounds, warm + sample
@@ -172,7 +175,7 @@ def estimate(costs: dict[tuple[str, str], GraphCost], keys: list[tuple[str, str,
     for graph, label, runtime in keys:
         cost = costs[(graph, runtime)]
         sources[cost.source] += 1
-        rounds, each = round_seconds(cost.call_s, timing)
+        rounds, each = round_seconds(cost.call_s, timing, cost.round_s)
         once = (cost.verify_s if verify else 0.0) + (cost.profile_s if profile else 0.0)
         for number in range((measured or {}).get((graph, label), 0), rounds):
             jobs[(graph, label, number)] = cost.round_s + each + (once if number == 0 else 0.0)

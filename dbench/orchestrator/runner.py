@@ -140,12 +140,20 @@ def combine(outcomes: list[Outcome], timing: TimingConfig) -> Outcome:
         device_median_us=device[len(device) // 2] if device else None)
 
 
+def round_cost_s(outcome: Outcome) -> float:
+    """What a round cost outside its sampling: drawing the inputs, preparing, and the warm-up."""
+    return (outcome.inputs_s or 0.0) + (outcome.prepare_s or 0.0) + ((outcome.stats or {}).get("warmup_s") or 0.0)
+
+
 def another_round(outcomes: list[Outcome], timing: TimingConfig) -> bool:
-    """Whether the graph gets one more round: every round so far measured, and (unless stopping by
-    iterations) its sampling so far plus one more round's share, or one more call where a call is
-    longer, stays within --max-time, so that a graph whose one call takes seconds is not timed rounds
-    times over (it then says how many rounds it got)."""
+    """Whether the graph gets one more round: every round so far measured, (with a round cost cap, as
+    under --quick) the last round's own cost within the cap, and (unless stopping by iterations) its
+    sampling so far plus one more round's share, or one more call where a call is longer, stays within
+    --max-time, so that a graph whose one call takes seconds is not timed rounds times over (it then
+    says how many rounds it got)."""
     if len(outcomes) >= timing.rounds or any(o.status != Status.OK or not o.stats for o in outcomes):
+        return False
+    if timing.round_cost_cap is not None and round_cost_s(outcomes[-1]) > timing.round_cost_cap * timing.max_time / timing.rounds:
         return False
     if timing.iterations is not None:
         return True

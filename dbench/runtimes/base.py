@@ -108,6 +108,12 @@ class Session(ABC):
         first, so that its memory (pre-packed weights) is reused rather than doubled. It may be called
         again (a new pass)."""
 
+    def end_profiling(self, warmup: int) -> Profile:
+        """The per-node profile of the runs since the session was prepared by `Runtime.prepare_profiling`
+        (the first `warmup` left out), with the profiler off for every run after it. Only sessions made
+        by an adapter that implements `prepare_profiling` have it."""
+        raise UnsupportedError("this session was not prepared with its profiler on (Runtime.prepare_profiling)")
+
     def runtime_latency_us(self) -> float | None:
         """The runtime's own clock for the last run(), in µs, where it keeps one; None otherwise.
         Read by the timing loop after a sample, outside the timed interval."""
@@ -241,6 +247,13 @@ class Runtime(ABC):
         those arrays (empty for `weights=input`), so the runtime may pre-pack them; the arrays must stay
         alive as long as the session. Raises UnsupportedError with the runtime's own message when it
         cannot run the graph."""
+
+    def prepare_profiling(self, model: onnx.ModelProto, spec: GraphSpec, constants: Mapping[str, np.ndarray]) -> Session | None:
+        """As `prepare`, with the runtime's profiler on until the session's `end_profiling` turns it off for
+        good, so that a slow graph's profile is taken in its timed session, before the timed calls, without
+        a second session; None (the default) where the profiler cannot be turned off again: the profile is
+        then a separate pass after timing (`Session.profile`)."""
+        return None
 
     def prepare_concurrent(self, model: onnx.ModelProto, spec: GraphSpec, constants: Mapping[str, np.ndarray],
                            requests: int) -> ConcurrentSession:

@@ -160,12 +160,13 @@ def _host_outputs(binding, spec: GraphSpec, on_cpu: bool) -> dict[str, np.ndarra
 class OrtSession(Session):
     """One InferenceSession with its inputs and outputs bound once."""
 
-    def __init__(self, runtime: "OrtRuntime", model_bytes: bytes, spec: GraphSpec, constants: dict[str, Any]) -> None:
+    def __init__(self, runtime: "OrtRuntime", model_bytes: bytes, spec: GraphSpec, constants: dict[str, Any],
+                 profiling: bool = False) -> None:
         self.runtime = runtime
         self.model_bytes = model_bytes
         self.spec = spec
         self.constants = constants  # OrtValues over the caller's arrays, kept for the profiling session
-        self.session = runtime.make_session(model_bytes, constants, profiling=False)
+        self.session = runtime.make_session(model_bytes, constants, profiling=profiling)
         self.binding = None
         self.feeds: dict[str, np.ndarray] = {}
 
@@ -199,13 +200,15 @@ class OrtSession(Session):
         binding = self._bind(session, self.feeds)
         for _ in range(warmup + runs):
             session.run_with_iobinding(binding)
-        path = session.end_profiling()
-        try:
-            with open(path) as fh:
-                events = json.load(fh)
-        finally:
-            os.unlink(path)
-        return parse_profile(events, warmup)
+        return _read_profile(session.end_profiling(), warmup)
+
+    def end_profiling(self, warmup: int) -> Profile:
+        # ONNX Runtime stops profiling for good once the profile is written (a second end_profiling
+        # returns no file): the timed calls after it run unprofiled in the same session.
+        path = self.session.end_profiling()
+        if not path:
+            raise DbenchError("ONNX Runtime wrote no profile: the session was not made with profiling on")
+        return _read_profile(path, warmup)
 
     def device_memory(self) -> int | None:
         return self.runtime.device_memory()
@@ -277,6 +280,16 @@ class OrtConcurrentSession(ConcurrentSession):
         self.bindings = []
         self.session = None
         self.constants = {}
+
+
+def _read_profile(path: str, warmup: int) -> Profile:
+    """The profile ONNX Runtime wrote to `path` (removed after reading), its first `warmup` runs left out."""
+    try:
+        with open(path) as fh:
+            events = json.load(fh)
+    finally:
+        os.unlink(path)
+    return parse_profile(events, warmup)
 
 
 def _run_index(events: list[dict[str, Any]]) -> tuple[list[int], list[int]]:
@@ -442,6 +455,11 @@ class OrtCpu(OrtRuntime):
 
     name: ClassVar[str] = "ort-cpu"
     reports_execution: ClassVar[bool] = True
+
+    def prepare_profiling(self, model: onnx.ModelProto, spec: GraphSpec, constants: Mapping[str, np.ndarray]) -> Session:
+        self.concurrency = None
+        model_bytes, values = self._model_and_constants(model, constants)
+        return self.session_class(self, model_bytes, spec, values, profiling=True)
 
     def prepare_concurrent(self, model: onnx.ModelProto, spec: GraphSpec, constants: Mapping[str, np.ndarray],
                            requests: int) -> ConcurrentSession:

@@ -6,7 +6,9 @@ from __future__ import annotations
 import math
 import time
 
+from dbench.gen.graph import GraphSpec
 from dbench.runtimes.base import Profile, Session
+from dbench.worker.timing import Warmed
 
 PROFILE_BUDGET_S = 0.05
 """A profiling pass times about this much kernel time: at least one run, at most --profile-runs."""
@@ -23,6 +25,46 @@ PROFILE_RETRY_S = 1.0
 retry of a slow graph (a server GRU, a 2 GB weight to load again) would cost more than the profile."""
 
 
+PROFILE_FIRST_MIN_S = 0.02
+"""A graph whose one call takes at least this long (by a FLOP bound) is profiled in its timed session,
+before timing, where the runtime can turn its profiler off (`Runtime.prepare_profiling`): no second
+session, and the profile's calls are the round's warm-up. ONNX Runtime's calls after its profiler ends
+cost ~0.06 µs more (measured on a 2-thread GEMV, docs/benchmarks.md): at most 3e-6 of such a call."""
+CPU_FLOPS_PER_THREAD = {"fp32": 4e11}
+"""FLOP/s above any CPU thread's in that precision (two 512-bit FMA units at 6 GHz make 384 G fp32), so
+a call's time from it is a lower bound. Other precisions (AMX and VNNI rates) keep the separate pass."""
+
+
+def profile_first(spec: GraphSpec, threads: int) -> bool:
+    """Whether a graph's call is surely long enough (FLOPs at CPU_FLOPS_PER_THREAD on every thread) for its
+    profile to be taken in its timed session, before the timed calls."""
+    rate = CPU_FLOPS_PER_THREAD.get(spec.precision)
+    return rate is not None and min(spec.flops, spec.flops_executed) / (rate * max(1, threads)) >= PROFILE_FIRST_MIN_S
+
+
+def profile_before_timing(session: Session, limit: int) -> tuple[Profile, Warmed]:
+    """The profile of a session prepared with its profiler on (`Runtime.prepare_profiling`): warm-up runs
+    for PROFILE_WARMUP_S (1 to PROFILE_WARMUP_CALLS), then the profiled runs a separate pass would make
+    for the fastest of them, all timed here to count as the round's warm-up; then the profiler ends and
+    the timed calls follow unprofiled."""
+    clock = time.perf_counter_ns
+    start = clock()
+    calls: list[int] = []
+
+    def call() -> None:
+        t0 = clock()
+        session.run()
+        calls.append(clock() - t0)
+
+    while not calls or (len(calls) < PROFILE_WARMUP_CALLS and clock() - start < PROFILE_WARMUP_S * 1e9):
+        call()
+    warmup = len(calls)
+    for _ in range(profile_runs(limit, min(calls) / 1e3)):
+        call()
+    took = (clock() - start) / 1e9
+    return session.end_profiling(warmup), Warmed(len(calls), took, calls[0], min(calls))
+
+
 def profile_runs(limit: int, median_us: float) -> int:
     """About PROFILE_BUDGET_S of work, at least one run (the warm-up took the cold calls), at most `limit`."""
     return max(1, min(limit, math.ceil(PROFILE_BUDGET_S * 1e6 / max(median_us, 1.0))))
@@ -32,6 +74,14 @@ def profile_warmup(median_us: float) -> int:
     """Warm-up runs of a profiling pass: about PROFILE_WARMUP_S of work, 1 to PROFILE_WARMUP_CALLS (even a
     call of seconds: a fresh session's first call of a 2.5 s GRU took 1.6 times the median)."""
     return max(1, min(PROFILE_WARMUP_CALLS, math.ceil(PROFILE_WARMUP_S * 1e6 / max(median_us, 1.0))))
+
+
+def taken_well(profile: Profile | None, median_us: float) -> bool:
+    """Whether a profile taken before timing may stand: its calls no slower than the timed median allows
+    (see dbench.store.invariants); else a separate pass after timing replaces it (`best_profile`)."""
+    from dbench.store.invariants import KERNEL_TIME_TOLERANCE
+
+    return profile is not None and (profile.call_us is None or profile.call_us <= median_us * (1 + KERNEL_TIME_TOLERANCE))
 
 
 def best_profile(session: Session, runs: int, median_us: float) -> Profile:

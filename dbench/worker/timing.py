@@ -42,6 +42,10 @@ class TimingConfig:
     percentiles: tuple[float, ...] = DEFAULT_PERCENTILES
     unstable_above: float = 0.05
     """A row is unstable when the interval a re-run's median should fall in is wider than ± this fraction."""
+    round_cost_cap: float | None = None
+    """Another round only while a round's own cost outside sampling (inputs, preparing, warm-up) is at
+    most this many times a round's share of --max-time; None: rounds whatever they cost. --quick sets 1:
+    a smoke run's rounds must not cost more than they sample (a 2 GB GEMV's round: ~10 s for 0.17 s)."""
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -55,16 +59,30 @@ class TimingConfig:
             iterations=None if self.iterations is None else max(1, math.ceil(self.iterations / rounds)))
 
 
-QUICK = TimingConfig(warmup_calls=1, warmup_time=0.0, min_time=0.02, min_samples=3, max_time=0.5)
+QUICK = TimingConfig(warmup_calls=1, warmup_time=0.0, min_time=0.02, min_samples=3, max_time=0.5, round_cost_cap=1.0)
 
 
-def warm_up(call: Callable[[], None], config: TimingConfig) -> tuple[float, float]:
-    """Run `call` at least `warmup_calls` times and for at least `warmup_time`; return the first (cold)
-    call and the fastest warm-up call in ns (the estimate used to decide batching)."""
+@dataclass(frozen=True)
+class Warmed:
+    """Untimed calls the session already made before the round's warm-up (a profile taken first): they
+    count towards the warm-up, and the first of them was the cold call."""
+
+    calls: int
+    seconds: float
+    first_ns: float
+    best_ns: float
+
+
+def warm_up(call: Callable[[], None], config: TimingConfig, before: Warmed | None = None) -> tuple[float, float]:
+    """Run `call` until, with the calls `before` it, at least `warmup_calls` were made for at least
+    `warmup_time`; return the first (cold) call and the fastest warm-up call in ns (the estimate used
+    to decide batching)."""
     clock = time.perf_counter_ns
     best = first = math.inf
-    start = clock()
-    count = 0
+    count, spent = 0, 0
+    if before is not None:
+        first, best, count, spent = before.first_ns, before.best_ns, before.calls, int(before.seconds * 1e9)
+    start = clock() - spent
     while count < config.warmup_calls or clock() - start < config.warmup_time * 1e9:
         t0 = clock()
         call()
@@ -78,13 +96,14 @@ def warm_up(call: Callable[[], None], config: TimingConfig) -> tuple[float, floa
 
 
 def measure(call: Callable[[], None], config: TimingConfig,
-            runtime_clock: Callable[[], float | None] | None = None) -> Stats:
-    """One round: warm up, then collect per-call samples; the garbage collector is off while sampling.
-    `runtime_clock` (the runtime's latency of its last call, µs) is read after each sample, between
-    two timed intervals, so it adds no work inside them; a batched sample yields its last call's.
-    With `iterations`, exactly that many calls are timed (in whole batches), whatever they take."""
+            runtime_clock: Callable[[], float | None] | None = None, before: Warmed | None = None) -> Stats:
+    """One round: warm up (counting the calls `before` it), then collect per-call samples; the garbage
+    collector is off while sampling. `runtime_clock` (the runtime's latency of its last call, µs) is
+    read after each sample, between two timed intervals, so it adds no work inside them; a batched
+    sample yields its last call's. With `iterations`, exactly that many calls are timed (in whole
+    batches), whatever they take."""
     warm_start = time.perf_counter()
-    first, estimate = warm_up(call, config)
+    first, estimate = warm_up(call, config, before)
     warmup_s = time.perf_counter() - warm_start
     batch = max(1, math.ceil(config.min_sample_ns / max(estimate, 1)))
     if config.iterations is not None:
