@@ -53,7 +53,7 @@ def test_rounds_and_round_seconds_follow_the_timing_settings():
 
 
 def test_estimate_adds_rounds_processes_and_the_first_rounds_checks():
-    costs = {("a", "ort-cpu"): GraphCost(0.001, 0.1, 0.4, 0.6, "earlier row"), ("b", "ort-cpu"): GraphCost(0.0, 0.05, 0.0, 0.05, "settings only")}
+    costs = {("a", "ort-cpu"): GraphCost(0.001, 0.1, 0.6, 0.4, "earlier row"), ("b", "ort-cpu"): GraphCost(0.0, 0.05, 0.0, 0.05, "settings only")}
     plan = estimate(costs, KEYS, QUICK, verify=True, profile=True, variants=1)
     rounds, each = round_seconds(0.001, QUICK)
     assert plan.jobs[("a", "ort-cpu", 0)] == pytest.approx(0.1 + each + 1.0)  # verified and profiled once
@@ -64,7 +64,7 @@ def test_estimate_adds_rounds_processes_and_the_first_rounds_checks():
     unchecked = estimate(costs, KEYS, QUICK, verify=False, profile=False, variants=1)
     assert unchecked.total_s == pytest.approx(plan.total_s - 1.0 - 0.05)
     unprofiled = estimate(costs, KEYS, QUICK, verify=True, profile=False, variants=1)
-    assert unprofiled.total_s == pytest.approx(plan.total_s - 0.6 - 0.05)
+    assert unprofiled.total_s == pytest.approx(plan.total_s - 0.4 - 0.05)
     resumed = estimate(costs, KEYS, QUICK, verify=True, profile=True, variants=1, measured={("a", "ort-cpu"): rounds})
     assert not any(key[0] == "a" for key in resumed.jobs)
 
@@ -150,3 +150,12 @@ def test_a_round_cost_cap_gives_costly_graphs_one_round_in_the_plan():
     assert round_seconds(0.001, QUICK, fixed_s=cap / 2)[0] == QUICK.rounds
     assert round_seconds(0.001, QUICK, fixed_s=cap * 2)[0] == 1
     assert round_seconds(0.001, TimingConfig(), fixed_s=100.0)[0] == 3  # no cap by default
+
+
+def test_the_plan_leaves_out_a_profile_over_the_quick_cap():
+    cap = QUICK.profile_cap_s()
+    costs = {("a", "ort-cpu"): GraphCost(0.001, 0.01, 0.0, cap * 4, "earlier row"),
+             ("b", "ort-cpu"): GraphCost(0.001, 0.01, 0.0, cap / 4, "earlier row")}
+    with_profile = estimate(costs, KEYS, QUICK, verify=False, profile=True, variants=1)
+    without = estimate(costs, KEYS, QUICK, verify=False, profile=False, variants=1)
+    assert with_profile.total_s == pytest.approx(without.total_s + cap / 4)  # only b's profile is within the cap

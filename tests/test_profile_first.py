@@ -107,3 +107,23 @@ def test_the_worker_profiles_a_slow_graph_before_timing_and_a_fast_one_after(gra
         assert outcome.stats["warmup_s"] < median_s / 2
     else:  # the round warmed up itself (QUICK: one call at least)
         assert outcome.stats["warmup_s"] > 0
+
+
+def _job(graph, cap_s: float | None) -> Job:
+    return Job(spec=graph.spec, model=graph.model.SerializeToString(), sha256=None, runtime="ort-cpu",
+               options=RuntimeOptions(threads=1), timing=QUICK, weights="const", verify=True, profile_runs=2,
+               profile_cap_s=cap_s)
+
+
+@pytest.mark.parametrize("graph", [SLOW, FAST])
+def test_a_profile_over_the_quick_cap_is_left_out_and_the_row_says_why(graph):
+    outcome = execute(_job(graph, 1e-9))
+    assert outcome.status.value == "ok" and outcome.verification["ok"]
+    assert not outcome.nodes and outcome.profile_call_us is None
+    assert outcome.message.startswith("no per-node profile: it would cost about") and "without --quick" in outcome.message
+
+
+def test_quick_caps_the_profile_at_the_graphs_sampling_time():
+    assert QUICK.profile_cap_s() == QUICK.round_cost_cap * QUICK.max_time
+    assert TimingConfig().profile_cap_s() is None
+    assert execute(_job(FAST, QUICK.profile_cap_s())).nodes  # a cheap graph keeps its profile under --quick

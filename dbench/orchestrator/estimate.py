@@ -176,7 +176,8 @@ def estimate(costs: dict[tuple[str, str], GraphCost], keys: list[tuple[str, str,
         cost = costs[(graph, runtime)]
         sources[cost.source] += 1
         rounds, each = round_seconds(cost.call_s, timing, cost.round_s)
-        once = (cost.verify_s if verify else 0.0) + (cost.profile_s if profile else 0.0)
+        profiled = profile and (timing.profile_cap_s() is None or cost.profile_s <= timing.profile_cap_s())
+        once = (cost.verify_s if verify else 0.0) + (cost.profile_s if profiled else 0.0)
         for number in range((measured or {}).get((graph, label), 0), rounds):
             jobs[(graph, label, number)] = cost.round_s + each + (once if number == 0 else 0.0)
     processes = PROCESS_START_S * timing.rounds * variants if keys else 0.0

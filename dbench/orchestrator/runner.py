@@ -187,6 +187,7 @@ class Runner:
         job = Job(spec=item.spec, model=data, sha256=digest, runtime=variant.runtime, options=variant.options,
                   timing=self.config.timing.per_round(), weights=weights_for(item.spec, self.config.weights),
                   verify=self.config.verify and number == 0, profile_runs=self.config.profile_runs if number == 0 else 0,
+                  profile_cap_s=self.config.timing.profile_cap_s(),
                   round=number + 1, contract=item.contract, load=variant.load)
         return worker.submit(job, self.config.timeout, lambda name: observer.on_phase(item, name))
 

@@ -28,6 +28,9 @@ class Job:
     weights: str = "const"
     verify: bool = True
     profile_runs: int = 10
+    profile_cap_s: float | None = None
+    """The most the per-node profile may cost, in seconds (--quick: the graph's --max-time, so that a
+    smoke run spends no more on a profile than on timing); None: profile whatever it costs."""
     round: int = 1
     """Which round of the graph this job is (1-based): the first verifies and profiles."""
     contract: Contract = Contract()

@@ -18,14 +18,15 @@ from dbench.outcome import Outcome, Phase, Status
 from dbench.worker.instance import runtime_for
 from dbench.worker.job import Job
 from dbench.worker.expected import expected_outputs
-from dbench.worker.profiling import (PROFILE_BUDGET_S, best_profile, profile_before_timing, profile_first, profile_runs,
-                                     taken_well)
+from dbench.worker.profiling import (PROFILE_BUDGET_S, best_profile, over_cap, profile_before_timing, profile_first,
+                                     profile_runs, separate_pass_s, taken_well)
 from dbench.worker.timing import TimingConfig
 
 if TYPE_CHECKING:
     import numpy as np
 
     from dbench.gen.tolerance import Tolerance
+    from dbench.runtimes.base import Profile
 
 
 def _no_phase(name: str) -> None:
@@ -56,6 +57,28 @@ def _memory_figures(outcome: Outcome, memory, baseline: int, peak_resets: bool) 
     if peak_resets and (peak := memory.peak_rss()) is not None:
         outcome.peak_rss_bytes = peak
         outcome.memory_bytes = max(0, peak - baseline)
+
+
+def _settle_profile(session, job: Job, outcome: Outcome, median_us: float, first: "Profile | None", skipped: str,
+                    phase: Callable[[str], None]) -> None:
+    """The row's per-node profile: the one taken before timing where it stands, else a separate pass
+    after timing, unless it would cost more than --quick allows (then the row says so)."""
+    profile = first
+    if not skipped and not taken_well(first, median_us):
+        cost = separate_pass_s(outcome.prepare_s, job.profile_runs, median_us)
+        if job.profile_cap_s is not None and cost > job.profile_cap_s:
+            skipped = over_cap(cost, job.profile_cap_s)
+        else:
+            phase("profiling")
+            t0 = time.perf_counter()
+            # The session's last use: the adapter may release the timed model to reuse its memory.
+            profile = best_profile(session, profile_runs(job.profile_runs, median_us), median_us)
+            outcome.profile_s = (outcome.profile_s or 0.0) + time.perf_counter() - t0
+    if profile is not None:
+        outcome.nodes = [asdict(n) for n in profile.nodes]
+        outcome.profile_call_us = profile.call_us
+    if skipped:
+        outcome.message = "; ".join(m for m in (outcome.message, skipped) if m)
 
 
 def execute(job: Job, phase: Callable[[str], None] = _no_phase) -> Outcome:
@@ -116,11 +139,14 @@ def execute(job: Job, phase: Callable[[str], None] = _no_phase) -> Outcome:
             outcome.prepare_s = time.perf_counter() - t0
             outcome.runtime_options = runtime.describe()  # after prepare: includes what the runtime read back
             profile = warmed = None
+            skipped = ""
             if profiled is not None:  # a slow graph's profile before its timed calls, in the same session (its calls warm it up)
                 phase("profiling")
                 t0 = time.perf_counter()
-                profile, warmed = profile_before_timing(session, job.profile_runs)
+                profile, warmed = profile_before_timing(session, job.profile_runs, job.profile_cap_s)
                 outcome.profile_s = time.perf_counter() - t0
+                if profile is None:  # over --quick's cap: the warm-up stands, the profile is left out
+                    skipped = over_cap(warmed.best_ns / 1e9 * profile_runs(job.profile_runs, warmed.best_ns / 1e3), job.profile_cap_s)
             gpu_start = session.gpu_state()
             phase("timing")
             stats = measure(session.run, job.timing, session.runtime_latency_us, warmed)
@@ -146,15 +172,8 @@ def execute(job: Job, phase: Callable[[str], None] = _no_phase) -> Outcome:
                     elif verdict.weak:  # verified, but agreement on such outputs proves little: said so
                         outcome.message = f"weak verification: the expected outputs are degenerate ({verdict.weak})"
                 outcome.verify_s = time.perf_counter() - t0
-            if job.profile_runs and not taken_well(profile, stats.median_us):
-                phase("profiling")
-                t0 = time.perf_counter()
-                # The session's last use: the adapter may release the timed model to reuse its memory.
-                profile = best_profile(session, profile_runs(job.profile_runs, stats.median_us), stats.median_us)
-                outcome.profile_s = (outcome.profile_s or 0.0) + time.perf_counter() - t0
-            if profile is not None:
-                outcome.nodes = [asdict(n) for n in profile.nodes]
-                outcome.profile_call_us = profile.call_us
+            if job.profile_runs:
+                _settle_profile(session, job, outcome, stats.median_us, profile, skipped, phase)
     except RuntimeSetupError as err:
         return Outcome(Status.FAILED, str(err), aborts_run=True)
     except UnsupportedError as err:

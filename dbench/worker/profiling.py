@@ -1,5 +1,6 @@
-"""The untimed per-node profiling pass of a graph: how many runs it warms up and profiles, and which
-pass is kept when the machine perturbed one."""
+"""The untimed per-node profiling pass of a graph: how many runs it warms up and profiles, which pass
+is kept when the machine perturbed one, when a slow graph's profile is taken first in its timed session,
+and when --quick leaves the profile out because it would cost more than the graph's sampling."""
 
 from __future__ import annotations
 
@@ -42,11 +43,12 @@ def profile_first(spec: GraphSpec, threads: int) -> bool:
     return rate is not None and min(spec.flops, spec.flops_executed) / (rate * max(1, threads)) >= PROFILE_FIRST_MIN_S
 
 
-def profile_before_timing(session: Session, limit: int) -> tuple[Profile, Warmed]:
+def profile_before_timing(session: Session, limit: int, cap_s: float | None = None) -> tuple[Profile | None, Warmed]:
     """The profile of a session prepared with its profiler on (`Runtime.prepare_profiling`): warm-up runs
     for PROFILE_WARMUP_S (1 to PROFILE_WARMUP_CALLS), then the profiled runs a separate pass would make
     for the fastest of them, all timed here to count as the round's warm-up; then the profiler ends and
-    the timed calls follow unprofiled."""
+    the timed calls follow unprofiled. None instead of the profile when the profiled runs would cost
+    more than `cap_s` (the profiler is still ended; the warm-up runs still count)."""
     clock = time.perf_counter_ns
     start = clock()
     calls: list[int] = []
@@ -59,10 +61,25 @@ def profile_before_timing(session: Session, limit: int) -> tuple[Profile, Warmed
     while not calls or (len(calls) < PROFILE_WARMUP_CALLS and clock() - start < PROFILE_WARMUP_S * 1e9):
         call()
     warmup = len(calls)
-    for _ in range(profile_runs(limit, min(calls) / 1e3)):
+    runs = profile_runs(limit, min(calls) / 1e3)
+    if cap_s is not None and runs * min(calls) / 1e9 > cap_s:
+        session.end_profiling(warmup)  # only the warm-up was profiled: the profile is dropped
+        return None, Warmed(len(calls), (clock() - start) / 1e9, calls[0], min(calls))
+    for _ in range(runs):
         call()
     took = (clock() - start) / 1e9
     return session.end_profiling(warmup), Warmed(len(calls), took, calls[0], min(calls))
+
+
+def separate_pass_s(prepare_s: float, limit: int, median_us: float) -> float:
+    """What a separate profiling pass after timing costs, about: a second session and its calls."""
+    return prepare_s + (profile_warmup(median_us) + profile_runs(limit, median_us)) * median_us / 1e6
+
+
+def over_cap(cost_s: float, cap_s: float) -> str:
+    """The row's words for a profile left out because it would cost more than --quick allows."""
+    return (f"no per-node profile: it would cost about {cost_s:.2g} s, more than --quick allows ({cap_s:.2g} s, its "
+            "sampling time); run without --quick for per-node times, kernel names and executed precision")
 
 
 def profile_runs(limit: int, median_us: float) -> int:

@@ -44,11 +44,18 @@ class TimingConfig:
     """A row is unstable when the interval a re-run's median should fall in is wider than ± this fraction."""
     round_cost_cap: float | None = None
     """Another round only while a round's own cost outside sampling (inputs, preparing, warm-up) is at
-    most this many times a round's share of --max-time; None: rounds whatever they cost. --quick sets 1:
-    a smoke run's rounds must not cost more than they sample (a 2 GB GEMV's round: ~10 s for 0.17 s)."""
+    most this many times a round's share of --max-time, and a per-node profile only while it costs at
+    most this many times the graph's --max-time; None: rounds and profiles whatever they cost. --quick
+    sets 1: a smoke run's own work must not cost more than its sampling (a 2 GB GEMV's round: ~10 s
+    for 0.17 s; a 5 s GRU's profile: a second session and two calls)."""
 
     def to_dict(self) -> dict:
         return asdict(self)
+
+    def profile_cap_s(self) -> float | None:
+        """With a round cost cap (--quick), the most a graph's per-node profile may cost: the cap times
+        the graph's --max-time; None without one."""
+        return None if self.round_cost_cap is None else self.round_cost_cap * self.max_time
 
     def per_round(self) -> "TimingConfig":
         """One round's share: the time limits, sample count and iterations divided by the rounds."""
