@@ -41,14 +41,15 @@ def test_sweeps_are_found_per_graph_and_configuration():
 
 def test_load_warnings_name_what_went_wrong_and_stay_quiet_otherwise():
     server = {"graph_id": "g", "mode": "server", "status": "ok", "rate": 100.0, "arrival_rate": 90.0, "rounds": 3,
-              "inferences": 150, "dispatch_lag_p99_us": 5000.0}
+              "inferences": 1500, "requests": 1500, "latency_p99_above": 14, "dispatch_lag_p99_us": 5000.0}
     fewer = row("g", "openvino", 4, 10, streams_executed=2)
     starved = row("g", "ort-cpu", 2, 10, stream_inferences=[100, 20])
     lines = load_warnings([server, fewer, starved])
     text = " ".join(lines)
-    assert "arrivals slower than asked (e.g. g: 90.0/s of 100/s" in text and "fewer than 100 requests a round" in text
+    assert "arrivals slower than asked (e.g. g: 90.0/s of 100/s" in text
+    assert "p99 rests on fewer than 25 slower requests (e.g. g: 14 of 1500 requests above it)" in text
     assert "compiled 2 streams for 4" in text and "[100, 20]" in text
-    clean = [{**server, "arrival_rate": 99.5, "inferences": 600}, row("g", "ort-cpu", 2, 10, streams_executed=2,
+    clean = [{**server, "arrival_rate": 99.5, "latency_p99_above": 25}, row("g", "ort-cpu", 2, 10, streams_executed=2,
                                                                      stream_inferences=[100, 90])]
     assert load_warnings(clean) == []
 
@@ -93,13 +94,14 @@ def test_load_tables_keep_every_number_whole(width):
                       verified=None)]
     server = [{**throughput[0], "mode": "server", "status": "ok", "rate": 12345.6, "arrival_rate": 12001.2,
                "latency_p50_us": 123456.0, "latency_p99_us": 1234567.0, "rerun_rel": 123.4, "over_bound": 0.123,
+               "latency_p99_ci_low_us": 1100000.0, "latency_p99_ci_high_us": 1400000.0,
                "search": {"max_rate": 10234.5, "max_rate_failed": 11234.5}}]
     console = Console(width=width, record=True)
     console.print(throughput_table(throughput, "throughput", width))
     console.print(server_table(server, "server", width))
     text = console.export_text()
     assert "…" not in text
-    for figure in ("123457", "16x1", "±12.3%!", "1.23 s ±12340%!", "12.3%", "10234-11234/s"):
+    for figure in ("123457", "16x1", "±12.3%!", "1.23 s ±12340%!", "CI 1.10–1.40 s", "12.3%", "10234-11234/s"):
         assert figure in text, figure
     wide = width >= 100
     assert ("12001/s" in text) == wide and ("(8 ran)" in text) == wide, "where there is room: the measured rate, the streams that ran"

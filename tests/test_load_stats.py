@@ -12,6 +12,7 @@ import pytest
 from dbench.stats.arrivals import arrival_rate, poisson_schedule
 from dbench.stats.knee import SweepPoint, find_knee
 from dbench.stats.load import summarize_load
+from dbench.stats.quantile import slowest
 from dbench.stats.ratesearch import RateSearch, Trial
 from dbench.stats.rounds import round_spread
 
@@ -125,9 +126,10 @@ def test_one_round_has_no_throughput_interval():
 
 
 def server_round(p99: float, over: int, span: float = 1.0, search: dict | None = None) -> dict:
+    latencies = np.linspace(10, p99, 101)
     return {"mode": "server", "streams": 1, "rate": 100.0, "requests": 101, "inferences": 101, "unserved": 0,
-            "wall_s": 1.05, "per_stream": [101],
-            "latency_us": list(np.linspace(10, p99, 101)), "latency_p99_us": p99, "over_bound": over,
+            "wall_s": 1.05, "per_stream": [101], "latency_tail_us": slowest(latencies, 3 * 101),
+            "latency_us": list(latencies), "latency_p99_us": p99, "over_bound": over,
             "latency_bound_us": 50.0, "arrival_span_s": span, "queue_p99_us": 3.0, "dispatch_lag_p99_us": 2.0,
             "search": search}
 

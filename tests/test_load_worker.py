@@ -5,6 +5,7 @@ dispatcher on a synthetic server of known service time (queueing counted, the se
 
 from __future__ import annotations
 
+import functools
 import threading
 import time
 from typing import ClassVar
@@ -112,9 +113,22 @@ def test_the_closed_loop_runs_exactly_its_budget_and_ends_its_threads():
         time.sleep(0.0005)  # releases the GIL, as a runtime's run does
         calls.append(request)
 
-    busy = keep_busy(run, 3, lambda b, elapsed: False, budget=57)
+    busy = keep_busy([functools.partial(run, k) for k in range(3)], lambda b, elapsed: False, budget=57)
     assert busy.inferences == 57 == len(calls) and sorted(set(calls)) == [0, 1, 2]
     assert threading.active_count() == before
+
+
+def test_the_closed_loop_records_every_run_across_its_buffers():
+    """More runs than one buffer holds (CHUNK): every run's start and end, in order, none lost or doubled."""
+    from dbench.worker.streams import CHUNK
+
+    budget = 2 * CHUNK + 7
+    busy = keep_busy([lambda: None, lambda: None], lambda b, elapsed: False, budget=budget)  # holding the GIL: uneven
+    assert busy.inferences == budget == sum(busy.counts) and not busy.reached(budget)
+    latencies = busy.latencies_us()
+    assert latencies.size == budget and (latencies >= 0).all() and busy.wall_s > 0
+    timed = keep_busy([lambda: time.sleep(0.0002)] * 2, lambda b, elapsed: elapsed > 0.05 and b.reached(3))
+    assert min(timed.counts) >= 3 and timed.latencies_us().min() >= 200, "each latency is the run's own time"
 
 
 def test_an_error_in_one_request_stops_every_thread_and_is_raised():
@@ -126,7 +140,7 @@ def test_an_error_in_one_request_stops_every_thread_and_is_raised():
             raise RuntimeError("request 1 broke")
 
     with pytest.raises(RuntimeError, match="request 1 broke"):
-        keep_busy(run, 3, lambda b, elapsed: elapsed > 5)
+        keep_busy([functools.partial(run, k) for k in range(3)], lambda b, elapsed: elapsed > 5)
     assert threading.active_count() == before
 
 

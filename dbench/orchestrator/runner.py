@@ -188,7 +188,7 @@ class Runner:
                   timing=self.config.timing.per_round(), weights=weights_for(item.spec, self.config.weights),
                   verify=self.config.verify and number == 0, profile_runs=self.config.profile_runs if number == 0 else 0,
                   profile_cap_s=self.config.timing.profile_cap_s(),
-                  round=number + 1, contract=item.contract, load=variant.load)
+                  round=number + 1, rounds=self.config.timing.rounds, contract=item.contract, load=variant.load)
         return worker.submit(job, self.config.timeout, lambda name: observer.on_phase(item, name))
 
     def _finish(self, item: Item, variant: Variant, outcomes: list[Outcome], observer: RunObserver) -> Row:

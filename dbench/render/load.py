@@ -10,8 +10,9 @@ from rich.markup import escape
 from rich.table import Table
 
 from dbench.render.tables import NARROW, STATUS_STYLE
-from dbench.report.units import format_time, significant
+from dbench.report.units import format_time, significant, time_interval
 from dbench.stats.knee import NO_INTERVAL_TOLERANCE
+from dbench.stats.quantile import P99_ABOVE
 from dbench.store.sweeps import find_sweeps
 
 
@@ -84,13 +85,14 @@ def max_rate_text(search: dict[str, Any] | None) -> str:
 
 def server_table(rows: list[dict[str, Any]], title: str, width: int = 200) -> Table:
     """Server rows: the rate achieved (the asked one in the title when the run has one), latency from
-    arrival (queueing included), the p99's re-run interval, the share over the bound and the highest
-    rate found under it."""
+    arrival (queueing included), the p99's re-run interval and its order-statistic interval, the share
+    over the bound and the highest rate found under it."""
     rates = {r.get("rate") for r in rows}
     if len(rates) == 1 and None not in rates:
         title = f"{title} · arrivals at {rate(rates.pop())}"
     caption = ("latency from the scheduled arrival, queueing included;\n±: where 95% of re-runs' p99 should fall; "
-               ">bound: share over --latency-bound;\nmax rate: the highest rate whose p99 kept the bound - the lowest that did not")
+               "CI: the true p99's 95% interval from the requests' order statistics;\n"
+               ">bound: share over --latency-bound; max rate: the highest rate whose p99 kept the bound - the lowest that did not")
     narrow = width < NARROW  # the measured rate moves to the warnings (named there when it falls short)
     columns = ["graph", "status", "streams"] + ([] if narrow else ["measured"]) + ["p50", "p99", ">bound", "max rate"]
     table = _table(title, caption, columns, width)
@@ -101,8 +103,10 @@ def server_table(rows: list[dict[str, Any]], title: str, width: int = 200) -> Ta
         if p99 and (r.get("unserved") or 0) > UNSERVED_SHARE * (r.get("requests") or 0):
             p99 = ">=" + p99
         cells = [_graph(r, variants), _status(r), streams_text(r, narrow)] + ([] if narrow else [rate(r.get("arrival_rate"))])
-        table.add_row(*cells, format_time(r.get("latency_p50_us")), f"{p99} {_interval(r)}".strip() if p99 else "",
-                      "" if share is None else f"{share:.1%}", max_rate_text(r.get("search")))
+        ci = time_interval(r.get("latency_p99_ci_low_us"), r.get("latency_p99_ci_high_us"))
+        p99_cell = f"{p99} {_interval(r)}".strip() + (f"\nCI {ci}" if ci else "") if p99 else ""  # the CI under the p99
+        table.add_row(*cells, format_time(r.get("latency_p50_us")), p99_cell, "" if share is None else f"{share:.1%}",
+                      max_rate_text(r.get("search")))
     return table
 
 
@@ -128,10 +132,8 @@ def knee_lines(rows: list[dict[str, Any]]) -> list[str]:
 
 ARRIVAL_TOLERANCE = 0.02
 """A server row whose measured arrival rate is further than this below the asked one is flagged."""
-FEW_REQUESTS = 100
 UNSERVED_SHARE = 0.01
 """Beyond this share of abandoned requests a server row's p99 is a lower bound."""
-"""A server round with fewer requests than this has a p99 that is its maximum."""
 
 
 def load_warnings(rows: list[dict[str, Any]]) -> list[str]:
@@ -150,11 +152,13 @@ def load_warnings(rows: list[dict[str, Any]]) -> list[str]:
         lines.append(f"{len(dropped)} server rows could not serve their arrivals in time (e.g. {r['graph_id']}: {r['unserved']} "
                      f"of {r['requests']} requests still queued when the round ran out): the rate is beyond what the "
                      "streams sustain and their p99 (marked >=) is a lower bound; lower --rate")
-    few = [r for r in rows if r.get("mode") == "server" and r.get("status") == "ok" and r.get("rounds")
-           and r.get("inferences", 0) / r["rounds"] < FEW_REQUESTS]
+    few = [r for r in rows if r.get("mode") == "server" and r.get("status") == "ok"
+           and r.get("latency_p99_above") is not None and r["latency_p99_above"] < P99_ABOVE]
     if few:
-        lines.append(f"{len(few)} server rows had fewer than {FEW_REQUESTS} requests a round (e.g. {few[0]['graph_id']}): "
-                     "their p99 is a round's maximum; raise --min-time or --rate")
+        r = min(few, key=lambda r: r["latency_p99_above"])
+        lines.append(f"{len(few)} server rows' p99 rests on fewer than {P99_ABOVE} slower requests (e.g. {r['graph_id']}: "
+                     f"{r['latency_p99_above']} of {r['requests']} requests above it): --max-time or --iterations cut "
+                     "their arrivals, so a re-run's p99 may differ more; raise --max-time (or --iterations)")
     fewer = [r for r in rows if r.get("streams_executed") is not None and r.get("streams") is not None
              and r["streams_executed"] != r["streams"]]
     if fewer:
@@ -176,8 +180,10 @@ def load_line(row: Any) -> str:
     """The figures of a finished throughput or server row, for the one-line-per-row progress output."""
     parts = [f"{streams_text(vars(row))} streams"]
     if row.mode == "server":
+        ci = time_interval(row.latency_p99_ci_low_us, row.latency_p99_ci_high_us)
         parts += [f"rate {rate(row.rate)} (measured {rate(row.arrival_rate)})", f"p50 {format_time(row.latency_p50_us)}",
-                  f"p99 {format_time(row.latency_p99_us)}"]
+                  f"p99 {format_time(row.latency_p99_us)}" + (f" (95% CI {ci}, {row.latency_p99_above} requests above)"
+                                                             if row.latency_p99_above is not None else "")]
         if row.over_bound is not None:
             parts.append(f"{row.over_bound:.1%} over the bound")
         if row.search:

@@ -17,6 +17,18 @@ def format_time(us: float | None) -> str:
     return ""
 
 
+def time_interval(low_us: float | None, high_us: float | None) -> str:
+    """An interval of durations in µs: `17.1–23.4 ms`, `980 µs–1.20 ms`, `>=17.1 ms` without an upper end,
+    `` without either."""
+    low, high = format_time(low_us), format_time(high_us)
+    if low and high:
+        value, unit = low.split(" ")
+        return f"{value if high.endswith(' ' + unit) else low}–{high}"
+    if low:
+        return f">={low}"
+    return f"<={high}" if high else ""
+
+
 def significant(value: float | None, digits: int = 3) -> str:
     """`value` with `digits` significant digits and no exponent below 1e6 (1234 -> '1234', 0.01234 -> '0.0123')."""
     if value is None or value != value:

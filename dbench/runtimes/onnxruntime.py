@@ -8,13 +8,14 @@ Throughput rows run concurrent Run calls on one session, each request with its o
 from __future__ import annotations
 
 import bisect
+import functools
 import json
 import os
 import shutil
 import tempfile
 from collections import defaultdict
 from contextlib import AbstractContextManager, contextmanager
-from typing import Any, ClassVar, Iterable, Mapping
+from typing import Any, Callable, ClassVar, Iterable, Mapping
 
 import numpy as np
 import onnx
@@ -269,6 +270,9 @@ class OrtConcurrentSession(ConcurrentSession):
 
     def run(self, request: int) -> None:
         self.session.run_with_iobinding(self.bindings[request])
+
+    def runner(self, request: int) -> Callable[[], None]:
+        return functools.partial(self.session.run_with_iobinding, self.bindings[request])
 
     def outputs(self, request: int) -> dict[str, np.ndarray]:
         return _host_outputs(self.bindings[request], self.spec, self.runtime.io_device[0] == "cpu")

@@ -10,8 +10,8 @@ from __future__ import annotations
 import re
 from contextlib import contextmanager
 from collections import defaultdict
-from functools import cache, cached_property
-from typing import Any, ClassVar, Mapping
+from functools import cache, cached_property, partial
+from typing import Any, Callable, ClassVar, Mapping
 
 import numpy as np
 import onnx
@@ -343,6 +343,9 @@ class OpenVinoConcurrentSession(ConcurrentSession):
 
     def run(self, request: int) -> None:
         self.infer_requests[request].infer(share_outputs=True)
+
+    def runner(self, request: int) -> Callable[[], None]:
+        return partial(self.infer_requests[request].infer, share_outputs=True)
 
     def outputs(self, request: int) -> dict[str, np.ndarray]:
         return {t.name: _host_array(self.infer_requests[request].get_tensor(t.name)) for t in self.spec.outputs}

@@ -7,8 +7,11 @@ medians: lower time per inference is higher throughput, so `compare` tests these
 
 Server (Poisson arrivals at a rate): each round gives every request's latency from its scheduled
 arrival (queueing included; a request abandoned when its round ran out of time counts as at least that
-long); the row pools the kept latencies for its percentiles, and its interval is that of the 99th
-percentile, from the rounds' exact p99s."""
+long); the row pools the kept latencies for its percentiles, except the p99: that is exact over every
+request of every round, from the rounds' slowest latencies (dbench.stats.quantile), with two intervals:
+where a re-run's p99 should fall, from the rounds' own p99s (as a latency row's from its round medians),
+and the order-statistic interval of the true p99 from the pooled requests, with how many requests lie
+above the p99 (what it rests on)."""
 
 from __future__ import annotations
 
@@ -16,6 +19,7 @@ from typing import Any
 
 import numpy as np
 
+from dbench.stats.quantile import P99, pooled_tail, requests_above, tail_interval, tail_percentile
 from dbench.stats.rounds import round_spread
 from dbench.stats.samples import KEPT_SAMPLES, kept
 
@@ -69,21 +73,38 @@ def summarize_throughput(rounds: list[dict[str, Any]], percentiles: tuple[float,
             "inferences_per_s_high": 1e6 / rerun[0] if rerun else None}
 
 
+def _pooled_p99(rounds: list[dict[str, Any]], requests: int) -> dict[str, Any]:
+    """The exact p99 over every request of every round, its order-statistic interval, and how many
+    requests lie above it; nothing where a round kept no tail (logged by an older dbench and resumed:
+    the p99 then stays the one pooled from the kept latencies)."""
+    if any("latency_tail_us" not in r for r in rounds):
+        return {}
+    tail = pooled_tail((r["latency_tail_us"] for r in rounds), requests, P99)
+    low, high = tail_interval(tail, requests, P99)
+    return {"latency_p99_us": tail_percentile(tail, requests, P99), "latency_p99_ci_low_us": low,
+            "latency_p99_ci_high_us": high, "latency_p99_above": requests_above(requests, P99)}
+
+
 def summarize_server(rounds: list[dict[str, Any]], percentiles: tuple[float, ...], unstable_above: float) -> dict[str, Any]:
     """A server row's fields from its rounds' dicts (dbench.worker.server): latency from the scheduled
-    arrival, the share over the bound, the measured arrival rate, the p99's interval, the search."""
+    arrival, the share over the bound, the measured arrival rate, the p99's intervals, the search."""
     common = _common(rounds)
+    requests = sum(r["requests"] for r in rounds)
+    p99 = _pooled_p99(rounds, requests)
     latency = _latency_fields(rounds, percentiles)
+    if p99:
+        latency["latency_p99_us"] = p99["latency_p99_us"]
+        if latency["latency_percentiles_us"] and f"{P99:g}" in latency["latency_percentiles_us"]:
+            latency["latency_percentiles_us"][f"{P99:g}"] = p99["latency_p99_us"]  # the exact one, as in latency_p99_us
     per_round_p99 = [r["latency_p99_us"] for r in rounds]
     intervals, rerun = ({"rounds": len(rounds), "round_sd": None, "rerun_rel": None, "unstable": None,
                          "interval_note": "no latency measured"}, None)
     if latency["latency_p99_us"]:
         intervals, rerun = _interval_fields(latency["latency_p99_us"], per_round_p99, unstable_above)
     spans = sum(r["arrival_span_s"] for r in rounds)
-    requests = sum(r["requests"] for r in rounds)
     bound = rounds[0].get("latency_bound_us")
     search = next((r["search"] for r in rounds if r.get("search")), None)
-    return {**common, **intervals, **latency, "rate": rounds[0]["rate"],
+    return {**common, **intervals, **latency, **p99, "rate": rounds[0]["rate"],
             "arrival_rate": sum(r["requests"] - 1 for r in rounds) / spans if spans > 0 else None,
             "requests": requests, "unserved": sum(r["unserved"] for r in rounds),
             "round_p99_us": per_round_p99, "latency_p99_low_us": rerun[0] if rerun else None,

@@ -25,7 +25,8 @@ STAT_FIELDS = ("median_us", "p10_us", "p90_us", "p99_us", "min_us", "mean_us", "
 LOAD_FIELDS = ("streams_executed", "inferences", "inferences_per_s", "inferences_per_s_low", "inferences_per_s_high",
                "time_per_inference_us", "round_per_inference_us", "stream_inferences", "latency_p50_us", "latency_p90_us",
                "latency_p99_us", "latency_percentiles_us", "arrival_rate", "round_p99_us", "latency_p99_low_us",
-               "latency_p99_high_us", "over_bound", "queue_p99_us", "dispatch_lag_p99_us", "search", "requests", "unserved")
+               "latency_p99_high_us", "latency_p99_ci_low_us", "latency_p99_ci_high_us", "latency_p99_above", "over_bound",
+               "queue_p99_us", "dispatch_lag_p99_us", "search", "requests", "unserved")
 """The fields a throughput or server row takes from its rounds (dbench.stats.load); a latency row has none."""
 
 
@@ -206,6 +207,14 @@ class Row:
     latency_p99_low_us: float | None = None
     latency_p99_high_us: float | None = None
     """Server: where 95 % of a re-run's p99 should fall, from the rounds."""
+    latency_p99_ci_low_us: float | None = None
+    latency_p99_ci_high_us: float | None = None
+    """Server: the distribution-free 95 % interval of the true p99 from the pooled requests' order statistics
+    (binomial ranks; independent requests assumed, so queueing's correlation makes it narrower than the
+    truth); None on a side too few requests cannot bound (below about 370 requests, no upper side)."""
+    latency_p99_above: int | None = None
+    """Server: requests slower than the p99, all rounds together: how many it rests on (25 wanted; fewer
+    where --max-time or --iterations cut the arrivals)."""
     latency_bound_us: float | None = None
     over_bound: float | None = None
     """Server: the share of requests whose latency exceeded the bound."""

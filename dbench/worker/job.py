@@ -33,6 +33,9 @@ class Job:
     smoke run spends no more on a profile than on timing); None: profile whatever it costs."""
     round: int = 1
     """Which round of the graph this job is (1-based): the first verifies and profiles."""
+    rounds: int = 1
+    """How many rounds the graph gets at most (`timing` is one round's share): a server round sends its
+    share of the row's arrivals and keeps the slowest latencies their pool needs."""
     contract: Contract = Contract()
     load: Load | None = None
     """Requests in flight (a throughput or server job, dbench.worker.loadjob); None: one at a time."""

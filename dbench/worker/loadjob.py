@@ -30,7 +30,7 @@ def measure_round(session: ConcurrentSession, job: "Job") -> dict[str, Any]:
     load = job.load
     if load.scenario == SERVER:
         return measure_server(session, job.timing, load.rate, load.latency_bound_us,
-                              load.search_s if job.round == 1 else 0.0, job.spec.seed * 1000 + job.round)
+                              load.search_s if job.round == 1 else 0.0, job.spec.seed * 1000 + job.round, job.rounds)
     return measure_throughput(session, job.timing)
 
 

@@ -13,7 +13,7 @@ import math
 import threading
 import time
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
@@ -24,62 +24,94 @@ from dbench.worker.timing import TimingConfig
 
 POLL_S = 0.002
 """How often the main thread checks whether a time-limited loop may stop."""
+CHUNK = 4096
+"""Runs a request's timestamp buffers hold before its thread allocates the next pair (between two runs:
+about a microsecond every CHUNK runs)."""
 
 
 @dataclass
 class Busy:
-    """What one closed loop recorded: each request's run start and end times (ns)."""
+    """What one closed loop recorded: each request's run start and end times (ns), in buffers of CHUNK
+    preallocated by the request's own thread (zero where no run has ended yet), and how many runs each
+    request finished (set as its thread ends)."""
 
-    starts: list[list[int]]
-    ends: list[list[int]]
+    starts: list[list[list[int]]]
+    ends: list[list[list[int]]]
+    counts: list[int]
+
+    @classmethod
+    def empty(cls, requests: int) -> "Busy":
+        return cls([[] for _ in range(requests)], [[] for _ in range(requests)], [0] * requests)
+
+    def reached(self, runs: int) -> bool:
+        """Whether every request has finished at least `runs` runs; readable while the loop runs (the
+        threads only write their own buffers; a run's end time is its last write)."""
+        if runs <= 0:
+            return True
+        chunk, offset = divmod(runs - 1, CHUNK)
+        return all(len(ends) > chunk and ends[chunk][offset] for ends in self.ends)
+
+    def _times(self, buffers: list[list[list[int]]], request: int) -> np.ndarray:
+        count = self.counts[request]
+        flat = np.concatenate([np.asarray(b, dtype=np.int64) for b in buffers[request]] or [np.zeros(0, np.int64)])
+        return flat[:count]
 
     @property
     def inferences(self) -> int:
-        return sum(len(e) for e in self.ends)
+        return sum(self.counts)
 
     @property
     def wall_s(self) -> float:
         """From the first run's start to the last run's end (0 without a run)."""
-        if not self.inferences:
+        done = [k for k, count in enumerate(self.counts) if count]
+        if not done:
             return 0.0
-        first = min(s[0] for s in self.starts if s)
-        last = max(e[-1] for e in self.ends if e)
-        return (last - first) / 1e9
+        first = min(self.starts[k][0][0] for k in done)
+        last = max(self._times(self.ends, k)[-1] for k in done)
+        return (int(last) - first) / 1e9
 
     def latencies_us(self) -> np.ndarray:
         """Every run's own time in µs, in the order the runs started."""
-        starts = np.concatenate([np.asarray(s, dtype=np.int64) for s in self.starts])
-        ends = np.concatenate([np.asarray(e, dtype=np.int64) for e in self.ends])
+        requests = range(len(self.counts))
+        starts = np.concatenate([self._times(self.starts, k) for k in requests])
+        ends = np.concatenate([self._times(self.ends, k) for k in requests])
         return ((ends - starts) / 1e3)[np.argsort(starts, kind="stable")]
 
 
-def keep_busy(run: Callable[[int], None], requests: int, done: Callable[[Busy, float], bool],
-              budget: int | None = None) -> Busy:
-    """Run every request in a loop on its own thread until `done(busy, elapsed_s)` says so (checked every
-    POLL_S) or, with `budget`, until that many runs in all were started. An error in any thread stops
+def keep_busy(calls: Sequence[Callable[[], None]], done: Callable[[Busy, float], bool], budget: int | None = None) -> Busy:
+    """Run each request's call (ConcurrentSession.runner) in a loop on its own thread until `done(busy,
+    elapsed_s)` says so (checked every POLL_S) or, with `budget`, until that many runs in all were
+    started. The hot path is the runtime's call between two clock reads stored into preallocated lists,
+    and one flag read: as lean as a hand-written loop that counts its runs. An error in any thread stops
     every thread and is raised here."""
-    busy = Busy([[] for _ in range(requests)], [[] for _ in range(requests)])
-    stop = threading.Event()
-    issued = itertools.count()
+    busy = Busy.empty(len(calls))
+    halt = [False]  # written by the main thread (or a failing one), read by the loops: a list item is cheaper than an Event
+    tickets = itertools.count()
     errors: list[BaseException] = []
-    gate = threading.Barrier(requests + 1)
+    gate = threading.Barrier(len(calls) + 1)
 
     def loop(request: int) -> None:
-        clock = time.perf_counter_ns
-        starts, ends = busy.starts[request].append, busy.ends[request].append
+        call, clock, issue = calls[request], time.perf_counter_ns, tickets.__next__
+        starts, ends = busy.starts[request], busy.ends[request]
+        started, ended = [0] * CHUNK, [0] * CHUNK
         try:
             gate.wait()
-            while not stop.is_set() and (budget is None or next(issued) < budget):
-                t0 = clock()
-                run(request)
-                t1 = clock()
-                starts(t0)
-                ends(t1)
+            while True:
+                starts.append(started)
+                ends.append(ended)
+                for i in range(CHUNK):
+                    if halt[0] or (budget is not None and issue() >= budget):
+                        busy.counts[request] = CHUNK * (len(ends) - 1) + i
+                        return
+                    started[i] = clock()
+                    call()
+                    ended[i] = clock()
+                started, ended = [0] * CHUNK, [0] * CHUNK
         except BaseException as err:  # the runtime's error: handed to the main thread, which classifies it
             errors.append(err)
-            stop.set()
+            halt[0] = True
 
-    threads = [threading.Thread(target=loop, args=(k,), name=f"dbench-request-{k}", daemon=True) for k in range(requests)]
+    threads = [threading.Thread(target=loop, args=(k,), name=f"dbench-request-{k}", daemon=True) for k in range(len(calls))]
     gc_was_enabled = gc.isenabled()
     gc.disable()
     try:
@@ -87,19 +119,24 @@ def keep_busy(run: Callable[[int], None], requests: int, done: Callable[[Busy, f
             thread.start()
         gate.wait()
         start = time.perf_counter()
-        while budget is None and not stop.is_set():
+        while budget is None and not halt[0]:
             time.sleep(POLL_S)
             if done(busy, time.perf_counter() - start):
-                stop.set()
+                halt[0] = True
         for thread in threads:
             thread.join()
     finally:
-        stop.set()
+        halt[0] = True
         if gc_was_enabled:
             gc.enable()
     if errors:
         raise errors[0]
     return busy
+
+
+def runners(session: ConcurrentSession) -> list[Callable[[], None]]:
+    """Each request's call without arguments, for the loop's hot path."""
+    return [session.runner(k) for k in range(session.requests)]
 
 
 def warm_up(session: ConcurrentSession, config: TimingConfig) -> float:
@@ -109,10 +146,9 @@ def warm_up(session: ConcurrentSession, config: TimingConfig) -> float:
     calls = max(1, config.warmup_calls)
 
     def done(busy: Busy, elapsed: float) -> bool:
-        return elapsed >= config.max_time or (
-            elapsed >= config.warmup_time and all(len(e) >= calls for e in busy.ends))
+        return elapsed >= config.max_time or (elapsed >= config.warmup_time and busy.reached(calls))
 
-    keep_busy(session.run, session.requests, done)
+    keep_busy(runners(session), done)
     return time.perf_counter() - started
 
 
@@ -121,13 +157,12 @@ def sample(session: ConcurrentSession, config: TimingConfig) -> Busy:
     least `min_samples` runs (a request the others starve keeps the loop going), or its share of
     --max-time has passed; or exactly `iterations` runs in all."""
     if config.iterations is not None:
-        return keep_busy(session.run, session.requests, lambda busy, elapsed: False, budget=config.iterations)
+        return keep_busy(runners(session), lambda busy, elapsed: False, budget=config.iterations)
 
     def done(busy: Busy, elapsed: float) -> bool:
-        return elapsed >= config.max_time or (
-            elapsed >= config.min_time and all(len(e) >= config.min_samples for e in busy.ends))
+        return elapsed >= config.max_time or (elapsed >= config.min_time and busy.reached(config.min_samples))
 
-    return keep_busy(session.run, session.requests, done)
+    return keep_busy(runners(session), done)
 
 
 def percentiles_us(latencies: np.ndarray) -> dict[str, float]:
@@ -145,13 +180,12 @@ def measure_throughput(session: ConcurrentSession, config: TimingConfig) -> dict
         raise DbenchError("no request finished within the round's time; raise --max-time")
     latencies = busy.latencies_us()
     return {"mode": "throughput", "streams": session.requests, "streams_executed": session.streams_executed(),
-            "inferences": busy.inferences, "wall_s": busy.wall_s, "per_stream": [len(e) for e in busy.ends],
+            "inferences": busy.inferences, "wall_s": busy.wall_s, "per_stream": list(busy.counts),
             "latency_us": kept(latencies), **percentiles_us(latencies), "warmup_s": warmup_s, "timed_s": busy.wall_s}
 
 
 def capacity(session: ConcurrentSession, seconds: float) -> float:
     """Closed-loop inferences per second over about `seconds` (at least two runs per request): the rate
     no arrival process can exceed for long."""
-    wanted = 2 * session.requests
-    busy = keep_busy(session.run, session.requests, lambda b, elapsed: elapsed >= seconds and b.inferences >= wanted)
+    busy = keep_busy(runners(session), lambda b, elapsed: elapsed >= seconds and b.reached(2))
     return busy.inferences / busy.wall_s if busy.wall_s > 0 else math.inf
