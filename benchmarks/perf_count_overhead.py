@@ -4,6 +4,7 @@ If it were nothing, dbench could read the per-node profile from the timed model 
 compile (docs/runtimes/openvino.md); until measured on a quiet machine it keeps the separate one.
 
     python benchmarks/perf_count_overhead.py --rounds 20 --calls 500
+    python benchmarks/perf_count_overhead.py --rounds 20 --calls 30 --graphs rnn_gru_h32_n1_t1500
 """
 
 from __future__ import annotations
@@ -14,7 +15,8 @@ import time
 import numpy as np
 
 from dbench.catalog import ConvKernel, GemmKernel
-from dbench.gen import conv, gemm
+from dbench.catalog.kernels import RnnKernel
+from dbench.gen import conv, gemm, rnn
 from dbench.gen.feeds import make_feeds
 
 GRAPHS = {
@@ -25,6 +27,8 @@ GRAPHS = {
         ConvKernel(w=7, h=7, c=512, n=1, k=512, s=1, r=1, pad_w=0, pad_h=0, wstride=1, hstride=1), "fp32"),
     "conv_w56_h56_c64_n1_k64_3x3": lambda: conv.build(
         ConvKernel(w=56, h=56, c=64, n=1, k=64, s=3, r=3, pad_w=1, pad_h=1, wstride=1, hstride=1), "fp32"),
+    # a 1500-step GRU: the plugin runs the sequence as a loop, and PERF_COUNT times every layer of every step
+    "rnn_gru_h32_n1_t1500": lambda: rnn.build(RnnKernel(cell="gru", hidden=32, batch=1, timesteps=1500), "fp32"),
 }
 
 
@@ -56,9 +60,11 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=20)
     parser.add_argument("--calls", type=int, default=500, help="timed calls per side and round")
     parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--graphs", type=lambda t: t.split(","), default=list(GRAPHS), help=f"some of: {', '.join(GRAPHS)}")
     args = parser.parse_args()
     print(f"{'graph':<30}{'off µs':>10}{'on µs':>10}{'paired ratio':>14}  rounds on > off")
-    for name, build in GRAPHS.items():
+    for name in args.graphs:
+        build = GRAPHS[name]
         graph = build()
         sides = {flag: request(graph, flag, args.threads) for flag in (False, True)}
         for infer in sides.values():
