@@ -24,8 +24,6 @@ the timed median (a load burst), and the pass with the fastest calls is kept."""
 PROFILE_RETRY_S = 1.0
 """A pass is taken again only when it took less than this (seconds, its session build included): a
 retry of a slow graph (a server GRU, a 2 GB weight to load again) would cost more than the profile."""
-
-
 PROFILE_FIRST_MIN_S = 0.02
 """A graph whose one call takes at least this long (by a FLOP bound) is profiled in its timed session,
 before timing, where the runtime can turn its profiler off (`Runtime.prepare_profiling`): no second
