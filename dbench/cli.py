@@ -90,7 +90,7 @@ BatchOpt = Annotated[
     typer.Option("--batch", "-b", metavar="N[,N]", parser=given, help="Each kernel at these batch sizes (GEMM and sparse N, conv n, RNN batch), e.g. 1,8,32; repeat or comma-separate."),
 ]
 NoPadOpt = Annotated[bool, typer.Option("--no-pad", help="int8: do not round dims up to multiples of 4 (DeepBench pads by default).")]
-QuickOpt = Annotated[bool, typer.Option("--quick", help="Smoke run: minimal warm-up and sampling.")]
+QuickOpt = Annotated[bool, typer.Option("--quick", help="Smoke run: minimal warm-up and sampling; more rounds and a per-node profile only where they cost no more than the sampling.")]
 MinTimeOpt = Annotated[Optional[float], typer.Option("--min-time", metavar="SECONDS", help="Minimum sampling time per graph, seconds (default 2).")]
 MaxTimeOpt = Annotated[Optional[float], typer.Option("--max-time", metavar="SECONDS", help="Maximum sampling time per graph, seconds (default 10).")]
 WarmupOpt = Annotated[Optional[float], typer.Option("--warmup", metavar="SECONDS", help="Minimum warm-up time per graph and round, seconds (default 0.05).")]
