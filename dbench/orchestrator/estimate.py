@@ -154,12 +154,11 @@ def round_seconds(call_s: float, timing: TimingConfig, fixed_s: float = 0.0) -> 
     cost cap of --quick)."""
     share = timing.per_round()
     warm = max(share.warmup_time, share.warmup_calls * call_s)
-    if timing.round_cost_cap is not None and fixed_s + warm > timing.round_cost_cap * share.max_time:
-        return 1, warm + min(max(share.min_time, share.min_samples * call_s), max(share.max_time, call_s))
-    if share.iterations is not None:
-        sample = share.iterations * call_s
-        return timing.rounds, warm + sample
     sample = min(max(share.min_time, share.min_samples * call_s), max(share.max_time, call_s))
+    if timing.round_too_costly(fixed_s + warm):
+        return 1, warm + sample
+    if share.iterations is not None:
+        return timing.rounds, warm + share.iterations * call_s
     rounds = 1
     while rounds < timing.rounds and rounds * sample + max(share.min_time, call_s) <= timing.max_time * (1 + 1e-9):
         rounds += 1

@@ -153,7 +153,7 @@ def another_round(outcomes: list[Outcome], timing: TimingConfig) -> bool:
     says how many rounds it got)."""
     if len(outcomes) >= timing.rounds or any(o.status != Status.OK or not o.stats for o in outcomes):
         return False
-    if timing.round_cost_cap is not None and round_cost_s(outcomes[-1]) > timing.round_cost_cap * timing.max_time / timing.rounds:
+    if timing.round_too_costly(round_cost_s(outcomes[-1])):
         return False
     if timing.iterations is not None:
         return True

@@ -52,6 +52,11 @@ class TimingConfig:
     def to_dict(self) -> dict:
         return asdict(self)
 
+    def round_too_costly(self, cost_s: float) -> bool:
+        """Whether a round whose own cost outside sampling is `cost_s` is over the round cost cap (never
+        without one): the run loop then gives the graph no further round, and the plan counts it so."""
+        return self.round_cost_cap is not None and cost_s > self.round_cost_cap * self.max_time / max(1, self.rounds)
+
     def profile_cap_s(self) -> float | None:
         """With a round cost cap (--quick), the most a graph's per-node profile may cost: the cap times
         the graph's --max-time; None without one."""
