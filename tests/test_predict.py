@@ -293,3 +293,15 @@ def test_run_shows_each_rows_profile_on_request(tmp_path):
     assert plain.exit_code == shown.exit_code == 0, shown.output
     assert "profile · gemm_m128_n1_k1024_nn.fwd.gemm.fp32" in shown.stdout and "Gemm:CPUExecutionProvider" in shown.stdout
     assert "profile ·" not in plain.stdout
+
+
+def test_a_quick_prediction_has_no_round_cost_cap(tmp_path):
+    """--quick's cap would give a costly unit fewer rounds than the model, breaking the pairing, and could
+    leave out the model's profile (the units' in-model times): a prediction runs without it."""
+    from dbench.orchestrator.predict import plan_predict
+    from dbench.orchestrator.request import RunRequest
+
+    model = mb.save(small_cnn(np.random.default_rng(0)), tmp_path, "small")
+    planned, _ = plan_predict(RunRequest(graphs=str(model), runtime="ort-cpu", quick=True, threads=1, dims={"batch": 1}),
+                              tmp_path / "out")
+    assert planned.config.timing.round_cost_cap is None and planned.config.timing.max_time == 0.5

@@ -103,7 +103,10 @@ def plan_predict(request: RunRequest, out_dir: Path, resume: str | None = None) 
         request = RunRequest.from_dict(header.get("request", {}), stored.path)
     classes = validate(request)
     check_predictable(request, classes)
+    # No --quick cost cap here: a prediction pairs the model's rounds with its units' (every graph keeps all
+    # its rounds), and the model's profile gives the units' in-model times (it is never left out).
     config = request.config()
+    config = dataclasses.replace(config, timing=dataclasses.replace(config.timing, round_cost_cap=None))
     executed = executed_from_header(header["executed"]) if stored else None
     items, graphs, executed = _items(request, config, executed)
     if stored:
