@@ -572,7 +572,7 @@ def _print_predictions(found, top: int, fmt: str) -> None:
     out.print(predictions_table(found))
     for p in found:
         out.print(units_table(p, top or None))
-        for line in p.notes:
+        for line in (*p.notes, *([f"error interval: {p.interval_note}"] if p.interval_note else [])):
             err.print(f"[yellow]note:[/] {escape(line)}", highlight=False, soft_wrap=True)
         for line in disagreements(p):
             out.print(f"isolation vs model: {escape(line)}", highlight=False, soft_wrap=True)

@@ -99,6 +99,7 @@ class Prediction:
         return {"run_id": self.run_id, "model": self.model, "runtime": self.runtime, "dims": self.dims,
                 "predicted_us": self.predicted_us, "measured_us": self.measured_us, "error": self.error,
                 "error_low": self.error_low, "error_high": self.error_high, "rounds": self.rounds,
+                "interval_note": self.interval_note,
                 "empty_us": self.empty_us, "units_timed": self.units_timed, "units_total": self.units_total,
                 "nodes_timed": self.nodes_timed, "nodes_total": self.nodes_total, "inserted_us": self.inserted_us,
                 "profiled_us": self.profiled_us, "notes": list(self.notes)}
