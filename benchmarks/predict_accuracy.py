@@ -6,6 +6,11 @@ and the scatter of predicted against measured with the ±10% band (predicted-vs-
 
     PYTHONPATH=. python benchmarks/predict_accuracy.py --threads 1 --out results-predict           # full
     PYTHONPATH=. python benchmarks/predict_accuracy.py --models mlp,kws,resnext --quick --out /tmp/p  # smoke
+    PYTHONPATH=. python benchmarks/predict_accuracy.py --from-runs results-predict  # earlier runs, predicted again
+
+--from-runs reads the prediction runs already under a folder instead of running: the same measurements
+through the current prediction rule (dbench.units.prediction), so a change of the rule is judged on
+the rows it was designed from; a fresh run is the test of it.
 
 Every figure comes from the run logs under --out (each row names its run); run it on a quiet machine.
 """
@@ -43,17 +48,8 @@ def _percent(value: float | None) -> str:
     return "" if value is None else f"{value * 100:+.1f}%"
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out", type=Path, default=Path("results-predict"))
-    parser.add_argument("--corpus", type=Path, default=Path("build/predict-corpus"))
-    parser.add_argument("--models", default=",".join(MODELS))
-    parser.add_argument("--runtimes", default="ort-cpu,openvino")
-    parser.add_argument("--threads", default="1")
-    parser.add_argument("--quick", action="store_true", help="dbench predict --quick: a smoke run, not figures")
-    parser.add_argument("--rounds", default=None, help="rounds per graph (dbench's default: 3)")
-    parser.add_argument("--min-time", default=None, help="sampling seconds per graph, shared by its rounds (dbench's default: 2)")
-    args = parser.parse_args()
+def run_all(args: argparse.Namespace) -> list[Path]:
+    """One `dbench predict` run per model and runtime: their logs."""
     extra = ((["--quick"] if args.quick else []) + (["--rounds", args.rounds] if args.rounds else [])
              + (["--min-time", args.min_time] if args.min_time else []))
     paths = build(args.corpus, args.models.split(","))
@@ -67,8 +63,35 @@ def main() -> None:
             log, status = predict(path, runtime, args.out, args.threads, extra)
             logs.append(log)
             print(f"  {name} on {runtime}: {log.stem} (exit {status}, {time.monotonic() - started:.0f} s)", file=sys.stderr, flush=True)
+    return logs
+
+
+def earlier_runs(folder: Path) -> list[Path]:
+    """The prediction runs under `folder` (logs whose header says `predict`), oldest first."""
+    logs = [path for path in sorted(folder.rglob("*.jsonl")) if RunLog.read(path).header().get("kind") == "predict"]
+    if not logs:
+        raise SystemExit(f"no prediction runs under {folder}")
+    return logs
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", type=Path, default=Path("results-predict"))
+    parser.add_argument("--corpus", type=Path, default=Path("build/predict-corpus"))
+    parser.add_argument("--models", default=",".join(MODELS))
+    parser.add_argument("--runtimes", default="ort-cpu,openvino")
+    parser.add_argument("--threads", default="1")
+    parser.add_argument("--quick", action="store_true", help="dbench predict --quick: a smoke run, not figures")
+    parser.add_argument("--rounds", default=None, help="rounds per graph (dbench's default: 3)")
+    parser.add_argument("--from-runs", type=Path, default=None, help="predict again from the runs under this folder; run nothing")
+    parser.add_argument("--min-time", default=None, help="sampling seconds per graph, shared by its rounds (dbench's default: 2)")
+    args = parser.parse_args()
+    logs = earlier_runs(args.from_runs) if args.from_runs else run_all(args)
     found = predictions([{**r, "run_id": RunLog.read(log).header()["run_id"]} for log in logs for r in RunLog.read(log).rows()])
-    print(f"load average at end {os.getloadavg()[0]:.1f}\n")
+    if args.from_runs:
+        print(f"{len(logs)} prediction runs under {args.from_runs}, predicted again (machine and loads: in their logs)\n")
+    else:
+        print(f"load average at end {os.getloadavg()[0]:.1f}\n")
     print("| model | runtime | measured | predicted | error | 95% interval (paired rounds) | units timed | nodes | empty graph | run |")
     print("|---|---|---:|---:|---:|---|---:|---:|---:|---|")
     for p in found:
@@ -90,7 +113,8 @@ def main() -> None:
     if figure is not None:
         from dbench.report.plots import png
 
-        target = args.out / "predicted-vs-measured.png"
+        target = (args.from_runs or args.out) / "predicted-vs-measured.png"
+        target.parent.mkdir(parents=True, exist_ok=True)
         target.write_bytes(png(figure))
         print(f"\nscatter: {target}")
 

@@ -17,13 +17,18 @@ from onnx import helper
 from typer.testing import CliRunner
 
 from dbench.cli import app
-from dbench.units.prediction import predicted, predictions
+from dbench.units.prediction import kept, predicted, predictions
 from tests import model_builders as mb
 
 runner = CliRunner()
 QUICK = ("--quick", "--threads", "1", "--rounds", "3")
 T_975_DF2 = 4.302652729911275
 """Student's t 97.5 % quantile, 2 degrees of freedom (tables)."""
+
+
+def share(row: dict) -> float:
+    """What of a unit row's time the prediction keeps: all of it without a profile."""
+    return 1.0 if kept(row) is None else kept(row)
 
 
 def invoke(*args):
@@ -65,11 +70,31 @@ def test_the_prediction_is_empty_plus_each_units_count_times_its_median_net_of_t
     assert p.inserted_us == pytest.approx(10.0) and p.profiled_us == pytest.approx(100.0)
 
 
+def test_a_units_boundary_reorders_are_left_out_in_the_share_its_own_profile_gives_them():
+    rows = hand_rows()
+    rows[2]["nodes"] = [{"name": "in_abcd_acdb", "op_type": "Reorder", "time_us": 6.0},
+                        {"name": "conv", "op_type": "Convolution", "time_us": 20.0},
+                        {"name": "ReorderOutput_3", "op_type": "ReorderOutput", "time_us": 4.0},
+                        {"name": "subgraph", "op_type": "Subgraph", "time_us": 30.0, "container": True}]
+    assert kept(rows[2]) == pytest.approx(20 / 30) and kept(rows[3]) is None
+    assert kept({**rows[3], "profile_call_us": 9.9}) == 1.0  # profiled, but no layer took time: nothing to leave out
+    (p,) = predictions(rows)
+    assert p.predicted_us == pytest.approx(5 + 2 * 25 * 2 / 3 + 35)
+    lines = {u.graph: u for u in p.units}
+    assert lines["m.u001"].isolated_us == pytest.approx(50 * 2 / 3) and lines["m.u001"].reorders_us == pytest.approx(50 / 3)
+    assert lines["m.u002"].reorders_us == 0.0 and p.reorders_us == pytest.approx(50 / 3)
+    assert any("1 units have no per-node profile" in note and "m.u002" in note for note in p.notes)
+    rounds = [math.log(predicted(e, [(2, a, 2 / 3), (1, b, 1.0)]) / m)
+              for e, a, b, m in zip([5.0, 6.0, 4.0], [30.0, 33.0, 28.0], [40.0, 44.0, 36.0], [100.0, 110.0, 90.0])]
+    half = T_975_DF2 * np.std(rounds, ddof=1) / math.sqrt(3)
+    assert p.error_low == pytest.approx((1 + p.error) * math.exp(-half) - 1)
+
+
 def test_the_error_interval_pairs_the_rounds():
     """Round r's prediction from the units' and the empty graph's round medians against the model's
     round r; Student's t over the log ratios, centred on the medians' error."""
     (p,) = predictions(hand_rows())
-    ratios = [math.log(predicted(e, [(2, a), (1, b)]) / m)
+    ratios = [math.log(predicted(e, [(2, a, 1.0), (1, b, 1.0)]) / m)
               for e, a, b, m in zip([5.0, 6.0, 4.0], [30.0, 33.0, 28.0], [40.0, 44.0, 36.0], [100.0, 110.0, 90.0])]
     half = T_975_DF2 * np.std(ratios, ddof=1) / math.sqrt(3)
     assert p.rounds == 3
@@ -147,7 +172,7 @@ def test_predict_runs_the_model_its_units_and_an_empty_graph_in_one_run(tmp_path
     assert header["executed"]["runtime"] == runtime and header["request"]["dims"] == {"batch": 1}
     (shown,) = json.loads(result.stdout[result.stdout.index("["):])
     empty = next(r for r in rows if r["graph_id"] == "empty")["median_us"]
-    units = [(r["attrs"]["predict"]["count"], r["median_us"]) for r in rows if r["attrs"]["predict"]["role"] == "unit"]
+    units = [(r["attrs"]["predict"]["count"], r["median_us"], share(r)) for r in rows if r["attrs"]["predict"]["role"] == "unit"]
     model = next(r for r in rows if r["graph_id"] == "small")["median_us"]
     assert shown["predicted_us"] == pytest.approx(predicted(empty, units))
     assert shown["error"] == pytest.approx(predicted(empty, units) / model - 1)
@@ -192,7 +217,7 @@ def test_units_run_predicts_from_a_boards_unit_rows_without_running_the_model(bo
     rows = [json.loads(line) for line in log.read_text().splitlines()[1:] if '"type": "result"' in line]
     assert all(r["status"] == "ok" and r["verified_by"] == "onnx.reference" for r in rows)
     empty = next(r for r in rows if r["family"] == "empty")["median_us"]
-    units = [(r["attrs"]["predict"]["count"], r["median_us"]) for r in rows if r["family"] == "unit"]
+    units = [(r["attrs"]["predict"]["count"], r["median_us"], share(r)) for r in rows if r["family"] == "unit"]
     assert shown["predicted_us"] == pytest.approx(predicted(empty, units)) and shown["measured_us"] is None
     assert shown["units_timed"] == shown["units_total"] == len(units)
 

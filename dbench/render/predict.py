@@ -26,14 +26,16 @@ def error_text(p: Prediction) -> str:
 
 def predictions_table(predictions: list[Prediction]) -> Table:
     table = Table(title="predicted from the units vs measured",
-                  caption="predicted = empty + Σ count x (unit median - empty); error = predicted / measured - 1, "
-                          "[its 95% interval from the paired rounds]")
-    for column in ("model", "runtime", "predicted", "measured", "error", "units timed", "nodes", "empty graph", "inserted layers"):
+                  caption="predicted = empty + Σ count x (unit median - empty) x kept (kept: the unit's profile less the layout "
+                          "reorders at its boundaries); error = predicted / measured - 1, [its 95% interval from the paired rounds]; "
+                          "reorders left out: those boundary reorders; inserted layers: the model's own, inside it")
+    for column in ("model", "runtime", "predicted", "measured", "error", "units timed", "nodes", "empty graph",
+                   "reorders left out", "inserted layers"):
         table.add_column(column, justify="left" if column in ("model", "runtime") else "right")
     for p in predictions:
         table.add_row(escape(p.model), p.runtime, format_time(p.predicted_us), format_time(p.measured_us) or "not run",
                       error_text(p), f"{p.units_timed}/{p.units_total}", f"{p.nodes_timed}/{p.nodes_total}",
-                      format_time(p.empty_us), format_time(p.inserted_us))
+                      format_time(p.empty_us), format_time(p.reorders_us), format_time(p.inserted_us))
     return table
 
 
@@ -51,18 +53,19 @@ def units_table(p: Prediction, top: int | None = None) -> Table:
     """The units by their time inside the model (isolated time where there is no profile), largest first."""
     lines = sorted(p.units, key=lambda u: -(u.in_model_us if u.in_model_us is not None else (u.isolated_us or 0.0)))
     shown = lines[:top] if top else lines
-    caption = ("isolated = count x (median - empty); in model: the unit's layers in the runtime's profile of the whole "
-               "model; ≠: isolation and the model disagree (beyond ×1.25 and 2% of the model)")
+    caption = ("isolated = count x (median - empty) x kept, reorders: the rest (the layout reorders at the unit's boundaries, "
+               "left out); in model: the unit's layers in the runtime's profile of the whole model; ≠: isolation and the "
+               "model disagree (beyond ×1.25 and 2% of the model)")
     if top and len(lines) > top:
         caption += f"; {len(lines) - top} more units not shown (--top)"
     table = Table(title=f"units of {p.model} on {p.runtime}", caption=caption)
-    for column in ("unit", "nodes", "count", "median", "isolated", "in model", "share", "isolated/in model", "kernel"):
+    for column in ("unit", "nodes", "count", "median", "isolated", "reorders", "in model", "share", "isolated/in model", "kernel"):
         table.add_column(column, justify="left" if column in ("unit", "nodes", "kernel") else "right", overflow="fold")
     for line in shown:
         name = line.graph if line.kind in ("executed", "unmatched") else f"{line.graph} ({line.kind})"
         median = format_time(line.median_us) if line.status == "ok" or not line.status else line.status
         table.add_row(escape(name), escape(_nodes(line)), str(line.count) if line.median_us is not None or line.status else "",
-                      median, format_time(line.isolated_us), format_time(line.in_model_us),
+                      median, format_time(line.isolated_us), format_time(line.reorders_us), format_time(line.in_model_us),
                       "" if line.share is None else f"{line.share:.1%}", _ratio(line), escape(", ".join(dict.fromkeys(line.kernels))))
     return table
 

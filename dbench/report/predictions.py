@@ -41,6 +41,7 @@ def prediction_frame(found: list[Prediction]) -> pd.DataFrame:
         "units timed": [f"{p.units_timed}/{p.units_total}" for p in found],
         "nodes": [f"{p.nodes_timed}/{p.nodes_total}" for p in found],
         "empty graph": [format_time(p.empty_us) for p in found],
+        "reorders left out": [format_time(p.reorders_us) for p in found],
         "inserted layers": [format_time(p.inserted_us) for p in found],
         "run": [p.run_id for p in found],
     }).set_index("model")
@@ -69,6 +70,7 @@ def top_units_frame(found: list[Prediction], top: int = TOP_UNITS, kernels: dict
             rows.append({"model": p.model, "runtime": p.runtime, "unit": u.graph if timed else f"{u.graph} ({u.kind})",
                          "nodes": ", ".join(u.nodes[:3]) + (f" (+{len(u.nodes) - 3})" if len(u.nodes) > 3 else ""),
                          "count": u.count if timed else "", "isolated": format_time(u.isolated_us),
+                         "reorders": format_time(u.reorders_us),
                          "in model": format_time(u.in_model_us), "share": "" if u.share is None else f"{u.share:.1%}",
                          "isolated/in model": "" if u.ratio is None else f"×{u.ratio:.2f}" + (" ≠" if u.disagrees else ""),
                          "kernel": ", ".join(dict.fromkeys(u.kernels)),

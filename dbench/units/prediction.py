@@ -1,9 +1,15 @@
 """A model's latency predicted from its units' rows, beside its own, from result rows alone.
 
-    predicted = empty + Σ count x (unit median - empty)
+    predicted = empty + Σ count x (unit median - empty) x kept
 
 `empty` is the median of an empty graph (one Identity) on the same runtime in the same run: every
-isolated call pays the runtime's cost per call once, the model pays it once in all. Its interval
+isolated call pays the runtime's cost per call once, the model pays it once in all. `kept` is the
+share of the unit's own profile that is not a layout reorder the runtime inserted at the unit's
+boundaries (BOUNDARY_REORDERS): an isolated unit takes planar inputs and returns planar outputs, so
+the runtime converts to its blocked layout and back around it, where inside the model the layers
+hand each other the blocked layout (in the models' cuts such layers are always `inserted`, never a
+node's). Left in, they made OpenVINO over-predict CNNs by up to 83 % (docs/predict.md). A unit
+without a profile (--quick) keeps its whole time, and the prediction says so. Its interval
 pairs the rounds: every graph of a prediction run is timed in the same rounds (round-major), so in
 round r the prediction P_r from the units' and the empty graph's round medians is set against the
 model's round median M_r, and the log ratios log(P_r / M_r) give a Student-t interval of the error
@@ -32,6 +38,10 @@ DISAGREE_SHARE = 0.02
 """...and the difference is at least this share of the model's time, and more than the profiler's own
 cost per layer (PROFILE_EVENT_US: every profiled layer carries it, the timed calls do not)."""
 CONFIDENCE = 0.95
+BOUNDARY_REORDERS = frozenset({"Reorder", "ReorderInput", "ReorderOutput"})
+"""Layer types the runtimes insert to move data between layouts (OpenVINO's Reorder, ONNX Runtime's
+NCHWc ReorderInput and ReorderOutput): no ONNX node makes them, so in a unit's own profile they are
+the conversions at its boundaries."""
 
 
 @dataclass(frozen=True)
@@ -47,7 +57,9 @@ class UnitLine:
     status: str = ""
     median_us: float | None = None
     isolated_us: float | None = None
-    """count x (median - empty): what the unit adds to the prediction."""
+    """count x (median - empty) x kept: what the unit adds to the prediction."""
+    reorders_us: float | None = None
+    """count x (median - empty) x (1 - kept): its boundary reorders, left out of the prediction."""
     in_model_us: float | None = None
     """Its layers' time in the runtime's profile of the whole model, over every occurrence."""
     share: float | None = None
@@ -88,6 +100,8 @@ class Prediction:
     interval_note: str = ""
     inserted_us: float | None = None
     """The layers the runtime inserted (reorders, conversions): their time inside the model."""
+    reorders_us: float | None = None
+    """The units' boundary reorders left out of the prediction (Σ of the units' reorders_us)."""
     profiled_us: float | None = None
     """The model's profile: the sum of its layers' times per call."""
     units: tuple[UnitLine, ...] = ()
@@ -102,6 +116,7 @@ class Prediction:
                 "interval_note": self.interval_note,
                 "empty_us": self.empty_us, "units_timed": self.units_timed, "units_total": self.units_total,
                 "nodes_timed": self.nodes_timed, "nodes_total": self.nodes_total, "inserted_us": self.inserted_us,
+                "reorders_us": self.reorders_us,
                 "profiled_us": self.profiled_us, "notes": list(self.notes)}
 
 
@@ -113,9 +128,25 @@ def _ok(row: dict[str, Any] | None) -> bool:
     return row is not None and row.get("status") == "ok" and row.get("median_us") is not None
 
 
-def predicted(empty_us: float, units: list[tuple[int, float]]) -> float:
-    """empty + Σ count x (median - empty) over (count, median) pairs."""
-    return empty_us + sum(count * (median - empty_us) for count, median in units)
+def kept(row: dict[str, Any]) -> float | None:
+    """The share of a unit's own profile that is not a boundary reorder (BOUNDARY_REORDERS), or None
+    when no profile was taken (`profile_call_us` says one was)."""
+    layers = [n for n in row.get("nodes") or [] if not n.get("container")]
+    total = sum(float(n["time_us"]) for n in layers)
+    if not total:  # a profile without timed layers (OpenVINO's in-place Flatten or Concat) leaves nothing out
+        return None if row.get("profile_call_us") is None else 1.0
+    return 1.0 - sum(float(n["time_us"]) for n in layers if n["op_type"] in BOUNDARY_REORDERS) / total
+
+
+def predicted(empty_us: float, units: list[tuple[int, float, float]]) -> float:
+    """empty + Σ count x (median - empty) x kept over (count, median, kept) triples."""
+    return empty_us + sum(count * (median - empty_us) * share for count, median, share in units)
+
+
+def _share(row: dict[str, Any]) -> float:
+    """kept(row), 1 for a unit without a profile (its boundary reorders cannot be told apart)."""
+    share = kept(row)
+    return 1.0 if share is None else share
 
 
 def paired_interval(model: dict[str, Any], empty: dict[str, Any], units: list[dict[str, Any]],
@@ -129,7 +160,7 @@ def paired_interval(model: dict[str, Any], empty: dict[str, Any], units: list[di
     ratios = []
     for r in range(rounds):
         e = empty["round_medians_us"][r]
-        p = predicted(e, [(tag(u)["count"], u["round_medians_us"][r]) for u in units])
+        p = predicted(e, [(tag(u)["count"], u["round_medians_us"][r], _share(u)) for u in units])
         m = model["round_medians_us"][r]
         if p <= 0 or m <= 0:
             return None, None, rounds, f"round {r + 1} predicts {p:.1f} µs: no interval on a non-positive prediction"
@@ -160,19 +191,21 @@ def _unit_lines(model: dict[str, Any] | None, empty_us: float | None, units: lis
         occurrences = info.get("occurrences") or [{"nodes": [], "layers": []}]
         layers = tuple(name for o in occurrences for name in o["layers"])
         inside = in_model(layers)
-        isolated = info["count"] * (row["median_us"] - empty_us) if _ok(row) and empty_us is not None else None
+        net = info["count"] * (row["median_us"] - empty_us) if _ok(row) and empty_us is not None else None
+        isolated = net * _share(row) if net is not None else None
+        reorders = net - isolated if net is not None else None
         disagrees = bool(isolated is not None and inside and scale_us
                          and not 1 / DISAGREE_RATIO <= isolated / inside <= DISAGREE_RATIO
                          and abs(isolated - inside) >= max(DISAGREE_SHARE * scale_us, PROFILE_EVENT_US * len(layers)))
         lines.append(UnitLine(row["graph_id"], info.get("kind", "executed"), tuple(occurrences[0]["nodes"]), info["count"], row["status"],
-                              row.get("median_us"), isolated, inside, share(inside), tuple(info.get("kernels") or ()),
+                              row.get("median_us"), isolated, reorders, inside, share(inside), tuple(info.get("kernels") or ()),
                               layers, disagrees))
     for unit in (tag(model).get("units") or []) if model else []:
         if unit["graph"]:
             continue
         inside = in_model(unit["layers"]) if unit["kind"] == "inserted" else 0.0
         lines.append(UnitLine(unit["layers"][0] if unit["kind"] == "inserted" and unit["layers"] else unit["kind"],
-                              unit["kind"], tuple(unit["nodes"]), 1, "", None, None, inside, share(inside), (),
+                              unit["kind"], tuple(unit["nodes"]), 1, "", None, None, None, inside, share(inside), (),
                               tuple(unit["layers"])))
     return lines
 
@@ -189,8 +222,12 @@ def _prediction(run_id: str, variant: str, members: list[dict[str, Any]]) -> Pre
     untimed = [f"{r['graph_id']} ({r['status']})" for r in units if not _ok(r)]
     if untimed:
         notes.append(f"{len(untimed)} units did not run ok and are left out of the prediction: {', '.join(untimed[:5])}")
+    unprofiled = [r["graph_id"] for r in timed if kept(r) is None]
+    if unprofiled:
+        notes.append(f"{len(unprofiled)} units have no per-node profile (--quick, --no-profile): their boundary reorders "
+                     f"stay in the prediction ({', '.join(unprofiled[:3])}{', ...' if len(unprofiled) > 3 else ''})")
     empty_us = empty["median_us"] if _ok(empty) else None
-    predicted_us = predicted(empty_us, [(tag(r)["count"], r["median_us"]) for r in timed]) if empty_us is not None else None
+    predicted_us = predicted(empty_us, [(tag(r)["count"], r["median_us"], _share(r)) for r in timed]) if empty_us is not None else None
     measured_us = model["median_us"] if _ok(model) else None
     if model is not None and measured_us is None:
         notes.append(f"the whole model did not run ok ({model['status']}): {model.get('message', '')[:200]}")
@@ -212,6 +249,7 @@ def _prediction(run_id: str, variant: str, members: list[dict[str, Any]]) -> Pre
         units_total=total_units, nodes_timed=sum(len(o["nodes"]) for r in timed for o in tag(r).get("occurrences", [])),
         nodes_total=nodes_total, error=error, error_low=low, error_high=high, rounds=rounds, interval_note=note,
         inserted_us=sum(inserted) if profile else None, profiled_us=sum(profile.values()) if profile else None,
+        reorders_us=sum(line.reorders_us for line in lines if line.reorders_us is not None) if empty_us is not None else None,
         units=tuple(lines), notes=tuple(notes), dims=dict(info.get("dims") or {}))
 
 
