@@ -9,7 +9,12 @@ sides rotating each round), on the same graph with the same seeded constant weig
   options dbench sets (intra_op_num_threads = N x (T - 1) + 1), no timestamps;
 * dbench on openvino against benchmark_app `-hint none -nstreams N -nthreads N*T -nireq N -t SECONDS
   -infer_precision f32` (its asynchronous AsyncInferQueue loop; -nthreads counts every stream's threads)
-  on a copy of the graph with the weights embedded.
+  on a copy of the graph with the weights embedded, and against the same compiled configuration looped
+  in C++ (benchmarks/ov_loop.cpp, built here with g++ against the OpenVINO wheel's headers and library,
+  no Python on the path) two ways: `C++ sync`, N threads each calling its request's infer() (dbench's
+  own loop), and `C++ async`, each request restarted from its completion callback (benchmark_app's
+  design). The wheel ships only the Python benchmark_app; the C++ loops say what the Python tools' own
+  loops cost and what OpenVINO's asynchronous path costs by itself.
 
 Every side also runs an "empty" graph (one Add of a 1 x 16 tensor to itself) in the same rounds: its
 time per inference (1e6 / inf/s) is that side's own floor, what its loop costs per request with next
@@ -68,6 +73,7 @@ COMPUTE = ["gemm_m35_n700_k2048_nn", "gemm_m128_n1500_k1280_nn", "gemm_m3072_n15
 GEMV = ["gemm_m64_n1_k1216_nn", "gemm_m128_n1_k1024_nn", "gemm_m3072_n1_k1024_nn"]
 SCALING = "gemm_m128_n1500_k1280_nn"
 BENCHMARK_APP = Path(sys.executable).with_name("benchmark_app")
+OV_LOOP_SOURCE = Path(__file__).with_name("ov_loop.cpp")
 THROUGHPUT_LINE = re.compile(r"Throughput:\s+([\d.]+) FPS")
 TARGET, SCALING_TARGET, RATE_TARGET, P99_TARGET = 0.05, 1.6, 0.02, 0.10
 SERVER_LOAD = 0.6
@@ -197,7 +203,35 @@ def app_throughput(model: Path, streams: int, threads: int, seconds: float) -> f
     return float(match.group(1))
 
 
-SIDES = ("dbench ort-cpu", "loop", "dbench openvino", "benchmark_app")
+def build_ov_loop(folder: Path) -> Path:
+    """benchmarks/ov_loop.cpp compiled against the installed OpenVINO wheel's headers and library."""
+    import openvino
+
+    wheel = Path(openvino.__file__).parent
+    libraries = sorted((wheel / "libs").glob("libopenvino.so.*"))
+    if not libraries or not (wheel / "include").is_dir():
+        raise SystemExit(f"the OpenVINO wheel in {wheel} has no C++ headers or libopenvino.so: cannot build the C++ loop")
+    target = folder / "ov_loop"
+    command = ["g++", "-O2", "-std=c++17", str(OV_LOOP_SOURCE), "-I", str(wheel / "include"), str(libraries[0]),
+               f"-Wl,-rpath,{wheel / 'libs'}", "-pthread", "-o", str(target)]
+    try:
+        subprocess.run(command, capture_output=True, text=True, check=True)
+    except FileNotFoundError:
+        raise SystemExit("g++ is not installed: it builds the C++ OpenVINO loop (apt install g++)") from None
+    except subprocess.CalledProcessError as err:
+        raise SystemExit(f"building {OV_LOOP_SOURCE.name} failed:\n{err.stderr[-2000:]}") from None
+    return target
+
+
+def cpp_throughput(loop: Path, model: Path, streams: int, threads: int, seconds: float, mode: str) -> float:
+    """The C++ loop's inferences/s (`mode` sync or async) with `streams` streams and requests and their threads."""
+    result = subprocess.run([str(loop), str(model), str(streams), str(threads), str(seconds), mode], capture_output=True, text=True)
+    if result.returncode:
+        raise SystemExit(f"ov_loop failed on {model.name}: {result.stderr.strip()[-2000:]}")
+    return float(result.stdout)
+
+
+SIDES = ("dbench ort-cpu", "loop", "dbench openvino", "benchmark_app", "C++ sync", "C++ async")
 
 
 def measure(subjects: dict[str, Subject], args) -> tuple[dict, dict]:
@@ -217,6 +251,8 @@ def measure(subjects: dict[str, Subject], args) -> tuple[dict, dict]:
                         value = row["inferences_per_s"]
                     elif side == "loop":
                         value = ort_loop(subject, streams, args.threads, args.seconds)
+                    elif side.startswith("C++"):
+                        value = cpp_throughput(args.ov_loop, subject.path, streams, args.threads, args.seconds, side.split()[1])
                     else:
                         value = app_throughput(subject.path, streams, args.threads, args.seconds)
                     results.setdefault((name, streams, side), []).append(value)
@@ -263,6 +299,20 @@ def print_fidelity(kernels: list[str], results: dict, rows: dict, args) -> None:
     print(f"\n{inside} of {counted} ratios (GEMVs, and kernels whose p50 under load is 1 ms or more) within {TARGET:.0%}.")
     print("net of floors (derived): the ratio of the medians after each side's floor (below) is taken off its time per "
           "inference; it assumes a loop's own cost adds to the kernel's time (true at one stream, approximate at more).")
+    print("\nOpenVINO against the C++ loops (same compiled configuration, no Python on their path):")
+    print("| kernel | streams | C++ sync inf/s | C++ async inf/s | dbench openvino / C++ sync | benchmark_app / C++ async |")
+    print("|---|---:|---:|---:|---:|---:|")
+    inside = counted = 0
+    for kid in kernels:
+        for streams in args.streams:
+            ours = paired_ratio(results, kid, streams, "dbench openvino", "C++ sync")
+            app = paired_ratio(results, kid, streams, "benchmark_app", "C++ async")
+            applies = kid in GEMV or rows[(kid, streams, "dbench ort-cpu")]["latency_p50_us"] >= 1000
+            counted += applies
+            inside += applies * (abs(ours - 1) <= TARGET)
+            print(f"| {kid} | {streams}x{args.threads} | {statistics.median(results[(kid, streams, 'C++ sync')]):.1f} | "
+                  f"{statistics.median(results[(kid, streams, 'C++ async')]):.1f} | {ours:.3f} | {app:.3f} |")
+    print(f"\n{inside} of {counted} dbench openvino / C++ sync ratios within {TARGET:.0%} (same kernels as above).")
 
 
 def print_floors(results: dict, args) -> None:
@@ -323,6 +373,7 @@ def main() -> None:
     import openvino
 
     with tempfile.TemporaryDirectory() as tmp:
+        args.ov_loop = build_ov_loop(Path(tmp))
         subjects = {EMPTY: empty_subject(Path(tmp)), **kernel_subjects(args.kernels, Path(tmp))}
         results, rows = measure(subjects, args)
         load = " ".join(f"{x:.1f}" for x in os.getloadavg())
