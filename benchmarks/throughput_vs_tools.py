@@ -299,6 +299,11 @@ def print_fidelity(kernels: list[str], results: dict, rows: dict, args) -> None:
     print(f"\n{inside} of {counted} ratios (GEMVs, and kernels whose p50 under load is 1 ms or more) within {TARGET:.0%}.")
     print("net of floors (derived): the ratio of the medians after each side's floor (below) is taken off its time per "
           "inference; it assumes a loop's own cost adds to the kernel's time (true at one stream, approximate at more).")
+
+
+def print_cpp(kernels: list[str], results: dict, rows: dict, args) -> None:
+    """OpenVINO's sides against the C++ loops of the same compiled model: dbench against the sync loop,
+    benchmark_app against the async one."""
     print("\nOpenVINO against the C++ loops (same compiled configuration, no Python on their path):")
     print("| kernel | streams | C++ sync inf/s | C++ async inf/s | dbench openvino / C++ sync | benchmark_app / C++ async |")
     print("|---|---:|---:|---:|---:|---:|")
@@ -380,6 +385,7 @@ def main() -> None:
         print(f"ONNX Runtime {onnxruntime.__version__}, OpenVINO {openvino.__version__}, {os.cpu_count()} CPUs, "
               f"{args.rounds} interleaved rounds of {args.seconds:g} s; load average at the end {load}\n")
         print_fidelity(args.kernels, results, rows, args)
+        print_cpp(args.kernels, results, rows, args)
         print_floors(results, args)
         print_scaling(results, args)
         print_server(subjects, results, args)
