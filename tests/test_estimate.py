@@ -11,8 +11,9 @@ from typer.testing import CliRunner
 from dbench.cli import app
 from dbench.errors import UsageError
 from dbench.orchestrator.estimate import (MIN_SCALE, PROCESS_START_S, GraphCost, duration, estimate, fit_budget,
-                                          graph_costs, parse_duration, round_seconds)
+                                          graph_costs, least_call_s, parse_duration, round_seconds)
 from dbench.store.metadata import machine_name
+from dbench.worker.profiling import CPU_FLOPS_PER_THREAD
 from dbench.worker.timing import QUICK, TimingConfig
 from tests.helpers import write_csv
 
@@ -101,11 +102,26 @@ def test_costs_come_from_the_roofline_when_no_row_has_run(tmp_path):
     kernels = write_csv(tmp_path / "k.csv", "m,n,k,a_t,b_t", "512,512,512,0,0")
     items = build_items(RunRequest(kernels=str(kernels)), "qdq")
     folder = tmp_path / "machine"
-    assert graph_costs(items, ["ort-cpu"], folder)[(items[0].spec.id, "ort-cpu")].source == "settings only"
+    bound = graph_costs(items, {"ort-cpu": 2}, folder)[(items[0].spec.id, "ort-cpu")]
+    assert bound.source == "settings only" and bound.call_s == pytest.approx(2 * 512**3 / (CPU_FLOPS_PER_THREAD["fp32"] * 2))
     folder.mkdir()
     (folder / "peak.json").write_text(json.dumps({"gemm_tflops": {"ort-cpu": {"fp32": 0.1}}, "triad_gbps": 10.0}))
-    cost = graph_costs(items, ["ort-cpu"], folder)[(items[0].spec.id, "ort-cpu")]
+    cost = graph_costs(items, {"ort-cpu": 2}, folder)[(items[0].spec.id, "ort-cpu")]
     assert cost.source == "roofline" and cost.call_s == pytest.approx(2 * 512**3 / 0.1e12)
+
+
+def test_without_rows_or_peak_a_cpu_call_is_bounded_by_its_flops_and_a_gpu_call_is_not(tmp_path):
+    from dbench.orchestrator.request import RunRequest
+    from dbench.sources.resolve import build_items
+
+    items = build_items(RunRequest(kernels=str(write_csv(tmp_path / "k.csv", "m,n,k,a_t,b_t", "4096,4096,4096,0,0"))), "qdq")
+    spec = items[0].spec
+    assert least_call_s(spec, "ort-cpu", 1) == pytest.approx(2 * 4096**3 / CPU_FLOPS_PER_THREAD["fp32"])
+    assert least_call_s(spec, "ort-cpu", 4) == pytest.approx(least_call_s(spec, "ort-cpu", 1) / 4)
+    assert least_call_s(spec, "torch-cuda", 1) == 0.0  # a GPU is not bound by a CPU thread's rate
+    costs = graph_costs(items, {"ort-cpu": 1}, tmp_path / "none")
+    rounds, each = round_seconds(costs[(spec.id, "ort-cpu")].call_s, TimingConfig())
+    assert each >= least_call_s(spec, "ort-cpu", 1)  # the plan's lower bound counts at least the warm-up call
 
 
 def test_a_run_prints_its_plan_and_the_next_one_plans_from_its_rows(tmp_path):
@@ -114,7 +130,7 @@ def test_a_run_prints_its_plan_and_the_next_one_plans_from_its_rows(tmp_path):
             "--out", str(tmp_path / "res")]
     first = _run(args)
     assert first.exit_code == 0, first.output
-    assert "plan: at least " in first.output and "2 from the timing settings alone" in first.output
+    assert "plan: at least " in first.output and "2 from the timing settings and a FLOP bound" in first.output
     assert _header(tmp_path / "res")["estimate_s"] > 0
     second = _run(args)
     assert second.exit_code == 0, second.output

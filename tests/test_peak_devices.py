@@ -123,11 +123,11 @@ def test_the_plan_never_estimates_a_gpu_graph_from_the_host_s_ceilings(tmp_path)
     folder = tmp_path / "machine"
     folder.mkdir()
     (folder / "peak.json").write_text(json.dumps(_peaks(device_bandwidth={})))
-    costs = graph_costs(items, ["ort-cpu", "torch-cuda"], folder)
+    costs = graph_costs(items, {"ort-cpu": 2, "torch-cuda": 1}, folder)
     assert costs[(items[0].spec.id, "ort-cpu")].source == "roofline"
     assert costs[(items[0].spec.id, "torch-cuda")].source == "settings only"
     (folder / "peak.json").write_text(json.dumps(_peaks()))
-    cost = graph_costs(items, ["torch-cuda"], folder)[(items[0].spec.id, "torch-cuda")]
+    cost = graph_costs(items, {"torch-cuda": 1}, folder)[(items[0].spec.id, "torch-cuda")]
     assert cost.source == "roofline" and cost.call_s == pytest.approx(2 * 512**3 / (GPU_GEMM * 1e12))
 
 

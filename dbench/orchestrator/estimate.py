@@ -1,7 +1,8 @@
 """How long a run will take, before it starts: each graph's cost from the latest earlier row of the same
 graph and runtime on this machine key (its phase times), else from its FLOPs and bytes against this
-machine's ceilings (`dbench peak`), else from the timing settings alone (a lower bound). The same
-figures let `--budget` pick sampling times that fit, and feed the progress bar's ETA."""
+machine's ceilings (`dbench peak`), else from the timing settings and, on a CPU, its FLOPs at a rate
+no CPU thread reaches (a lower bound). The same figures let `--budget` pick sampling times that fit,
+and feed the progress bar's ETA."""
 
 from __future__ import annotations
 
@@ -56,7 +57,7 @@ class Estimate:
     @staticmethod
     def _phrase(source: str) -> str:
         return {"earlier row": "earlier rows of this machine", "roofline": "this machine's roofline (dbench peak)",
-                "settings only": "the timing settings alone: no earlier row, no dbench peak"}[source]
+                "settings only": "the timing settings and a FLOP bound: no earlier row, no dbench peak"}[source]
 
 
 def duration(seconds: float) -> str:
@@ -120,21 +121,35 @@ def _from_row(row: dict[str, Any]) -> GraphCost:
                      row.get("verify_s") or 0.0, row.get("profile_s") or 0.0, "earlier row")
 
 
-def _from_roofline(spec, runtime: str, peaks: dict[str, Any] | None) -> GraphCost:
+def least_call_s(spec, runtime: str, threads: int) -> float:
+    """A call's least time on a CPU runtime: its FLOPs at CPU_FLOPS_PER_THREAD on every thread (0 on a
+    GPU, or in a precision without such a bound)."""
+    from dbench.report.peak import device_kind
+    from dbench.worker.profiling import CPU_FLOPS_PER_THREAD
+
+    rate = CPU_FLOPS_PER_THREAD.get(spec.precision)
+    if rate is None or device_kind(runtime) != "cpu":
+        return 0.0
+    return min(spec.flops, spec.flops_executed) / (rate * max(1, threads))
+
+
+def _from_roofline(spec, runtime: str, peaks: dict[str, Any] | None, threads: int) -> GraphCost:
     from dbench.report.peak import ceilings
 
     tflops, gbps = ceilings(peaks, spec.precision, runtime)
     weights = sum(t.nbytes for t in spec.weights)
     fixed = FIXED_ROUND_S + weights / PACKING_BYTES_PER_S
     if not (tflops and gbps):
-        return GraphCost(0.0, fixed, 0.0, fixed, "settings only")
+        call = least_call_s(spec, runtime, threads)
+        return GraphCost(call, fixed, call, fixed + 2 * call, "settings only")
     call = max(spec.flops / (tflops * 1e12), spec.min_bytes / (gbps * 1e9))
     # Verifying reads the outputs once more; profiling builds a second session and makes two calls.
     return GraphCost(call, fixed, call, fixed + 2 * call, "roofline")
 
 
-def graph_costs(items: Iterable, runtimes: list[str], folder: Path) -> dict[tuple[str, str], GraphCost]:
-    """(graph id, runtime) -> its cost on this machine (`folder`: its results/<machine key>/)."""
+def graph_costs(items: Iterable, runtimes: dict[str, int], folder: Path) -> dict[tuple[str, str], GraphCost]:
+    """(graph id, runtime) -> its cost on this machine (`folder`: its results/<machine key>/); `runtimes`
+    maps each runtime to the most threads a variant gives it (the fastest it can run)."""
     from dbench.report.peak import read_peak_file
 
     items = list(items)
@@ -144,7 +159,7 @@ def graph_costs(items: Iterable, runtimes: list[str], folder: Path) -> dict[tupl
     for item in items:
         for runtime in runtimes:
             row = rows.get((item.spec.id, runtime))
-            costs[(item.spec.id, runtime)] = _from_row(row) if row else _from_roofline(item.spec, runtime, peaks)
+            costs[(item.spec.id, runtime)] = _from_row(row) if row else _from_roofline(item.spec, runtime, peaks, runtimes[runtime])
     return costs
 
 

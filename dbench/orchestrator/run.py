@@ -103,7 +103,10 @@ def fit_request(request: RunRequest, config: RunConfig, items: list[Item], folde
 
 
 def _costs(items: list[Item], config: RunConfig, folder: Path) -> dict[tuple[str, str], GraphCost]:
-    return graph_costs(items, sorted({v.runtime for v in config.variants}), folder)
+    threads: dict[str, int] = {}
+    for variant in config.variants:
+        threads[variant.runtime] = max(threads.get(variant.runtime, 0), variant.options.thread_count)
+    return graph_costs(items, threads, folder)
 
 
 def plan_estimate(items: list[Item], config: RunConfig, folder: Path, state: RunState) -> Estimate:
