@@ -122,15 +122,13 @@ def _from_row(row: dict[str, Any]) -> GraphCost:
 
 
 def least_call_s(spec, runtime: str, threads: int) -> float:
-    """A call's least time on a CPU runtime: its FLOPs at CPU_FLOPS_PER_THREAD on every thread (0 on a
-    GPU, or in a precision without such a bound)."""
+    """A call's least time on a CPU runtime (dbench.worker.profiling.least_cpu_call_s); 0 on a GPU, or in
+    a precision without such a bound."""
     from dbench.report.peak import device_kind
-    from dbench.worker.profiling import CPU_FLOPS_PER_THREAD
+    from dbench.worker.profiling import least_cpu_call_s
 
-    rate = CPU_FLOPS_PER_THREAD.get(spec.precision)
-    if rate is None or device_kind(runtime) != "cpu":
-        return 0.0
-    return min(spec.flops, spec.flops_executed) / (rate * max(1, threads))
+    least = least_cpu_call_s(spec, threads) if device_kind(runtime) == "cpu" else None
+    return least or 0.0
 
 
 def _from_roofline(spec, runtime: str, peaks: dict[str, Any] | None, threads: int) -> GraphCost:
@@ -139,12 +137,12 @@ def _from_roofline(spec, runtime: str, peaks: dict[str, Any] | None, threads: in
     tflops, gbps = ceilings(peaks, spec.precision, runtime)
     weights = sum(t.nbytes for t in spec.weights)
     fixed = FIXED_ROUND_S + weights / PACKING_BYTES_PER_S
-    if not (tflops and gbps):
-        call = least_call_s(spec, runtime, threads)
-        return GraphCost(call, fixed, call, fixed + 2 * call, "settings only")
-    call = max(spec.flops / (tflops * 1e12), spec.min_bytes / (gbps * 1e9))
+    if tflops and gbps:
+        call, source = max(spec.flops / (tflops * 1e12), spec.min_bytes / (gbps * 1e9)), "roofline"
+    else:
+        call, source = least_call_s(spec, runtime, threads), "settings only"
     # Verifying reads the outputs once more; profiling builds a second session and makes two calls.
-    return GraphCost(call, fixed, call, fixed + 2 * call, "roofline")
+    return GraphCost(call, fixed, call, fixed + 2 * call, source)
 
 
 def graph_costs(items: Iterable, runtimes: dict[str, int], folder: Path) -> dict[tuple[str, str], GraphCost]:

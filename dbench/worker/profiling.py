@@ -34,11 +34,18 @@ CPU_FLOPS_PER_THREAD = {"fp32": 4e11}
 a call's time from it is a lower bound. Other precisions (AMX and VNNI rates) keep the separate pass."""
 
 
-def profile_first(spec: GraphSpec, threads: int) -> bool:
-    """Whether a graph's call is surely long enough (FLOPs at CPU_FLOPS_PER_THREAD on every thread) for its
-    profile to be taken in its timed session, before the timed calls."""
+def least_cpu_call_s(spec: GraphSpec, threads: int) -> float | None:
+    """The least time a call of the graph can take on a CPU: its FLOPs at CPU_FLOPS_PER_THREAD on every
+    thread; None in a precision without such a bound."""
     rate = CPU_FLOPS_PER_THREAD.get(spec.precision)
-    return rate is not None and min(spec.flops, spec.flops_executed) / (rate * max(1, threads)) >= PROFILE_FIRST_MIN_S
+    return None if rate is None else min(spec.flops, spec.flops_executed) / (rate * max(1, threads))
+
+
+def profile_first(spec: GraphSpec, threads: int) -> bool:
+    """Whether a graph's call is surely long enough (least_cpu_call_s) for its profile to be taken in its
+    timed session, before the timed calls."""
+    least = least_cpu_call_s(spec, threads)
+    return least is not None and least >= PROFILE_FIRST_MIN_S
 
 
 def profile_before_timing(session: Session, limit: int, cap_s: float | None = None) -> tuple[Profile | None, Warmed]:
