@@ -110,8 +110,9 @@ def test_int8_runs_on_the_quantized_engine_bit_exact(family, form, weights, seed
     runtime = TorchCpu(RuntimeOptions(threads=1))
     verdict, profile, _ = _run(runtime, graph, seed, weights)
     assert verdict.ok and verdict.error == 0.0, verdict  # power-of-two scales: exact, even for qdq
-    compute = [n for n in profile.nodes if n.precision]
-    assert max(compute, key=lambda n: n.time_us).op_type == f"quantized::{'linear' if family == 'gemm' else 'conv2d'}"
+    ops = {n.op_type for n in profile.nodes if n.precision}
+    assert f"quantized::{'linear' if family == 'gemm' else 'conv2d'}" in ops, ops  # which op took longest is timing, not a fact
+    assert (f"quantized::{'linear' if family == 'gemm' else 'conv2d'}_prepack" in ops) == (weights == "input"), ops
     assert executed_precision([asdict(n) for n in profile.nodes]) == "int8"
     described = runtime.describe()["kernel"]
     assert described["weight_packing"] == ("at load" if weights == "const" else "in every call (weights fed per call)")
