@@ -19,6 +19,10 @@ Then prints, from the stored rows:
     python benchmarks/judge.py --runs 5 --out /tmp/judge            # about 30 min on a 2-core VM
     python benchmarks/judge.py --runs 2 --args "--quick --ops gemm" --out /tmp/judge-smoke
     python benchmarks/judge.py --reuse --out /tmp/judge       # the figures again from the runs kept there
+
+Rows carry the drift between runs that the earlier runs in --out measured (`dbench run --history`):
+a fresh --out gives the first two runs none; a folder holding earlier runs of this machine gives
+every run the machine's measured drift, as a user's results folder does.
 """
 
 from __future__ import annotations
@@ -82,20 +86,36 @@ def a_vs_a(runs: list[list[dict]]) -> None:
 
 
 def calibration(runs: list[list[dict]]) -> None:
-    rerun = median_ci = total = 0
+    """For every row and every later run: is the later median inside the row's re-run interval (and its
+    interval of the median)? Split by whether the row carried a drift between runs measured from
+    earlier runs of the machine (dbench.stats.drift) or its rounds alone."""
+    counts = {True: [0, 0, 0], False: [0, 0, 0]}  # carried drift -> [pairs, inside re-run, inside median's]
+    drifts = []
     for i, earlier in enumerate(runs):
+        drifts += [r["drift_sd"] for r in earlier if r.get("drift_sd") is not None]
         for later in runs[i + 1:]:
             by_id = {r["graph_id"]: r for r in later if r.get("median_us")}
             for row in earlier:
                 other = by_id.get(row["graph_id"])
                 if not other or row.get("rerun_low_us") is None:
                     continue
-                total += 1
-                rerun += row["rerun_low_us"] <= other["median_us"] <= row["rerun_high_us"]
-                median_ci += row["ci_low_us"] <= other["median_us"] <= row["ci_high_us"]
+                count = counts[row.get("drift_sd") is not None]
+                count[0] += 1
+                count[1] += row["rerun_low_us"] <= other["median_us"] <= row["rerun_high_us"]
+                count[2] += row["ci_low_us"] <= other["median_us"] <= row["ci_high_us"]
+    total = sum(c[0] for c in counts.values())
     if total:
+        rerun, median_ci = (sum(c[k] for c in counts.values()) for k in (1, 2))
         print(f"calibration over {total} (row, later run) pairs: a later median inside the row's re-run interval "
               f"{rerun / total:.1%}, inside its interval of the median {median_ci / total:.1%}")
+    for carried, (pairs, rerun, median_ci) in counts.items():
+        if pairs:
+            print(f"  rows {'with the drift between runs' if carried else 'from their rounds alone'}: {pairs} pairs, "
+                  f"re-run interval {rerun / pairs:.1%}, interval of the median {median_ci / pairs:.1%}")
+    if drifts:
+        drifts.sort()
+        print(f"  the drift between runs the rows carried: median SD {drifts[len(drifts) // 2]:.1%}, "
+              f"range {drifts[0]:.1%}-{drifts[-1]:.1%}")
 
 
 def power(runs: list[list[dict]]) -> None:
@@ -115,9 +135,11 @@ def power(runs: list[list[dict]]) -> None:
 def merged(runs: list[list[dict]]) -> list[dict]:
     """One run's worth of rows whose rounds are those of every run in `runs`, graph by graph: rounds of
     separate runs are as independent as a run's own (what the calibration above checks), so this is a
-    run with that many more rounds, made of real stored ones."""
+    run with that many more rounds, made of real stored ones (whose spread holds the drift between runs,
+    so none is added)."""
     by_id = [{r["graph_id"]: r for r in run} for run in runs]
-    return [{**row, "round_medians_us": [m for run in by_id for m in run[row["graph_id"]].get("round_medians_us") or []]}
+    return [{**row, "round_medians_us": [m for run in by_id for m in run[row["graph_id"]].get("round_medians_us") or []],
+             "drift_sd": None}  # rounds of several runs hold the drift between them already
             for row in runs[0] if row.get("round_medians_us") and all(row["graph_id"] in run for run in by_id)]
 
 

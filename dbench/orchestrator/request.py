@@ -16,6 +16,7 @@ from dbench.errors import DbenchError, InputError, UsageError
 from dbench.orchestrator.runner import WEIGHT_MODES, RunConfig, Variant
 from dbench.runtimes.base import Runtime, RuntimeOptions
 from dbench.sources.resolve import CATALOG, source_kind
+from dbench.store.history import HISTORY_RUNS
 from dbench.worker.load import SCENARIOS, SERVER, THROUGHPUT, Load
 from dbench.worker.timing import QUICK, TimingConfig
 
@@ -30,15 +31,18 @@ FLAGS = {
     "profile_runs": "--profile-runs", "timeout": "--timeout", "memory_limit": "--memory-limit", "dims": "--dim",
     "cpus": "--cpus", "rounds": "--rounds", "iterations": "--iterations", "warmup_calls": "--warmup-calls",
     "percentiles": "--percentiles", "scenario": "--scenario", "streams": "--streams", "rate": "--rate",
-    "latency_bound": "--latency-bound", "search_time": "--search-time", "budget": "--budget",
+    "latency_bound": "--latency-bound", "search_time": "--search-time", "budget": "--budget", "history": "--history",
 }
 GEN_FLAGS = {"precision": "--precision", "passes": "--pass", "gemm_form": "--gemm-form", "rnn_form": "--rnn-form",
              "gru_activation": "--gru-activation", "int8_form": "--int8-form", "int8_pad": "--no-pad", "batch": "--batch"}
 ADDED_LATER = {"cpus": None, "dims": {}, "rounds": 1, "iterations": None, "warmup_calls": None, "percentiles": None,
-               "scenario": None, "streams": None, "rate": None, "latency_bound": None, "search_time": None, "budget": None}
+               "scenario": None, "streams": None, "rate": None, "latency_bound": None, "search_time": None, "budget": None,
+               "history": 0}
 """Request fields newer than the first run headers, with the value every run made before them had
-(no --cpus: not pinned; no --dim: there was none; one round), so those runs still resume."""
+(no --cpus: not pinned; no --dim: there was none; one round; no between-run drift), so those runs
+still resume."""
 MAX_ROUNDS = 100
+MAX_HISTORY_RUNS = 100
 MAX_PERCENTILE_COUNT = 20
 MAX_MEMORY_LIMIT_GIB = 2.0**30
 """--memory-limit below an exbibyte (2^30 GiB): setrlimit takes a 64-bit byte count."""
@@ -106,6 +110,9 @@ class RunRequest:
     budget: float | None = None
     """Seconds the whole run may take (--budget): sampling is cut to fit before the run starts, and the
     cut settings are stored here (min_time, max_time, profile_runs), so a resumed run keeps them."""
+    history: int | None = None
+    """Earlier runs per graph in this machine's results folder whose spread measures the between-run
+    drift each row's intervals carry (None: HISTORY_RUNS; 0: none, the rounds alone)."""
 
     @classmethod
     def from_dict(cls, data: dict[str, Any], source: Path) -> "RunRequest":
@@ -189,7 +196,8 @@ class RunRequest:
 
     def config(self) -> RunConfig:
         return RunConfig(self.variants(), self.timing(), self.weights, self.verify, self.profile_runs,
-                         self.timeout, self.memory_limit, parse_cpus(self.cpus) if self.cpus is not None else None)
+                         self.timeout, self.memory_limit, parse_cpus(self.cpus) if self.cpus is not None else None,
+                         HISTORY_RUNS if self.history is None else self.history)
 
     def changed(self) -> list[str]:
         """The flags whose values differ from their defaults."""
@@ -230,6 +238,8 @@ def check_numbers(request: RunRequest) -> None:
                              f"({cores} cores here), or leave it out for every core")
     if request.rounds is not None and not 1 <= request.rounds <= MAX_ROUNDS:
         raise UsageError(f"--rounds {request.rounds} is out of range; use 1 to {MAX_ROUNDS} (3 or more give an interval a verdict can use)")
+    if request.history is not None and not 0 <= request.history <= MAX_HISTORY_RUNS:
+        raise UsageError(f"--history {request.history} is out of range; use 0 (the rounds alone) to {MAX_HISTORY_RUNS} earlier runs")
     if request.iterations is not None and not 1 <= request.iterations <= MAX_CALLS:
         raise UsageError(f"--iterations {request.iterations} must be 1 to {MAX_CALLS:,} calls per graph")
     if request.warmup_calls is not None and not 0 <= request.warmup_calls <= MAX_CALLS:

@@ -19,6 +19,7 @@ from dbench.runtimes.base import Runtime
 from dbench.sources.item import Item
 from dbench.sources.resolve import build_items, source_kind
 from dbench.store.export import export_run
+from dbench.store.history import History, read_history
 from dbench.store.log import RunLog, ensure_writable, find_run, new_run_id
 from dbench.store.metadata import host_metadata, machine_name
 
@@ -43,6 +44,8 @@ class PlannedRun:
     estimate: Estimate
     budget_notes: list[str] = dataclasses.field(default_factory=list)
     """What --budget gave up to fit, in words (empty without a budget, or when the settings fit)."""
+    history: History | None = None
+    """This machine's earlier runs, for the between-run drift in the rows' intervals (None: not asked)."""
 
     @property
     def pending(self) -> list[tuple[Item, str]]:
@@ -139,7 +142,7 @@ def new_run(request: RunRequest, config: RunConfig, classes: dict[str, type[Runt
     }
     log = RunLog.create(folder, run_id, header)
     return PlannedRun(request, config, classes, log, run_id, {**header, "run_id": run_id}, items, RunState(), planned,
-                      list(budget_notes or []))
+                      list(budget_notes or []), _history(folder, run_id, config))
 
 
 def resume_run(request: RunRequest, config: RunConfig, classes: dict[str, type[Runtime]], path: Path,
@@ -149,7 +152,13 @@ def resume_run(request: RunRequest, config: RunConfig, classes: dict[str, type[R
     log = RunLog.resume(path)
     state = RunState.from_log(log.rows(), log.rounds(), config.variants[0].label)
     planned = plan_estimate(items, config, path.parent, state)
-    return PlannedRun(request, config, classes, log, run_id, {**header, "run_id": run_id}, items, state, planned)
+    return PlannedRun(request, config, classes, log, run_id, {**header, "run_id": run_id}, items, state, planned,
+                      history=_history(path.parent, run_id, config))
+
+
+def _history(folder: Path, run_id: str, config: RunConfig) -> History | None:
+    """The earlier runs of this machine's folder the rows' drift is measured from (None: --history 0)."""
+    return read_history(folder, run_id, config.history_runs) if config.history_runs else None
 
 
 def _runtime_header(variant: Variant, classes: dict[str, type[Runtime]]) -> dict[str, Any]:
@@ -161,6 +170,6 @@ def _runtime_header(variant: Variant, classes: dict[str, type[Runtime]]) -> dict
 def execute_run(planned: PlannedRun, observer: RunObserver) -> RunResult:
     """Run the pending graphs, logging each row as it is made, then export the whole run."""
     with planned.log:  # the log stays locked until the run is exported
-        runner = Runner(planned.config, planned.runtime_classes, planned.log, planned.run_id)
+        runner = Runner(planned.config, planned.runtime_classes, planned.log, planned.run_id, planned.history)
         runner.run(planned.items, planned.state, observer)
         return RunResult(planned.run_id, planned.header, planned.log.path, planned.log.rows(), export_run(planned.log))

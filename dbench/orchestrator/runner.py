@@ -17,8 +17,10 @@ from dbench.outcome import Outcome, Status
 from dbench.orchestrator.worker_process import WorkerProcess
 from dbench.runtimes.base import Runtime, RuntimeOptions
 from dbench.sources.item import Item
+from dbench.stats.drift import Drift
 from dbench.stats.load import summarize_load
 from dbench.stats.summary import summarize_rounds
+from dbench.store.history import History, config_key
 from dbench.store.log import RunLog, resume_command
 from dbench.store.schema import Row
 from dbench.worker.load import Load
@@ -55,6 +57,9 @@ class RunConfig:
     memory_limit: int | None = None
     cpus: tuple[int, ...] | None = None
     """CPUs the workers are pinned to (None: wherever the parent may run)."""
+    history_runs: int = 0
+    """Earlier runs per graph whose spread measures the between-run drift the rows' intervals carry
+    (dbench.store.history; 0: the rounds alone)."""
 
 
 class Interrupted(DbenchError):
@@ -117,9 +122,10 @@ class RunState:
         return state
 
 
-def combine(outcomes: list[Outcome], timing: TimingConfig) -> Outcome:
+def combine(outcomes: list[Outcome], timing: TimingConfig, history: History | None = None, config: str = "") -> Outcome:
     """A graph's Outcome over its rounds: the first round's verification, profile and phases; the
-    statistics of every round together; the largest memory; the device time's median."""
+    statistics of every round together, their intervals with the between-run drift `history` measured
+    for its `config` (a latency row's); the largest memory; the device time's median."""
     first = outcomes[0]
     stats = [o.stats for o in outcomes if o.stats]
     device = sorted(o.device_median_us for o in outcomes if o.device_median_us is not None)
@@ -132,12 +138,25 @@ def combine(outcomes: list[Outcome], timing: TimingConfig) -> Outcome:
         values = [getattr(o, name) for o in outcomes if getattr(o, name) is not None]
         return sum(values) if values else None
 
-    summarize = summarize_load if stats and stats[0].get("mode") else summarize_rounds  # requests in flight, or latency
+    summary = None
+    if stats and stats[0].get("mode"):  # requests in flight: their own statistics
+        summary = summarize_load(stats, timing.percentiles, timing.unstable_above)
+    elif stats:
+        summary = summarize_rounds(stats, timing.percentiles, timing.unstable_above, _drift(stats, history, config))
     return dataclasses.replace(
-        first, stats=summarize(stats, timing.percentiles, timing.unstable_above) if stats else None,
+        first, stats=summary,
         peak_rss_bytes=largest("peak_rss_bytes"), memory_bytes=largest("memory_bytes"),
         device_memory_bytes=largest("device_memory_bytes"), inputs_s=total("inputs_s"), prepare_s=total("prepare_s"),
         device_median_us=device[len(device) // 2] if device else None)
+
+
+def _drift(stats: list[dict[str, Any]], history: History | None, config: str) -> Drift | None:
+    """The drift earlier runs measured for rows of this configuration and time (the median of the
+    rounds' medians picks the decade), or None."""
+    if history is None:
+        return None
+    medians = sorted(s["median_us"] for s in stats)
+    return history.drift(config, medians[len(medians) // 2])
 
 
 def round_cost_s(outcome: Outcome) -> float:
@@ -167,10 +186,12 @@ class Runner:
     """Runs items on every variant in rounds, each round through fresh worker processes, logging each
     round as it is measured and each row as it is complete."""
 
-    def __init__(self, config: RunConfig, runtime_classes: Mapping[str, type[Runtime]], log: RunLog, run_id: str) -> None:
+    def __init__(self, config: RunConfig, runtime_classes: Mapping[str, type[Runtime]], log: RunLog, run_id: str,
+                 history: History | None = None) -> None:
         self.config = config
         self.log = log
         self.run_id = run_id
+        self.history = history
         self.runtime_info = {v.label: {"name": v.runtime, "version": runtime_classes[v.runtime].version(),
                                        "device": v.options.device or "default"} for v in config.variants}
         self.seq = 0
@@ -194,15 +215,20 @@ class Runner:
     def _finish(self, item: Item, variant: Variant, outcomes: list[Outcome], observer: RunObserver) -> Row:
         """Write the row of a graph and variant from its rounds. A round after the first that failed
         (a crash, a timeout) makes the row that failure, named by its round, without figures."""
-        outcome = combine(outcomes, self.config.timing)
+        info = self.runtime_info[variant.label]
+        weights = weights_for(item.spec, self.config.weights)
+        options = outcomes[0].runtime_options or dataclasses.asdict(variant.options)
+        config = config_key(info["name"], info["version"], info["device"], options, weights,
+                            variant.load.scenario if variant.load else "latency")
+        outcome = combine(outcomes, self.config.timing, self.history, config)
         last = outcomes[-1]
         if len(outcomes) > 1 and last.status != Status.OK:
             outcome = dataclasses.replace(outcome, status=last.status, stats=None,
                                           message=f"round {len(outcomes)} of {self.config.timing.rounds}: {last.message}")
         # The settings in force as the worker read them after prepare; as requested when no graph got that far.
         options = outcome.runtime_options or dataclasses.asdict(variant.options)
-        row = Row.build(self.run_id, self.seq, item.spec, {**self.runtime_info[variant.label], "options": options},
-                        weights_for(item.spec, self.config.weights), outcome, variant.label, variant.load)
+        row = Row.build(self.run_id, self.seq, item.spec, {**info, "options": options}, weights, outcome, variant.label,
+                        variant.load)
         self.log.append(row.to_dict())
         self.seq += 1
         observer.on_row(row)

@@ -40,6 +40,17 @@ def graph_line(done: int, total: int, row: Row, variants: int = 1) -> str:
     return f"{head} {' '.join(parts)}"
 
 
+def intervals_line(planned: PlannedRun) -> str:
+    """What the rows' intervals will hold: the rounds alone, or also the drift between runs that this
+    machine's earlier runs measured."""
+    history = planned.history
+    if history is None:
+        return "from the rounds alone (--history 0): a re-run may move further"
+    if not history.graphs_with_runs():
+        return "from the rounds alone: no graph here ran twice before with these settings, so the drift between runs is unmeasured"
+    return f"the rounds and the drift between runs, from up to {history.per_graph} earlier runs a graph ({history.logs} logs here)"
+
+
 class RunProgress:
     """A transient progress bar over a planned run's jobs (graph x variant x round) on a terminal, naming
     the round, the graph and the worker's phase; a line per round and per finished row elsewhere. It
@@ -60,6 +71,7 @@ class RunProgress:
         console.print(f"run {planned.run_id}: {graphs} graphs on {on}, {planned.config.timing.rounds} rounds each"
                       + (f" ({already} rows already done)" if already else "") + f" -> {planned.log.path}", highlight=False)
         console.print(f"plan: {planned.estimate.describe()}", highlight=False)
+        console.print(f"intervals: {intervals_line(planned)}", highlight=False)
         for note in planned.budget_notes:
             console.print(f"--budget gave up: {note}", highlight=False)
         self.jobs = planned.estimate.jobs

@@ -52,16 +52,19 @@ def _logs(values) -> np.ndarray:
     return np.log(np.asarray(values, dtype=np.float64))
 
 
-def welch(a_us, b_us) -> Difference | None:
-    """Two independent sets of round medians (two runs): Welch's t on their logs."""
+def welch(a_us, b_us, drift_var: float = 0.0, drift_df: float = math.inf) -> Difference | None:
+    """Two independent sets of round medians (two runs): Welch's t on their logs, each run's mean also
+    carrying the between-run drift variance `drift_var` that earlier runs measured (estimated with
+    `drift_df` degrees of freedom), which the rounds of one run cannot see."""
     la, lb = _logs(a_us), _logs(b_us)
     if la.size < 2 or lb.size < 2:
         return None
-    va, vb = la.var(ddof=1) / la.size, lb.var(ddof=1) / lb.size
-    if va + vb == 0:
+    va, vb, vd = la.var(ddof=1) / la.size, lb.var(ddof=1) / lb.size, 2.0 * drift_var
+    if va + vb + vd == 0:
         return None
-    df = (va + vb) ** 2 / (va**2 / (la.size - 1) + vb**2 / (lb.size - 1))
-    return _difference(float(lb.mean() - la.mean()), math.sqrt(va + vb), df, "welch over rounds")
+    df = (va + vb + vd) ** 2 / (va**2 / (la.size - 1) + vb**2 / (lb.size - 1) + vd**2 / drift_df)
+    return _difference(float(lb.mean() - la.mean()), math.sqrt(va + vb + vd), df,
+                       "welch over rounds and the drift between runs" if vd else "welch over rounds")
 
 
 def paired(a_us, b_us) -> Difference | None:

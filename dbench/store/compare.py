@@ -133,6 +133,15 @@ def _log_mean(row: dict) -> float:
     return float(np.mean(np.log(_rounds(row))))
 
 
+def _drift(rows: list[dict]) -> tuple[float, float]:
+    """The between-run drift variance the rows' earlier runs measured (the mean over the rows that
+    carry one) and its degrees of freedom (the fewest); no drift (0, inf) when none does."""
+    found = [(r["drift_sd"] ** 2, r.get("drift_df") or 1) for r in rows if r.get("drift_sd") is not None]
+    if not found:
+        return 0.0, math.inf
+    return float(np.mean([v for v, _ in found])), float(min(df for _, df in found))
+
+
 def test_rows(a: list[dict], b: list[dict], interleaved: bool) -> tuple[Difference | None, str, str, float | None]:
     """(difference, verdict if no verdict can be given else '', detail, noise) for verified rows of
     one graph: `a` and `b` hold one row per run of each side (`interleaved`: the same run's two variants)."""
@@ -149,7 +158,7 @@ def test_rows(a: list[dict], b: list[dict], interleaved: bool) -> tuple[Differen
         else:
             if min(len(ra), len(rb)) < MIN_ROUNDS:
                 return None, "too few rounds", f"a {len(ra)}, b {len(rb)} rounds; {MIN_ROUNDS} a side needed", None
-            difference = welch(ra, rb)
+            difference = welch(ra, rb, *_drift(a + b))
             noise = float(math.sqrt((np.var(np.log(ra), ddof=1) + np.var(np.log(rb), ddof=1)) / 2))
     else:
         xa, xb = [_log_mean(r) for r in a], [_log_mean(r) for r in b]
@@ -183,7 +192,10 @@ class Comparison:
         if self.interleaved:
             return "paired t over the rounds of an interleaved run (drift cancels)"
         if len(self.a.runs) == 1 and len(self.b.runs) == 1:
-            return "Welch's t over each run's rounds"
+            if any(p.difference and "drift" in p.difference.method for p in self.pairs):
+                return "Welch's t over each run's rounds and the drift between runs that earlier runs measured"
+            return ("Welch's t over each run's rounds alone (no drift between runs measured on these rows: a machine "
+                    "state that outlasts a run is taken for a change)")
         return "pooled t over runs (their spread is the between-run variance)"
 
     def counts(self) -> dict[str, int]:

@@ -20,7 +20,7 @@ if TYPE_CHECKING:
 STAT_FIELDS = ("median_us", "p10_us", "p90_us", "p99_us", "min_us", "mean_us", "std_us", "cv", "spread", "mad_us",
                "ci_low_us", "ci_high_us", "ci_rel", "samples", "calls_per_sample", "unstable", "timed_s", "warmup_s",
                "first_call_us", "runtime_median_us", "samples_us", "percentiles_us", "rerun_low_us", "rerun_high_us",
-               "rerun_rel", "interval_note", "rounds", "round_medians_us", "round_sizes", "round_sd")
+               "rerun_rel", "interval_note", "rounds", "round_medians_us", "round_sizes", "round_sd", "drift_sd", "drift_df", "drift_runs")
 """The fields a row takes from its rounds' statistics (dbench.stats.summary)."""
 LOAD_FIELDS = ("streams_executed", "inferences", "inferences_per_s", "inferences_per_s_low", "inferences_per_s_high",
                "time_per_inference_us", "round_per_inference_us", "stream_inferences", "latency_p50_us", "latency_p90_us",
@@ -163,6 +163,12 @@ class Row:
     round_sd: float | None = None
     """The SD of the rounds' log medians: the row's measured noise between rounds (a throughput row's:
     of its rounds' time per inference; a server row's: of its rounds' p99)."""
+    drift_sd: float | None = None
+    drift_df: int | None = None
+    drift_runs: int | None = None
+    """The between-run drift in the row's intervals: the SD of a run's log time beyond its rounds, the
+    degrees of freedom of that estimate, and the most earlier runs of one graph it came from (this
+    machine's, dbench.stats.drift); None: none measured."""
     device_graph_median_us: float | None = None
     """Device time per call with the call replayed as a captured CUDA graph (torch-cuda), beside
     `device_median_us`: the difference is launch overhead (absent from earlier rows)."""
