@@ -5,7 +5,8 @@ Runs, in this order, on this machine (as a user would, through the `dbench` comm
 * N identical runs of a selection (default: the default run of `--suite inference-device`), with one
   `--rounds 1` run after the first and after the last, for the wall-time cost of rounds;
 * one interleaved run `--threads 1,2` of the selection's largest GEMMs, and two separate runs
-  (`--threads 1`, then `--threads 2`) of the same GEMMs.
+  (`--threads 1`, then `--threads 2`) of the same GEMMs;
+* one A/A run of the selection: the runtime named twice (`--runtime ort-cpu,ort-cpu`), interleaved.
 Then prints, from the stored rows:
 * A-vs-A, over all pairs of identical runs: per-kernel verdicts (same / faster / slower / too few)
   and the share of whole tables with 0 changed kernels;
@@ -14,6 +15,9 @@ Then prints, from the stored rows:
 * power: a synthetic 5 % and 10 % slowdown applied to the round medians of the second run of each
   pair (kernels >= 0.1 ms), and --threads 1 vs 2 on the large GEMMs, interleaved and as separate runs;
 * the power on the same 10 % slowdown as the rounds a side grow (several runs' rounds merged a side);
+* the A/A run compared with itself by the paired test (every verdict should be `same`), and that
+  test's power on a synthetic 5 % and 10 % slowdown of the second copy: what an interleaved
+  comparison on this machine can see;
 * the wall time of a default run against a one-round run.
 
     python benchmarks/judge.py --runs 5 --out /tmp/judge            # about 30 min on a 2-core VM
@@ -118,15 +122,19 @@ def calibration(runs: list[list[dict]]) -> None:
               f"range {drifts[0]:.1%}-{drifts[-1]:.1%}")
 
 
+def found_slower(comparison) -> tuple[int, int]:
+    """(kernels >= MIN_POWER_US found slower, kernels >= MIN_POWER_US judged) in a comparison."""
+    judged = [p for p in comparison.pairs if p.a and p.a[0].get("median_us", 0) >= MIN_POWER_US
+              and p.verdict not in ("", "only in a", "only in b")]
+    return sum(p.verdict == "slower" for p in judged), len(judged)
+
+
 def power(runs: list[list[dict]]) -> None:
     for factor in (1.05, 1.10):
         found = total = 0
         for a, b in itertools.combinations(runs, 2):
-            comparison = compare_sides(side("a", a), side("b", slowed(b, factor)))
-            for pair in comparison.pairs:
-                if pair.a and pair.a[0].get("median_us", 0) >= MIN_POWER_US and pair.verdict not in ("", "only in a", "only in b"):
-                    total += 1
-                    found += pair.verdict == "slower"
+            slower, judged = found_slower(compare_sides(side("a", a), side("b", slowed(b, factor))))
+            found, total = found + slower, total + judged
         if total:
             print(f"power, a synthetic {factor - 1:.0%} slowdown on kernels >= {MIN_POWER_US:g} µs: {found}/{total} "
                   f"({found / total:.0%}) found slower")
@@ -150,15 +158,30 @@ def power_by_rounds(runs: list[list[dict]], factor: float = 1.10) -> None:
         found = total = 0
         for chosen in itertools.combinations(range(len(runs)), 2 * k):
             a, b = merged([runs[i] for i in chosen[:k]]), merged([runs[i] for i in chosen[k:]])
-            comparison = compare_sides(side("a", a), side("b", slowed(b, factor)))
-            for pair in comparison.pairs:
-                if pair.a and pair.a[0].get("median_us", 0) >= MIN_POWER_US and pair.verdict not in ("", "only in a", "only in b"):
-                    total += 1
-                    found += pair.verdict == "slower"
+            slower, judged = found_slower(compare_sides(side("a", a), side("b", slowed(b, factor))))
+            found, total = found + slower, total + judged
         rounds = len(a[0]["round_medians_us"]) if a else 0
         if total:
             print(f"power, a synthetic {factor - 1:.0%} slowdown, {rounds} rounds a side ({k} run(s) merged): "
                   f"{found}/{total} ({found / total:.0%}) found slower")
+
+
+def a_a(run: list[dict]) -> None:
+    """An interleaved A/A run: its copies compared by the paired test, then with the second slowed."""
+    by_variant: dict[str, list[dict]] = {}
+    for r in run:
+        by_variant.setdefault(r["variant"], []).append(r)
+    (label1, rows1), (label2, rows2) = by_variant.items()
+    comparison = compare_sides(side(label1, rows1), side(label2, rows2), interleaved=True)
+    verdicts = [p.verdict for p in comparison.pairs]
+    resolvable = sorted(p.difference.resolvable for p in comparison.pairs if p.difference)
+    print(f"A/A interleaved ({label1} vs {label2}, paired): " + ", ".join(f"{verdicts.count(v)} {v}" for v in sorted(set(verdicts)))
+          + (f"; resolvable change median {resolvable[len(resolvable) // 2]:.1%}" if resolvable else ""))
+    for factor in (1.05, 1.10):
+        found, total = found_slower(compare_sides(side(label1, rows1), side(label2, slowed(rows2, factor)), interleaved=True))
+        if total:
+            print(f"  power of the paired test, a synthetic {factor - 1:.0%} slowdown on kernels >= {MIN_POWER_US:g} µs: "
+                  f"{found}/{total} ({found / total:.0%})")
 
 
 def threads(interleaved: list[dict], one: list[dict], two: list[dict]) -> None:
@@ -169,8 +192,9 @@ def threads(interleaved: list[dict], one: list[dict], two: list[dict]) -> None:
     for name, comparison in (("interleaved --threads 1,2", compare_sides(side(label1, rows1), side(label2, rows2), interleaved=True)),
                              ("separate runs", compare_sides(side("threads 1", one), side("threads 2", two)))):
         verdicts = [p.verdict for p in comparison.pairs]
-        print(f"threads 1 vs 2, {name}: " + ", ".join(f"{p.graph_id} {p.verdict} {p.ratio:.2f}" for p in comparison.pairs)
-              + f" -> {verdicts.count('faster')}/{len(verdicts)} faster")
+        each = [f"{p.graph_id} {p.verdict} {p.ratio:.2f}" + (f" (resolves ±{p.difference.resolvable:.1%})" if p.difference else "")
+                for p in comparison.pairs]
+        print(f"threads 1 vs 2, {name}: {', '.join(each)} -> {verdicts.count('faster')}/{len(verdicts)} faster")
 
 
 def main() -> None:
@@ -179,6 +203,7 @@ def main() -> None:
     parser.add_argument("--args", default="--suite inference-device", help="the selection and options of each identical run")
     parser.add_argument("--gemms", default="--suite inference-device --ops gemm --id gemm_m5124_*",
                         help="the selection of the --threads 1 vs 2 runs (large GEMMs)")
+    parser.add_argument("--runtime", default="ort-cpu", help="the runtime of the A/A run (named twice)")
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--reuse", action="store_true", help="no new runs: judge the runs already in --out (wall times are not measured)")
     args = parser.parse_args()
@@ -199,20 +224,23 @@ def main() -> None:
     interleaved, _ = dbench_run([*gemms, "--threads", "1,2"], args.out)
     one, _ = dbench_run([*gemms, "--threads", "1"], args.out)
     two, _ = dbench_run([*gemms, "--threads", "2"], args.out)
+    twice, _ = dbench_run([*common, "--runtime", f"{args.runtime},{args.runtime}"], args.out)
     runs = [rows(log) for log in logs]
     print()
-    judge(runs, rows(interleaved), rows(one), rows(two))
+    judge(runs, rows(interleaved), rows(one), rows(two), rows(twice))
     mean = sum(walls) / len(walls)
     print(f"wall time: default runs {min(walls):.0f}-{max(walls):.0f} s (mean {mean:.0f}), one-round runs "
           f"{', '.join(f'{w:.0f}' for w in one_round)} s: rounds cost {mean / (sum(one_round) / len(one_round)) - 1:+.0%}")
 
 
-def judge(runs: list[list[dict]], interleaved: list[dict], one: list[dict], two: list[dict]) -> None:
+def judge(runs: list[list[dict]], interleaved: list[dict], one: list[dict], two: list[dict], twice: list[dict] | None) -> None:
     a_vs_a(runs)
     calibration(runs)
     power(runs)
     power_by_rounds(runs)
     threads(interleaved, one, two)
+    if twice:
+        a_a(twice)
 
 
 def judge_stored(out: Path) -> None:
@@ -222,12 +250,13 @@ def judge_stored(out: Path) -> None:
         request = json.loads(log.read_text().split("\n", 1)[0]).get("request", {})
         threads_asked = request.get("threads")
         threads_asked = [threads_asked] if isinstance(threads_asked, int) else threads_asked
+        names = str(request.get("runtime", "")).split(",")
         kind = ("interleaved" if threads_asked and len(threads_asked) > 1 else f"threads {threads_asked[0]}" if threads_asked
-                else "one round" if request.get("rounds") == 1 else "default")
+                else "a/a" if len(names) > len(set(names)) else "one round" if request.get("rounds") == 1 else "default")
         kinds.setdefault(kind, []).append(log)
     print(f"runs in {out}: " + ", ".join(f"{len(v)} {k}" for k, v in kinds.items()))
     judge([rows(log) for log in kinds["default"]], rows(kinds["interleaved"][-1]), rows(kinds["threads 1"][-1]),
-          rows(kinds["threads 2"][-1]))
+          rows(kinds["threads 2"][-1]), rows(kinds["a/a"][-1]) if "a/a" in kinds else None)
 
 
 if __name__ == "__main__":

@@ -167,3 +167,26 @@ def test_compare_carries_the_runs_warnings_and_warns_when_machines_differ(tmp_pa
     text = " ".join(result.output.split())
     assert "slower" in text and "different machines" in text
     assert "run-a ran on a busy machine (1-minute load 5.0 at its start" in text and "run-b is a --quick run" in text
+
+
+def test_an_a_a_run_interleaves_one_runtime_with_itself_and_compares_paired(tmp_path):
+    """`--runtime ort-cpu,ort-cpu`: a real run whose two variants are the same settings, labelled #1 and
+    #2, timed round by round side by side; compare reads it with the paired test."""
+    import subprocess
+    import sys
+
+    from tests.helpers import write_csv
+
+    kernels = write_csv(tmp_path / "k.csv", "m,n,k,a_t,b_t", "16,8,32,0,0")
+    done = subprocess.run([sys.executable, "-m", "dbench", "run", "--kernels", str(kernels), "--quick", "--min-time", "0.02",
+                           "--profile-runs", "1", "--threads", "1", "--runtime", "ort-cpu,ort-cpu", "--out",
+                           str(tmp_path / "res"), "--json"], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    summary = json.loads(done.stdout)
+    assert sorted(r["variant"] for r in summary["rows"]) == ["ort-cpu #1", "ort-cpu #2"]
+    result = CliRunner().invoke(app, ["compare", summary["log"], "--format", "json"])
+    assert result.exit_code == 0, result.output
+    (table,) = json.loads(result.stdout)
+    assert (table["a"], table["b"]) == ("ort-cpu #1", "ort-cpu #2") and table["method"].startswith("paired t")
+    (kernel,) = table["kernels"]
+    assert kernel["method"] == "paired over rounds" and kernel["a_rounds"] == kernel["b_rounds"] == 3

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from dbench.stats.differences import ALPHA, welch
-from dbench.stats.drift import Drift, between_runs, decade, pooled_drift
+from dbench.stats.drift import MIN_OWN_RUNS, Drift, between_runs, decade, own_spread, pooled_drift, row_drift
 from dbench.stats.rounds import round_spread
 from dbench.store.history import History, read_history, row_config
 from tests.helpers import write_csv
@@ -52,6 +52,25 @@ def test_graphs_are_pooled_by_the_decade_of_their_time():
     graphs = {"fast": [[10.0, 11.0], [12.0, 12.5]], "slow": [[5e4, 5.1e4], [5e4, 5.05e4]], "once": [[7e3, 7.1e3]]}
     assert set(pooled_drift(graphs)) == {1, 4}
     assert between_runs([[1.0, 1.1]]) is None and between_runs([[1.0], [2.0]]) is None  # two usable runs at least
+
+
+def test_a_graph_that_switches_state_between_runs_gets_its_own_spread_as_a_floor(seed):
+    """A convolution that runs at 410 or 780 µs for minutes at a time: each earlier run's rounds agree,
+    the runs do not. Its decade's pooled drift (other graphs, steady) is small; the row's drift is its
+    own runs' spread beyond its rounds, so a tight row in one state still reaches the other."""
+    rng = np.random.default_rng(seed)
+    steady = {f"g{i}": [run_rounds(rng, 300.0 + i) for _ in range(5)] for i in range(20)}
+    switching = [list(state * np.exp(0.01 * rng.standard_normal(3))) for state in (410, 780, 410, 780, 410)]
+    pooled = pooled_drift(steady)[2]
+    own = own_spread(switching)
+    row = list(780 * np.exp(0.01 * rng.standard_normal(3)))
+    drift = row_drift(pooled, own, row)
+    assert drift.sd > 0.3 > pooled.sd and drift.df == 4 and drift.graphs == 1
+    low, high = round_spread(float(np.median(row)), row, drift=drift).rerun
+    assert low < 410 < high
+    assert row_drift(pooled, None, row) is pooled and own_spread(switching[:MIN_OWN_RUNS - 1]) is None
+    still = [list(300 * np.exp(0.001 * rng.standard_normal(3))) for _ in range(5)]  # its own runs agree: the pool rules
+    assert row_drift(pooled, own_spread(still), list(300 * np.exp(0.01 * rng.standard_normal(3)))) is pooled
 
 
 def test_intervals_with_the_drift_hold_a_later_run_where_the_rounds_alone_do_not(seed):
@@ -107,7 +126,7 @@ def test_history_keeps_only_measured_latency_rows_of_one_configuration_newest_fi
     history.add(row("g", [10.0, 10.5], runtime_options={"threads": 1}))
     config = row_config(row("g", []))
     assert history.runs[config]["g"] == [[10.0, 11.0], [12.0, 12.5]] and len(history.runs) == 2
-    assert history.drift(config, 11.0) is not None and history.drift(config, 5e3) is None
+    assert history.drift(config, "g", [10.5, 11.0]) is not None and history.drift(config, "h", [5e3, 5.1e3]) is None
 
 
 def quick_run(tmp_path, *extra: str) -> dict:

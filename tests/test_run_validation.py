@@ -34,7 +34,7 @@ CASES = [
     (["--percentiles", "50,101"], 2, "--percentiles 50,101 must be 1 to 20 numbers from 0 to 100"),
     (["--percentiles", "nan"], 2, "--percentiles nan must be 1 to 20 numbers"),
     # variants
-    (["--runtime", "ort-cpu,ort-cpu"], 2, "--runtime names ort-cpu twice; give each value once"),
+    (["--runtime", "ort-cpu,ort-cpu,ort-cpu"], 2, "--runtime names ort-cpu 3 times; name a runtime once, or twice for an A/A run"),
     (["--runtime", "ort-cpu,"], 2, "names no runtime between its commas"),
     (["--runtime", "ort-cpu,tvm"], 2, "unknown runtime 'tvm'"),
     (["--threads", "1,1"], 2, "--threads names 1 twice"),

@@ -180,17 +180,20 @@ class RunRequest:
         return Load(self.mode, streams, self.rate, bound, search)
 
     def variants(self) -> tuple[Variant, ...]:
-        """Every runtime with every thread count and stream count; each labelled by its runtime, plus
-        `streams=N` and `threads=N` where several are asked for. With streams and no --threads, each
-        stream gets its share of the CPUs (at least one thread)."""
+        """Every runtime with every thread count and stream count; each labelled by its runtime (`#1`,
+        `#2` when one runtime is named twice: an A/A run), plus `streams=N` and `threads=N` where several
+        are asked for. With streams and no --threads, each stream gets its share of the CPUs (at least
+        one thread)."""
         several_streams = len(self.stream_counts()) > 1
         several_counts = len(self.thread_counts()) > 1
+        names = self.runtimes()
         variants = []
-        for name in self.runtimes():
+        for index, name in enumerate(names):
+            copy = f" #{names[:index + 1].count(name)}" if names.count(name) > 1 else ""
             for streams in self.stream_counts():
                 for threads in self.thread_counts():
                     per_stream = threads if threads is not None or streams is None else max(1, self.cpu_count() // streams)
-                    label = name + (f" streams={streams}" if several_streams else "") + (f" threads={threads}" if several_counts else "")
+                    label = name + copy + (f" streams={streams}" if several_streams else "") + (f" threads={threads}" if several_counts else "")
                     variants.append(Variant(label, name, self.options(per_stream), self.load(streams)))
         return tuple(variants)
 
@@ -320,13 +323,18 @@ def check_combinations(request: RunRequest) -> None:
 
 
 def check_variants(request: RunRequest, classes: dict[str, type[Runtime]]) -> None:
-    """Variants must differ, and interleaved runtimes must time the same graphs (one int8 form)."""
+    """Thread counts must differ, a runtime may be named twice at most (an A/A run: the same settings
+    interleaved, to see what this machine's noise makes of an unchanged runtime), and interleaved
+    runtimes must time the same graphs (one int8 form)."""
     names = request.runtimes()
     counts = request.thread_counts()
-    for flag, values in (("--runtime", names), ("--threads", counts)):
-        repeated = sorted({str(v) for v in values if values.count(v) > 1})
-        if repeated:
-            raise UsageError(f"{flag} names {', '.join(repeated)} twice; give each value once")
+    repeated = sorted({str(v) for v in counts if counts.count(v) > 1})
+    if repeated:
+        raise UsageError(f"--threads names {', '.join(repeated)} twice; give each value once")
+    thrice = sorted({name for name in names if names.count(name) > 2})
+    if thrice:
+        raise UsageError(f"--runtime names {', '.join(thrice)} {names.count(thrice[0])} times; name a runtime once, "
+                         "or twice for an A/A run (the same settings interleaved)")
     if len(counts) > 1 and None in counts:
         raise UsageError("--threads with several counts needs every count written out (e.g. --threads 1,2)")
     forms = {classes[name].int8_form for name in names}

@@ -122,10 +122,11 @@ class RunState:
         return state
 
 
-def combine(outcomes: list[Outcome], timing: TimingConfig, history: History | None = None, config: str = "") -> Outcome:
+def combine(outcomes: list[Outcome], timing: TimingConfig, history: History | None = None, config: str = "",
+            graph_id: str = "") -> Outcome:
     """A graph's Outcome over its rounds: the first round's verification, profile and phases; the
     statistics of every round together, their intervals with the between-run drift `history` measured
-    for its `config` (a latency row's); the largest memory; the device time's median."""
+    for the graph under its `config` (a latency row's); the largest memory; the device time's median."""
     first = outcomes[0]
     stats = [o.stats for o in outcomes if o.stats]
     device = sorted(o.device_median_us for o in outcomes if o.device_median_us is not None)
@@ -142,7 +143,7 @@ def combine(outcomes: list[Outcome], timing: TimingConfig, history: History | No
     if stats and stats[0].get("mode"):  # requests in flight: their own statistics
         summary = summarize_load(stats, timing.percentiles, timing.unstable_above)
     elif stats:
-        summary = summarize_rounds(stats, timing.percentiles, timing.unstable_above, _drift(stats, history, config))
+        summary = summarize_rounds(stats, timing.percentiles, timing.unstable_above, _drift(stats, history, config, graph_id))
     return dataclasses.replace(
         first, stats=summary,
         peak_rss_bytes=largest("peak_rss_bytes"), memory_bytes=largest("memory_bytes"),
@@ -150,13 +151,11 @@ def combine(outcomes: list[Outcome], timing: TimingConfig, history: History | No
         device_median_us=device[len(device) // 2] if device else None)
 
 
-def _drift(stats: list[dict[str, Any]], history: History | None, config: str) -> Drift | None:
-    """The drift earlier runs measured for rows of this configuration and time (the median of the
-    rounds' medians picks the decade), or None."""
+def _drift(stats: list[dict[str, Any]], history: History | None, config: str, graph_id: str) -> Drift | None:
+    """The drift earlier runs measured for this graph's row under this configuration, or None."""
     if history is None:
         return None
-    medians = sorted(s["median_us"] for s in stats)
-    return history.drift(config, medians[len(medians) // 2])
+    return history.drift(config, graph_id, [s["median_us"] for s in stats])
 
 
 def round_cost_s(outcome: Outcome) -> float:
@@ -220,7 +219,7 @@ class Runner:
         options = outcomes[0].runtime_options or dataclasses.asdict(variant.options)
         config = config_key(info["name"], info["version"], info["device"], options, weights,
                             variant.load.scenario if variant.load else "latency")
-        outcome = combine(outcomes, self.config.timing, self.history, config)
+        outcome = combine(outcomes, self.config.timing, self.history, config, item.spec.id)
         last = outcomes[-1]
         if len(outcomes) > 1 and last.status != Status.OK:
             outcome = dataclasses.replace(outcome, status=last.status, stats=None,

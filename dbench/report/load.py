@@ -20,7 +20,7 @@ KERNEL_COLUMNS = (
     "runtime", "runtime_version", "device", "status", "message", "verified", "median_us", "p10_us", "p90_us", "p99_us",
     "ci_low_us", "ci_high_us", "ci_rel", "cv", "spread", "unstable", "samples", "first_call_us", "runtime_median_us",
     "tflops", "gbps", "intensity", "flops", "min_bytes", "samples_us", "variant", "rounds", "round_medians_us",
-    "rerun_rel", "interval_note",
+    "rerun_rel", "interval_note", "drift_sd", "drift_df",
 )
 LOAD_COLUMNS = (
     "graph_id", "kernel_id", "family", "pass", "form", "precision", "precision_executed", "runtime", "variant", "status",

@@ -32,9 +32,11 @@ class Speedup:
 
 
 def _row(frame_row: pd.Series) -> dict:
-    """The fields the tests read, from a report frame's row."""
+    """The fields the tests read, from a report frame's row (a missing drift is NaN in the frame: None here)."""
     medians = frame_row.get("round_medians_us")
-    return {"median_us": frame_row["median_us"], "round_medians_us": list(medians) if isinstance(medians, (list, np.ndarray)) else None}
+    drift = {k: frame_row.get(k) for k in ("drift_sd", "drift_df")}
+    return {"median_us": frame_row["median_us"], "round_medians_us": list(medians) if isinstance(medians, (list, np.ndarray)) else None,
+            **{k: (None if v is None or pd.isna(v) else float(v)) for k, v in drift.items()}}
 
 
 def _difference(base: pd.Series, mine: pd.Series) -> tuple[Difference | None, str]:

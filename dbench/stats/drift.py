@@ -5,7 +5,10 @@ of the same graph and configuration can: the spread of their log means beyond wh
 explain is the between-run variance, which a row's intervals and a two-run verdict then carry.
 
 Graphs are pooled by the decade of their time (10 µs calls flip between call-overhead states, 50 ms
-GEMMs move with memory bandwidth; one graph's few runs alone would give an unstable estimate)."""
+GEMMs move with memory bandwidth; one graph's few runs alone would give an unstable estimate). One
+graph's own earlier runs still set a floor: a convolution that switches between two speeds for minutes
+at a time may have all of one run's rounds in one state, and its row must not then promise less than
+its earlier runs showed between them."""
 
 from __future__ import annotations
 
@@ -14,6 +17,10 @@ from dataclasses import dataclass
 from typing import Iterable, Mapping
 
 import numpy as np
+
+MIN_OWN_RUNS = 3
+"""Earlier runs of the graph itself that its floor needs (2 degrees of freedom: with one, the t
+quantile of 12.7 would make any interval useless)."""
 
 
 @dataclass(frozen=True)
@@ -70,3 +77,26 @@ def pooled_drift(graphs: Mapping[str, list[list[float]]]) -> dict[int, Drift]:
         group[3] += 1
     return {key: Drift(math.sqrt(max(total / df, 0.0)), int(df), int(runs), int(count))
             for key, (total, df, runs, count) in sums.items()}
+
+
+def own_spread(runs: list[list[float]]) -> tuple[float, int] | None:
+    """The variance of one graph's earlier runs' log means (their rounds' noise included: it is what
+    re-runs of this graph did), with runs - 1 degrees of freedom; None below MIN_OWN_RUNS runs."""
+    means = [float(np.mean(np.log(np.asarray(r, dtype=np.float64)))) for r in runs if r]
+    if len(means) < MIN_OWN_RUNS:
+        return None
+    return float(np.var(means, ddof=1)), len(means) - 1
+
+
+def row_drift(pooled: Drift | None, own: tuple[float, int] | None, round_medians_us: list[float]) -> Drift | None:
+    """The drift a row carries: its decade's pooled drift, or, where its own graph's earlier runs spread
+    further than its rounds and that drift together allow, the rest of that spread (with its degrees
+    of freedom), so the row's variance is never below what re-runs of the graph showed."""
+    if own is None or len(round_medians_us) < 2:
+        return pooled
+    spread, df = own
+    logs = np.log(np.asarray(round_medians_us, dtype=np.float64))
+    beyond = spread - float(logs.var(ddof=1)) / logs.size
+    if beyond <= (pooled.sd**2 if pooled else 0.0):
+        return pooled
+    return Drift(math.sqrt(beyond), df, df + 1, 1)

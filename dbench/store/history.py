@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from dbench.errors import DbenchError
-from dbench.stats.drift import Drift, decade, pooled_drift
+from dbench.stats.drift import Drift, decade, own_spread, pooled_drift, row_drift
 from dbench.store.log import RunLog
 
 HISTORY_RUNS = 10
@@ -52,12 +52,15 @@ class History:
         if len(runs) < self.per_graph:
             runs.append([float(m) for m in medians])
 
-    def drift(self, config: str, median_us: float) -> Drift | None:
-        """The between-run drift for a row of this configuration and time: pooled over the earlier
-        graphs of its decade; None where no two earlier runs of any such graph exist."""
+    def drift(self, config: str, graph_id: str, round_medians_us: list[float]) -> Drift | None:
+        """The between-run drift for a row of this configuration, graph and rounds: pooled over the
+        earlier graphs of its decade, floored by its own graph's earlier runs (dbench.stats.drift.row_drift);
+        None where no two earlier runs of any such graph exist."""
         if config not in self._pooled:
             self._pooled[config] = pooled_drift(self.runs.get(config, {}))
-        return self._pooled[config].get(decade(median_us))
+        median = sorted(round_medians_us)[len(round_medians_us) // 2]
+        own = own_spread(self.runs.get(config, {}).get(graph_id, []))
+        return row_drift(self._pooled[config].get(decade(median)), own, round_medians_us)
 
     def graphs_with_runs(self) -> int:
         """How many (configuration, graph) pairs have the two earlier runs a drift needs."""
