@@ -10,7 +10,10 @@ ten 3x further out) to show what a non-normal machine does to the t-based interv
 * the old interval (order statistics over pooled samples, one session): its coverage of a re-run;
 * compare's per-kernel false verdict rate on identical kernels (Welch over rounds, paired rounds),
   and the share of whole tables (100 kernels) with any verdict, without and with the FDR control;
-* the minimum sample count the old asymptotic Mann-Whitney interval was applied at, and its coverage.
+* the minimum sample count the old asymptotic Mann-Whitney interval was applied at, and its coverage;
+* on a machine whose runs move as a whole (a run-wide offset its rounds share), the re-run interval
+  and Welch's false verdicts from the rounds alone and with the drift between runs that H earlier runs
+  of 20 graphs measured (dbench.stats.drift: pooled, floored by the graph's own runs).
 
     python benchmarks/interval_coverage.py [--trials 4000] [--seed 1]
 """
@@ -23,6 +26,7 @@ import math
 import numpy as np
 
 from dbench.stats.differences import ALPHA, paired, welch
+from dbench.stats.drift import decade, own_spread, pooled_drift, row_drift
 from dbench.stats.fdr import bh_adjusted
 from dbench.stats.rounds import round_spread
 
@@ -102,6 +106,31 @@ def old_moses_coverage(rng, trials: int, n: int) -> float:
     return hits / trials
 
 
+def drifting_run(rng, rounds: int = 3, offset_sd: float = 0.05, within: float = 0.01) -> list[float]:
+    """One run of a 300 µs graph on a machine whose runs move as a whole: a run-wide offset its rounds share."""
+    return list(300.0 * np.exp(offset_sd * rng.standard_normal() + within * rng.standard_normal(rounds)))
+
+
+def drift_rates(rng, trials: int, history_runs: int) -> tuple[float, float, float, float]:
+    """(re-run interval holds a later run: rounds alone, with the drift; Welch false verdicts on two
+    runs: rounds alone, with the drift), the drift from `history_runs` earlier runs of 20 graphs."""
+    held_alone = held_drift = false_alone = false_drift = 0
+    for _ in range(trials):
+        history = {f"g{i}": [drifting_run(rng) for _ in range(history_runs)] for i in range(20)}
+        pooled = pooled_drift(history).get(decade(300.0))
+        row, later = drifting_run(rng), drifting_run(rng)
+        drift = row_drift(pooled, own_spread(history["g0"]), row)
+        center, again = float(np.median(row)), float(np.median(later))
+        alone, carried = round_spread(center, row), round_spread(center, row, drift=drift)
+        held_alone += alone.rerun[0] <= again <= alone.rerun[1]
+        held_drift += carried.rerun[0] <= again <= carried.rerun[1]
+        false_alone += welch(row, later).p <= ALPHA
+        other = row_drift(pooled, own_spread(history["g0"]), later)
+        variance = (drift.sd**2 + other.sd**2) / 2
+        false_drift += welch(row, later, variance, min(drift.df, other.df)).p <= ALPHA
+    return held_alone / trials, held_drift / trials, false_alone / trials, false_drift / trials
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--trials", type=int, default=4000)
@@ -122,6 +151,11 @@ def main() -> None:
     print(f"old interval (pooled samples of one session, n=200) holds a re-run's median: {old_interval_coverage(rng, args.trials):.1%}")
     for n in (2, 3, 5):
         print(f"old Moses interval at n={n} a side holds 1 on identical sets: {old_moses_coverage(rng, args.trials, n):.1%}")
+    print("\nruns that move as a whole (run-wide SD 5 %, rounds 1 %, 3 rounds), drift from H earlier runs of 20 graphs:")
+    print(f"{'H':>3} {'re-run holds: rounds alone':>27} {'with drift':>11} {'Welch false: rounds alone':>26} {'with drift':>11}")
+    for history_runs in (2, 3, 5, 10):
+        held_alone, held_drift, false_alone, false_drift = drift_rates(rng, args.trials // 4, history_runs)
+        print(f"{history_runs:>3} {held_alone:>27.1%} {held_drift:>11.1%} {false_alone:>26.1%} {false_drift:>11.1%}")
 
 
 if __name__ == "__main__":

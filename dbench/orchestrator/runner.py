@@ -216,6 +216,7 @@ class Runner:
         (a crash, a timeout) makes the row that failure, named by its round, without figures."""
         info = self.runtime_info[variant.label]
         weights = weights_for(item.spec, self.config.weights)
+        # The settings in force as the worker read them after prepare; as requested when no graph got that far.
         options = outcomes[0].runtime_options or dataclasses.asdict(variant.options)
         config = config_key(info["name"], info["version"], info["device"], options, weights,
                             variant.load.scenario if variant.load else "latency")
@@ -224,8 +225,6 @@ class Runner:
         if len(outcomes) > 1 and last.status != Status.OK:
             outcome = dataclasses.replace(outcome, status=last.status, stats=None,
                                           message=f"round {len(outcomes)} of {self.config.timing.rounds}: {last.message}")
-        # The settings in force as the worker read them after prepare; as requested when no graph got that far.
-        options = outcome.runtime_options or dataclasses.asdict(variant.options)
         row = Row.build(self.run_id, self.seq, item.spec, {**info, "options": options}, weights, outcome, variant.label,
                         variant.load)
         self.log.append(row.to_dict())
