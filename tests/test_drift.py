@@ -36,7 +36,7 @@ def history_of(rng, graphs: int, runs: int) -> dict[str, list[list[float]]]:
 def test_the_pooled_estimate_recovers_a_known_between_run_sd(seed):
     drift = pooled_drift(history_of(np.random.default_rng(seed), graphs=40, runs=5))
     (only,) = drift.values()
-    assert only.sd == pytest.approx(BETWEEN, rel=0.15) and only.df == 40 * 4 and only.runs == 5 and only.graphs == 40
+    assert only.sd == pytest.approx(BETWEEN, rel=0.2) and only.df == 40 * 4 and only.runs == 5 and only.graphs == 40
 
 
 def test_the_rounds_own_noise_is_not_taken_for_drift(seed):
@@ -44,7 +44,7 @@ def test_the_rounds_own_noise_is_not_taken_for_drift(seed):
     rng = np.random.default_rng(seed)
     graphs = {f"g{i}": [list(300.0 * np.exp(0.05 * rng.standard_normal(3))) for _ in range(5)] for i in range(40)}
     (only,) = pooled_drift(graphs).values()
-    assert only.sd < 0.015
+    assert only.sd < 0.025  # against the 5 % a run-wide offset of this size would give; 99.9 % of draws stay under 0.018
 
 
 def test_graphs_are_pooled_by_the_decade_of_their_time():
@@ -92,13 +92,16 @@ def test_intervals_with_the_drift_hold_a_later_run_where_the_rounds_alone_do_not
 
 def test_welch_with_the_drift_keeps_its_level_on_an_unchanged_machine(seed):
     """Two runs of an unchanged graph: Welch over rounds alone calls them different most of the time;
-    with the measured drift, at about its 5 % level."""
+    with the drift measured from a machine's history (a new history every 5 pairs: the level holds over
+    histories, not for one estimate), at about its 5 % level."""
     rng = np.random.default_rng(seed)
-    drift = pooled_drift(history_of(rng, graphs=40, runs=5))[2]
     alone = sum(welch(run_rounds(rng, 300.0), run_rounds(rng, 300.0)).p <= ALPHA for _ in range(1000)) / 1000
-    carried = sum(welch(run_rounds(rng, 300.0), run_rounds(rng, 300.0), drift.sd**2, drift.df).p <= ALPHA
-                  for _ in range(2000)) / 2000
-    assert alone > 0.5 and 0.02 <= carried <= 0.08, (alone, carried)
+    rejected = 0
+    for _ in range(400):
+        drift = pooled_drift(history_of(rng, graphs=20, runs=5))[2]
+        rejected += sum(welch(run_rounds(rng, 300.0), run_rounds(rng, 300.0), drift.sd**2, drift.df).p <= ALPHA
+                        for _ in range(5))
+    assert alone > 0.5 and 0.025 <= rejected / 2000 <= 0.08, (alone, rejected / 2000)
 
 
 def test_identical_round_medians_get_an_interval_from_the_drift_alone():
