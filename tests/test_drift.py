@@ -132,25 +132,29 @@ def test_history_keeps_only_measured_latency_rows_of_one_configuration_newest_fi
     assert history.drift(config, "g", [10.5, 11.0]) is not None and history.drift(config, "h", [5e3, 5.1e3]) is None
 
 
-def quick_run(tmp_path, *extra: str) -> dict:
-    """One real run of a tiny GEMM into tmp_path/res, as `dbench run --json` reports it."""
+def quick_run(tmp_path, *extra: str) -> tuple[dict, str]:
+    """One real run of a tiny GEMM into tmp_path/res: what `dbench run --json` reports, and its terminal
+    text (stderr)."""
     kernels = write_csv(tmp_path / "k.csv", "m,n,k,a_t,b_t", "16,8,32,0,0")
     done = subprocess.run([sys.executable, "-m", "dbench", "run", "--kernels", str(kernels), "--quick", "--min-time", "0.02",
                            "--profile-runs", "1", "--threads", "1", "--out", str(tmp_path / "res"), "--json", *extra],
                           capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
-    return json.loads(done.stdout)
+    return json.loads(done.stdout), " ".join(done.stderr.split())
 
 
 def test_a_run_carries_the_drift_its_machine_s_earlier_runs_measured(tmp_path):
     """Real runs into one results folder: the first two have no drift to carry, the third does (from
     two earlier runs), `--history 0` turns it off, and an unreadable log in the folder is skipped."""
-    first = quick_run(tmp_path)
+    first, first_text = quick_run(tmp_path)
     (folder,) = (tmp_path / "res").iterdir()
     (folder / "run-29991231-235959-dead.jsonl").write_text("{not json\n")
-    second = quick_run(tmp_path)
-    third = quick_run(tmp_path)
-    off = quick_run(tmp_path, "--history", "0")
+    second, _ = quick_run(tmp_path)
+    third, third_text = quick_run(tmp_path)
+    off, off_text = quick_run(tmp_path, "--history", "0")
+    assert "intervals: from the rounds alone: no graph here ran twice before" in first_text
+    assert "intervals: the rounds and the drift between runs" in third_text and "(2 logs here)" in third_text  # first and second; the corrupt one skipped
+    assert "intervals: from the rounds alone (--history 0" in off_text
     assert [r["drift_sd"] for run in (first, second, off) for r in run["rows"]] == [None, None, None]
     (carried,) = third["rows"]
     assert carried["drift_runs"] == 2 and carried["drift_df"] >= 1 and carried["drift_sd"] >= 0.0

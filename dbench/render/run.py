@@ -45,7 +45,7 @@ def intervals_line(planned: PlannedRun) -> str:
     machine's earlier runs measured."""
     history = planned.history
     if history is None:
-        return "from the rounds alone (--history 0): a re-run may move further"
+        return "from the rounds alone (--history 0, or a run begun before dbench read earlier runs): a re-run may move further"
     if not history.graphs_with_runs():
         return "from the rounds alone: no graph here ran twice before with these settings, so the drift between runs is unmeasured"
     return f"the rounds and the drift between runs, from up to {history.per_graph} earlier runs a graph ({history.logs} logs here)"
