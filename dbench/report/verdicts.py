@@ -14,7 +14,8 @@ import pandas as pd
 from dbench.stats.differences import Difference
 from dbench.stats.fdr import FDR, bh_adjusted
 from dbench.stats.student import t_quantile
-from dbench.store.compare import test_rows
+from dbench.stats.moderation import Prior
+from dbench.store.compare import paired_prior, test_rows
 
 
 @dataclass(frozen=True)
@@ -39,10 +40,11 @@ def _row(frame_row: pd.Series) -> dict:
             **{k: (None if v is None or pd.isna(v) else float(v)) for k, v in drift.items()}}
 
 
-def _difference(base: pd.Series, mine: pd.Series) -> tuple[Difference | None, str]:
+def _difference(base: pd.Series, mine: pd.Series, prior: Prior | None) -> tuple[Difference | None, str]:
     """b = this group against a = the baseline for one kernel; paired when both rows come from one
-    interleaved run."""
-    difference, verdict, detail, _ = test_rows([_row(base)], [_row(mine)], interleaved=base["run_id"] == mine["run_id"])
+    interleaved run (their variance moderated by the group's `prior`, as compare does)."""
+    difference, verdict, detail, _ = test_rows([_row(base)], [_row(mine)], interleaved=base["run_id"] == mine["run_id"],
+                                               prior=prior)
     return (difference, "") if not verdict else (None, verdict if not detail else f"{verdict}: {detail}")
 
 
@@ -58,7 +60,9 @@ def speedups(frame: pd.DataFrame, groups, base) -> dict[tuple[str, str], Speedup
         if group == base:
             result.update({(group.label, k): Speedup(1.0, None, None, True, "baseline") for k in kernels})
             continue
-        tested = {k: _difference(base_rows.loc[k], mine.loc[k]) for k in kernels}
+        paired = [(_row(base_rows.loc[k]), _row(mine.loc[k])) for k in kernels if base_rows.at[k, "run_id"] == mine.at[k, "run_id"]]
+        prior = paired_prior([(a, b) for a, b in paired if a["round_medians_us"] and b["round_medians_us"]])
+        tested = {k: _difference(base_rows.loc[k], mine.loc[k], prior) for k in kernels}
         with_test = [k for k, (d, _) in tested.items() if d is not None]
         adjusted = dict(zip(with_test, bh_adjusted([tested[k][0].p for k in with_test])))
         for kernel, (difference, why) in tested.items():
@@ -92,14 +96,16 @@ def winners(frame: pd.DataFrame, groups, kernels: list[str]) -> dict[str, tuple[
     """kernel -> (label of the fastest group, whether the test separates it from the next fastest at
     the FDR over these kernels); kernels timed by one group only have no winner."""
     counted = frame[frame.counts]
-    contests: dict[str, tuple[str, Difference | None]] = {}
+    leaders: dict[str, tuple[str, pd.Series, pd.Series]] = {}
     for kernel in kernels:
         timed = [(g, g.rows(counted)[lambda f, k=kernel: f.kernel == k]) for g in groups]
         timed = sorted(((g, r.iloc[0]) for g, r in timed if not r.empty), key=lambda pair: pair[1]["median_us"])
-        if len(timed) < 2:
-            continue
-        (fastest, best), (_, second) = timed[0], timed[1]
-        contests[kernel] = (fastest.label, _difference(second, best)[0])
+        if len(timed) >= 2:
+            (fastest, best), (_, second) = timed[0], timed[1]
+            leaders[kernel] = (fastest.label, second, best)
+    paired = [(_row(second), _row(best)) for _, second, best in leaders.values() if second["run_id"] == best["run_id"]]
+    prior = paired_prior([(a, b) for a, b in paired if a["round_medians_us"] and b["round_medians_us"]])
+    contests = {k: (label, _difference(second, best, prior)[0]) for k, (label, second, best) in leaders.items()}
     tested = [k for k, (_, d) in contests.items() if d is not None]
     adjusted = dict(zip(tested, bh_adjusted([contests[k][1].p for k in tested])))
     return {k: (label, k in adjusted and adjusted[k] <= FDR) for k, (label, _) in contests.items()}

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from dbench.stats.moderation import Prior, moderate
 from dbench.stats.student import t_quantile, t_two_sided_p
 
 ALPHA = 0.05
@@ -67,12 +68,21 @@ def welch(a_us, b_us, drift_var: float = 0.0, drift_df: float = math.inf) -> Dif
                        "welch over rounds and the drift between runs" if vd else "welch over rounds")
 
 
-def paired(a_us, b_us) -> Difference | None:
-    """Round medians measured in pairs (an interleaved run: a and b back to back in each round)."""
+def paired(a_us, b_us, prior: Prior | None = None) -> Difference | None:
+    """Round medians measured in pairs (an interleaved run: a and b back to back in each round); with
+    a `prior` (the table's, dbench.stats.moderation), the pairs' variance moderated by it."""
     d = _logs(b_us) - _logs(a_us)
     if d.size < 2:
         return None
-    return _difference(float(d.mean()), float(d.std(ddof=1)) / math.sqrt(d.size), d.size - 1, "paired over rounds")
+    variance, df = moderate(float(d.var(ddof=1)), d.size - 1, prior)
+    return _difference(float(d.mean()), math.sqrt(variance / d.size), df,
+                       "paired over rounds, moderated" if prior else "paired over rounds")
+
+
+def paired_variance(a_us, b_us) -> tuple[float, int] | None:
+    """The variance of paired log differences and its degrees of freedom, for a table's prior."""
+    d = _logs(b_us) - _logs(a_us)
+    return (float(d.var(ddof=1)), d.size - 1) if d.size >= 2 else None
 
 
 def pooled(a_logs, b_logs) -> Difference | None:

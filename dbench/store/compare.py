@@ -25,8 +25,9 @@ from typing import Any
 import numpy as np
 
 from dbench.errors import InputError, UsageError
-from dbench.stats.differences import MIN_DF, Difference, paired, pooled, welch
+from dbench.stats.differences import MIN_DF, Difference, paired, paired_variance, pooled, welch
 from dbench.stats.fdr import FDR, bh_adjusted
+from dbench.stats.moderation import Prior, fit_prior
 from dbench.stats.student import t_quantile
 from dbench.store.log import RunLog, find_run
 from dbench.store.metadata import is_busy
@@ -142,9 +143,23 @@ def _drift(rows: list[dict]) -> tuple[float, float]:
     return float(np.mean([v for v, _ in found])), float(min(df for _, df in found))
 
 
-def test_rows(a: list[dict], b: list[dict], interleaved: bool) -> tuple[Difference | None, str, str, float | None]:
+def paired_prior(row_pairs: list[tuple[dict, dict]]) -> Prior | None:
+    """The prior of an interleaved table's paired variances (dbench.stats.moderation) from its kernels
+    with enough paired rounds for a test; None with too few kernels."""
+    found = []
+    for a, b in row_pairs:
+        ra, rb = _rounds(a), _rounds(b)
+        n = min(len(ra), len(rb))
+        if n >= MIN_ROUNDS:
+            found.append(paired_variance(ra[:n], rb[:n]))
+    return fit_prior([v for v, _ in found], [d for _, d in found])
+
+
+def test_rows(a: list[dict], b: list[dict], interleaved: bool, prior: Prior | None = None
+              ) -> tuple[Difference | None, str, str, float | None]:
     """(difference, verdict if no verdict can be given else '', detail, noise) for verified rows of
-    one graph: `a` and `b` hold one row per run of each side (`interleaved`: the same run's two variants)."""
+    one graph: `a` and `b` hold one row per run of each side (`interleaved`: the same run's two variants,
+    whose paired variance the table's `prior` moderates)."""
     if any(not _rounds(r) for r in a + b):
         return None, "no rounds", "a run made before rounds (schema < 3): only the ratio of medians", None
     if len(a) == 1 and len(b) == 1:
@@ -153,7 +168,7 @@ def test_rows(a: list[dict], b: list[dict], interleaved: bool) -> tuple[Differen
             n = min(len(ra), len(rb))
             if n < MIN_ROUNDS:
                 return None, "too few rounds", f"{n} paired rounds; {MIN_ROUNDS} needed", None
-            difference = paired(ra[:n], rb[:n])
+            difference = paired(ra[:n], rb[:n], prior)
             noise = float(np.std(np.log(rb[:n]) - np.log(ra[:n]), ddof=1) / math.sqrt(2))
         else:
             if min(len(ra), len(rb)) < MIN_ROUNDS:
@@ -190,7 +205,9 @@ class Comparison:
     @property
     def method(self) -> str:
         if self.interleaved:
-            return "paired t over the rounds of an interleaved run (drift cancels)"
+            moderated = any(p.difference and "moderated" in p.difference.method for p in self.pairs)
+            return "paired t over the rounds of an interleaved run (drift cancels)" + (
+                ", variances moderated over the table's kernels" if moderated else "")
         if len(self.a.runs) == 1 and len(self.b.runs) == 1:
             if any(p.difference and "drift" in p.difference.method for p in self.pairs):
                 return "Welch's t over each run's rounds and the drift between runs that earlier runs measured"
@@ -264,15 +281,17 @@ def compare_sides(a: Side, b: Side, interleaved: bool = False, fdr: float = FDR,
     refused when the sides' modes differ (`check_modes`)."""
     mode = check_modes(a, b)
     order = list(dict.fromkeys([g for run in a.runs for g in run] + [g for run in b.runs for g in run]))
+    rows = [(graph, [run[graph] for run in a.runs if graph in run], [run[graph] for run in b.runs if graph in run])
+            for graph in order]
+    usable = [(ra, rb) for _, ra, rb in rows if not _unusable(ra, rb) and not any(not _rounds(r) for r in ra + rb)]
+    prior = paired_prior([(ra[0], rb[0]) for ra, rb in usable]) if interleaved else None
     pairs = []
-    for graph in order:
-        rows_a = [run[graph] for run in a.runs if graph in run]
-        rows_b = [run[graph] for run in b.runs if graph in run]
+    for graph, rows_a, rows_b in rows:
         why = _unusable(rows_a, rows_b)
         if why:
             pairs.append(Pair(graph, rows_a, rows_b, verdict=why))
             continue
-        difference, verdict, detail, noise = test_rows(rows_a, rows_b, interleaved)
+        difference, verdict, detail, noise = test_rows(rows_a, rows_b, interleaved, prior)
         pairs.append(Pair(graph, rows_a, rows_b, difference, verdict, detail, noise=noise))
     tested = [i for i, p in enumerate(pairs) if p.difference is not None and not p.verdict]
     adjusted = bh_adjusted([pairs[i].difference.p for i in tested])
