@@ -122,11 +122,10 @@ class RunState:
         return state
 
 
-def combine(outcomes: list[Outcome], timing: TimingConfig, history: History | None = None, config: str = "",
-            graph_id: str = "") -> Outcome:
+def combine(outcomes: list[Outcome], timing: TimingConfig, drift: Drift | None = None) -> Outcome:
     """A graph's Outcome over its rounds: the first round's verification, profile and phases; the
-    statistics of every round together, their intervals with the between-run drift `history` measured
-    for the graph under its `config` (a latency row's); the largest memory; the device time's median."""
+    statistics of every round together, a latency row's intervals with the between-run `drift` earlier
+    runs measured; the largest memory; the device time's median."""
     first = outcomes[0]
     stats = [o.stats for o in outcomes if o.stats]
     device = sorted(o.device_median_us for o in outcomes if o.device_median_us is not None)
@@ -143,19 +142,12 @@ def combine(outcomes: list[Outcome], timing: TimingConfig, history: History | No
     if stats and stats[0].get("mode"):  # requests in flight: their own statistics
         summary = summarize_load(stats, timing.percentiles, timing.unstable_above)
     elif stats:
-        summary = summarize_rounds(stats, timing.percentiles, timing.unstable_above, _drift(stats, history, config, graph_id))
+        summary = summarize_rounds(stats, timing.percentiles, timing.unstable_above, drift)
     return dataclasses.replace(
         first, stats=summary,
         peak_rss_bytes=largest("peak_rss_bytes"), memory_bytes=largest("memory_bytes"),
         device_memory_bytes=largest("device_memory_bytes"), inputs_s=total("inputs_s"), prepare_s=total("prepare_s"),
         device_median_us=device[len(device) // 2] if device else None)
-
-
-def _drift(stats: list[dict[str, Any]], history: History | None, config: str, graph_id: str) -> Drift | None:
-    """The drift earlier runs measured for this graph's row under this configuration, or None."""
-    if history is None:
-        return None
-    return history.drift(config, graph_id, [s["median_us"] for s in stats])
 
 
 def round_cost_s(outcome: Outcome) -> float:
@@ -218,9 +210,7 @@ class Runner:
         weights = weights_for(item.spec, self.config.weights)
         # The settings in force as the worker read them after prepare; as requested when no graph got that far.
         options = outcomes[0].runtime_options or dataclasses.asdict(variant.options)
-        config = config_key(info["name"], info["version"], info["device"], options, weights,
-                            variant.load.scenario if variant.load else "latency")
-        outcome = combine(outcomes, self.config.timing, self.history, config, item.spec.id)
+        outcome = combine(outcomes, self.config.timing, self._drift(item, variant, options, weights, outcomes))
         last = outcomes[-1]
         if len(outcomes) > 1 and last.status != Status.OK:
             outcome = dataclasses.replace(outcome, status=last.status, stats=None,
@@ -231,6 +221,16 @@ class Runner:
         self.seq += 1
         observer.on_row(row)
         return row
+
+    def _drift(self, item: Item, variant: Variant, options: dict[str, Any], weights: str,
+               outcomes: list[Outcome]) -> Drift | None:
+        """The drift this machine's earlier runs measured for a latency row of this graph and configuration."""
+        medians = [o.stats["median_us"] for o in outcomes if o.stats and not o.stats.get("mode")]
+        if self.history is None or variant.load is not None or not medians:
+            return None
+        info = self.runtime_info[variant.label]
+        return self.history.drift(config_key(info["name"], info["version"], info["device"], options, weights, "latency"),
+                                  item.spec.id, medians)
 
     def _order(self, items: list[Item], number: int) -> list[Item]:
         """The first round in the given order; later ones shuffled (seeded by the run and round), so that

@@ -48,6 +48,12 @@ def _difference(base: pd.Series, mine: pd.Series, prior: Prior | None) -> tuple[
     return (difference, "") if not verdict else (None, verdict if not detail else f"{verdict}: {detail}")
 
 
+def _interleaved_prior(pairs: list[tuple[pd.Series, pd.Series]]) -> Prior | None:
+    """The prior that moderates the paired variances of those (a, b) rows that come from one
+    interleaved run, as compare's table of an interleaved run has (dbench.store.compare.paired_prior)."""
+    return paired_prior([(_row(a), _row(b)) for a, b in pairs if a["run_id"] == b["run_id"]])
+
+
 def speedups(frame: pd.DataFrame, groups, base) -> dict[tuple[str, str], Speedup]:
     """(group label, kernel) -> Speedup against the baseline group, for every verified kernel both
     have; the FDR is controlled over each group's kernels."""
@@ -60,8 +66,7 @@ def speedups(frame: pd.DataFrame, groups, base) -> dict[tuple[str, str], Speedup
         if group == base:
             result.update({(group.label, k): Speedup(1.0, None, None, True, "baseline") for k in kernels})
             continue
-        paired = [(_row(base_rows.loc[k]), _row(mine.loc[k])) for k in kernels if base_rows.at[k, "run_id"] == mine.at[k, "run_id"]]
-        prior = paired_prior([(a, b) for a, b in paired if a["round_medians_us"] and b["round_medians_us"]])
+        prior = _interleaved_prior([(base_rows.loc[k], mine.loc[k]) for k in kernels])
         tested = {k: _difference(base_rows.loc[k], mine.loc[k], prior) for k in kernels}
         with_test = [k for k, (d, _) in tested.items() if d is not None]
         adjusted = dict(zip(with_test, bh_adjusted([tested[k][0].p for k in with_test])))
@@ -103,8 +108,7 @@ def winners(frame: pd.DataFrame, groups, kernels: list[str]) -> dict[str, tuple[
         if len(timed) >= 2:
             (fastest, best), (_, second) = timed[0], timed[1]
             leaders[kernel] = (fastest.label, second, best)
-    paired = [(_row(second), _row(best)) for _, second, best in leaders.values() if second["run_id"] == best["run_id"]]
-    prior = paired_prior([(a, b) for a, b in paired if a["round_medians_us"] and b["round_medians_us"]])
+    prior = _interleaved_prior([(second, best) for _, second, best in leaders.values()])
     contests = {k: (label, _difference(second, best, prior)[0]) for k, (label, second, best) in leaders.items()}
     tested = [k for k, (_, d) in contests.items() if d is not None]
     adjusted = dict(zip(tested, bh_adjusted([contests[k][1].p for k in tested])))

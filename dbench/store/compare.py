@@ -283,8 +283,7 @@ def compare_sides(a: Side, b: Side, interleaved: bool = False, fdr: float = FDR,
     order = list(dict.fromkeys([g for run in a.runs for g in run] + [g for run in b.runs for g in run]))
     rows = [(graph, [run[graph] for run in a.runs if graph in run], [run[graph] for run in b.runs if graph in run])
             for graph in order]
-    usable = [(ra, rb) for _, ra, rb in rows if not _unusable(ra, rb) and not any(not _rounds(r) for r in ra + rb)]
-    prior = paired_prior([(ra[0], rb[0]) for ra, rb in usable]) if interleaved else None
+    prior = paired_prior([(ra[0], rb[0]) for _, ra, rb in rows if not _unusable(ra, rb)]) if interleaved else None
     pairs = []
     for graph, rows_a, rows_b in rows:
         why = _unusable(rows_a, rows_b)
