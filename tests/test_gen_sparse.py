@@ -11,9 +11,11 @@ from onnx.reference import ReferenceEvaluator
 from dbench.catalog import load_catalog
 from dbench.catalog.kernels import SparseKernel
 from dbench.errors import UnsupportedError, UsageError
+from dbench.gen import feeds
 from dbench.gen import plan as gen_plan
 from dbench.gen import sparse
 from dbench.gen.feeds import make_feeds
+from dbench.gen.graph import TensorSpec
 from dbench.gen.options import GenOptions
 from dbench.gen.precision import PRECISIONS
 from tests.helpers import normalized_error, run_ort
@@ -69,6 +71,20 @@ def test_weight_feed_has_the_kernel_fraction_of_zeros_and_dense_baseline_none(sp
         assert spec.flops == kernel.flops() and spec.flops_executed == 2 * 400 * 2 * 500
     assert [t.shape for t in sparse_spec.inputs] == [t.shape for t in dense_spec.inputs]
     assert sparse_spec.id != dense_spec.id
+
+
+def test_the_zero_mask_drawn_in_chunks_is_the_whole_array_draw(monkeypatch):
+    """Chunked masks keep every feed as it was (the same on every machine and version, so cached
+    references stay right): the elements zeroed are those one whole-array draw would zero."""
+    monkeypatch.setattr(feeds, "ZERO_MASK_CHUNK", 1000)  # 12 chunks, the last one short
+    spec = TensorSpec("A", (111, 101), "float32", "weight", low=-1.0, high=1.0, zeros=0.7)
+    rng = np.random.default_rng(7)
+    expected = rng.random(spec.shape, dtype=np.float32) * 2.0 - 1.0
+    expected[rng.random(spec.shape, dtype=np.float32) < 0.7] = 0
+    assert np.array_equal(feeds.make_tensor(spec, np.random.default_rng(7)), expected)
+    flags = np.ones(2500, dtype=bool)
+    feeds.zero_fraction(flags, 0.5, np.random.default_rng(1))  # booleans and integers are zeroed alike
+    assert np.array_equal(flags, ~(np.random.default_rng(1).random(2500, dtype=np.float32) < 0.5))
 
 
 def test_every_catalog_sparse_kernel_plans_builds_and_checks():
