@@ -47,18 +47,22 @@ def test_duration_words():
 
 def test_rounds_and_round_seconds_follow_the_timing_settings():
     timing = TimingConfig()  # 3 rounds sharing 2 s to 10 s
-    rounds, each = round_seconds(0.001, timing)
-    assert rounds == 3 and each == pytest.approx(max(timing.warmup_time, 0.001) + timing.min_time / 3)
-    slow_rounds, slow_each = round_seconds(8.0, timing)  # a call over the round's share: fewer rounds, one call each
-    assert slow_rounds == 1 and slow_each == pytest.approx(8.0 + 8.0)
+    rounds, first, later = round_seconds(0.001, timing, fixed_s=0.1)
+    warm = max(timing.warmup_time, 0.001)
+    assert rounds == 3 and first == pytest.approx(warm + timing.min_time / 3)
+    assert later == pytest.approx(warm + timing.min_time / 3 - 0.1 - warm)  # a later round pays its own work
+    slow_rounds, slow_first, _ = round_seconds(8.0, timing)  # a call over the round's share: fewer rounds, one call each
+    assert slow_rounds == 1 and slow_first == pytest.approx(8.0 + 8.0)
+    rounds, first, later = round_seconds(0.65, timing, fixed_s=0.5)  # 3 samples, then a cold call and 2 a round
+    assert rounds == 3 and first == pytest.approx(0.65 * 4) and later == pytest.approx(0.65 * 3)
 
 
 def test_estimate_adds_rounds_processes_and_the_first_rounds_checks():
     costs = {("a", "ort-cpu"): GraphCost(0.001, 0.1, 0.6, 0.4, "earlier row"), ("b", "ort-cpu"): GraphCost(0.0, 0.05, 0.0, 0.05, "settings only")}
     plan = estimate(costs, KEYS, QUICK, verify=True, profile=True, variants=1)
-    rounds, each = round_seconds(0.001, QUICK)
-    assert plan.jobs[("a", "ort-cpu", 0)] == pytest.approx(0.1 + each + 1.0)  # verified and profiled once
-    assert plan.jobs[("a", "ort-cpu", rounds - 1)] == pytest.approx(0.1 + each)
+    rounds, first, later = round_seconds(0.001, QUICK, 0.1)
+    assert plan.jobs[("a", "ort-cpu", 0)] == pytest.approx(0.1 + first + 1.0)  # verified and profiled once
+    assert plan.jobs[("a", "ort-cpu", rounds - 1)] == pytest.approx(0.1 + later)
     assert plan.total_s == pytest.approx(sum(plan.jobs.values()) + PROCESS_START_S * QUICK.rounds)
     assert plan.sources == {"earlier row": 1, "roofline": 0, "settings only": 1}
     assert plan.describe().startswith("at least ")  # a graph without any figure makes the total a lower bound
@@ -120,8 +124,8 @@ def test_without_rows_or_peak_a_cpu_call_is_bounded_by_its_flops_and_a_gpu_call_
     assert least_call_s(spec, "ort-cpu", 4) == pytest.approx(least_call_s(spec, "ort-cpu", 1) / 4)
     assert least_call_s(spec, "torch-cuda", 1) == 0.0  # a GPU is not bound by a CPU thread's rate
     costs = graph_costs(items, {"ort-cpu": 1}, tmp_path / "none")
-    rounds, each = round_seconds(costs[(spec.id, "ort-cpu")].call_s, TimingConfig())
-    assert each >= least_call_s(spec, "ort-cpu", 1)  # the plan's lower bound counts at least the warm-up call
+    rounds, first, _ = round_seconds(costs[(spec.id, "ort-cpu")].call_s, TimingConfig())
+    assert first >= least_call_s(spec, "ort-cpu", 1)  # the plan's lower bound counts at least the warm-up call
 
 
 def test_a_run_prints_its_plan_and_the_next_one_plans_from_its_rows(tmp_path):

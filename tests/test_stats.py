@@ -126,6 +126,34 @@ def test_a_round_takes_its_share_of_the_time_count_and_iterations():
     assert TimingConfig(rounds=3).per_round().min_samples == 3 and TimingConfig(min_samples=10).per_round().min_samples == 4
 
 
+def test_a_later_round_pays_its_own_work_out_of_its_share():
+    """Rounds divide a graph's time: a later round's inputs, preparing and warm-up come off its share of
+    --min-time, its warm-up calls off its share of samples (2 stay); --iterations keeps its count."""
+    share = TimingConfig().per_round()  # 0.67 s and 3 samples
+    paid = share.paid(0.25, 1)
+    assert paid.min_time == pytest.approx(2.0 / 3 - 0.25) and paid.min_samples == 2
+    assert share.paid(5.0, 400).min_time == 0.0 and share.paid(5.0, 400).min_samples == 2
+    assert TimingConfig(min_samples=1, rounds=1).paid(0.1, 3).min_samples == 1  # never more than the share
+    assert TimingConfig(iterations=30).per_round().paid(1.0, 1).iterations == 10
+    assert TimingConfig(iterations=30).per_round().paid(1.0, 1).min_time == share.min_time
+
+    slow = TimingConfig(warmup_calls=1, warmup_time=0.0, min_time=0.03, min_samples=9, max_time=10.0, min_sample_ns=1).per_round()
+    calls = []
+    def call():
+        calls.append(1)
+        time.sleep(0.02)
+    first = measure(call, slow)
+    assert len(calls) == 1 + 3 and first.samples == 3  # the first round: its whole share of samples
+    calls.clear()
+    later = measure(call, slow, paying_s=0.0)
+    assert len(calls) == 1 + 2 and later.samples == 2  # the cold call paid from the share
+
+    fast = TimingConfig(warmup_calls=1, warmup_time=0.0, min_time=0.6, min_samples=3, max_time=10.0).per_round()
+    whole = measure(lambda: time.sleep(0.001), fast)
+    paying = measure(lambda: time.sleep(0.001), fast, paying_s=0.15)  # 0.2 s share less 0.15 s already spent
+    assert whole.timed_s >= 0.2 and paying.timed_s < 0.2 - 0.1
+
+
 def test_iterations_time_exactly_that_many_calls():
     calls = []
     config = TimingConfig(warmup_calls=3, warmup_time=0.0, min_time=10.0, max_time=20.0, iterations=7, min_sample_ns=1)

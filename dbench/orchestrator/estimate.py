@@ -161,21 +161,28 @@ def graph_costs(items: Iterable, runtimes: dict[str, int], folder: Path) -> dict
     return costs
 
 
-def round_seconds(call_s: float, timing: TimingConfig, fixed_s: float = 0.0) -> tuple[int, float]:
-    """(rounds a graph gets, one round's warm-up and sampling in seconds) under `timing`, as the run
-    loop and the timing loop decide them; `fixed_s`: a round's inputs and preparing (for the round
-    cost cap of --quick)."""
+def round_seconds(call_s: float, timing: TimingConfig, fixed_s: float = 0.0) -> tuple[int, float, float]:
+    """(rounds a graph gets, the first round's warm-up and sampling in seconds, a later round's) under
+    `timing`, as the run loop and the timing loop decide them (a later round pays its own work out of
+    its share: TimingConfig.paid); `fixed_s`: a round's inputs and preparing."""
     share = timing.per_round()
     warm = max(share.warmup_time, share.warmup_calls * call_s)
-    sample = min(max(share.min_time, share.min_samples * call_s), max(share.max_time, call_s))
+    warm_calls = max(share.warmup_calls, math.ceil(share.warmup_time / call_s)) if call_s > 0 else share.warmup_calls
+
+    def sampling(config: TimingConfig) -> float:
+        return min(max(config.min_time, config.min_samples * call_s), max(config.max_time, call_s))
+
+    first, later = warm + sampling(share), warm + sampling(share.paid(fixed_s + warm, warm_calls))
     if timing.round_too_costly(fixed_s + warm):
-        return 1, warm + sample
+        return 1, first, later
     if share.iterations is not None:
-        return timing.rounds, warm + share.iterations * call_s
-    rounds = 1
-    while rounds < timing.rounds and rounds * sample + max(share.min_time, call_s) <= timing.max_time * (1 + 1e-9):
+        each = warm + share.iterations * call_s
+        return timing.rounds, each, each
+    rounds, sampled = 1, first - warm
+    while rounds < timing.rounds and sampled + max(share.min_time, call_s) <= timing.max_time * (1 + 1e-9):
         rounds += 1
-    return rounds, warm + sample
+        sampled += later - warm
+    return rounds, first, later
 
 
 def estimate(costs: dict[tuple[str, str], GraphCost], keys: list[tuple[str, str, str]], timing: TimingConfig,
@@ -187,11 +194,11 @@ def estimate(costs: dict[tuple[str, str], GraphCost], keys: list[tuple[str, str,
     for graph, label, runtime in keys:
         cost = costs[(graph, runtime)]
         sources[cost.source] += 1
-        rounds, each = round_seconds(cost.call_s, timing, cost.round_s)
+        rounds, first, later = round_seconds(cost.call_s, timing, cost.round_s)
         profiled = profile and (timing.profile_cap_s() is None or cost.profile_s <= timing.profile_cap_s())
         once = (cost.verify_s if verify else 0.0) + (cost.profile_s if profiled else 0.0)
         for number in range((measured or {}).get((graph, label), 0), rounds):
-            jobs[(graph, label, number)] = cost.round_s + each + (once if number == 0 else 0.0)
+            jobs[(graph, label, number)] = cost.round_s + (first + once if number == 0 else later)
     processes = PROCESS_START_S * timing.rounds * variants if keys else 0.0
     return Estimate(sum(jobs.values()) + processes, jobs, sources)
 

@@ -149,7 +149,8 @@ def execute(job: Job, phase: Callable[[str], None] = _no_phase) -> Outcome:
                     skipped = over_cap(warmed.best_ns / 1e9 * profile_runs(job.profile_runs, warmed.best_ns / 1e3), job.profile_cap_s)
             gpu_start = session.gpu_state()
             phase("timing")
-            stats = measure(session.run, job.timing, session.runtime_latency_us, warmed)
+            own_s = outcome.inputs_s + outcome.prepare_s if job.round > 1 else None  # a later round pays its own work
+            stats = measure(session.run, job.timing, session.runtime_latency_us, warmed, own_s)
             outcome.stats = stats.to_dict()
             _memory_figures(outcome, memory, baseline, peak_resets)
             outcome.device_memory_bytes = session.device_memory()

@@ -1,7 +1,9 @@
 """The measurement method: every graph is timed in `rounds` rounds spread over the run, each in a fresh
 worker process and session (the run loop's job); inside one round, warm up by count and time, then
 sample per call with perf_counter_ns until the round's share of the minimum time and count is reached,
-capped by its share of the maximum time (or exactly a number of calls). Calls shorter than
+capped by its share of the maximum time (or exactly a number of calls). A round after the first pays
+its own work (inputs, preparing, warm-up) out of that share, so rounds divide a graph's time instead
+of adding to it. Calls shorter than
 `min_sample_ns` are batched so that the clock's own cost stays negligible. Where the runtime has its
 own per-call clock it is read after each sample, outside the timed interval."""
 
@@ -30,10 +32,11 @@ class TimingConfig:
     """Untimed calls before each round's sampling, at least; the first is the cold call right after preparing."""
     warmup_time: float = 0.05
     min_time: float = 2.0
+    """Seconds of sampling per graph, all rounds together; a round after the first counts its own work in."""
     min_samples: int = 9
-    """At least this many samples per graph, all rounds together (3 a round at the default 3 rounds: the
-    schema-2 default of 10 in one session became 4 a round, 12 in all, and the slow graphs' extra calls
-    alone grew the default run by about 5 %)."""
+    """At least this many samples per graph, all rounds together: 3 a round at the default 3 rounds, a
+    later round's warm-up calls off its share (`paid`). The schema-2 default of 10 in one session became
+    4 a round, 12 in all, and the slow graphs' extra calls alone grew the default run by about 5 %."""
     max_time: float = 10.0
     min_sample_ns: int = 20_000
     rounds: int = 3
@@ -70,6 +73,23 @@ class TimingConfig:
             min_samples=max(1, math.ceil(self.min_samples / rounds)),
             iterations=None if self.iterations is None else max(1, math.ceil(self.iterations / rounds)))
 
+    def paid(self, own_s: float, warmup_calls: int) -> "TimingConfig":
+        """A later round's share once it has paid for its own work: its cost outside sampling (`own_s`:
+        inputs, preparing, warm-up) off its share of --min-time, and its warm-up calls off its share of
+        samples (LATER_ROUND_SAMPLES stay, or the share where smaller). The first round pays nothing,
+        so the later rounds cost about what a one-round run would sample instead: at the defaults a
+        0.65 s call takes 3 samples in the first round and a cold call and 2 samples in each later one
+        (9 calls after the first warm-up, as one round's 9 samples); a 1 ms call samples 0.67 s in the
+        first round and 0.67 s less its own cost in each later one. With --iterations the count stands."""
+        if self.iterations is not None:
+            return self
+        return dataclasses.replace(self, min_time=max(0.0, self.min_time - own_s),
+                                   min_samples=max(min(LATER_ROUND_SAMPLES, self.min_samples), self.min_samples - warmup_calls))
+
+
+LATER_ROUND_SAMPLES = 2
+"""The fewest samples a round after the first takes once its warm-up calls are paid from its share
+(its median is then a mean of two: still a median the round's spread can judge)."""
 
 QUICK = TimingConfig(warmup_calls=1, warmup_time=0.0, min_time=0.02, min_samples=3, max_time=0.5, round_cost_cap=1.0)
 
@@ -85,10 +105,10 @@ class Warmed:
     best_ns: float
 
 
-def warm_up(call: Callable[[], None], config: TimingConfig, before: Warmed | None = None) -> tuple[float, float]:
+def warm_up(call: Callable[[], None], config: TimingConfig, before: Warmed | None = None) -> tuple[float, float, int]:
     """Run `call` until, with the calls `before` it, at least `warmup_calls` were made for at least
     `warmup_time`; return the first (cold) call and the fastest warm-up call in ns (the estimate used
-    to decide batching)."""
+    to decide batching), and the calls made, those before included."""
     clock = time.perf_counter_ns
     best = first = math.inf
     count, spent = 0, 0
@@ -104,19 +124,23 @@ def warm_up(call: Callable[[], None], config: TimingConfig, before: Warmed | Non
         count += 1
         if config.iterations is None and clock() - start > config.max_time * 1e9:
             break
-    return first, best
+    return first, best, count
 
 
 def measure(call: Callable[[], None], config: TimingConfig,
-            runtime_clock: Callable[[], float | None] | None = None, before: Warmed | None = None) -> Stats:
+            runtime_clock: Callable[[], float | None] | None = None, before: Warmed | None = None,
+            paying_s: float | None = None) -> Stats:
     """One round: warm up (counting the calls `before` it), then collect per-call samples; the garbage
     collector is off while sampling. `runtime_clock` (the runtime's latency of its last call, µs) is
     read after each sample, between two timed intervals, so it adds no work inside them; a batched
     sample yields its last call's. With `iterations`, exactly that many calls are timed (in whole
-    batches), whatever they take."""
+    batches), whatever they take. `paying_s` (a round after the first: its inputs and preparing, s)
+    makes the round pay that and its warm-up out of its share (TimingConfig.paid)."""
     warm_start = time.perf_counter()
-    first, estimate = warm_up(call, config, before)
+    first, estimate, warm_calls = warm_up(call, config, before)
     warmup_s = time.perf_counter() - warm_start
+    if paying_s is not None:
+        config = config.paid(paying_s + warmup_s, warm_calls)
     batch = max(1, math.ceil(config.min_sample_ns / max(estimate, 1)))
     if config.iterations is not None:
         batch = min(batch, config.iterations)
