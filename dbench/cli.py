@@ -91,7 +91,7 @@ BatchOpt = Annotated[
 ]
 NoPadOpt = Annotated[bool, typer.Option("--no-pad", help="int8: do not round dims up to multiples of 4 (DeepBench pads by default).")]
 QuickOpt = Annotated[bool, typer.Option("--quick", help="Smoke run: minimal warm-up and sampling; more rounds and a per-node profile only where they cost no more than the sampling.")]
-MinTimeOpt = Annotated[Optional[float], typer.Option("--min-time", metavar="SECONDS", help="Minimum sampling time per graph, seconds (default 2).")]
+MinTimeOpt = Annotated[Optional[float], typer.Option("--min-time", metavar="SECONDS", help="Minimum sampling time per graph, all rounds together, seconds (default 2); a round after the first pays its own work (inputs, preparing, warm-up) out of its share.")]
 MaxTimeOpt = Annotated[Optional[float], typer.Option("--max-time", metavar="SECONDS", help="Maximum sampling time per graph, seconds (default 10).")]
 WarmupOpt = Annotated[Optional[float], typer.Option("--warmup", metavar="SECONDS", help="Minimum warm-up time per graph and round, seconds (default 0.05).")]
 GraphOptOpt = Annotated[str, typer.Option("--graph-opt", metavar="LEVEL", parser=given, help="Graph optimisation level: disable | basic | extended | all.")]
