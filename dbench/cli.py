@@ -382,7 +382,7 @@ def run(
     max_time: MaxTimeOpt = None,
     warmup: WarmupOpt = None,
     warmup_calls: Annotated[Optional[int], typer.Option("--warmup-calls", metavar="N", help="Minimum warm-up calls per graph and round (default 1).")] = None,
-    rounds: Annotated[Optional[int], typer.Option("--rounds", metavar="N", help="Rounds per graph, each in a fresh worker process and session at another moment of the run; the sampling time is divided among them (default 3).")] = None,
+    rounds: Annotated[Optional[int], typer.Option("--rounds", metavar="N", help="Rounds per graph, each in a fresh worker process and session at another moment of the run; the sampling time is divided among them (default 3; 5 when the run interleaves variants, e.g. --runtime a,b or --threads 1,2).")] = None,
     iterations: Annotated[Optional[int], typer.Option("--iterations", "-n", metavar="N", help="Time exactly N calls per graph (divided among the rounds) instead of stopping by time.")] = None,
     history: Annotated[Optional[int], typer.Option("--history", metavar="N", help="Earlier runs per graph in this machine's results folder whose spread measures the drift between runs that every row's interval carries (default 10; 0: the rounds alone).")] = None,
     percentiles: Annotated[Optional[str], typer.Option("--percentiles", metavar="P[,P]", parser=given, help="Latency percentiles to record per row, e.g. 50,90,99,99.9 (default 50,90,99).")] = None,

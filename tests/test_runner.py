@@ -16,6 +16,7 @@ import pytest
 from typer.testing import CliRunner
 
 from dbench.cli import app
+from dbench.orchestrator.request import COMPARE_ROUNDS, RunRequest
 from dbench.gen.manifest import read_manifest, sha256, write_manifest
 from tests.helpers import write_csv
 
@@ -440,7 +441,7 @@ def test_an_interleaved_run_times_each_graph_on_every_variant_in_every_round(ker
     assert sorted((r["graph_id"], r["variant"]) for r in rows) == sorted((g, v) for g in {r["graph_id"] for r in rows} for v in labels)
     assert {(r["variant"], r["runtime"], r["runtime_options"].get("threads", r["runtime_options"].get("intra_op_num_threads")))
             for r in rows} >= {("ort-cpu threads=2", "ort-cpu", 2)}
-    for number in (1, 2, 3):  # in every round, a graph's four variants ran back to back
+    for number in range(1, COMPARE_ROUNDS + 1):  # an interleaved run's rounds; in each, a graph's four variants back to back
         graphs = [r["graph_id"] for r in round_lines(out) if r["round"] == number]
         assert all(len(set(graphs[i:i + 4])) == 1 for i in range(0, len(graphs), 4)) and len(graphs) == 8
     run_id = next(out.glob("*/*.jsonl")).stem
@@ -448,10 +449,21 @@ def test_an_interleaved_run_times_each_graph_on_every_variant_in_every_round(ker
     assert compared.exit_code == 0, compared.output
     tables = json.loads(compared.stdout)
     assert [(t["a"], t["b"]) for t in tables] == [(labels[0], label) for label in labels[1:]]
-    assert all(k["method"].startswith("paired over rounds") and k["a_rounds"] == k["b_rounds"] == 3 for t in tables for k in t["kernels"])
+    assert all(k["method"].startswith("paired over rounds") and k["a_rounds"] == k["b_rounds"] == COMPARE_ROUNDS
+               for t in tables for k in t["kernels"])
     report = runner.invoke(app, ["report", str(out), "--out", str(tmp_path / "rep")])
     assert report.exit_code == 0, report.output
     assert all(label in report.stdout for label in labels)
+
+
+def test_an_interleaved_latency_run_gets_the_compare_rounds_unless_told():
+    """Several latency variants and no --rounds: COMPARE_ROUNDS, kept in the request (so in the header a
+    resume reads); one variant, --rounds, --quick or a throughput sweep keep their own."""
+    assert RunRequest(runtime="ort-cpu,ort-cpu").compare_rounds().rounds == COMPARE_ROUNDS
+    assert RunRequest(threads=[1, 2]).compare_rounds().timing().rounds == COMPARE_ROUNDS
+    assert RunRequest(runtime="ort-cpu,openvino", rounds=3).compare_rounds().rounds == 3
+    for alone in (RunRequest(), RunRequest(runtime="ort-cpu,openvino", quick=True), RunRequest(streams=[1, 2])):
+        assert alone.compare_rounds().rounds is None and alone.compare_rounds().timing().rounds == alone.timing().rounds
 
 
 @pytest.mark.parametrize("resets", [True, False])

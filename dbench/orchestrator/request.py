@@ -55,6 +55,11 @@ MAX_PROFILE_RUNS = 10_000
 MAX_THREADS_PER_CORE = 4
 """--threads above this many per core only oversubscribes the machine (and can hang every graph)."""
 LATENCY = "latency"
+COMPARE_ROUNDS = 5
+"""Rounds per graph of a latency run that interleaves variants and names no --rounds: its paired test's
+power grows with the rounds (A/A runs of the default device suite on the 2-core VM found a 10 % change in
+73-93 % of kernels at 3 rounds, 90-98 % at 5; docs/report.md), and a later round pays its own work, so
+the extra rounds cost little more than the sampling they share."""
 MODES = (LATENCY, *SCENARIOS)
 SEARCH_TIME_S = 20.0
 """Seconds the server scenario's max-rate search may take per graph (first round), by default."""
@@ -196,6 +201,14 @@ class RunRequest:
                     label = name + copy + (f" streams={streams}" if several_streams else "") + (f" threads={threads}" if several_counts else "")
                     variants.append(Variant(label, name, self.options(per_stream), self.load(streams)))
         return tuple(variants)
+
+    def compare_rounds(self) -> "RunRequest":
+        """This request with COMPARE_ROUNDS where it interleaves latency variants (`--runtime a,b`,
+        `--threads 1,2`) and names no --rounds (not --quick); written into the run's header like any
+        setting, so a resumed run keeps its rounds."""
+        if self.rounds is not None or self.quick or self.mode != LATENCY or len(self.variants()) < 2:
+            return self
+        return dataclasses.replace(self, rounds=COMPARE_ROUNDS)
 
     def config(self) -> RunConfig:
         return RunConfig(self.variants(), self.timing(), self.weights, self.verify, self.profile_runs,

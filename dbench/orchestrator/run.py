@@ -81,6 +81,8 @@ def plan_run(request: RunRequest, out_dir: Path, resume: str | None) -> PlannedR
         request = RunRequest.from_dict(header.get("request", {}), stored.path)
         if header.get("kind") == PREDICT_KIND:
             raise UsageError(f"{resume} is a dbench predict run; finish it with dbench predict --resume {resume}")
+    else:
+        request = request.compare_rounds()
     classes = validate(request)
     config = request.config()
     items = build_items(request, classes[config.variants[0].runtime].int8_form)
