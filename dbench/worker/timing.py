@@ -3,9 +3,9 @@ worker process and session (the run loop's job); inside one round, warm up by co
 sample per call with perf_counter_ns until the round's share of the minimum time and count is reached,
 capped by its share of the maximum time (or exactly a number of calls). A round after the first pays
 its own work (inputs, preparing, warm-up) out of that share, so rounds divide a graph's time instead
-of adding to it. Calls shorter than
-`min_sample_ns` are batched so that the clock's own cost stays negligible. Where the runtime has its
-own per-call clock it is read after each sample, outside the timed interval."""
+of adding to it. Calls shorter than `min_sample_ns` are batched so that the clock's own cost stays
+negligible. Where the runtime has its own per-call clock it is read after each sample, outside the
+timed interval."""
 
 from __future__ import annotations
 
