@@ -128,12 +128,12 @@ def test_a_round_takes_its_share_of_the_time_count_and_iterations():
 
 def test_a_later_round_pays_its_own_work_out_of_its_share():
     """Rounds divide a graph's time: a later round's inputs, preparing and warm-up come off its share of
-    --min-time, its warm-up calls off its share of samples (2 stay); --iterations keeps its count."""
+    --min-time, its warm-up calls off its share of samples (1 stays); --iterations keeps its count."""
     share = TimingConfig().per_round()  # 0.67 s and 3 samples
     paid = share.paid(0.25, 1)
     assert paid.min_time == pytest.approx(2.0 / 3 - 0.25) and paid.min_samples == 2
-    assert share.paid(5.0, 400).min_time == 0.0 and share.paid(5.0, 400).min_samples == 2
-    assert TimingConfig(min_samples=1, rounds=1).paid(0.1, 3).min_samples == 1  # never more than the share
+    assert share.paid(5.0, 400).min_time == 0.0 and share.paid(5.0, 400).min_samples == 1
+    assert TimingConfig(rounds=5).per_round().paid(0.1, 1).min_samples == 1  # 2 a round at 5 rounds, the cold call paid
     assert TimingConfig(iterations=30).per_round().paid(1.0, 1).iterations == 10
     assert TimingConfig(iterations=30).per_round().paid(1.0, 1).min_time == share.min_time
 

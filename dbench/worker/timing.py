@@ -76,20 +76,17 @@ class TimingConfig:
     def paid(self, own_s: float, warmup_calls: int) -> "TimingConfig":
         """A later round's share once it has paid for its own work: its cost outside sampling (`own_s`:
         inputs, preparing, warm-up) off its share of --min-time, and its warm-up calls off its share of
-        samples (LATER_ROUND_SAMPLES stay, or the share where smaller). The first round pays nothing,
-        so the later rounds cost about what a one-round run would sample instead: at the defaults a
-        0.65 s call takes 3 samples in the first round and a cold call and 2 samples in each later one
-        (9 calls after the first warm-up, as one round's 9 samples); a 1 ms call samples 0.67 s in the
-        first round and 0.67 s less its own cost in each later one. With --iterations the count stands."""
+        samples (one sample stays: the rounds, not a round's samples, carry the row's interval). The
+        first round pays nothing, so the later rounds cost about what a one-round run would sample
+        instead: at the defaults a 0.65 s call takes 3 samples in the first round and a cold call and 2
+        samples in each later one (9 calls after the first warm-up, as one round's 9 samples; at 5
+        rounds 2, then a cold call and 1); a 1 ms call samples 0.67 s in the first round and 0.67 s less
+        its own cost in each later one. With --iterations the count stands."""
         if self.iterations is not None:
             return self
         return dataclasses.replace(self, min_time=max(0.0, self.min_time - own_s),
-                                   min_samples=max(min(LATER_ROUND_SAMPLES, self.min_samples), self.min_samples - warmup_calls))
+                                   min_samples=max(1, self.min_samples - warmup_calls))
 
-
-LATER_ROUND_SAMPLES = 2
-"""The fewest samples a round after the first takes once its warm-up calls are paid from its share
-(its median is then a mean of two: still a median the round's spread can judge)."""
 
 QUICK = TimingConfig(warmup_calls=1, warmup_time=0.0, min_time=0.02, min_samples=3, max_time=0.5, round_cost_cap=1.0)
 
