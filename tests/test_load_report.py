@@ -101,7 +101,7 @@ def test_load_tables_keep_every_number_whole(width):
     console.print(server_table(server, "server", width))
     text = console.export_text()
     assert "…" not in text
-    for figure in ("123457", "16x1", "±12.3%!", "1.23 s ±12340%!", "CI 1.10–1.40 s", "12.3%", "10234-11234/s"):
+    for figure in ("123457", "16x1", "±12.3%!", "1.23 s ±>1000%!", "CI 1.10–1.40 s", "12.3%", "10234-11234/s"):
         assert figure in text, figure
     wide = width >= 100
     assert ("12001/s" in text) == wide and ("(8 ran)" in text) == wide, "where there is room: the measured rate, the streams that ran"

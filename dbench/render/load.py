@@ -10,7 +10,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from dbench.render.tables import NARROW, STATUS_STYLE
-from dbench.report.units import format_time, significant, time_interval
+from dbench.report.units import format_spread, format_time, significant, time_interval
 from dbench.stats.knee import NO_INTERVAL_TOLERANCE
 from dbench.stats.quantile import P99_ABOVE
 from dbench.store.sweeps import find_sweeps
@@ -25,8 +25,7 @@ def _interval(row: dict[str, Any]) -> str:
     """The re-run half-width of the row's figure (throughput, or a server row's p99), as the latency
     table's ± column shows a median's."""
     if row.get("rerun_rel") is not None:
-        percent = row["rerun_rel"] * 100
-        return (f"±{percent:.1f}%" if percent < 100 else f"±{percent:.0f}%") + ("!" if row.get("unstable") else "")
+        return format_spread(row["rerun_rel"]) + ("!" if row.get("unstable") else "")
     return f"{row['rounds']} rd" if row.get("rounds") else ""
 
 
@@ -191,6 +190,6 @@ def load_line(row: Any) -> str:
     else:
         parts += [f"{significant(row.inferences_per_s)} inf/s"]
         if row.rerun_rel is not None:
-            parts.append(f"±{row.rerun_rel * 100:.1f}% re-run" + (" unstable" if row.unstable else ""))
+            parts.append(f"{format_spread(row.rerun_rel)} re-run" + (" unstable" if row.unstable else ""))
         parts += [f"p50 {format_time(row.latency_p50_us)}", f"p99 {format_time(row.latency_p99_us)}"]
     return " ".join(parts)

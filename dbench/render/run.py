@@ -16,7 +16,7 @@ from dbench.render.load import knee_lines, load_line, load_warnings, server_tabl
 from dbench.render.tables import results_table, speedup_table
 from dbench.render.warnings import peak_line, run_warnings
 from dbench.report.peak import read_peak_file
-from dbench.report.units import format_time, significant
+from dbench.report.units import format_spread, format_time, significant
 from dbench.sources.item import Item
 from dbench.store.derived import sparse_speedups
 from dbench.store.schema import Row
@@ -32,7 +32,7 @@ def graph_line(done: int, total: int, row: Row, variants: int = 1) -> str:
         return f"{head} {load_line(row)}"
     parts = [format_time(row.median_us)]
     if row.rerun_rel is not None:
-        parts.append(f"±{row.rerun_rel * 100:.1f}% re-run" + (" unstable" if row.unstable else ""))
+        parts.append(f"{format_spread(row.rerun_rel)} re-run" + (" unstable" if row.unstable else ""))
     elif row.rounds:
         parts.append(f"({row.rounds} round{'s' if row.rounds > 1 else ''}: no interval)")
     if row.tflops:

@@ -8,7 +8,7 @@ from rich.markup import escape
 from rich import box
 from rich.table import Table
 
-from dbench.report.units import format_time, significant
+from dbench.report.units import format_spread, format_time, significant
 
 
 def kernels_table(rows: list[dict[str, Any]], selection) -> Table:
@@ -32,7 +32,7 @@ def _interval(row: dict[str, Any]) -> str:
     unstable; `1 rd` or `=` where the rounds give no interval (one round; identical round medians);
     a row from before rounds shows its old interval of the median in parentheses."""
     if row.get("rerun_rel") is not None:
-        return f"±{row['rerun_rel'] * 100:.1f}%" + ("!" if row.get("unstable") else "")
+        return format_spread(row["rerun_rel"]) + ("!" if row.get("unstable") else "")
     if row.get("rounds"):
         return "=" if row.get("round_sd") == 0 else f"{row['rounds']} rd"
     return f"(±{row['ci_rel'] * 100:.1f}%)" if row.get("ci_rel") is not None else ""

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from dbench.report.units import format_spread
 from dbench.store.metadata import BUSY_LOAD_PER_CORE, is_busy
 from dbench.worker.timing import TimingConfig
 
@@ -18,7 +19,7 @@ def run_warnings(rows: list[dict[str, Any]], host: dict[str, Any], timing: dict[
         worst = max(unstable, key=lambda r: width[id(r)])
         figure = {"throughput": "throughput", "server": "p99"}.get(worst.get("mode") or "latency", "median")
         lines.append(f"{len(unstable)} rows unstable (a re-run's {figure} could land more than ±{threshold:.0%} away), worst "
-                     f"{worst['graph_id']} at ±{width[id(worst)]:.0%}: its rounds disagree; re-run them on a quiet machine "
+                     f"{worst['graph_id']} at {format_spread(width[id(worst)])}: its rounds disagree; re-run them on a quiet machine "
                      "with more rounds (e.g. --rounds 10 --id '<pattern>') before publishing")
     few = [r for r in rows if r.get("status") == "ok" and r.get("rounds") and r.get("rerun_rel") is None]
     if few:

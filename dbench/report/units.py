@@ -43,6 +43,19 @@ def significant(value: float | None, digits: int = 3) -> str:
     return f"{value:.{digits}g}" if abs(value) < 1e-4 else f"{value:#.{digits}g}".rstrip(".")
 
 
+WIDEST_SPREAD = 10.0
+"""A relative half-width beyond ±1000 % is printed as `±>1000%`: rounds that disagree by orders of
+magnitude (one round on a busy machine, two rounds and t on one degree of freedom) make a number whose
+digits say nothing more."""
+
+
+def format_spread(rel: float) -> str:
+    """A relative half-width as `±12.3%` (`±123%` from 100 %, `±>1000%` beyond WIDEST_SPREAD)."""
+    if rel > WIDEST_SPREAD:
+        return f"±>{WIDEST_SPREAD:.0%}"
+    return f"±{rel * 100:.1f}%" if rel < 1 else f"±{rel:.0%}"
+
+
 def format_ratio(value: float | None) -> str:
     """A speedup or time ratio: '×1.23'."""
     return "" if value is None or value != value else f"×{value:.2f}"
