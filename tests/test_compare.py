@@ -58,6 +58,21 @@ def test_a_ten_percent_slowdown_is_slower_with_its_ratio_and_resolvable_change(s
     assert compare_sides(side("b", b), side("a", a)).pairs[0].verdict == "faster"
 
 
+def test_a_table_of_separate_runs_too_noisy_to_see_10_percent_says_how_to_see_more(seed):
+    """Two separate runs whose kernels' rounds spread by 30 % resolve no 10 % change: the summary says so
+    and points to an interleaved run; tight kernels, or an interleaved comparison, get no such line."""
+    from dbench.render.tables import compare_summary
+
+    rng = np.random.default_rng(seed)
+    noisy = [[row(f"g{i}", rounds(rng, 100, 0.3, 3)) for i in range(6)] for _ in range(2)]
+    text = "\n".join(compare_summary(compare_sides(side("a", noisy[0]), side("b", noisy[1]))))
+    assert "too noisy to resolve a 10% change" in text and "one interleaved run (dbench run --runtime a,b" in text
+    tight = [[row(f"g{i}", rounds(rng, 100, 0.002, 3)) for i in range(6)] for _ in range(2)]
+    assert "interleaved run" not in "\n".join(compare_summary(compare_sides(side("a", tight[0]), side("b", tight[1]))))
+    paired = compare_sides(side("a", noisy[0]), side("b", noisy[1]), interleaved=True)
+    assert "interleaved run (dbench" not in "\n".join(compare_summary(paired))
+
+
 def test_there_is_no_noise_floor_a_small_change_in_tight_rounds_is_found(seed):
     """The old 2 % floor called any change under 2 % the same; tight rounds resolve half a percent."""
     rng = np.random.default_rng(seed)

@@ -166,6 +166,10 @@ def compare_summary(comparison) -> list[str]:
         if counts.get(key):
             parts.append(f"{counts[key]} {key}")
     lines = [f"b against a: {', '.join(parts)}"]
+    noisy = counts.get("too noisy", 0)
+    if not comparison.interleaved and noisy and 2 * noisy >= counts.get("same", 0):
+        lines.append("to see smaller changes, time both sides in one interleaved run (dbench run --runtime a,b, or "
+                     "--threads 1,2): its rounds pair up and the machine's drift between runs cancels")
     noise = comparison.noise()
     if noise:
         lines.append(f"noise measured: SD of a round's log time {_percent(noise[len(noise) // 2])} at the median kernel "
