@@ -156,17 +156,16 @@ def compare_summary(comparison) -> list[str]:
 
     counts = comparison.counts()
     changed = counts.get("faster", 0) + counts.get("slower", 0)
+    noisy = counts.get("too noisy", 0)
     parts = [f"{changed} changed ({counts.get('faster', 0)} faster, {counts.get('slower', 0)} slower) at a "
              f"{comparison.fdr:.0%} false-discovery rate"]
     if counts.get("same"):
-        noisy = counts.get("too noisy", 0)
         parts.append(f"{counts['same']} same within noise" + (
             f" ({noisy} of them too noisy to resolve a {comparison.resolution:.0%} change)" if noisy else ""))
     for key in ("too few rounds", "too few runs", "no rounds", "no spread", "not compared"):
         if counts.get(key):
             parts.append(f"{counts[key]} {key}")
     lines = [f"b against a: {', '.join(parts)}"]
-    noisy = counts.get("too noisy", 0)
     if not comparison.interleaved and noisy and 2 * noisy >= counts.get("same", 0):
         lines.append("to see smaller changes, time both sides in one interleaved run (dbench run --runtime a,b, or "
                      "--threads 1,2): its rounds pair up and the machine's drift between runs cancels")
