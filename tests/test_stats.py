@@ -151,7 +151,8 @@ def test_a_later_round_pays_its_own_work_out_of_its_share():
     fast = TimingConfig(warmup_calls=1, warmup_time=0.0, min_time=0.6, min_samples=3, max_time=10.0).per_round()
     whole = measure(lambda: time.sleep(0.001), fast)
     paying = measure(lambda: time.sleep(0.001), fast, paying_s=0.15)  # 0.2 s share less 0.15 s already spent
-    assert whole.timed_s >= 0.2 and paying.timed_s < 0.2 - 0.1
+    # the loop stops on wall time; timed_s sums the samples only, so it may fall short of 0.2 s by the clock reads
+    assert whole.timed_s >= 0.2 * 0.9 and paying.timed_s < 0.2 - 0.1
 
 
 def test_iterations_time_exactly_that_many_calls():
