@@ -5,6 +5,10 @@ library only): the runtime adapters make it in the worker, the parent cuts the m
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
+
+CHANNELS_LAST = "NHWC"
+"""A layer's `layout` when it reads and writes channels-last copies of the model's NCHW tensors."""
 
 
 @dataclass(frozen=True)
@@ -17,7 +21,10 @@ class ExecutedLayer:
     model's own tensor names where `ExecutedGraph.tensor_names`, else the runtime's own edge ids).
     `moves_data`: the layer only moves or converts its first input (a reorder, a reshape, a cast): its
     output holds the same values. `executes`: it runs on every call (False: constants, parameters,
-    results)."""
+    results). `layout`: CHANNELS_LAST where the layer reads and writes channels-last copies of the
+    model's NCHW tensors, a layout only the model's other layers give it (ONNX Runtime's NhwcMaxPool
+    after an NHWC QLinearConv); `attributes` then holds its node's ONNX attributes as (name, value)
+    pairs, so that the layer itself can be timed (dbench.units.graph.executed_model)."""
 
     name: str
     op_type: str
@@ -26,6 +33,8 @@ class ExecutedLayer:
     outputs: tuple[str, ...] = ()
     moves_data: bool = False
     executes: bool = True
+    layout: str = ""
+    attributes: tuple[tuple[str, Any], ...] = ()
 
 
 @dataclass(frozen=True)

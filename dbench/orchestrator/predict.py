@@ -71,7 +71,11 @@ def ask_runtime(item: Item, variant: Variant, config: RunConfig) -> ExecutedGrap
 
 def executed_from_header(data: dict[str, Any]) -> ExecutedGraph:
     """The runtime's report as a run header stores it."""
-    layers = tuple(ExecutedLayer(**{**layer, **{k: tuple(layer[k]) for k in ("sources", "inputs", "outputs")}})
+    def attributes(pairs: list) -> tuple:
+        return tuple((name, tuple(value) if isinstance(value, list) else value) for name, value in pairs)
+
+    layers = tuple(ExecutedLayer(**{**layer, **{k: tuple(layer[k]) for k in ("sources", "inputs", "outputs")},
+                                    "attributes": attributes(layer.get("attributes", []))})
                    for layer in data["layers"])
     return ExecutedGraph(data["runtime"], layers, data["tensor_names"])
 

@@ -7,16 +7,22 @@ names wherever a value is still the model's. Imports onnx only."""
 from __future__ import annotations
 
 import re
+from typing import Any
 
 import onnx
+from onnx import helper
 
-from dbench.executed import ExecutedGraph, ExecutedLayer
+from dbench.executed import CHANNELS_LAST, ExecutedGraph, ExecutedLayer
 
 DERIVED_SUFFIX = re.compile(r"(_token_\d+|_nchwc)$")
 """Suffixes ONNX Runtime appends to the name it derives a new node's name from."""
 MOVES_DATA = {"Reshape", "Transpose", "Squeeze", "Unsqueeze", "Flatten", "Identity", "Cast", "ReorderInput",
               "ReorderOutput", "MemcpyToHost", "MemcpyFromHost"}
 """Ops whose output holds their first input's values (in another layout, shape, type or memory)."""
+CHANNELS_LAST_OPS = {"com.microsoft:NhwcMaxPool"}
+"""Ops ONNX Runtime's NHWC transformer puts on channels-last tensors only after a layer that already
+makes them (a uint8 MaxPool after an NHWC QLinearConv): the same nodes alone get its generic NCHW kernel
+(4.8 ms against 89 µs for ResNet-18 int8's stem pool here), so such a layer is timed as itself."""
 
 
 def derived_names(name: str) -> tuple[str, ...]:
@@ -27,10 +33,24 @@ def derived_names(name: str) -> tuple[str, ...]:
     return tuple(dict.fromkeys(n for n in names if n))
 
 
+def _attribute(value: Any) -> Any:
+    """An ONNX attribute value as JSON keeps it (a run header stores the layers): bytes as text, lists as tuples."""
+    if isinstance(value, bytes):
+        return value.decode()
+    if isinstance(value, (list, tuple)):
+        return tuple(_attribute(v) for v in value)
+    return value
+
+
+def _layer(node: onnx.NodeProto) -> ExecutedLayer:
+    op_type = node.op_type if node.domain in ("", "ai.onnx") else f"{node.domain}:{node.op_type}"
+    channels_last = op_type in CHANNELS_LAST_OPS
+    attributes = tuple((a.name, _attribute(helper.get_attribute_value(a))) for a in node.attribute) if channels_last else ()
+    return ExecutedLayer(name=node.name, op_type=op_type, sources=derived_names(node.name), inputs=tuple(node.input),
+                         outputs=tuple(node.output), moves_data=node.op_type in MOVES_DATA,
+                         layout=CHANNELS_LAST if channels_last else "", attributes=attributes)
+
+
 def executed_graph(optimized: onnx.ModelProto, runtime: str) -> ExecutedGraph:
     """The optimized model's main-graph nodes, in order, as executed layers named by their node names."""
-    layers = tuple(ExecutedLayer(name=node.name, op_type=node.op_type if node.domain in ("", "ai.onnx") else f"{node.domain}:{node.op_type}",
-                                 sources=derived_names(node.name), inputs=tuple(node.input), outputs=tuple(node.output),
-                                 moves_data=node.op_type in MOVES_DATA)
-                   for node in optimized.graph.node)
-    return ExecutedGraph(runtime, layers, tensor_names=True)
+    return ExecutedGraph(runtime, tuple(_layer(node) for node in optimized.graph.node), tensor_names=True)

@@ -55,8 +55,10 @@ def reference_outputs(model: onnx.ModelProto, spec: GraphSpec, feeds: dict[str, 
         return None, f"{spec.flops / 1e9:.2f} GFLOP is above onnx.reference's budget of {FLOP_BUDGET / 1e9:g} GFLOP"
     from onnx.reference import ReferenceEvaluator
 
+    from dbench.sources.contrib_reference import CONTRIB_OPS
+
     try:
-        evaluator = ReferenceEvaluator(model)
+        evaluator = ReferenceEvaluator(model, new_ops=list(CONTRIB_OPS))
         results = evaluator.run(None, feeds)
     except Exception as err:  # an op it does not implement, or one of its own failures
         return None, f"onnx.reference cannot run this model ({_first_line(err)})"

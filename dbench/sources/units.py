@@ -18,7 +18,7 @@ import onnx
 from onnx import helper
 
 from dbench.errors import UnsupportedError
-from dbench.executed import ExecutedGraph
+from dbench.executed import CHANNELS_LAST, ExecutedGraph
 from dbench.frommodel.load import LoadedModel, load_model
 from dbench.frommodel.walk import extract
 from dbench.gen.feeds import default_seed
@@ -29,7 +29,7 @@ from dbench.sources.item import Item
 from dbench.sources.model import model_item
 from dbench.sources.model_spec import RANDOM_WEIGHTS, foreign_spec, random_weights
 from dbench.units.cut import EXECUTED, UNMATCHED, Cut, cut
-from dbench.units.graph import shaped, unit_model, value_types
+from dbench.units.graph import executed_model, shaped, unit_model, value_types
 from dbench.units.prediction import EMPTY, MODEL, PREDICT_ATTR, UNIT
 from dbench.units.same import signature
 from dbench.units.structure import Structure, name_nodes
@@ -164,23 +164,30 @@ def unit_graphs(prepared: Prepared, executed: ExecutedGraph, identity: Identity,
     """Cut the model by the runtime's layers and make one graph per distinct timed unit, each in the
     model's `precision`."""
     model_cut = cut(prepared.structure, executed)
+    layers = {layer.name: layer for layer in executed.layers}
     types = {**value_types(prepared.loaded.model), **value_types(prepared.loaded.shapes)}
     ranges = random_weights(prepared.loaded.model)
     groups: dict[str, list[int]] = {}
     models: dict[str, onnx.ModelProto] = {}
     failures: dict[int, str] = {}
+    timed_as: dict[str, str] = {}
     for index, unit in enumerate(model_cut.units):
         if unit.kind not in TIMED_KINDS:
             continue
         try:
-            graph = _with_weights(unit_model(prepared.loaded.model, types, prepared.structure, unit, f"unit{index}"), ranges)
+            graph = unit_model(prepared.loaded.model, types, prepared.structure, unit, f"unit{index}")
         except UnsupportedError as why:
             failures[index] = str(why)
             groups[f"unsupported {index}"] = [index]
             continue
+        layer = layers.get(unit.layers[0]) if len(unit.layers) == 1 else None
+        as_executed = executed_model(graph, layer) if layer is not None else None
+        graph = _with_weights(as_executed or graph, ranges)
         key = signature(graph)
         groups.setdefault(key, []).append(index)
         models.setdefault(key, graph)
+        if as_executed is not None:
+            timed_as[key] = f"{layer.op_type} on {CHANNELS_LAST}"
     total = len(groups)
     layout = [""] * len(model_cut.units)
     items = [empty_item(identity)]
@@ -192,7 +199,8 @@ def unit_graphs(prepared: Prepared, executed: ExecutedGraph, identity: Identity,
             layout[index] = graph_id
         occurrences = [{"nodes": [names[i] for i in model_cut.units[i].nodes], "layers": list(model_cut.units[i].layers)}
                        for i in indices]
-        tag = identity.tag(UNIT, kind=first.kind, count=len(indices), graphs=total, occurrences=occurrences)
+        tag = identity.tag(UNIT, kind=first.kind, count=len(indices), graphs=total, occurrences=occurrences,
+                           timed_as=timed_as.get(key, ""))
         if key not in models:
             spec = replace(_unread(graph_id, prepared), precision=precision, attrs={PREDICT_ATTR: tag})
             items.append(Item(spec, lambda: (b"", None), UNITS, unsupported=failures[indices[0]]))

@@ -10,6 +10,7 @@ import onnx
 from onnx import helper
 
 from dbench.errors import UnsupportedError
+from dbench.executed import CHANNELS_LAST, ExecutedLayer
 from dbench.frommodel.dims import FIRST_IR_WITHOUT_INPUT_INITIALIZERS
 from dbench.units.cut import Unit
 from dbench.units.structure import Structure
@@ -69,6 +70,36 @@ def unit_model(model: onnx.ModelProto, types: dict[str, onnx.ValueInfoProto], st
     unit_graph.ir_version = max(model.ir_version, FIRST_IR_WITHOUT_INPUT_INITIALIZERS)
     unit_graph.functions.extend(model.functions)
     return unit_graph
+
+
+TO_CHANNELS_LAST = (0, 2, 3, 1)
+
+
+def _channels_last(value: onnx.ValueInfoProto) -> onnx.ValueInfoProto:
+    """The value as a channels-last tensor: its 4-d NCHW shape as NHWC, the same name and element type."""
+    dims = [value.type.tensor_type.shape.dim[i].dim_value for i in TO_CHANNELS_LAST]
+    return helper.make_tensor_value_info(value.name, value.type.tensor_type.elem_type, dims)
+
+
+def executed_model(unit_graph: onnx.ModelProto, layer: ExecutedLayer) -> onnx.ModelProto | None:
+    """The unit as the runtime executes it inside the model: its one channels-last layer's node, reading
+    and writing the unit's own input and output as NHWC tensors (what the model's neighbouring layers
+    hand it), with the unit graph's opsets and the layer's domain. None where the unit is not one such
+    layer over one 4-d input and one 4-d output: then the unit graph itself is timed."""
+    graph = unit_graph.graph
+    stored = {t.name for t in graph.initializer}
+    inputs = [i for i in graph.input if i.name not in stored]
+    if layer.layout != CHANNELS_LAST or len(inputs) != 1 or len(graph.output) != 1 or len(layer.inputs) != 1 \
+            or any(len(v.type.tensor_type.shape.dim) != 4 for v in [*inputs, *graph.output]):
+        return None
+    domain, _, op_type = layer.op_type.rpartition(":")
+    node = helper.make_node(op_type, [inputs[0].name], [graph.output[0].name], name=layer.name, domain=domain or None,
+                            **dict(layer.attributes))
+    executed = helper.make_graph([node], graph.name, [_channels_last(inputs[0])], [_channels_last(graph.output[0])])
+    opsets = [o for o in unit_graph.opset_import if o.domain != domain] + ([helper.make_opsetid(domain, 1)] if domain else [])
+    model = helper.make_model(executed, opset_imports=opsets, producer_name="dbench units")
+    model.ir_version = unit_graph.ir_version
+    return model
 
 
 def shaped(model: onnx.ModelProto, types: dict[str, onnx.ValueInfoProto]) -> onnx.ModelProto:

@@ -226,6 +226,10 @@ def _prediction(run_id: str, variant: str, members: list[dict[str, Any]]) -> Pre
     if unprofiled:
         notes.append(f"{len(unprofiled)} units have no per-node profile (--quick, --no-profile): their boundary reorders "
                      f"stay in the prediction ({', '.join(unprofiled[:3])}{', ...' if len(unprofiled) > 3 else ''})")
+    as_executed = [f"{r['graph_id']} ({tag(r)['timed_as']})" for r in units if tag(r).get("timed_as")]
+    if as_executed:
+        notes.append(f"{len(as_executed)} units timed as the layer the runtime runs inside the model, on the layout "
+                     f"its neighbours hand it: {', '.join(as_executed[:5])}")
     empty_us = empty["median_us"] if _ok(empty) else None
     predicted_us = predicted(empty_us, [(tag(r)["count"], r["median_us"], _share(r)) for r in timed]) if empty_us is not None else None
     measured_us = model["median_us"] if _ok(model) else None
