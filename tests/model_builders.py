@@ -100,6 +100,31 @@ def int8_qdq(rng) -> onnx.ModelProto:
     return model(nodes, inputs, outputs, inits, "int8")
 
 
+def int8_pool(rng) -> onnx.ModelProto:
+    """A static QDQ Conv+Relu -> MaxPool -> Conv chain (uint8 activations, int8 weights), as
+    onnxruntime.quantization writes one: ONNX Runtime runs the first convolution as an NHWC QLinearConv
+    and the pool after it as com.microsoft.NhwcMaxPool on its channels-last output."""
+    scalar = lambda n, v, dt: numpy_helper.from_array(np.array(v, dtype=dt), n)
+    nodes = [
+        helper.make_node("QuantizeLinear", ["x", "sx", "zx"], ["xq"], name="q_x"),
+        helper.make_node("DequantizeLinear", ["xq", "sx", "zx"], ["xd"], name="dq_x"),
+        helper.make_node("DequantizeLinear", ["w1", "sw", "zw"], ["w1d"], name="dq_w1"),
+        helper.make_node("Conv", ["xd", "w1d"], ["h"], name="conv1", kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
+        helper.make_node("Relu", ["h"], ["hr"], name="relu1"),
+        helper.make_node("QuantizeLinear", ["hr", "sh", "zh"], ["hq"], name="q_h"),
+        helper.make_node("DequantizeLinear", ["hq", "sh", "zh"], ["hd"], name="dq_h"),
+        helper.make_node("MaxPool", ["hd"], ["p"], name="pool", kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1]),
+        helper.make_node("QuantizeLinear", ["p", "sh", "zh"], ["pq"], name="q_p"),
+        helper.make_node("DequantizeLinear", ["pq", "sh", "zh"], ["pd"], name="dq_p"),
+        helper.make_node("DequantizeLinear", ["w2", "sw", "zw"], ["w2d"], name="dq_w2"),
+        helper.make_node("Conv", ["pd", "w2d"], ["y"], name="conv2", kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
+    ]
+    inits = [weight("w1", (16, 8, 3, 3), rng, np.int8), weight("w2", (16, 16, 3, 3), rng, np.int8),
+             scalar("sx", 0.02, np.float32), scalar("zx", 128, np.uint8), scalar("sw", 0.01, np.float32), scalar("zw", 0, np.int8),
+             scalar("sh", 0.05, np.float32), scalar("zh", 0, np.uint8)]
+    return model(nodes, [value("x", [1, 8, 32, 32])], [value("y", [1, 16, 16, 16])], inits, "int8_pool")
+
+
 def save(m: onnx.ModelProto, folder, name: str):
     path = folder / f"{name}.onnx"
     onnx.save(m, str(path))

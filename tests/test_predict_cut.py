@@ -53,7 +53,7 @@ def twin_blocks(rng) -> onnx.ModelProto:
 
 
 MODELS = {"conv_relu": conv_relu, "chain": unfused_chain, "twins": twin_blocks, "mlp": mb.mlp, "cnn": mb.cnn,
-          "lstm": mb.lstm, "attention": mb.attention, "int8": mb.int8_qdq}
+          "lstm": mb.lstm, "attention": mb.attention, "int8": mb.int8_qdq, "int8_pool": mb.int8_pool}
 DIMS = {"mlp": {"batch": 4}, "cnn": {"n": 1}, "lstm": {"seq": 5}}
 
 
@@ -159,6 +159,73 @@ def test_each_unit_graph_computes_what_the_model_computes_there(tmp_path, seed, 
             assert np.abs(result.astype(np.float64) - expected.astype(np.float64)).max() <= 1e-5 * scale, output.name
             checked += 1
     assert checked
+
+
+def test_a_layer_onnx_runtime_runs_channels_last_is_timed_as_that_layer(tmp_path, seed):
+    """ONNX Runtime runs the QDQ pool as NhwcMaxPool on the NHWC QLinearConv's output; alone, the same
+    DQ-MaxPool-Q would get its generic NCHW uint8 pool. The unit's graph is the executed layer on NHWC
+    tensors: fed the model's value at its input (channels last), ONNX Runtime gives the model's value
+    at its output, and the reference check (onnx.reference with dbench's contrib ops) agrees."""
+    import onnxruntime as ort
+
+    from dbench.gen.feeds import make_feeds
+    from dbench.sources.model_reference import reference_outputs
+
+    prepared, graph, model_cut, path, _ = cut_of(tmp_path, "int8_pool", seed, "ort-cpu")
+    pools = [layer for layer in graph.layers if layer.op_type == "com.microsoft:NhwcMaxPool"]
+    assert len(pools) == 1 and pools[0].layout == "NHWC" and dict(pools[0].attributes)["strides"] == (2, 2)
+    (unit,) = [u for u in model_cut.units if u.layers == (pools[0].name,)]
+    assert [model_cut.names[i] for i in unit.nodes] == ["dq_h", "pool", "q_p"]
+    graphs = unit_graphs(prepared, graph, model_identity(path, {}, "ort-cpu", {"threads": 1}), "int8")
+    (item,) = [i for i in graphs.items if i.spec.attrs["predict"].get("timed_as")]
+    assert item.spec.attrs["predict"]["timed_as"] == "com.microsoft:NhwcMaxPool on NHWC"
+    assert [t.shape for t in item.spec.inputs] == [(1, 32, 32, 16)] and [t.shape for t in item.spec.outputs] == [(1, 16, 16, 16)]
+    data, _ = item.load()
+    unit_graph = onnx.load_model_from_string(data)
+    assert [(n.domain, n.op_type) for n in unit_graph.graph.node] == [("com.microsoft", "NhwcMaxPool")]
+    model = prepared.loaded.model
+    types = {**value_types(model), **value_types(prepared.loaded.shapes)}
+    x = np.random.default_rng(seed).uniform(-1, 1, (1, 8, 32, 32)).astype(np.float32)
+    values = _all_values(model, types, {"x": x})
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = 1
+    session = ort.InferenceSession(data, options, providers=["CPUExecutionProvider"])
+    (pooled,) = session.run(None, {"hq": np.ascontiguousarray(values["hq"].transpose(0, 2, 3, 1))})
+    assert np.array_equal(pooled, values["pq"].transpose(0, 2, 3, 1))
+    feeds = make_feeds(item.spec)
+    expected, by = reference_outputs(unit_graph, item.spec, feeds)
+    assert by == "onnx.reference" and np.array_equal(expected["pq"], session.run(None, feeds)[0])
+
+
+def test_a_layer_runs_as_itself_only_where_it_is_one_channels_last_layer_over_one_4d_tensor():
+    """A planar layer, or a unit with two inputs, keeps the unit graph itself (no executed model)."""
+    from dbench.units.graph import executed_model
+
+    pool = ExecutedLayer("pool_token_1", "com.microsoft:NhwcMaxPool", inputs=("h",), outputs=("p",), layout="NHWC",
+                         attributes=(("kernel_shape", (2, 2)), ("strides", (2, 2))))
+    one = mb.model([helper.make_node("MaxPool", ["h"], ["p"], name="pool", kernel_shape=[2, 2], strides=[2, 2])],
+                   [mb.value("h", [1, 4, 8, 8], TensorProto.UINT8)], [mb.value("p", [1, 4, 4, 4], TensorProto.UINT8)])
+    timed = executed_model(one, pool)
+    assert [(v.name, [d.dim_value for d in v.type.tensor_type.shape.dim]) for v in [*timed.graph.input, *timed.graph.output]] \
+        == [("h", [1, 8, 8, 4]), ("p", [1, 4, 4, 4])]
+    onnx.checker.check_model(timed)
+    assert executed_model(one, ExecutedLayer("pool", "MaxPool", inputs=("h",), outputs=("p",))) is None
+    two = mb.model([helper.make_node("Add", ["h", "g"], ["p"], name="add")],
+                   [mb.value("h", [1, 4, 8, 8]), mb.value("g", [1, 4, 8, 8])], [mb.value("p", [1, 4, 8, 8])])
+    assert executed_model(two, pool) is None
+
+
+def test_a_stored_report_gives_back_the_channels_last_layers_attributes():
+    """--resume cuts again from the run header's JSON: the layer's layout and attributes survive it."""
+    import dataclasses
+    import json
+
+    from dbench.orchestrator.predict import executed_from_header
+
+    report = ExecutedGraph("ort-cpu", (ExecutedLayer("pool_token_1", "com.microsoft:NhwcMaxPool", ("pool",), ("h",), ("p",),
+                                                     layout="NHWC", attributes=(("auto_pad", "NOTSET"), ("pads", (1, 1, 1, 1)))),
+                                       ExecutedLayer("conv", "Conv", ("conv",), ("x", "w"), ("h",))), tensor_names=True)
+    assert executed_from_header(json.loads(json.dumps(dataclasses.asdict(report)))) == report
 
 
 def test_identical_units_are_one_graph_with_a_count_and_keep_their_kernel_id(tmp_path, seed):
