@@ -9,6 +9,9 @@ from typing import Any
 
 CHANNELS_LAST = "NHWC"
 """A layer's `layout` when it reads and writes channels-last copies of the model's NCHW tensors."""
+TO_CHANNELS_LAST = (0, 2, 3, 1)
+TO_CHANNELS_FIRST = (0, 3, 1, 2)
+"""The axis permutations between NCHW and NHWC (numpy's transpose, ONNX's Transpose perm)."""
 
 
 @dataclass(frozen=True)

@@ -10,8 +10,7 @@ from onnx import TensorProto, helper
 from onnx.reference import ReferenceEvaluator
 from onnx.reference.op_run import OpRun
 
-TO_CHANNELS_FIRST = (0, 3, 1, 2)
-TO_CHANNELS_LAST = (0, 2, 3, 1)
+from dbench.executed import TO_CHANNELS_FIRST, TO_CHANNELS_LAST
 
 
 class NhwcMaxPool(OpRun):

@@ -10,7 +10,7 @@ import onnx
 from onnx import helper
 
 from dbench.errors import UnsupportedError
-from dbench.executed import CHANNELS_LAST, ExecutedLayer
+from dbench.executed import CHANNELS_LAST, TO_CHANNELS_LAST, ExecutedLayer
 from dbench.frommodel.dims import FIRST_IR_WITHOUT_INPUT_INITIALIZERS
 from dbench.units.cut import Unit
 from dbench.units.structure import Structure
@@ -70,9 +70,6 @@ def unit_model(model: onnx.ModelProto, types: dict[str, onnx.ValueInfoProto], st
     unit_graph.ir_version = max(model.ir_version, FIRST_IR_WITHOUT_INPUT_INITIALIZERS)
     unit_graph.functions.extend(model.functions)
     return unit_graph
-
-
-TO_CHANNELS_LAST = (0, 2, 3, 1)
 
 
 def _channels_last(value: onnx.ValueInfoProto) -> onnx.ValueInfoProto:
