@@ -77,7 +77,11 @@ def test_every_row_of_a_run_keeps_the_invariants(runtime, tmp_path):
     assert len(rows) >= len(CASES)
     measured = [r for r in rows if r["status"] == "ok"]
     assert measured and all("invariant_violations" in r for r in rows)
-    assert all(r["profile_call_us"] for r in measured)  # the same-pass check had its frame on every row
+    # the same-pass check had its frame on every row that kept a profile; under --quick a profile that would
+    # cost more than the graph's sampling is left out, and the row says so
+    unprofiled = [(r["graph_id"], r["message"]) for r in measured if not r["profile_call_us"]]
+    assert all("no per-node profile" in (message or "") for _, message in unprofiled), unprofiled
+    assert len(unprofiled) < len(measured)
     assert [(r["graph_id"], r["invariant_violations"]) for r in rows if r["invariant_violations"]] == []
 
 
