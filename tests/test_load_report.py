@@ -5,12 +5,13 @@ plots (throughput against streams, latency against throughput), never in the lat
 from __future__ import annotations
 
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 from typer.testing import CliRunner
 
 from dbench.cli import app
-from dbench.render.load import knee_lines, load_warnings
+from dbench.render.load import knee_lines, load_line, load_warnings
 from dbench.store.sweeps import find_sweeps
 from tests.helpers import write_csv
 
@@ -52,6 +53,20 @@ def test_load_warnings_name_what_went_wrong_and_stay_quiet_otherwise():
     clean = [{**server, "arrival_rate": 99.5, "latency_p99_above": 25}, row("g", "ort-cpu", 2, 10, streams_executed=2,
                                                                      stream_inferences=[100, 90])]
     assert load_warnings(clean) == []
+
+
+def test_a_server_rows_line_gives_its_p99s_re_run_interval_before_the_order_statistic_ci():
+    """The CI only knows this run's requests; the rounds' spread says where a re-run's p99 lands."""
+    server = SimpleNamespace(mode="server", streams=2, streams_executed=2, threads=1, rate=165.0, arrival_rate=165.0,
+                             latency_p50_us=10_900.0, latency_p99_us=56_300.0, latency_p99_ci_low_us=53_200.0,
+                             latency_p99_ci_high_us=60_400.0, latency_p99_above=26, over_bound=None, search=None,
+                             rerun_rel=0.592, unstable=True)
+    line = load_line(server)
+    assert "p99 56.3 ms ±59.2% re-run unstable (95% CI 53.2–60.4 ms, 26 requests above)" in line, line
+    steady = load_line(SimpleNamespace(**{**vars(server), "rerun_rel": 0.031, "unstable": False}))
+    assert "p99 56.3 ms ±3.1% re-run (95% CI" in steady and "unstable" not in steady
+    one_round = load_line(SimpleNamespace(**{**vars(server), "rerun_rel": None, "unstable": None}))
+    assert "p99 56.3 ms (95% CI" in one_round
 
 
 @pytest.mark.slow

@@ -178,18 +178,17 @@ def load_warnings(rows: list[dict[str, Any]]) -> list[str]:
 def load_line(row: Any) -> str:
     """The figures of a finished throughput or server row, for the one-line-per-row progress output."""
     parts = [f"{streams_text(vars(row))} streams"]
-    if row.mode == "server":
+    rerun = (f" {format_spread(row.rerun_rel)} re-run" + (" unstable" if row.unstable else "")) if row.rerun_rel is not None else ""
+    if row.mode == "server":  # the p99's re-run interval (from the rounds) first: the CI only knows this run's requests
         ci = time_interval(row.latency_p99_ci_low_us, row.latency_p99_ci_high_us)
         parts += [f"rate {rate(row.rate)} (measured {rate(row.arrival_rate)})", f"p50 {format_time(row.latency_p50_us)}",
-                  f"p99 {format_time(row.latency_p99_us)}" + (f" (95% CI {ci}, {row.latency_p99_above} requests above)"
-                                                             if row.latency_p99_above is not None else "")]
+                  f"p99 {format_time(row.latency_p99_us)}{rerun}" + (f" (95% CI {ci}, {row.latency_p99_above} requests above)"
+                                                                    if row.latency_p99_above is not None else "")]
         if row.over_bound is not None:
             parts.append(f"{row.over_bound:.1%} over the bound")
         if row.search:
             parts.append(f"max rate {max_rate_text(row.search)}")
     else:
-        parts += [f"{significant(row.inferences_per_s)} inf/s"]
-        if row.rerun_rel is not None:
-            parts.append(f"{format_spread(row.rerun_rel)} re-run" + (" unstable" if row.unstable else ""))
-        parts += [f"p50 {format_time(row.latency_p50_us)}", f"p99 {format_time(row.latency_p99_us)}"]
+        parts += [f"{significant(row.inferences_per_s)} inf/s{rerun}",
+                  f"p50 {format_time(row.latency_p50_us)}", f"p99 {format_time(row.latency_p99_us)}"]
     return " ".join(parts)
