@@ -1,8 +1,9 @@
 """What dbench's closed loop pays for its per-request timestamps where Python's interpreter lock binds:
 N threads calling one ONNX Runtime session on a small GEMV, in one process, interleaved round by round
 (the order flipped each round): a bare loop (a threading.Event per call, as the hand-written loop of
-throughput_vs_tools.py), the same loop with a list flag, that loop also storing two perf_counter_ns per
-run into preallocated lists, and dbench's own keep_busy. Prints each loop's median inferences/s.
+throughput_vs_tools.py), the same loop with a list flag, that loop also storing one perf_counter_ns per
+run (each run's end, the next run's start) or two (each run's start and end) into preallocated lists,
+and dbench's own keep_busy. Prints each loop's median inferences/s.
 
     python benchmarks/loop_timestamps.py [--streams 2] [--rounds 10] [--seconds 1]
 """
@@ -32,9 +33,9 @@ def session(streams: int):
     return prepared
 
 
-def hand_loop(calls, seconds: float, stamps: bool | None) -> float:
+def hand_loop(calls, seconds: float, stamps: int | None) -> float:
     """Inferences/s of threads running until the main thread's sleep ends: `None` an Event checked per run,
-    False a list flag, True the flag and two timestamps stored per run."""
+    else a list flag and `stamps` (0, 1 or 2) timestamps stored per run."""
     event, flag = threading.Event(), [False]
     counts = [0] * len(calls)
     gate = threading.Barrier(len(calls) + 1)
@@ -50,11 +51,14 @@ def hand_loop(calls, seconds: float, stamps: bool | None) -> float:
                 n += 1
         else:
             while not flag[0]:
-                if stamps:
+                if stamps == 2:
                     i = n & 4095
                     started[i] = clock()
                     run()
                     ended[i] = clock()
+                elif stamps == 1:
+                    run()
+                    ended[n & 4095] = clock()
                 else:
                     run()
                 n += 1
@@ -83,8 +87,9 @@ def main() -> None:
     calls = runners(prepared)
     loops = {
         "bare loop (Event)": lambda: hand_loop(calls, args.seconds, None),
-        "list flag": lambda: hand_loop(calls, args.seconds, False),
-        "list flag + 2 timestamps": lambda: hand_loop(calls, args.seconds, True),
+        "list flag": lambda: hand_loop(calls, args.seconds, 0),
+        "list flag + 1 timestamp": lambda: hand_loop(calls, args.seconds, 1),
+        "list flag + 2 timestamps": lambda: hand_loop(calls, args.seconds, 2),
         "dbench keep_busy": lambda: (lambda b: b.inferences / b.wall_s)(
             keep_busy(calls, lambda busy, elapsed: elapsed >= args.seconds and busy.reached(2))),
     }
