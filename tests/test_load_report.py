@@ -4,6 +4,7 @@ plots (throughput against streams, latency against throughput), never in the lat
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -53,6 +54,13 @@ def test_load_warnings_name_what_went_wrong_and_stay_quiet_otherwise():
     clean = [{**server, "arrival_rate": 99.5, "latency_p99_above": 25}, row("g", "ort-cpu", 2, 10, streams_executed=2,
                                                                      stream_inferences=[100, 90])]
     assert load_warnings(clean) == []
+    moved = {**clean[0], "unstable": True, "utilization": 0.7, "round_utilization": [0.56, 0.92, 0.6],
+             "round_p99_us": [25_000.0, 236_000.0, 33_000.0]}
+    (line,) = load_warnings([moved])
+    assert "1 unstable server rows ran their rounds at different loads" in line and "g: 70% load (rounds 56%-92%)" in line
+    assert "p99 25.0 ms, 236 ms, 33.0 ms" in line and "lower --rate" in line
+    assert load_warnings([{**moved, "unstable": False}]) == [], "a stable row needs no explanation"
+    assert load_warnings([{**moved, "round_utilization": [0.6, 0.65, 0.62]}]) == [], "rounds within 10 points"
 
 
 def test_a_server_rows_line_gives_its_p99s_re_run_interval_before_the_order_statistic_ci():
@@ -60,9 +68,12 @@ def test_a_server_rows_line_gives_its_p99s_re_run_interval_before_the_order_stat
     server = SimpleNamespace(mode="server", streams=2, streams_executed=2, threads=1, rate=165.0, arrival_rate=165.0,
                              latency_p50_us=10_900.0, latency_p99_us=56_300.0, latency_p99_ci_low_us=53_200.0,
                              latency_p99_ci_high_us=60_400.0, latency_p99_above=26, over_bound=None, search=None,
-                             rerun_rel=0.592, unstable=True)
+                             rerun_rel=0.592, unstable=True, utilization=0.62, round_utilization=[0.56, 0.92, 0.60])
     line = load_line(server)
     assert "p99 56.3 ms ±59.2% re-run unstable (95% CI 53.2–60.4 ms, 26 requests above)" in line, line
+    assert "rate 165/s (measured 165/s) at 62% load (rounds 56%-92%)" in line, line
+    assert "at 62% load p50" in load_line(SimpleNamespace(**{**vars(server), "round_utilization": [0.62, 0.62, 0.62]}))
+    assert " load" not in load_line(SimpleNamespace(**{**vars(server), "utilization": None, "round_utilization": None}))
     steady = load_line(SimpleNamespace(**{**vars(server), "rerun_rel": 0.031, "unstable": False}))
     assert "p99 56.3 ms ±3.1% re-run (95% CI" in steady and "unstable" not in steady
     one_round = load_line(SimpleNamespace(**{**vars(server), "rerun_rel": None, "unstable": None}))
@@ -90,6 +101,8 @@ def test_report_gives_throughput_and_server_rows_their_own_sections_and_plots(tm
 
     assert len(pd.read_csv(folder / "rows.csv")) == 2, "the latency tables hold only the latency run's two rows"
     assert len(pd.read_csv(folder / "throughput.csv")) == 4 and len(pd.read_csv(folder / "server.csv")) == 2
+    server_section = markdown.split("## Server scenario")[1].split("\n## ")[0]
+    assert re.search(r"\| \d+% load( \(rounds \d+%-\d+%\))? \|", server_section), server_section[:1500]
     sheets = pd.ExcelFile(folder / "report.xlsx").sheet_names
     assert {"Throughput", "Server", "gemm"} <= set(sheets)
     only_load = runner.invoke(app, ["report", *map(str, sorted(Path(out).glob("*/*.jsonl"))[:2]), "--out", str(tmp_path / "r2")])

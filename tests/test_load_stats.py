@@ -125,9 +125,10 @@ def test_one_round_has_no_throughput_interval():
     assert row["inferences_per_s_low"] is None and row["rerun_rel"] is None and "1 round" in row["interval_note"]
 
 
-def server_round(p99: float, over: int, span: float = 1.0, search: dict | None = None) -> dict:
+def server_round(p99: float, over: int, span: float = 1.0, search: dict | None = None, service_us: float = 5000.0) -> dict:
     latencies = np.linspace(10, p99, 101)
     return {"mode": "server", "streams": 1, "rate": 100.0, "requests": 101, "inferences": 101, "unserved": 0,
+            "service_mean_us": service_us, "utilization": 100.0 * service_us / 1e6,
             "wall_s": 1.05, "per_stream": [101], "latency_tail_us": slowest(latencies, 3 * 101),
             "latency_us": list(latencies), "latency_p99_us": p99, "over_bound": over,
             "latency_bound_us": 50.0, "arrival_span_s": span, "queue_p99_us": 3.0, "dispatch_lag_p99_us": 2.0,
@@ -143,3 +144,15 @@ def test_server_row_gives_shares_rates_and_the_p99_interval():
     assert row["round_p99_us"] == [60.0, 66.0, 63.0] and row["search"] == search
     assert row["latency_p99_low_us"] < row["latency_p99_us"] < row["latency_p99_high_us"]
     assert math.isclose(row["rerun_rel"], (row["latency_p99_high_us"] - row["latency_p99_low_us"]) / 2 / row["latency_p99_us"])
+
+
+def test_server_row_gives_the_load_its_rate_was_at_its_runs_own_time():
+    """100/s on one request whose runs took 5, 6 and 7 ms in three rounds: 50, 60 and 70 % load, 60 % in all
+    (the mean run time over every served request); rounds logged without it give none."""
+    rounds = [server_round(60.0, 0, service_us=us) for us in (5000.0, 6000.0, 7000.0)]
+    row = summarize_load(rounds, (50.0, 99.0), 0.05)
+    assert row["round_utilization"] == pytest.approx([0.5, 0.6, 0.7]) and row["utilization"] == pytest.approx(0.6)
+    uneven = summarize_load([{**rounds[0], "inferences": 303}, rounds[2]], (50.0, 99.0), 0.05)
+    assert uneven["utilization"] == pytest.approx(100.0 * (5000.0 * 3 + 7000.0) / 4 / 1e6), "weighted by runs served"
+    old = [{k: v for k, v in r.items() if k not in ("service_mean_us", "utilization")} for r in rounds]
+    assert summarize_load(old, (50.0, 99.0), 0.05)["utilization"] is None

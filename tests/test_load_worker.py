@@ -170,6 +170,10 @@ def test_server_latency_counts_from_arrival_and_grows_with_queueing(seed):
     assert 0 <= heavy["over_bound"] <= heavy["inferences"]
     two = serve(ServiceTime(2, 0.002), 450.0, 200, seed, 20_000.0)  # a second stream drains the queue
     assert min(two["per_stream"]) > 0 and two["queue_p99_us"] < heavy["queue_p99_us"]
+    for result, rate, requests in ((light, 50.0, 1), (heavy, 450.0, 1), (two, 450.0, 2)):
+        assert 2000 <= result["service_mean_us"] < 4000, "the runs' own time: a 2 ms sleep and its wake-up"
+        assert result["utilization"] == pytest.approx(rate * result["service_mean_us"] / 1e6 / requests)
+    assert light["utilization"] < 0.2 and heavy["utilization"] > 0.9 and 0.45 < two["utilization"] < 0.9
 
 
 def test_an_overloaded_server_abandons_what_it_cannot_serve_and_ends_by_itself(seed):

@@ -10,7 +10,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from dbench.render.tables import NARROW, STATUS_STYLE
-from dbench.report.units import format_spread, format_time, significant, time_interval
+from dbench.report.units import format_spread, format_time, load_text, significant, time_interval
 from dbench.stats.knee import NO_INTERVAL_TOLERANCE
 from dbench.stats.quantile import P99_ABOVE
 from dbench.store.sweeps import find_sweeps
@@ -133,6 +133,9 @@ ARRIVAL_TOLERANCE = 0.02
 """A server row whose measured arrival rate is further than this below the asked one is flagged."""
 UNSERVED_SHARE = 0.01
 """Beyond this share of abandoned requests a server row's p99 is a lower bound."""
+LOAD_MOVED = 0.10
+"""An unstable server row whose rounds' loads lie further apart than this (10 points) is named as having met
+a machine whose speed moved (on the 2-core VM: 56-92 % at one fixed rate, docs/throughput.md)."""
 
 
 def load_warnings(rows: list[dict[str, Any]]) -> list[str]:
@@ -158,6 +161,15 @@ def load_warnings(rows: list[dict[str, Any]]) -> list[str]:
         lines.append(f"{len(few)} server rows' p99 rests on fewer than {P99_ABOVE} slower requests (e.g. {r['graph_id']}: "
                      f"{r['latency_p99_above']} of {r['requests']} requests above it): --max-time or --iterations cut "
                      "their arrivals, so a re-run's p99 may differ more; raise --max-time (or --iterations)")
+    moved = [r for r in rows if r.get("mode") == "server" and r.get("unstable") and r.get("round_utilization")
+             and max(r["round_utilization"]) - min(r["round_utilization"]) > LOAD_MOVED]
+    if moved:
+        r = max(moved, key=lambda r: max(r["round_utilization"]) - min(r["round_utilization"]))
+        lines.append(f"{len(moved)} unstable server rows ran their rounds at different loads although the rate was the same "
+                     f"(e.g. {r['graph_id']}: {load_text(r['utilization'], r['round_utilization'])}, p99 "
+                     f"{', '.join(format_time(v) for v in r['round_p99_us'])}): the machine's speed moved between "
+                     "rounds, and a p99 near saturation follows it; compare at a lower --rate, or interleaved with "
+                     "more --rounds")
     fewer = [r for r in rows if r.get("streams_executed") is not None and r.get("streams") is not None
              and r["streams_executed"] != r["streams"]]
     if fewer:
@@ -181,7 +193,9 @@ def load_line(row: Any) -> str:
     rerun = (f" {format_spread(row.rerun_rel)} re-run" + (" unstable" if row.unstable else "")) if row.rerun_rel is not None else ""
     if row.mode == "server":  # the p99's re-run interval (from the rounds) first: the CI only knows this run's requests
         ci = time_interval(row.latency_p99_ci_low_us, row.latency_p99_ci_high_us)
-        parts += [f"rate {rate(row.rate)} (measured {rate(row.arrival_rate)})", f"p50 {format_time(row.latency_p50_us)}",
+        load = load_text(row.utilization, row.round_utilization)
+        parts += [f"rate {rate(row.rate)} (measured {rate(row.arrival_rate)})" + (f" at {load}" if load else ""),
+                  f"p50 {format_time(row.latency_p50_us)}",
                   f"p99 {format_time(row.latency_p99_us)}{rerun}" + (f" (95% CI {ci}, {row.latency_p99_above} requests above)"
                                                                     if row.latency_p99_above is not None else "")]
         if row.over_bound is not None:

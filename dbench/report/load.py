@@ -27,6 +27,7 @@ LOAD_COLUMNS = (
     "message", "verified", "mode", "streams", "streams_executed", "threads_per_stream", "inferences", "inferences_per_s",
     "inferences_per_s_low", "inferences_per_s_high", "throughput_tflops", "time_per_inference_us", "rerun_rel", "rounds",
     "unstable", "interval_note", "latency_p50_us", "latency_p90_us", "latency_p99_us", "rate", "arrival_rate",
+    "utilization", "round_utilization",
     "latency_p99_low_us", "latency_p99_high_us", "latency_p99_ci_low_us", "latency_p99_ci_high_us", "latency_p99_above",
     "latency_bound_us", "over_bound", "search", "flops",
 )

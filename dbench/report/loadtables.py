@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
-from dbench.report.units import format_time, significant, time_interval
+from dbench.report.units import format_time, load_text, significant, time_interval
 from dbench.store.sweeps import configuration, find_sweeps
 
 
@@ -97,10 +97,19 @@ def _order_interval(row: pd.Series) -> str:
     return f"{time_interval(low, high)} ({int(row.latency_p99_above)})"
 
 
+def _load(row: pd.Series) -> str:
+    """The share of the requests' capacity the rate was at the run time the runs took, with the rounds'
+    range: `62% load (rounds 56-92%)`; empty for a row logged before dbench recorded it."""
+    if "utilization" not in row or pd.isna(row.utilization):
+        return ""
+    per_round = row.get("round_utilization")
+    return load_text(float(row.utilization), [float(v) for v in per_round] if hasattr(per_round, "__len__") else None)
+
+
 def server_table(frame: pd.DataFrame) -> pd.DataFrame:
-    """One row per server row: rate asked and achieved, latency from arrival (p50; p99 with its re-run
-    interval; the p99's order-statistic interval and the requests above it), the share over the bound,
-    and the highest rate found under it."""
+    """One row per server row: rate asked and achieved, the load that was at the runs' own time, latency
+    from arrival (p50; p99 with its re-run interval; the p99's order-statistic interval and the requests
+    above it), the share over the bound, and the highest rate found under it."""
     records = []
     for config, (_, row) in zip(_configurations(frame), frame.iterrows()):
         counted = bool(row.counts)
@@ -109,6 +118,7 @@ def server_table(frame: pd.DataFrame) -> pd.DataFrame:
         bound = f" (bound {_time(row.latency_bound_us)})" if pd.notna(row.latency_bound_us) else ""
         records.append({"kernel": row.kernel, "configuration": config, "streams": _streams(row), "rate": _rate(row.rate),
                         "measured": _rate(row.arrival_rate) if counted else _status(row),
+                        "load": _load(row) if counted else "",
                         "p50": _time(row.latency_p50_us) if counted else "",
                         "p99": (_time(row.latency_p99_us) + interval) if counted else "",
                         "p99 95% CI (requests above)": _order_interval(row) if counted else "",

@@ -59,3 +59,13 @@ def format_spread(rel: float) -> str:
 def format_ratio(value: float | None) -> str:
     """A speedup or time ratio: '×1.23'."""
     return "" if value is None or value != value else f"×{value:.2f}"
+
+
+def load_text(utilization: float | None, per_round: list[float] | None) -> str:
+    """`62% load` or `62% load (rounds 56-92%)`: the share of the requests' capacity a server row's rate
+    was at the run time its runs took; empty for a row without it."""
+    if utilization is None:
+        return ""
+    spread = (f" (rounds {min(per_round):.0%}-{max(per_round):.0%})"
+              if per_round and len(per_round) > 1 and round(min(per_round), 2) != round(max(per_round), 2) else "")
+    return f"{utilization:.0%} load{spread}"

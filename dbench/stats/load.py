@@ -85,6 +85,24 @@ def _pooled_p99(rounds: list[dict[str, Any]], requests: int) -> dict[str, Any]:
             "latency_p99_ci_high_us": high, "latency_p99_above": requests_above(requests, P99)}
 
 
+def offered_load(rate: float, service_us: float | None, requests: int) -> float | None:
+    """The share of the requests' capacity the arrivals asked for, at the service time the runs really
+    took: rate x mean run time / requests in flight. A fixed rate is a different load on a machine whose
+    speed moved, and a p99 near saturation follows it."""
+    return rate * service_us / 1e6 / requests if service_us else None
+
+
+def _utilization(rounds: list[dict[str, Any]]) -> dict[str, Any]:
+    """The row's offered load at the service time its runs took (their mean over every served request
+    of every round) and each round's; None where the rounds did not record it (an older dbench)."""
+    per_round = [r.get("utilization") for r in rounds]
+    if None in per_round:
+        return {"utilization": None, "round_utilization": None}
+    served = [r["inferences"] for r in rounds]
+    service_us = sum(r["service_mean_us"] * n for r, n in zip(rounds, served)) / sum(served)
+    return {"utilization": offered_load(rounds[0]["rate"], service_us, rounds[0]["streams"]), "round_utilization": per_round}
+
+
 def summarize_server(rounds: list[dict[str, Any]], percentiles: tuple[float, ...], unstable_above: float) -> dict[str, Any]:
     """A server row's fields from its rounds' dicts (dbench.worker.server): latency from the scheduled
     arrival, the share over the bound, the measured arrival rate, the p99's intervals, the search."""
@@ -110,6 +128,7 @@ def summarize_server(rounds: list[dict[str, Any]], percentiles: tuple[float, ...
             "round_p99_us": per_round_p99, "latency_p99_low_us": rerun[0] if rerun else None,
             "latency_p99_high_us": rerun[1] if rerun else None, "latency_bound_us": bound,
             "over_bound": sum(r["over_bound"] for r in rounds) / requests if bound else None,
+            **_utilization(rounds),
             "queue_p99_us": float(np.median([r["queue_p99_us"] for r in rounds])),
             "dispatch_lag_p99_us": float(max(r["dispatch_lag_p99_us"] for r in rounds)),
             "search": search}

@@ -26,7 +26,7 @@ LOAD_FIELDS = ("streams_executed", "inferences", "inferences_per_s", "inferences
                "time_per_inference_us", "round_per_inference_us", "stream_inferences", "latency_p50_us", "latency_p90_us",
                "latency_p99_us", "latency_percentiles_us", "arrival_rate", "round_p99_us", "latency_p99_low_us",
                "latency_p99_high_us", "latency_p99_ci_low_us", "latency_p99_ci_high_us", "latency_p99_above", "over_bound",
-               "queue_p99_us", "dispatch_lag_p99_us", "search", "requests", "unserved")
+               "queue_p99_us", "dispatch_lag_p99_us", "search", "requests", "unserved", "utilization", "round_utilization")
 """The fields a throughput or server row takes from its rounds (dbench.stats.load); a latency row has none."""
 
 
@@ -229,6 +229,10 @@ class Row:
     unserved: int | None = None
     """Server: arrivals still queued when their round ran out of time (an overloaded server), counted with
     latencies of at least that long: where they pass 1 % of the requests, the p99 is a lower bound."""
+    utilization: float | None = None
+    round_utilization: list[float] | None = None
+    """Server: the load the rate really was, rate x the runs' mean time / requests in flight, over all
+    rounds and per round (a fixed rate is a higher load on a machine that got slower)."""
     queue_p99_us: float | None = None
     dispatch_lag_p99_us: float | None = None
     """Server: p99 of the wait before a run began, and of the dispatcher's lag behind the schedule."""
