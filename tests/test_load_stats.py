@@ -128,7 +128,7 @@ def test_one_round_has_no_throughput_interval():
 def server_round(p99: float, over: int, span: float = 1.0, search: dict | None = None, service_us: float = 5000.0) -> dict:
     latencies = np.linspace(10, p99, 101)
     return {"mode": "server", "streams": 1, "rate": 100.0, "requests": 101, "inferences": 101, "unserved": 0,
-            "service_mean_us": service_us, "utilization": 100.0 * service_us / 1e6,
+            "service_mean_us": service_us,
             "wall_s": 1.05, "per_stream": [101], "latency_tail_us": slowest(latencies, 3 * 101),
             "latency_us": list(latencies), "latency_p99_us": p99, "over_bound": over,
             "latency_bound_us": 50.0, "arrival_span_s": span, "queue_p99_us": 3.0, "dispatch_lag_p99_us": 2.0,
@@ -154,5 +154,5 @@ def test_server_row_gives_the_load_its_rate_was_at_its_runs_own_time():
     assert row["round_utilization"] == pytest.approx([0.5, 0.6, 0.7]) and row["utilization"] == pytest.approx(0.6)
     uneven = summarize_load([{**rounds[0], "inferences": 303}, rounds[2]], (50.0, 99.0), 0.05)
     assert uneven["utilization"] == pytest.approx(100.0 * (5000.0 * 3 + 7000.0) / 4 / 1e6), "weighted by runs served"
-    old = [{k: v for k, v in r.items() if k not in ("service_mean_us", "utilization")} for r in rounds]
+    old = [{k: v for k, v in r.items() if k != "service_mean_us"} for r in rounds]
     assert summarize_load(old, (50.0, 99.0), 0.05)["utilization"] is None

@@ -22,6 +22,7 @@ from dbench.outcome import Status
 from dbench.worker.load import Load
 from dbench.worker.job import Job
 from dbench.worker.main import execute
+from dbench.stats.load import offered_load
 from dbench.worker.server import serve
 from dbench.worker.streams import keep_busy
 from dbench.worker.timing import QUICK, TimingConfig
@@ -172,8 +173,10 @@ def test_server_latency_counts_from_arrival_and_grows_with_queueing(seed):
     assert min(two["per_stream"]) > 0 and two["queue_p99_us"] < heavy["queue_p99_us"]
     for result, rate, requests in ((light, 50.0, 1), (heavy, 450.0, 1), (two, 450.0, 2)):
         assert 2000 <= result["service_mean_us"] < 4000, "the runs' own time: a 2 ms sleep and its wake-up"
-        assert result["utilization"] == pytest.approx(rate * result["service_mean_us"] / 1e6 / requests)
-    assert light["utilization"] < 0.2 and heavy["utilization"] > 0.9 and 0.45 < two["utilization"] < 0.9
+        assert offered_load(rate, result["service_mean_us"], requests) == pytest.approx(rate * result["service_mean_us"] / 1e6 / requests)
+    load = {name: offered_load(rate, r["service_mean_us"], n) for name, r, rate, n in
+            (("light", light, 50.0, 1), ("heavy", heavy, 450.0, 1), ("two", two, 450.0, 2))}
+    assert load["light"] < 0.2 and load["heavy"] > 0.9 and 0.45 < load["two"] < 0.9
 
 
 def test_an_overloaded_server_abandons_what_it_cannot_serve_and_ends_by_itself(seed):

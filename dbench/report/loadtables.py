@@ -100,9 +100,9 @@ def _order_interval(row: pd.Series) -> str:
 def _load(row: pd.Series) -> str:
     """The share of the requests' capacity the rate was at the run time the runs took, with the rounds'
     range: `62% load (rounds 56-92%)`; empty for a row logged before dbench recorded it."""
-    if "utilization" not in row or pd.isna(row.utilization):
+    if pd.isna(row.utilization):
         return ""
-    per_round = row.get("round_utilization")
+    per_round = row.round_utilization
     return load_text(float(row.utilization), [float(v) for v in per_round] if hasattr(per_round, "__len__") else None)
 
 

@@ -95,12 +95,12 @@ def offered_load(rate: float, service_us: float | None, requests: int) -> float 
 def _utilization(rounds: list[dict[str, Any]]) -> dict[str, Any]:
     """The row's offered load at the service time its runs took (their mean over every served request
     of every round) and each round's; None where the rounds did not record it (an older dbench)."""
-    per_round = [r.get("utilization") for r in rounds]
-    if None in per_round:
+    if any(r.get("service_mean_us") is None for r in rounds):
         return {"utilization": None, "round_utilization": None}
     served = [r["inferences"] for r in rounds]
     service_us = sum(r["service_mean_us"] * n for r, n in zip(rounds, served)) / sum(served)
-    return {"utilization": offered_load(rounds[0]["rate"], service_us, rounds[0]["streams"]), "round_utilization": per_round}
+    return {"utilization": offered_load(rounds[0]["rate"], service_us, rounds[0]["streams"]),
+            "round_utilization": [offered_load(r["rate"], r["service_mean_us"], r["streams"]) for r in rounds]}
 
 
 def summarize_server(rounds: list[dict[str, Any]], percentiles: tuple[float, ...], unstable_above: float) -> dict[str, Any]:

@@ -1,7 +1,7 @@
 """Server rounds (MLPerf's Server scenario): requests arrive at a seeded Poisson schedule's times
 (dbench.stats.arrivals) and wait in one FIFO queue for whichever of the session's requests is free;
 a request's latency runs from its scheduled arrival to the end of its run, so queueing counts; the
-runs' own mean time gives the load the rate really was (utilization). The
+runs' own mean time is kept (the load the rate really was follows from it, dbench.stats.load). The
 dispatcher sleeps until each arrival and sends at once every arrival already due (it never spins: a
 spinning thread would take a core from the runtime); its lag behind the schedule is recorded, and the
 measured arrival rate is what its sends achieved. A row's rounds send enough arrivals together for its
@@ -22,7 +22,6 @@ import numpy as np
 
 from dbench.runtimes.base import ConcurrentSession
 from dbench.stats.arrivals import arrival_rate, poisson_schedule
-from dbench.stats.load import offered_load
 from dbench.stats.quantile import P99, P99_ABOVE, arrivals_for, slowest
 from dbench.stats.ratesearch import RateSearch, Trial
 from dbench.stats.samples import kept
@@ -121,7 +120,7 @@ def serve(session: ConcurrentSession, rate: float, count: int, seed: int, bound_
             **percentiles_us(latencies), "latency_bound_us": bound_us,
             "over_bound": int((latencies > bound_us).sum()) if bound_us else 0,
             "arrival_span_s": (int(arrived[-1]) - int(arrived[0])) / 1e9, "arrival_rate": arrival_rate(arrived / 1e9),
-            "service_mean_us": service_us, "utilization": offered_load(rate, service_us, session.requests),
+            "service_mean_us": service_us,
             "queue_p99_us": float(np.percentile((starts - due) / 1e3, 99)),
             "dispatch_lag_p99_us": float(np.percentile((arrived - due) / 1e3, 99))}
 
