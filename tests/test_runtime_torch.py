@@ -350,6 +350,21 @@ GPU_GRAPHS = {
 }
 
 
+def test_device_event_rounds_stay_within_a_quick_rounds_sampling():
+    """The CUDA-event figures (two a round, EVENT_ROUNDS event rounds each) cost about 50 ms a round at
+    the defaults, but only the round's share of --min-time under --quick: 0.5 s of events a graph and
+    round had made a GPU smoke run of the inference suite about three times as long as its sampling."""
+    from dbench.worker.profiling import PROFILE_BUDGET_S
+    from dbench.worker.timing import TimingConfig
+
+    quick, default = QUICK.per_round(), TimingConfig().per_round()
+    assert worker._device_iterations(20.0, default) * 20.0 == pytest.approx(PROFILE_BUDGET_S * 1e6)
+    assert worker._device_iterations(20.0, quick) * 20.0 <= quick.min_time * 1e6 + 20.0
+    assert worker._device_iterations(20.0, quick) < worker._device_iterations(20.0, default) / 5
+    assert worker._device_iterations(5e4, quick) == 10  # a slow call: the floor of 10 runs stands
+    assert worker._device_iterations(0.1, default) == 10_000
+
+
 @pytest.mark.gpu
 @pytest.mark.parametrize("name", GPU_GRAPHS)
 def test_torch_cuda_runs_verified_and_device_timed_with_and_without_a_graph(name):

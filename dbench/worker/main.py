@@ -38,9 +38,12 @@ def _first_line(err: BaseException) -> str:
     return f"{type(err).__name__}: {text.splitlines()[0]}" if text else type(err).__name__
 
 
-def _device_iterations(median_us: float) -> int:
-    """Runs per device-event round: about PROFILE_BUDGET_S of work, between 10 and 10,000."""
-    return max(10, min(10_000, math.ceil(PROFILE_BUDGET_S * 1e6 / max(median_us, 1.0))))
+def _device_iterations(median_us: float, timing: TimingConfig) -> int:
+    """Runs per device-event round: about PROFILE_BUDGET_S of work, or the round's share of --min-time
+    where that is less (--quick: a GPU smoke run's event rounds must not cost more than its sampling),
+    between 10 and 10,000."""
+    budget_s = min(PROFILE_BUDGET_S, timing.min_time)
+    return max(10, min(10_000, math.ceil(budget_s * 1e6 / max(median_us, 1.0))))
 
 
 def _estimate_bytes(spec, verify: bool, weights_const: bool, requests: int = 1) -> int:
@@ -154,8 +157,8 @@ def execute(job: Job, phase: Callable[[str], None] = _no_phase) -> Outcome:
             outcome.stats = stats.to_dict()
             _memory_figures(outcome, memory, baseline, peak_resets)
             outcome.device_memory_bytes = session.device_memory()
-            outcome.device_median_us = session.device_time_us(_device_iterations(stats.median_us))
-            outcome.device_graph_median_us = session.device_graph_time_us(_device_iterations(stats.median_us))
+            outcome.device_median_us = session.device_time_us(_device_iterations(stats.median_us, job.timing))
+            outcome.device_graph_median_us = session.device_graph_time_us(_device_iterations(stats.median_us, job.timing))
             outcome.gpu_state = {"start": gpu_start, "end": session.gpu_state()} if gpu_start is not None else None
             if job.verify:
                 phase("verifying")
