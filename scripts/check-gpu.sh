@@ -13,13 +13,16 @@
 # neither onnxruntime-gpu nor TensorRT, whose wheels must be carried in (docs/runtimes/gpu.md).
 #
 # Usage: scripts/check-gpu.sh [--wheels DIR | --no-install] [--only LIST] [--suite SUITE] [--ops OPS]
-#                              [--run-limit SECONDS] [--out DIR]
+#                              [--rounds N] [--no-tests] [--run-limit SECONDS] [--out DIR]
 #   --wheels DIR  install what is missing from this folder of wheels only (pip --no-index): carried
 #                 onnxruntime-gpu / tensorrt / mpich / dbench's core dependencies
 #   --no-install  install nothing: report what is missing and go on
 #   --only LIST   check only these, comma-separated: torch-cuda, ort-cuda, ort-trt, tensorrt, nccl
 #                 (a lent machine's minutes are few: split the checks across calls)
 #   --suite       suite for the torch-cuda run (default inference)     --ops  its ops (default all)
+#   --rounds N    rounds per graph of each `dbench run` (default: --quick's; 1 writes each row as its graph
+#                 ends, so that a run cut by --run-limit keeps every graph it reached)
+#   --no-tests    leave out the gpu-marked tests (when an earlier call on the same checkout ran them)
 #   --run-limit   stop each `dbench run` with Ctrl-C after this many seconds (rows written so far are
 #                 kept, and the summary says it was cut); default none
 #   --out         results and logs (default gpu-check/)
@@ -29,7 +32,7 @@
 set -uo pipefail
 
 REPO=$(cd "$(dirname "$0")/.." && pwd)
-WHEELS="" INSTALL=1 SUITE=inference OPS="" OUT=$REPO/gpu-check ONLY="" RUN_LIMIT=""
+WHEELS="" INSTALL=1 SUITE=inference OPS="" OUT=$REPO/gpu-check ONLY="" RUN_LIMIT="" ROUNDS="" TESTS=1
 while [ $# -gt 0 ]; do
     case "$1" in
         --wheels) WHEELS=$(cd "$2" && pwd); shift 2 ;;
@@ -37,6 +40,8 @@ while [ $# -gt 0 ]; do
         --only) ONLY=",$2,"; shift 2 ;;
         --run-limit) RUN_LIMIT=$2; shift 2 ;;
         --suite) SUITE=$2; shift 2 ;;
+        --rounds) ROUNDS=$2; shift 2 ;;
+        --no-tests) TESTS=0; shift ;;
         --ops) OPS=$2; shift 2 ;;
         --out) OUT=$2; shift 2 ;;
         *) echo "check-gpu: unknown argument $1 (see the header of $0)" >&2; exit 2 ;;
@@ -141,9 +146,13 @@ usable() {  # usable NAME: exit 0 when `dbench runtimes` may use it, else print 
 if ! wanted torch-cuda; then
     say "torch-cuda: not in --only"
 elif reason=$(usable torch-cuda); then
-    step "torch-cuda gpu-marked tests" "$OUT/pytest-torch-cuda.log" "$PY" -m pytest -q -p no:cacheprovider -m gpu tests/test_runtime_torch.py
+    if [ "$TESTS" = 1 ]; then
+        step "torch-cuda gpu-marked tests" "$OUT/pytest-torch-cuda.log" "$PY" -m pytest -q -p no:cacheprovider -m gpu tests/test_runtime_torch.py
+    else
+        say "torch-cuda gpu-marked tests: left out (--no-tests)"
+    fi
     step "torch-cuda peak (GEMM ceiling, bandwidth)" "$OUT/peak.log" dbench peak --runtime torch-cuda --precision fp32 --precision fp16 --out "$OUT/results"
-    selection=(--suite "$SUITE"); [ -n "$OPS" ] && selection+=(--ops "$OPS")
+    selection=(--suite "$SUITE"); [ -n "$OPS" ] && selection+=(--ops "$OPS"); [ -n "$ROUNDS" ] && selection+=(--rounds "$ROUNDS")
     limited_step "torch-cuda run ${selection[*]} --quick (verified, device time with and without a CUDA graph)" "$OUT/run-torch-cuda.log" \
         "$PY" -m dbench run --runtime torch-cuda "${selection[@]}" --quick --out "$OUT/results"
     "$PY" - "$OUT/results" <<'EOF' | tee "$OUT/torch-cuda-rows.txt"
@@ -172,11 +181,12 @@ for name in ort-cuda ort-trt tensorrt; do
         say "$name: not in --only"
     elif reason=$(usable "$name"); then
         for family in gemm conv rnn sparse int8; do  # one process each: a crash in one family hides no other
+            [ "$TESTS" = 1 ] || { say "$name gpu-marked tests: left out (--no-tests)"; break; }
             step "$name gpu-marked test, $family" "$OUT/pytest-$name-$family.log" \
                 "$PY" -m pytest -q -s -p no:cacheprovider -m gpu tests/test_runtime_gpu.py -k "$name and $family"
         done
         limited_step "$name run inference-device gemm,conv --quick (verified, device time)" "$OUT/run-$name.log" \
-            "$PY" -m dbench run --runtime "$name" --suite inference-device --ops gemm,conv --quick --out "$OUT/results"
+            "$PY" -m dbench run --runtime "$name" --suite inference-device --ops gemm,conv --quick ${ROUNDS:+--rounds "$ROUNDS"} --out "$OUT/results"
     else
         could_not "$name" "$reason"
     fi

@@ -529,6 +529,16 @@ def test_an_expensive_profiling_pass_is_not_taken_again(monkeypatch):
     assert profiling.best_profile(burst, 10, median_us=1000.0).call_us == 5000.0 and len(burst.asked) == 1
 
 
+def test_under_a_quick_cap_a_slow_pass_is_retried_only_within_the_cap():
+    """--quick bounds the profile's cost: no retry once the passes together would pass `cap_s`."""
+    from dbench.worker import profiling
+
+    capped = _ScriptedPasses([5000.0, 1100.0])
+    assert profiling.best_profile(capped, 10, median_us=1000.0, cap_s=0.0).call_us == 5000.0 and len(capped.asked) == 1
+    roomy = _ScriptedPasses([5000.0, 1100.0])
+    assert profiling.best_profile(roomy, 10, median_us=1000.0, cap_s=60.0).call_us == 1100.0 and len(roomy.asked) == 2
+
+
 def test_profiling_runs_never_exceed_profile_runs():
     """--profile-runs N bounds the profiled runs of a pass: about 0.05 s of kernel time, at least one."""
     from dbench.worker.profiling import profile_runs

@@ -12,10 +12,11 @@ EVENT_ROUNDS = 5
 """Event-timed rounds per figure; the median round is reported."""
 
 
-def event_time_us(torch, enqueue: Callable[[], None], stream, iterations: int, warmup: int = 3) -> float:
+def event_time_us(torch, enqueue: Callable[[], None], stream, iterations: int, warmup: int = 1) -> float:
     """Median over EVENT_ROUNDS of the time per call, in µs, between two CUDA events recorded on
-    `stream` around `iterations` back-to-back `enqueue()` calls (after `warmup` untimed ones), with no
-    host synchronisation inside the timed region."""
+    `stream` around `iterations` back-to-back `enqueue()` calls (after `warmup` untimed ones: the
+    session is warm from its timed calls; one replays a new CUDA graph once before it is timed), with
+    no host synchronisation inside the timed region."""
     for _ in range(warmup):
         enqueue()
     stream.synchronize()

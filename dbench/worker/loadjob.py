@@ -92,7 +92,7 @@ def run_under_load(runtime: Runtime, model, job: "Job", feeds: dict[str, np.ndar
         try:
             alone.bind(per_call)
             call_us = outcome.stats["latency_p50_us"]
-            profile = best_profile(alone, profile_runs(job.profile_runs, call_us), call_us)
+            profile = best_profile(alone, profile_runs(job.profile_runs, call_us), call_us, job.profile_cap_s)
         finally:
             alone.close()
         outcome.nodes = [asdict(n) for n in profile.nodes]

@@ -41,9 +41,9 @@ def _first_line(err: BaseException) -> str:
 def _device_iterations(median_us: float, timing: TimingConfig) -> int:
     """Runs per device-event round: about PROFILE_BUDGET_S of work, or the round's share of --min-time
     where that is less (--quick: a GPU smoke run's event rounds must not cost more than its sampling),
-    between 10 and 10,000."""
+    between 1 (a call longer than that is resolved by the events alone) and 10,000."""
     budget_s = min(PROFILE_BUDGET_S, timing.min_time)
-    return max(10, min(10_000, math.ceil(budget_s * 1e6 / max(median_us, 1.0))))
+    return max(1, min(10_000, math.ceil(budget_s * 1e6 / max(median_us, 1.0))))
 
 
 def _estimate_bytes(spec, verify: bool, weights_const: bool, requests: int = 1) -> int:
@@ -75,7 +75,7 @@ def _settle_profile(session, job: Job, outcome: Outcome, median_us: float, first
             phase("profiling")
             t0 = time.perf_counter()
             # The session's last use: the adapter may release the timed model to reuse its memory.
-            profile = best_profile(session, profile_runs(job.profile_runs, median_us), median_us)
+            profile = best_profile(session, profile_runs(job.profile_runs, median_us), median_us, job.profile_cap_s)
             outcome.profile_s = (outcome.profile_s or 0.0) + time.perf_counter() - t0
     if profile is not None:
         outcome.nodes = [asdict(n) for n in profile.nodes]
