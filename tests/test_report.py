@@ -333,7 +333,7 @@ def test_spreads_read_as_people_read_them_and_absurd_ones_are_capped():
     from dbench.report.units import format_spread
     from dbench.render.warnings import run_warnings
 
-    assert [format_spread(r) for r in (0.0123, 0.999, 1.234, 10.0, 2318.5)] == ["±1.2%", "±99.9%", "±123%", "±1000%", "±>1000%"]
+    assert [format_spread(r) for r in (0.0123, 0.999, 0.9996, 1.234, 10.0, 2318.5)] == ["±1.2%", "±99.9%", "±100%", "±123%", "±1000%", "±>1000%"]
     row = {"graph_id": "g", "status": "ok", "unstable": True, "rerun_rel": 231854.3, "rounds": 2}
     (line,) = run_warnings([row], {})
     assert "worst g at ±>1000%: its rounds disagree" in line

@@ -53,7 +53,7 @@ def format_spread(rel: float) -> str:
     """A relative half-width as `±12.3%` (`±123%` from 100 %, `±>1000%` beyond WIDEST_SPREAD)."""
     if rel > WIDEST_SPREAD:
         return f"±>{WIDEST_SPREAD:.0%}"
-    return f"±{rel * 100:.1f}%" if rel < 1 else f"±{rel:.0%}"
+    return f"±{rel * 100:.1f}%" if round(rel * 100, 1) < 100 else f"±{rel:.0%}"  # 0.9996: ±100%, not ±100.0%
 
 
 def format_ratio(value: float | None) -> str:
