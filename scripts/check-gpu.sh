@@ -12,11 +12,13 @@
 # reachable: the GPU image this project is lent has PyTorch (CUDA 13), CuPy, NCCL and cuDNN but
 # neither onnxruntime-gpu nor TensorRT, whose wheels must be carried in (docs/runtimes/gpu.md).
 #
-# Usage: scripts/check-gpu.sh [--wheels DIR | --no-install] [--only LIST] [--suite SUITE] [--ops OPS]
+# Usage: scripts/check-gpu.sh [--wheels DIR | --no-install] [--packed DIR] [--only LIST] [--suite SUITE] [--ops OPS]
 #                              [--rounds N] [--no-tests] [--run-limit SECONDS] [--out DIR]
 #   --wheels DIR  install what is missing from this folder of wheels only (pip --no-index): carried
 #                 onnxruntime-gpu / tensorrt / mpich / dbench's core dependencies
 #   --no-install  install nothing: report what is missing and go on
+#   --packed DIR  unpack onnxruntime-gpu from the parts scripts/pack-ort-gpu.sh made (carried into DIR one
+#                 call at a time), after checking them against its ort-gpu.sha256
 #   --only LIST   check only these, comma-separated: torch-cuda, ort-cuda, ort-trt, tensorrt, nccl
 #                 (a lent machine's minutes are few: split the checks across calls)
 #   --suite       suite for the torch-cuda run (default inference)     --ops  its ops (default all)
@@ -32,11 +34,12 @@
 set -uo pipefail
 
 REPO=$(cd "$(dirname "$0")/.." && pwd)
-WHEELS="" INSTALL=1 SUITE=inference OPS="" OUT=$REPO/gpu-check ONLY="" RUN_LIMIT="" ROUNDS="" TESTS=1
+WHEELS="" INSTALL=1 SUITE=inference OPS="" OUT=$REPO/gpu-check ONLY="" RUN_LIMIT="" ROUNDS="" TESTS=1 PACKED=""
 while [ $# -gt 0 ]; do
     case "$1" in
         --wheels) WHEELS=$(cd "$2" && pwd); shift 2 ;;
         --no-install) INSTALL=0; shift ;;
+        --packed) PACKED=$(cd "$2" && pwd); shift 2 ;;
         --only) ONLY=",$2,"; shift 2 ;;
         --run-limit) RUN_LIMIT=$2; shift 2 ;;
         --suite) SUITE=$2; shift 2 ;;
@@ -114,6 +117,16 @@ if [ -n "$WHEELS" ]; then  # carried runtimes: whichever of these wheels the fol
             pip_install "$wheel" >>"$OUT/install.log" 2>&1 || say "  failed (log: $OUT/install.log)"
         done
     done
+fi
+if [ -n "$PACKED" ]; then  # onnxruntime-gpu from scripts/pack-ort-gpu.sh's parts, whole or not at all
+    if [ ! -f "$PACKED/ort-gpu.sha256" ] || ! ls "$PACKED"/ort-gpu.tar.xz.part* >/dev/null 2>&1; then
+        say "--packed $PACKED: no ort-gpu.sha256 and parts there (scripts/pack-ort-gpu.sh makes them)"
+    elif [ "$(cat "$PACKED"/ort-gpu.tar.xz.part* | sha256sum | cut -d' ' -f1)" != "$(cut -d' ' -f1 "$PACKED/ort-gpu.sha256")" ]; then
+        say "--packed $PACKED: the parts do not match ort-gpu.sha256 (one missing or cut short): not unpacked"
+    else
+        say "unpacking onnxruntime-gpu from $(ls "$PACKED"/ort-gpu.tar.xz.part* | wc -l) carried parts into $DEPS"
+        mkdir -p "$DEPS" && cat "$PACKED"/ort-gpu.tar.xz.part* | tar -xJ -C "$DEPS" || say "  failed to unpack"
+    fi
 fi
 for wheel in ${WHEELS:+"$WHEELS"/mpich-*.whl}; do  # pip --target drops a wheel's data/lib (libmpi):
     [ -e "$wheel" ] || continue                   # unpack it and point mpi4py and dbench at it
