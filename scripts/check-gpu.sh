@@ -84,7 +84,7 @@ nvidia-smi --query-gpu=name,driver_version,clocks.max.sm,power.limit --format=cs
 # CuPy and NCCL stay in use; what the image lacks goes into .gpu-deps/ without dependencies (so nothing
 # the image has is shadowed), from --wheels when given, else from the index if it is reachable.
 PY=${PYTHON:-python3}
-DEPS=$REPO/.gpu-deps
+DEPS=${DBENCH_GPU_DEPS:-$REPO/.gpu-deps}  # where what the image lacks is installed (a test points it elsewhere)
 export PYTHONPATH="$REPO:$DEPS${PYTHONPATH:+:$PYTHONPATH}"
 pip_install() {
     if [ -n "$WHEELS" ]; then "$PY" -m pip install -q --no-deps --target "$DEPS" --no-index --find-links "$WHEELS" "$@"

@@ -334,6 +334,45 @@ def test_check_gpu_script_says_why_each_runtime_could_not_run(tmp_path):
     assert "nothing could run on this GPU machine" in done.stdout
 
 
+def test_check_gpu_script_unpacks_carried_parts_only_when_all_match(tmp_path):
+    """--packed: the parts scripts/pack-ort-gpu.sh makes are unpacked into the deps folder when they all
+    match ort-gpu.sha256, and refused in one line when one is cut short (a call that did not carry it)."""
+    import hashlib
+    import io
+    import lzma
+    import tarfile
+
+    fake = tmp_path / "bin"
+    fake.mkdir()
+    (fake / "nvidia-smi").write_text("#!/bin/sh\necho 'GPU 0: Stand-in (UUID: GPU-0)'\n")
+    (fake / "nvidia-smi").chmod(0o755)
+    payload = io.BytesIO()
+    with tarfile.open(fileobj=payload, mode="w") as tar:
+        data = os.urandom(4096)  # incompressible: the archive splits into parts
+        info = tarfile.TarInfo("onnxruntime_gpu-0.0.0.dist-info/RECORD")
+        info.size = len(data)
+        tar.addfile(info, io.BytesIO(data))
+    packed = lzma.compress(payload.getvalue())
+    carried = tmp_path / "carry"
+    carried.mkdir()
+    half = len(packed) // 2
+    (carried / "ort-gpu.tar.xz.part00").write_bytes(packed[:half])
+    (carried / "ort-gpu.tar.xz.part01").write_bytes(packed[half:])
+    (carried / "ort-gpu.sha256").write_text(f"{hashlib.sha256(packed).hexdigest()}  ort-gpu.tar.xz\n")
+
+    def check(deps: Path) -> str:
+        env = {**os.environ, "PATH": f"{fake}:{os.environ['PATH']}", "PYTHON": sys.executable, "DBENCH_GPU_DEPS": str(deps)}
+        done = subprocess.run(["bash", str(REPO / "scripts" / "check-gpu.sh"), "--no-install", "--packed", str(carried),
+                               "--only", "nccl", "--out", str(tmp_path / "out")], capture_output=True, text=True, timeout=300, env=env)
+        return done.stdout
+
+    assert "unpacking onnxruntime-gpu from 2 carried parts" in check(tmp_path / "deps")
+    assert (tmp_path / "deps" / "onnxruntime_gpu-0.0.0.dist-info" / "RECORD").read_bytes() == data
+    (carried / "ort-gpu.tar.xz.part01").write_bytes(packed[half:-10])
+    assert "the parts do not match ort-gpu.sha256 (one missing or cut short): not unpacked" in check(tmp_path / "short")
+    assert not (tmp_path / "short").exists()
+
+
 # ---- gpu-marked: torch-cuda on a GPU ---------------------------------------------------------------
 
 GPU_GRAPHS = {
