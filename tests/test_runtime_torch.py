@@ -113,7 +113,11 @@ def test_int8_runs_on_the_quantized_engine_bit_exact(family, form, weights, seed
     ops = {n.op_type for n in profile.nodes if n.precision}
     assert f"quantized::{'linear' if family == 'gemm' else 'conv2d'}" in ops, ops  # which op took longest is timing, not a fact
     assert (f"quantized::{'linear' if family == 'gemm' else 'conv2d'}_prepack" in ops) == (weights == "input"), ops
-    assert executed_precision([asdict(n) for n in profile.nodes]) == "int8"
+    quantized_op = f"quantized::{'linear' if family == 'gemm' else 'conv2d'}"
+    assert {n.precision for n in profile.nodes if n.op_type == quantized_op} == {"int8"}
+    if weights == "const":  # int8 is then the only compute a call does; weights fed per call are scaled in
+        # fp32 first (aten::mul), which on a shape this small can outlast the int8 product (seen in CI: 10 vs 19 µs)
+        assert executed_precision([asdict(n) for n in profile.nodes]) == "int8"
     described = runtime.describe()["kernel"]
     assert described["weight_packing"] == ("at load" if weights == "const" else "in every call (weights fed per call)")
 
