@@ -319,14 +319,19 @@ def test_check_gpu_script_stops_with_one_line_without_a_gpu(tmp_path):
     assert done.stderr.strip().splitlines() == ["check-gpu: no NVIDIA GPU visible (nvidia-smi -L failed): run this on a GPU machine"]
 
 
-def test_check_gpu_script_says_why_each_runtime_could_not_run(tmp_path):
-    """A stand-in nvidia-smi lists a GPU, no GPU runtime is usable here: every line says the probe's
-    reason, nothing is attempted, and the script fails (nothing ran)."""
+def _stand_in_gpu(tmp_path: Path) -> dict[str, str]:
+    """An environment whose nvidia-smi lists one GPU (a shell script): check-gpu.sh goes past its GPU check."""
     fake = tmp_path / "bin"
     fake.mkdir()
     (fake / "nvidia-smi").write_text("#!/bin/sh\necho 'GPU 0: Stand-in (UUID: GPU-0)'\n")
     (fake / "nvidia-smi").chmod(0o755)
-    env = {**os.environ, "PATH": f"{fake}:{os.environ['PATH']}", "PYTHON": sys.executable}
+    return {**os.environ, "PATH": f"{fake}:{os.environ['PATH']}", "PYTHON": sys.executable}
+
+
+def test_check_gpu_script_says_why_each_runtime_could_not_run(tmp_path):
+    """A stand-in nvidia-smi lists a GPU, no GPU runtime is usable here: every line says the probe's
+    reason, nothing is attempted, and the script fails (nothing ran)."""
+    env = _stand_in_gpu(tmp_path)
     done = subprocess.run(["bash", str(REPO / "scripts" / "check-gpu.sh"), "--no-install", "--out", str(tmp_path / "out")],
                           capture_output=True, text=True, timeout=300, env=env)
     assert done.returncode == 1, done.stdout + done.stderr
@@ -346,10 +351,7 @@ def test_check_gpu_script_unpacks_carried_parts_only_when_all_match(tmp_path):
     import lzma
     import tarfile
 
-    fake = tmp_path / "bin"
-    fake.mkdir()
-    (fake / "nvidia-smi").write_text("#!/bin/sh\necho 'GPU 0: Stand-in (UUID: GPU-0)'\n")
-    (fake / "nvidia-smi").chmod(0o755)
+    stand_in = _stand_in_gpu(tmp_path)
     payload = io.BytesIO()
     with tarfile.open(fileobj=payload, mode="w") as tar:
         data = os.urandom(4096)  # incompressible: the archive splits into parts
@@ -365,7 +367,7 @@ def test_check_gpu_script_unpacks_carried_parts_only_when_all_match(tmp_path):
     (carried / "ort-gpu.sha256").write_text(f"{hashlib.sha256(packed).hexdigest()}  ort-gpu.tar.xz\n")
 
     def check(deps: Path) -> str:
-        env = {**os.environ, "PATH": f"{fake}:{os.environ['PATH']}", "PYTHON": sys.executable, "DBENCH_GPU_DEPS": str(deps)}
+        env = {**stand_in, "DBENCH_GPU_DEPS": str(deps)}
         done = subprocess.run(["bash", str(REPO / "scripts" / "check-gpu.sh"), "--no-install", "--packed", str(carried),
                                "--only", "nccl", "--out", str(tmp_path / "out")], capture_output=True, text=True, timeout=300, env=env)
         return done.stdout

@@ -157,8 +157,9 @@ def execute(job: Job, phase: Callable[[str], None] = _no_phase) -> Outcome:
             outcome.stats = stats.to_dict()
             _memory_figures(outcome, memory, baseline, peak_resets)
             outcome.device_memory_bytes = session.device_memory()
-            outcome.device_median_us = session.device_time_us(_device_iterations(stats.median_us, job.timing))
-            outcome.device_graph_median_us = session.device_graph_time_us(_device_iterations(stats.median_us, job.timing))
+            device_runs = _device_iterations(stats.median_us, job.timing)
+            outcome.device_median_us = session.device_time_us(device_runs)
+            outcome.device_graph_median_us = session.device_graph_time_us(device_runs)
             outcome.gpu_state = {"start": gpu_start, "end": session.gpu_state()} if gpu_start is not None else None
             if job.verify:
                 phase("verifying")
