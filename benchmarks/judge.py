@@ -23,6 +23,11 @@ Then prints, from the stored rows:
     python benchmarks/judge.py --runs 5 --out /tmp/judge            # about 30 min on a 2-core VM
     python benchmarks/judge.py --runs 2 --args "--quick --ops gemm" --out /tmp/judge-smoke
     python benchmarks/judge.py --reuse --out /tmp/judge       # the figures again from the runs kept there
+    python benchmarks/judge.py --aa-rounds 5,10 --repeat 2 --out /tmp/judge-aa   # only A/A runs: power by rounds
+
+With --aa-rounds only the interleaved A/A runs are made, at each rounds count in turn (the order
+alternating between repetitions), each judged by the paired test with its wall time: what more rounds
+buy an interleaved comparison on this machine, and what they cost.
 
 Rows carry the drift between runs that the earlier runs in --out measured (`dbench run --history`):
 a fresh --out gives the first two runs none; a folder holding earlier runs of this machine gives
@@ -190,6 +195,17 @@ def a_a(run: list[dict]) -> None:
                   f"{found}/{total} ({found / total:.0%})")
 
 
+def a_a_by_rounds(common: list[str], runtime: str, counts: list[int], repeat: int, out: Path) -> None:
+    """Interleaved A/A runs at each rounds count, alternating the order between repetitions, each judged
+    by the paired test as it ends (wall time beside it)."""
+    for rep in range(repeat):
+        for rounds in counts if rep % 2 == 0 else counts[::-1]:
+            log, wall = dbench_run([*common, "--runtime", f"{runtime},{runtime}", "--rounds", str(rounds)], out)
+            print(f"repetition {rep + 1}, --rounds {rounds}: {log.stem}, {wall:.0f} s wall ({verifying_s(log):.0f} s verifying)")
+            a_a(rows(log))
+            print(flush=True)
+
+
 def threads(interleaved: list[dict], one: list[dict], two: list[dict]) -> None:
     by_variant: dict[str, list[dict]] = {}
     for r in interleaved:
@@ -212,9 +228,14 @@ def main() -> None:
     parser.add_argument("--runtime", default="ort-cpu", help="the runtime of the A/A run (named twice)")
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--reuse", action="store_true", help="no new runs: judge the runs already in --out (wall times are not measured)")
+    parser.add_argument("--aa-rounds", help="only interleaved A/A runs, at these rounds counts (comma-separated), judged one by one")
+    parser.add_argument("--repeat", type=int, default=1, help="with --aa-rounds: repetitions of the set, order alternating")
     args = parser.parse_args()
     if args.reuse:
         return judge_stored(args.out)
+    if args.aa_rounds:
+        counts = [int(n) for n in args.aa_rounds.split(",")]
+        return a_a_by_rounds(shlex.split(args.args), args.runtime, counts, args.repeat, args.out)
     common = shlex.split(args.args)
     logs, walls, one_round = [], [], []
     net: dict[str, list[float]] = {"default": [], "one-round": []}
