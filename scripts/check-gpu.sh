@@ -13,7 +13,7 @@
 # neither onnxruntime-gpu nor TensorRT, whose wheels must be carried in (docs/runtimes/gpu.md).
 #
 # Usage: scripts/check-gpu.sh [--wheels DIR | --no-install] [--packed DIR] [--only LIST] [--suite SUITE] [--ops OPS]
-#                              [--rounds N] [--no-tests] [--run-limit SECONDS] [--out DIR]
+#                              [--rounds N] [--no-tests] [--no-peak] [--run-limit SECONDS] [--out DIR]
 #   --wheels DIR  install what is missing from this folder of wheels only (pip --no-index): carried
 #                 onnxruntime-gpu / tensorrt / mpich / dbench's core dependencies
 #   --no-install  install nothing: report what is missing and go on
@@ -25,6 +25,8 @@
 #   --rounds N    rounds per graph of each `dbench run` (default: --quick's; 1 writes each row as its graph
 #                 ends, so that a run cut by --run-limit keeps every graph it reached)
 #   --no-tests    leave out the gpu-marked tests (when an earlier call on the same checkout ran them)
+#   --no-peak     leave out `dbench peak` (when an earlier call measured it into the same --out: the
+#                 report's roofline reads it from there)
 #   --run-limit   stop each `dbench run` with Ctrl-C after this many seconds (rows written so far are
 #                 kept, and the summary says it was cut); default none
 #   --out         results and logs (default gpu-check/)
@@ -34,7 +36,7 @@
 set -uo pipefail
 
 REPO=$(cd "$(dirname "$0")/.." && pwd)
-WHEELS="" INSTALL=1 SUITE=inference OPS="" OUT=$REPO/gpu-check ONLY="" RUN_LIMIT="" ROUNDS="" TESTS=1 PACKED=""
+WHEELS="" INSTALL=1 SUITE=inference OPS="" OUT=$REPO/gpu-check ONLY="" RUN_LIMIT="" ROUNDS="" TESTS=1 PEAK=1 PACKED=""
 while [ $# -gt 0 ]; do
     case "$1" in
         --wheels) WHEELS=$(cd "$2" && pwd); shift 2 ;;
@@ -45,6 +47,7 @@ while [ $# -gt 0 ]; do
         --suite) SUITE=$2; shift 2 ;;
         --rounds) ROUNDS=$2; shift 2 ;;
         --no-tests) TESTS=0; shift ;;
+        --no-peak) PEAK=0; shift ;;
         --ops) OPS=$2; shift 2 ;;
         --out) OUT=$2; shift 2 ;;
         *) echo "check-gpu: unknown argument $1 (see the header of $0)" >&2; exit 2 ;;
@@ -164,7 +167,11 @@ elif reason=$(usable torch-cuda); then
     else
         say "torch-cuda gpu-marked tests: left out (--no-tests)"
     fi
-    step "torch-cuda peak (GEMM ceiling, bandwidth)" "$OUT/peak.log" dbench peak --runtime torch-cuda --precision fp32 --precision fp16 --out "$OUT/results"
+    if [ "$PEAK" = 1 ]; then
+        step "torch-cuda peak (GEMM ceiling, bandwidth)" "$OUT/peak.log" dbench peak --runtime torch-cuda --precision fp32 --precision fp16 --out "$OUT/results"
+    else
+        say "torch-cuda peak: left out (--no-peak; the report reads an earlier call's from $OUT/results)"
+    fi
     selection=(--suite "$SUITE"); [ -n "$OPS" ] && selection+=(--ops "$OPS"); [ -n "$ROUNDS" ] && selection+=(--rounds "$ROUNDS")
     limited_step "torch-cuda run ${selection[*]} --quick (verified, device time with and without a CUDA graph)" "$OUT/run-torch-cuda.log" \
         "$PY" -m dbench run --runtime torch-cuda "${selection[@]}" --quick --out "$OUT/results"

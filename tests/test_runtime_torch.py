@@ -379,6 +379,35 @@ def test_check_gpu_script_unpacks_carried_parts_only_when_all_match(tmp_path):
     assert not (tmp_path / "short").exists()
 
 
+
+
+def test_pack_script_plans_a_lease_whose_calls_each_carry_one_part(tmp_path):
+    """pack-ort-gpu.sh --plan: one call per part, each copying it into /tmp/carry; the first also carries
+    the wheels the image lacks (and measures the peak), the middle ones run torch-cuda slices without it,
+    and only the last unpacks the parts and checks ort-cuda."""
+    carried = tmp_path / "carry"
+    carried.mkdir()
+    for name in ("ort-gpu.tar.xz.part00", "ort-gpu.tar.xz.part01", "ort-gpu.tar.xz.part02", "ort-gpu.tar.xz.part03", "ort-gpu.sha256"):
+        (carried / name).write_bytes(b"x")
+    done = subprocess.run(["bash", str(REPO / "scripts" / "pack-ort-gpu.sh"), "--plan", "--out", str(carried)],
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    carries = [line for line in lines if ". carry [" in line]
+    commands = [line.strip() for line in lines if line.strip().startswith("mkdir -p /tmp/carry")]
+    assert len(carries) == len(commands) == 4
+    for i, (carry, command) in enumerate(zip(carries, commands)):
+        assert f"ort-gpu.tar.xz.part0{i}" in carry and "ort-gpu.sha256" in carry
+        assert ("wheels" in carry) == (i == 0)
+        assert ("--packed /tmp/carry --only ort-cuda" in command) == (i == 3)
+        assert ("--no-peak" in command) == (i in (1, 2))
+        assert command.endswith(f"tar -czf $OUT/gpu-check-{i + 1}.tgz gpu-check")
+    assert [op for c in commands for op in ("rnn", "sparse", "gemm,conv") if f"--ops {op} " in c] == ["rnn", "sparse", "gemm,conv"]
+    empty = tmp_path / "empty"
+    refused = subprocess.run(["bash", str(REPO / "scripts" / "pack-ort-gpu.sh"), "--plan", "--out", str(empty)],
+                             capture_output=True, text=True, timeout=60)
+    assert refused.returncode == 1 and refused.stderr.strip().splitlines() == [
+        f"pack-ort-gpu: no parts in {empty} (run it without --plan first)"]
 # ---- gpu-marked: torch-cuda on a GPU ---------------------------------------------------------------
 
 GPU_GRAPHS = {
