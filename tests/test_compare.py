@@ -73,6 +73,33 @@ def test_a_table_of_separate_runs_too_noisy_to_see_10_percent_says_how_to_see_mo
     assert "interleaved run (dbench" not in "\n".join(compare_summary(paired))
 
 
+def test_an_interleaved_table_too_noisy_for_10_percent_says_how_many_rounds_would_do(seed):
+    """Paired rounds whose log differences spread by 15 %: `same` that cannot resolve 10 %; each such
+    kernel gets the rounds that would (in json too), and the summary gives their median; tight kernels,
+    and tables of separate runs, get none."""
+    from dbench.render.tables import compare_summary
+
+    rng = np.random.default_rng(seed)
+    drift = [np.exp(0.2 * rng.standard_normal(5)) for _ in range(6)]
+    a = [row(f"g{i}", list(100 * drift[i] * np.exp(0.1 * rng.standard_normal(5)))) for i in range(6)]
+    b = [row(f"g{i}", list(100 * drift[i] * np.exp(0.1 * rng.standard_normal(5)))) for i in range(6)]
+    comparison = compare_sides(side("a", a), side("b", b), interleaved=True)
+    noisy = [p for p in comparison.pairs if p.verdict == "same" and p.difference.resolvable > 0.10]
+    assert noisy and all(p.rounds_to_resolve and p.rounds_to_resolve > 5 for p in noisy)
+    assert all(p.to_dict()["rounds_to_resolve"] == p.rounds_to_resolve for p in comparison.pairs)
+    needed = sorted(p.rounds_to_resolve for p in noisy)
+    text = " ".join(" ".join(compare_summary(comparison)).split())
+    median = needed[len(needed) // 2]
+    assert (f"to resolve a 10% change on the {len(noisy)} too noisy, an interleaved run needs about {median} rounds as long "
+            "as these") in text and "for the noisiest), from the noise its 5 rounds measured" in text
+    assert f"--rounds {median} with --min-time raised {median}/5-fold" in text
+    tight = [[row(f"g{i}", list(100 * drift[i] * np.exp(0.002 * rng.standard_normal(5)))) for i in range(6)] for _ in range(2)]
+    calm = compare_sides(side("a", tight[0]), side("b", tight[1]), interleaved=True)
+    assert all(p.rounds_to_resolve is None for p in calm.pairs) and "rounds (median" not in " ".join(compare_summary(calm))
+    separate = compare_sides(side("a", a), side("b", b))
+    assert all(p.rounds_to_resolve is None for p in separate.pairs) and "needs about" not in " ".join(compare_summary(separate))
+
+
 def test_there_is_no_noise_floor_a_small_change_in_tight_rounds_is_found(seed):
     """The old 2 % floor called any change under 2 % the same; tight rounds resolve half a percent."""
     rng = np.random.default_rng(seed)

@@ -10,7 +10,7 @@ import math
 import numpy as np
 import pytest
 
-from dbench.stats.differences import ALPHA, paired, pooled, welch
+from dbench.stats.differences import ALPHA, paired, paired_rounds_to_resolve, pooled, welch
 from dbench.stats.fdr import bh_adjusted
 from dbench.stats.student import betainc, t_cdf, t_quantile, t_two_sided_p
 
@@ -83,6 +83,29 @@ def test_paired_rounds_cancel_drift_that_welch_cannot(seed):
         detected_paired += paired(a, b).p <= ALPHA
         detected_welch += welch(a, b).p <= ALPHA
     assert detected_paired >= 190 and detected_welch <= 40
+
+
+def test_the_rounds_said_to_resolve_a_change_find_it_about_as_often_as_promised(seed):
+    """Five pairs of a noisy interleaved run (each pair's log difference SD 12 %, under a 20 % drift the
+    pairs share) say how many rounds would resolve 10 %; a paired test over that many rounds finds a true
+    10 % change about 80 % of the time (the power the resolvable change is defined by)."""
+    rng = np.random.default_rng(seed)
+    sd, change = 0.12, 0.10
+
+    def pairs(n: int, factor: float = 1.0) -> tuple[np.ndarray, np.ndarray]:
+        drift = np.exp(0.2 * rng.standard_normal(n))
+        a, b = 100 * drift * np.exp(sd / math.sqrt(2) * rng.standard_normal((2, n)))
+        return a, factor * b
+
+    needed = [paired_rounds_to_resolve(paired(*pairs(5)), 5, change) for _ in range(201)]
+    rounds_needed = int(np.median(needed))
+    exact = next(n for n in range(2, 1000) if (t_quantile(0.975, n - 1) + t_quantile(0.8, n - 1)) * sd / math.sqrt(n)
+                 <= math.log1p(change))
+    assert abs(rounds_needed - exact) <= 0.35 * exact, (rounds_needed, exact)  # 5 pairs estimate the SD roughly
+    found = sum(paired(*pairs(rounds_needed, 1 + change)).p <= ALPHA for _ in range(SIMULATIONS)) / SIMULATIONS
+    assert 0.6 <= found <= 0.95, (rounds_needed, found)
+    spread = paired(np.full(5, 100.0), 100.0 * np.exp([0.3, -0.3, 0.3, -0.3, 0.0]))  # an SD of 26 % a pair
+    assert paired_rounds_to_resolve(spread, 5, change) > 50 and paired_rounds_to_resolve(spread, 5, change, most=50) is None
 
 
 def test_pooled_runs_see_the_between_run_variance_that_rounds_miss(seed):

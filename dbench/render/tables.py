@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from rich.markup import escape
@@ -152,7 +153,7 @@ def compare_table(comparison, width: int = 200) -> Table:
 def compare_summary(comparison) -> list[str]:
     """The lines under a compare table: what changed, what the data could not say, the noise it
     measured, and the geometric-mean ratio with its interval."""
-    from dbench.store.compare import CHANGED
+    from dbench.store.compare import CHANGED, MAX_ROUNDS_TO_RESOLVE
 
     counts = comparison.counts()
     changed = counts.get("faster", 0) + counts.get("slower", 0)
@@ -169,6 +170,20 @@ def compare_summary(comparison) -> list[str]:
     if not comparison.interleaved and noisy and 2 * noisy >= counts.get("same", 0):
         lines.append("to see smaller changes, time both sides in one interleaved run (dbench run --runtime a,b, or "
                      "--threads 1,2): its rounds pair up and the machine's drift between runs cancels")
+    noisy_pairs = comparison.too_noisy() if comparison.interleaved else []
+    if noisy_pairs:
+        needed = sorted((p.rounds_to_resolve for p in noisy_pairs), key=lambda n: n or math.inf)
+        median, most = needed[len(needed) // 2], needed[-1]
+        measured = sorted(p.rounds for p in noisy_pairs)[len(noisy_pairs) // 2]
+
+        def about(n: int | None) -> str:
+            return f"about {n}" if n else f"more than {MAX_ROUNDS_TO_RESOLVE}"
+
+        advice = (f"--rounds {median} with --min-time raised {median}/{measured}-fold (shorter rounds are noisier) on them"
+                  if median else "more rounds will not do it here")
+        lines.append(f"to resolve a {comparison.resolution:.0%} change on the {len(noisy_pairs)} too noisy, an interleaved run "
+                     f"needs {about(median)} rounds as long as these (median over them; {about(most)} for the noisiest), from "
+                     f"the noise its {measured} rounds measured: {advice}, or a quieter machine")
     noise = comparison.noise()
     if noise:
         lines.append(f"noise measured: SD of a round's log time {_percent(noise[len(noise) // 2])} at the median kernel "

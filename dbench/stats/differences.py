@@ -95,3 +95,17 @@ def pooled(a_logs, b_logs) -> Difference | None:
     pooled_var = (((la - la.mean()) ** 2).sum() + ((lb - lb.mean()) ** 2).sum()) / df
     se = math.sqrt(pooled_var * (1 / la.size + 1 / lb.size))
     return _difference(float(lb.mean() - la.mean()), se, df, "pooled over runs")
+
+
+def paired_rounds_to_resolve(difference: Difference, pairs: int, change: float, most: int = 1000) -> int | None:
+    """Paired rounds an interleaved run would need for this test to resolve `change` (find it POWER of the
+    time at ALPHA) on a kernel whose paired test over `pairs` rounds gave `difference`: its variance per
+    pair, and the prior's degrees of freedom where it was moderated, held as measured. None beyond `most`."""
+    sd = difference.se * math.sqrt(pairs)
+    prior_df = max(0.0, difference.df - (pairs - 1))
+    target = math.log1p(change)
+    for rounds in range(2, most + 1):
+        df = prior_df + rounds - 1
+        if (t_quantile(1 - ALPHA / 2, df) + t_quantile(POWER, df)) * sd / math.sqrt(rounds) <= target:
+            return rounds
+    return None

@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 
 from dbench.errors import InputError, UsageError
-from dbench.stats.differences import MIN_DF, Difference, paired, paired_variance, pooled, welch
+from dbench.stats.differences import MIN_DF, Difference, paired, paired_rounds_to_resolve, paired_variance, pooled, welch
 from dbench.stats.fdr import FDR, bh_adjusted
 from dbench.stats.moderation import Prior, fit_prior
 from dbench.stats.student import t_quantile
@@ -36,6 +36,8 @@ MIN_ROUNDS = 3
 """Rounds a side that a rounds-based verdict needs (df >= 2 per side)."""
 RESOLUTION = 0.10
 """A `same` verdict whose data cannot resolve a change this large is counted as too noisy to say."""
+MAX_ROUNDS_TO_RESOLVE = 1000
+"""The most rounds a too noisy kernel's estimate of the rounds it would need goes up to."""
 CHANGED = ("faster", "slower")
 
 
@@ -86,6 +88,9 @@ class Pair:
     """The Benjamini-Hochberg adjusted p-value over the table."""
     noise: float | None = None
     """The SD of a round's (or run's) log time this test measured: the kernel's noise level."""
+    rounds_to_resolve: int | None = None
+    """An interleaved `same` that cannot resolve the table's resolution: the paired rounds that would,
+    from the noise measured (dbench.stats.differences.paired_rounds_to_resolve)."""
 
     @property
     def ratio(self) -> float | None:
@@ -96,6 +101,11 @@ class Pair:
             return _geomean([figure(r) for r in self.b]) / _geomean([figure(r) for r in self.a])
         return None
 
+    @property
+    def rounds(self) -> int:
+        """The fewest rounds a row of either side has (an interleaved run: its paired rounds)."""
+        return min((len(_rounds(r)) for r in self.a + self.b), default=0)
+
     def to_dict(self) -> dict[str, Any]:
         """One kernel's figures for --format csv/json."""
         d = self.difference
@@ -103,7 +113,7 @@ class Pair:
         return {"graph_id": self.graph_id, "verdict": self.verdict, "detail": self.detail, "ratio": self.ratio,
                 "low": d.low if d else None, "high": d.high if d else None, "p": d.p if d else None, "q": self.q,
                 "df": d.df if d else None, "method": d.method if d else None,
-                "resolvable": d.resolvable if d else None, "noise": self.noise,
+                "resolvable": d.resolvable if d else None, "noise": self.noise, "rounds_to_resolve": self.rounds_to_resolve,
                 f"a_{name}": _geomean([figure(r) for r in self.a if figure(r)]),
                 f"b_{name}": _geomean([figure(r) for r in self.b if figure(r)]),
                 "a_runs": len(self.a), "b_runs": len(self.b),
@@ -221,9 +231,12 @@ class Comparison:
             key = pair.verdict if pair.verdict in (*CHANGED, "same", "too few rounds", "too few runs", "no rounds", "no spread") \
                 else "not compared"
             counts[key] = counts.get(key, 0) + 1
-        counts["too noisy"] = sum(1 for p in self.pairs if p.verdict == "same" and p.difference
-                                  and p.difference.resolvable > self.resolution)
+        counts["too noisy"] = len(self.too_noisy())
         return counts
+
+    def too_noisy(self) -> list[Pair]:
+        """The `same` kernels whose data cannot resolve the table's resolution."""
+        return [p for p in self.pairs if p.verdict == "same" and p.difference and p.difference.resolvable > self.resolution]
 
     def noise(self) -> list[float]:
         return sorted(p.noise for p in self.pairs if p.noise is not None and p.verdict in (*CHANGED, "same"))
@@ -297,7 +310,11 @@ def compare_sides(a: Side, b: Side, interleaved: bool = False, fdr: float = FDR,
     for i, q in zip(tested, adjusted):
         pair = pairs[i]
         verdict = ("slower" if pair.difference.ratio > 1 else "faster") if q <= fdr else "same"
-        pairs[i] = Pair(pair.graph_id, pair.a, pair.b, pair.difference, verdict, pair.detail, q, pair.noise)
+        needed = None
+        if interleaved and verdict == "same" and pair.difference.resolvable > resolution:
+            needed = paired_rounds_to_resolve(pair.difference, pair.rounds, resolution, MAX_ROUNDS_TO_RESOLVE)
+            needed = max(MIN_ROUNDS, needed) if needed else None
+        pairs[i] = Pair(pair.graph_id, pair.a, pair.b, pair.difference, verdict, pair.detail, q, pair.noise, needed)
     return Comparison(a, b, interleaved, pairs, fdr, resolution, mode)
 
 
