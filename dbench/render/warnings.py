@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from dbench.report.units import format_spread
-from dbench.store.metadata import BUSY_LOAD_PER_CORE, is_busy
+from dbench.store.metadata import BUSY_LOAD_PER_CORE, is_busy, own_load
 from dbench.worker.timing import TimingConfig
 
 
@@ -27,10 +27,12 @@ def run_warnings(rows: list[dict[str, Any]], host: dict[str, Any], timing: dict[
                      "a verdict needs 3 rounds: raise --max-time for slow graphs, or --rounds")
     cores = host.get("cpu_affinity") or host.get("cpu_count")
     end = [rows[-1]["load_1m"]] if rows and rows[-1].get("load_1m") is not None else None
-    for moment, load in (("start", host.get("load_start")), ("end", end)):
-        if is_busy(load, cores):
-            lines.append(f"machine busy at the {moment} of the run: 1-minute load {load[0]} on {cores} cores (flagged above "
-                         f"{BUSY_LOAD_PER_CORE} per core): stop other work and re-run for numbers to publish")
+    own = own_load(rows, cores, host.get("taken_at"))
+    for moment, load, mine in (("start", host.get("load_start"), 0.0), ("end", end, own)):
+        if is_busy(load, cores, mine):
+            lines.append(f"machine busy at the {moment} of the run: 1-minute load {load[0]} on {cores} cores"
+                         + (f", at most {mine:.1f} of it this run's own threads" if mine else "")
+                         + f" (flagged above {BUSY_LOAD_PER_CORE} per core of other work): stop other work and re-run for numbers to publish")
     fallback = [r for r in rows if r.get("precision_fallback")]
     if fallback:
         r = fallback[0]

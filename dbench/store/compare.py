@@ -30,7 +30,7 @@ from dbench.stats.fdr import FDR, bh_adjusted
 from dbench.stats.moderation import Prior, fit_prior
 from dbench.stats.student import t_quantile
 from dbench.store.log import RunLog, find_run
-from dbench.store.metadata import is_busy
+from dbench.store.metadata import is_busy, own_load
 
 MIN_ROUNDS = 3
 """Rounds a side that a rounds-based verdict needs (df >= 2 per side)."""
@@ -348,10 +348,11 @@ def warnings_of(log: RunLog) -> list[str]:
     cores = host.get("cpu_affinity") or host.get("cpu_count")
     warnings = [note for note in [log.torn_note()] if note]
     end = rows[-1].get("load_1m") if rows else None
-    for moment, load in (("start", (host.get("load_start") or [None])[0]), ("end", end)):
-        if load is not None and is_busy([load], cores):
-            warnings.append(f"{header['run_id']} ran on a busy machine (1-minute load {load} at its {moment}, {cores} cores): "
-                            "its times carry other work's noise")
+    own = own_load(rows, cores, host.get("taken_at"))
+    for moment, load, mine in (("start", (host.get("load_start") or [None])[0], 0.0), ("end", end, own)):
+        if load is not None and is_busy([load], cores, mine):
+            warnings.append(f"{header['run_id']} ran on a busy machine (1-minute load {load} at its {moment}, {cores} cores"
+                            + (f", at most {mine:.1f} of it its own threads" if mine else "") + "): its times carry other work's noise")
     if header.get("request", {}).get("quick"):
         warnings.append(f"{header['run_id']} is a --quick run: few samples a round, so wide intervals and few verdicts")
     return warnings

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import os
 import platform
 import re
@@ -150,13 +151,29 @@ def load_average() -> list[float] | None:
 
 
 BUSY_LOAD_PER_CORE = 0.5
-"""A run is flagged busy when the 1-minute load average exceeds this many per usable core at its
-start or its end (dbench's own worker counts, so a 1-thread run on 2 cores is near the line)."""
+"""A run is flagged busy when the 1-minute load average, net of the run's own threads, exceeds this
+many per usable core at its start or its end."""
+LOAD_TIME_CONSTANT_S = 60.0
+"""The 1-minute load average is an exponential average with this time constant (Linux's calc_load)."""
 
 
-def is_busy(load: list[float] | None, cores: int | None) -> bool:
-    """The busy-machine rule above, for one load reading."""
-    return bool(load and cores and load[0] > cores * BUSY_LOAD_PER_CORE)
+def is_busy(load: list[float] | None, cores: int | None, own: float = 0.0) -> bool:
+    """The busy-machine rule above, for one load reading of which `own` is the run's own (`own_load`)."""
+    return bool(load and cores and load[0] - own > cores * BUSY_LOAD_PER_CORE)
+
+
+def own_load(rows: list[dict[str, Any]], cores: int | None, started_at: str | None) -> float:
+    """What the run's own busy threads add to the 1-minute load average by its last row: the most any
+    row kept busy (streams x threads, at most the cores), raised through the exponential average over
+    the run's length. An upper bound (a worker also waits, verifies, starts): without it, a 2-thread run
+    on 2 cores read its own threads as another job's and flagged itself busy at the end."""
+    ends = [r["finished_at"] for r in rows if r.get("finished_at")]
+    if not rows or not cores or not started_at or not ends:
+        return 0.0
+    seconds = (datetime.fromisoformat(ends[-1]) - datetime.fromisoformat(started_at)).total_seconds()
+    threads = max((r.get("streams_executed") or r.get("streams") or 1)
+                  * (r.get("threads_per_stream") or (r.get("runtime_options") or {}).get("threads") or cores) for r in rows)
+    return min(threads, cores) * (1.0 - math.exp(-max(seconds, 0.0) / LOAD_TIME_CONSTANT_S))
 
 
 def _identity() -> dict[str, Any]:
