@@ -92,13 +92,21 @@ def runtimes_table(statuses) -> Table:
     return table
 
 
-def speedup_table(speedups: dict[str, float]) -> Table:
-    """DeepBench's sparse summary: dense time / sparse time per kernel."""
-    table = Table(title="sparse GEMM: dense / sparse time")
+def speedup_table(speedups) -> Table:
+    """DeepBench's sparse summary: dense time / sparse time per kernel (and variant, in an interleaved
+    run), with the 95 % interval from the two graphs' rounds and whether it can tell them apart."""
+    variants = len({variant for variant, _ in speedups}) > 1
+    table = Table(title="sparse GEMM: dense / sparse time",
+                  caption="interval: 95 %, Welch's t over the two graphs' rounds; sparse faster, slower, or the same within noise")
+    if variants:
+        table.add_column("variant", no_wrap=True)
     table.add_column("kernel", no_wrap=True)
-    table.add_column("speedup", justify="right")
-    for kernel, speedup in speedups.items():
-        table.add_row(kernel, f"{speedup:.2f}")
+    for column in ("speedup", "95% interval", "sparse form"):
+        table.add_column(column, justify="right" if column != "sparse form" else "left")
+    for (variant, kernel), speedup in speedups.items():
+        interval = f"{speedup.low:.2f}–{speedup.high:.2f}" if speedup.low is not None else ""
+        cells = [kernel, f"{speedup.value:.2f}", interval, speedup.verdict]
+        table.add_row(*([variant] if variants else []), *cells)
     return table
 
 
