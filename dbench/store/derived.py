@@ -7,15 +7,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from dbench.stats.differences import welch
-
-MIN_ROUNDS = 3
-"""Rounds a graph needs for the speedup's interval (as compare's verdicts do)."""
+from dbench.store.compare import MIN_ROUNDS
 
 
 @dataclass(frozen=True)
 class Speedup:
     """Dense median / sparse median of one kernel, and its 95 % interval from the two graphs' rounds
-    (Welch's t on their log round medians; None with fewer than MIN_ROUNDS a graph or no spread)."""
+    (Welch's t on their log round medians; None with fewer rounds a graph than compare's verdicts need,
+    or no spread)."""
 
     value: float
     low: float | None = None
