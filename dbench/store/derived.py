@@ -11,7 +11,7 @@ from dbench.store.compare import MIN_ROUNDS
 
 
 @dataclass(frozen=True)
-class Speedup:
+class SparseSpeedup:
     """Dense median / sparse median of one kernel, and its 95 % interval from the two graphs' rounds
     (Welch's t on their log round medians; None with fewer rounds a graph than compare's verdicts need,
     or no spread)."""
@@ -28,17 +28,17 @@ class Speedup:
         return "faster" if self.low > 1 else "slower" if self.high < 1 else "same within noise"
 
 
-def _speedup(dense: dict[str, Any], sparse: dict[str, Any]) -> Speedup:
+def _speedup(dense: dict[str, Any], sparse: dict[str, Any]) -> SparseSpeedup:
     value = dense["median_us"] / sparse["median_us"]
     rounds_dense, rounds_sparse = dense.get("round_medians_us") or [], sparse.get("round_medians_us") or []
     if min(len(rounds_dense), len(rounds_sparse)) < MIN_ROUNDS:
-        return Speedup(value)
+        return SparseSpeedup(value)
     ratio = welch(rounds_dense, rounds_sparse)  # sparse / dense, over the rounds
-    return Speedup(value, 1 / ratio.high, 1 / ratio.low) if ratio else Speedup(value)
+    return SparseSpeedup(value, 1 / ratio.high, 1 / ratio.low) if ratio else SparseSpeedup(value)
 
 
-def sparse_speedups(rows: list[dict[str, Any]]) -> dict[tuple[str, str], Speedup]:
-    """(variant, kernel id) -> its Speedup, for sparse kernels whose two forms both ran ok in the same
+def sparse_speedups(rows: list[dict[str, Any]]) -> dict[tuple[str, str], SparseSpeedup]:
+    """(variant, kernel id) -> its SparseSpeedup, for sparse kernels whose two forms both ran ok in the same
     precision and variant (DeepBench's `speedup` column; an interleaved run has one per variant)."""
     found: dict[tuple[str, str, str, str], dict[str, Any]] = {}
     for row in rows:
