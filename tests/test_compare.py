@@ -100,6 +100,26 @@ def test_an_interleaved_table_too_noisy_for_10_percent_says_how_many_rounds_woul
     assert all(p.rounds_to_resolve is None for p in separate.pairs) and "needs about" not in " ".join(compare_summary(separate))
 
 
+def test_a_same_whose_own_interval_excludes_one_says_the_table_decided_it():
+    """One kernel of eight at p 0.015: its own 95 % interval is above 1, but over the table its adjusted q
+    is above the false-discovery rate, so `same`; the table says why instead of a bare `same`."""
+    from rich.console import Console
+
+    from dbench.render.tables import compare_table
+
+    steady = [100, 102, 98, 101, 99]
+    a = [row(f"g{i}", steady) for i in range(8)]
+    b = [row("g0", [104, 105, 101, 105.5, 102])] + [row(f"g{i}", [101, 99, 100, 98, 102]) for i in range(1, 8)]
+    comparison = compare_sides(side("a", a), side("b", b))
+    first = comparison.pairs[0]
+    assert first.verdict == "same" and first.difference.low > 1 and first.difference.p < 0.05 < first.q
+    console = Console(width=300, record=True)
+    console.print(compare_table(comparison, 300))
+    lines = [line for line in console.export_text().splitlines() if "g0 " in line or "g1 " in line]
+    assert f"same (q {first.q:.2f} over the table, above its 5% false-discovery rate)" in lines[0]
+    assert "q " not in lines[1] and "same" in lines[1]
+
+
 def test_there_is_no_noise_floor_a_small_change_in_tight_rounds_is_found(seed):
     """The old 2 % floor called any change under 2 % the same; tight rounds resolve half a percent."""
     rng = np.random.default_rng(seed)

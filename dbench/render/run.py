@@ -130,6 +130,28 @@ class RunProgress:
             self.console.print(escape(graph_line(self.done, self.total, row, self.variants)), highlight=False, soft_wrap=True)
 
 
+def interleaved_verdicts(result: RunResult) -> list[str]:
+    """An interleaved run's verdicts in brief, each variant against the first (compare's summary, the
+    same test and false-discovery control), and the command that prints them kernel by kernel."""
+    from dbench.render.tables import compare_summary
+    from dbench.store.compare import compare_sides, variant_sides
+    from dbench.store.log import RunLog
+
+    if len(result.header.get("variants", [])) < 2:
+        return []
+    sides = variant_sides(RunLog.read(result.log_path))
+    lines = []
+    for side in sides[1:]:
+        comparison = compare_sides(sides[0], side, interleaved=True)
+        if any(p.difference for p in comparison.pairs):
+            first, *rest = compare_summary(comparison)
+            lines.append(f"{side.label} against {sides[0].label}: {first.removeprefix('b against a: ')}")
+            lines += [line for line in rest if line.startswith("to resolve")]
+            if (mean := comparison.geomean()) is not None:
+                lines.append(f"  geometric-mean time ratio {mean.ratio:.3f} (95% interval {mean.low:.3f}–{mean.high:.3f})")
+    return lines + ([f"kernel by kernel: dbench compare {result.log_path}"] if lines else [])
+
+
 def print_run(console: Console, result: RunResult) -> None:
     """The run's results table, sparse speedups if any, and one line of status counts and files."""
     rows = result.rows
@@ -148,6 +170,8 @@ def print_run(console: Console, result: RunResult) -> None:
     speedups = sparse_speedups(rows)
     if speedups:
         console.print(speedup_table(speedups))
+    for line in interleaved_verdicts(result):
+        console.print(line, highlight=False, soft_wrap=True, markup=False)
     counts: dict[str, int] = {}
     for row in rows:
         counts[row["status"]] = counts.get(row["status"], 0) + 1

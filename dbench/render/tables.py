@@ -153,6 +153,8 @@ def compare_table(comparison, width: int = 200) -> Table:
         ratio = f"{pair.ratio:.3f}" if pair.ratio else ""
         resolves = f"±{_percent(d.resolvable)}" if d and pair.verdict in (*CHANGED, "same") else ""
         verdict = pair.verdict + (f" ({pair.detail})" if pair.detail else "")
+        if pair.verdict == "same" and d and (d.low > 1 or d.high < 1):  # its own interval excludes 1, the table's FDR does not
+            verdict += f" (q {pair.q:.2f} over the table, above its {comparison.fdr:.0%} false-discovery rate)"
         table.add_row(pair.graph_id, side(pair.a), side(pair.b), ratio, interval, resolves,
                       f"[{styles.get(pair.verdict, 'yellow')}]{escape(verdict)}[/]")
     return table
