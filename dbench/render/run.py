@@ -137,8 +137,8 @@ def interleaved_verdicts(result: RunResult) -> list[str]:
     from dbench.store.compare import compare_sides, variant_sides
     from dbench.store.log import RunLog
 
-    if len(result.header.get("variants", [])) < 2:
-        return []
+    if len(result.header.get("variants", [])) < 2 or any((r.get("mode") or "latency") != "latency" for r in result.rows):
+        return []  # throughput and server sweeps: `dbench compare` and the report set their rows side by side
     sides = variant_sides(RunLog.read(result.log_path))
     lines = []
     for side in sides[1:]:
