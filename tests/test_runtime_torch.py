@@ -379,8 +379,6 @@ def test_check_gpu_script_unpacks_carried_parts_only_when_all_match(tmp_path):
     assert not (tmp_path / "short").exists()
 
 
-
-
 def test_pack_script_plans_a_lease_whose_calls_each_carry_one_part(tmp_path):
     """pack-ort-gpu.sh --plan: one call per part, each copying it into /tmp/carry; the first also carries
     the wheels the image lacks (and measures the peak), the middle ones run torch-cuda slices without it,
@@ -408,6 +406,8 @@ def test_pack_script_plans_a_lease_whose_calls_each_carry_one_part(tmp_path):
                              capture_output=True, text=True, timeout=60)
     assert refused.returncode == 1 and refused.stderr.strip().splitlines() == [
         f"pack-ort-gpu: no parts in {empty} (run it without --plan first)"]
+
+
 # ---- gpu-marked: torch-cuda on a GPU ---------------------------------------------------------------
 
 GPU_GRAPHS = {
