@@ -189,7 +189,7 @@ def compare_summary(comparison) -> list[str]:
         def about(n: int | None) -> str:
             return f"about {n}" if n else f"more than {MAX_ROUNDS_TO_RESOLVE}"
 
-        advice = (f"--rounds {median} with --min-time raised {median}/{measured}-fold (shorter rounds are noisier) on them"
+        advice = (f"--rounds {median} with --min-time raised {median}/{measured}-fold (the noise was measured on rounds this long) on them"
                   if median else "more rounds will not do it here")
         lines.append(f"to resolve a {comparison.resolution:.0%} change on the {len(noisy_pairs)} too noisy, an interleaved run "
                      f"needs {about(median)} rounds as long as these (median over them; {about(most)} for the noisiest), from "
