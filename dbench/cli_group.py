@@ -63,7 +63,7 @@ class DbenchGroup(TyperGroup):
             if not standalone_mode:
                 raise
             where = error.ctx.command_path if getattr(error, "ctx", None) else "dbench"
-            error_line(f"{error.format_message()}; see {where} --help")
+            error_line(f"{error.format_message().rstrip('.')}; see {where} --help")
             sys.exit(error.exit_code)
         except Abort:  # end of input at a prompt
             if not standalone_mode:

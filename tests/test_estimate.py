@@ -37,7 +37,7 @@ def test_durations_parse(text, seconds):
 
 @pytest.mark.parametrize("text", ["", "soon", "0", "-5m", "inf", "nan", "10x", "m"])
 def test_bad_durations_are_refused_naming_the_fix(text):
-    with pytest.raises(UsageError, match="not a duration; write e.g. 600, 90s, 10m or 1.5h"):
+    with pytest.raises(UsageError, match="not a positive duration; write e.g. 600, 90s, 10m or 1.5h"):
         parse_duration(text)
 
 

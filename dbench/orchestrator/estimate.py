@@ -80,7 +80,7 @@ def parse_duration(text: str) -> float:
     except ValueError:
         seconds = math.nan
     if not (math.isfinite(seconds) and seconds > 0):
-        raise UsageError(f"--budget {text!r} is not a duration; write e.g. 600, 90s, 10m or 1.5h")
+        raise UsageError(f"--budget {text!r} is not a positive duration; write e.g. 600, 90s, 10m or 1.5h")
     return seconds
 
 
