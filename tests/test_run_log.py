@@ -78,3 +78,33 @@ def test_reference_run_resumes_after_a_torn_line(tmp_path):
     assert len(ids) == 47 and len(set(ids)) == 47
     assert rows[-1]["graph_id"] == CHEAPEST and rows[-1]["seq"] == 46
     assert rows[-1]["status"] == "ok" and rows[-1]["weights"] == "const"
+
+
+def _edited(tmp_path: Path, line: str) -> Path:
+    """The reference log with one hand-written line appended after its rows."""
+    path = _copy(tmp_path)
+    path.write_text(path.read_text() + line + "\n")
+    return path
+
+
+@pytest.mark.parametrize(("line", "words"), [
+    ("5", "line 49 is not a JSON object"),
+    ('{"type": "result", "graph_id": 5, "status": "ok"}', "line 49 is a result row without 'graph_id' as text"),
+    ('{"type": "result", "graph_id": "g"}', "line 49 is a result row without 'status' as text"),
+])
+def test_a_hand_edited_line_is_named_by_every_reader(tmp_path, line, words):
+    """compare and report say which line is wrong, in one line, instead of failing inside their tables."""
+    path = _edited(tmp_path, line)
+    assert len(REFERENCE.read_text().splitlines()) == 48  # the line numbers above
+    for command in (["compare", path.stem, "--out", str(tmp_path / "res")], ["report", str(path), "--out", str(tmp_path / "rep")]):
+        result = runner.invoke(app, command)
+        assert result.exit_code == 2, result.output
+        assert words in result.output and "the log is corrupt" in result.output and "Traceback" not in result.output
+
+
+def test_the_report_names_a_row_without_its_kernel(tmp_path):
+    """A result row the log accepts (graph id and status) but the report cannot place: named, not a pandas error."""
+    path = _edited(tmp_path, '{"type": "result", "graph_id": "g", "status": "ok", "runtime": "ort-cpu"}')
+    result = runner.invoke(app, ["report", str(path), "--out", str(tmp_path / "rep")])
+    assert result.exit_code == 2, result.output
+    assert "the row of g has no 'kernel_id', 'pass', 'form' as text" in " ".join(result.output.split())

@@ -22,6 +22,8 @@ KERNEL_COLUMNS = (
     "tflops", "gbps", "intensity", "flops", "min_bytes", "samples_us", "variant", "rounds", "round_medians_us",
     "rerun_rel", "interval_note", "drift_sd", "drift_df",
 )
+REPORT_KEYS = ("kernel_id", "pass", "form", "runtime")
+"""Text fields the report keys a kernel row on, beyond the log's own (dbench.store.log.KERNEL_RESULT_KEYS)."""
 LOAD_COLUMNS = (
     "graph_id", "kernel_id", "family", "pass", "form", "precision", "precision_executed", "runtime", "variant", "status",
     "message", "verified", "mode", "streams", "streams_executed", "threads_per_stream", "inferences", "inferences_per_s",
@@ -107,6 +109,9 @@ def load(paths: list[Path]) -> Results:
         notes += warnings_of(log) if run.kind != "allreduce" else filter(None, [log.torn_note()])  # a torn log named
         target = allreduce_rows if run.kind == "allreduce" else kernel_rows
         for row in log.rows():
+            if run.kind != "allreduce" and (missing := [k for k in REPORT_KEYS if not isinstance(row.get(k), str)]):
+                raise InputError(f"{path}: the row of {row['graph_id']} has no {', '.join(map(repr, missing))} as text; "
+                                 "the log is corrupt (edited by hand?): restore it, or run again")
             target.append({**row, "run_id": run.run_id, "machine": run.machine, "taken_at": header.get("host", {}).get("taken_at", "")})
     by_mode = {mode: [r for r in kernel_rows if (r.get("mode") or "latency") == mode] for mode in ("latency", "throughput", "server")}
     return Results(_kernel_frame(by_mode["latency"]), pd.DataFrame(allreduce_rows), runs, by_mode["latency"],

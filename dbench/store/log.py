@@ -23,6 +23,10 @@ from dbench.errors import DbenchError, InputError
 
 SCHEMA_VERSION = 3
 READABLE_VERSIONS = (1, 2, 3)
+RESULT_KEYS = {"allreduce": ("implementation", "dtype", "status")}
+"""Per run kind, the text fields every reader of its result rows keys on; other kinds' rows are kernel
+rows (dbench.store.schema.Row), with KERNEL_RESULT_KEYS (the report reads more: dbench.report.load)."""
+KERNEL_RESULT_KEYS = ("graph_id", "status")
 
 
 def new_run_id(kind: str = "run") -> str:
@@ -163,19 +167,23 @@ class RunLog:
         """One round of one graph, as soon as it is measured (a row is written after its last round)."""
         self._write({"type": "round", **record})
 
-    def _records(self) -> Iterator[dict[str, Any]]:
+    def _records(self) -> Iterator[tuple[int, dict[str, Any]]]:
+        """Each complete line's number and record."""
         with self.path.open("rb") as fh:
             for number, line in enumerate(fh, start=1):
                 if not line.endswith(b"\n"):
                     return  # torn last line of a killed run
                 try:
-                    yield json.loads(line)
+                    record = json.loads(line)
                 except (UnicodeDecodeError, json.JSONDecodeError) as err:
                     reason = err.msg if isinstance(err, json.JSONDecodeError) else "not UTF-8 text"
                     raise InputError(f"{self.path}, line {number} is not valid JSON ({reason}); the log is corrupt") from None
+                if not isinstance(record, dict):
+                    raise InputError(f"{self.path}, line {number} is not a JSON object; the log is corrupt")
+                yield number, record
 
     def header(self) -> dict[str, Any]:
-        for record in self._records():
+        for _, record in self._records():
             if record.get("type") == "run":
                 return record
             break
@@ -183,7 +191,19 @@ class RunLog:
                           "killed before it began: start a new run")
 
     def rows(self) -> list[dict[str, Any]]:
-        return [r for r in self._records() if r.get("type") == "result"]
+        """The result rows, each holding its kind's key fields as text (a hand-edited or foreign line is
+        named, not fed to the tables)."""
+        keys = RESULT_KEYS.get(self.header().get("kind"), KERNEL_RESULT_KEYS)
+        rows = []
+        for number, record in self._records():
+            if record.get("type") != "result":
+                continue
+            missing = [key for key in keys if not isinstance(record.get(key), str)]
+            if missing:
+                raise InputError(f"{self.path}, line {number} is a result row without {', '.join(map(repr, missing))} "
+                                 "as text; the log is corrupt (edited by hand?): restore it, or run again")
+            rows.append(record)
+        return rows
 
     def torn(self) -> bool:
         """Whether the log ends in a torn line (its run was killed mid-write): `rows` leaves that row out."""
@@ -203,7 +223,7 @@ class RunLog:
 
     def rounds(self) -> list[dict[str, Any]]:
         """The round records, in the order they were measured."""
-        return [r for r in self._records() if r.get("type") == "round"]
+        return [r for _, r in self._records() if r.get("type") == "round"]
 
 
 def find_run(results: Path, run_id: str) -> Path:
