@@ -372,6 +372,13 @@ def test_graphs_folder_without_manifest(tmp_path):
     assert result.exit_code == 2 and "no manifest.json in" in result.output
 
 
+def test_gens_out_folder_given_to_graphs_names_the_suite_folder_inside(graph_folder, tmp_path):
+    """`dbench gen --out g` writes g/<suite>/; a user who then runs `--graphs g` is told which folder to give."""
+    result = runner.invoke(app, ["run", "--graphs", str(graph_folder.parent), "--out", str(tmp_path / "r")])
+    assert result.exit_code == 2, result.output
+    assert f"point --graphs at {graph_folder}, made by dbench gen" in " ".join(result.output.split())
+
+
 def test_unwritable_results_folder(kernels, tmp_path):
     blocker = tmp_path / "file"
     blocker.write_text("")

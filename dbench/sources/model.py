@@ -58,8 +58,10 @@ def models_in_folder(folder: Path, dims: dict[str, int]) -> list[Item]:
     """Every .onnx file of a folder, in name order; each --dim must be declared by at least one of them."""
     paths = sorted(folder.glob("*.onnx"))
     if not paths:
-        raise InputError(f"no manifest.json in {folder} and no .onnx files either; point --graphs at a folder made by "
-                          "dbench gen or one holding .onnx models")
+        inside = sorted(str(m.parent) for m in folder.glob("*/manifest.json"))  # `dbench gen --out` writes a folder per suite
+        where = f"point --graphs at {' or '.join(inside)}, made by dbench gen" if inside else \
+            "point --graphs at a folder made by dbench gen or one holding .onnx models"
+        raise InputError(f"no manifest.json in {folder} and no .onnx files either; {where}")
     for path in paths:  # as gen folders and bundles: a link never leads a run outside the folder
         confined_file(folder, path.name)
     items = [model_item(path, dims, all_dims=False) for path in paths]
