@@ -12,6 +12,8 @@ from typing import Any
 import typer
 from typer.core import TyperGroup
 
+from dbench.foreign_flags import foreign_hint
+
 try:  # typer vendors click from 0.2x on
     from typer import _click as click
     from typer.exceptions import Abort
@@ -50,6 +52,13 @@ def _readable_placeholders(command: click.Command, context: click.Context) -> No
             param.display_type_rich = lambda ctx: None  # the name column already shows the metavar
 
 
+def _own_options(context: click.Context | None) -> set[str]:
+    """Every option name of the command a usage error is about (none when it is not known)."""
+    if context is None:
+        return set()
+    return {name for param in context.command.params for name in (*param.opts, *param.secondary_opts)}
+
+
 class DbenchGroup(TyperGroup):
     """Usage errors as one line; flags without placeholders."""
 
@@ -62,8 +71,10 @@ class DbenchGroup(TyperGroup):
         except click.exceptions.ClickException as error:  # an unknown option, a value of the wrong type...
             if not standalone_mode:
                 raise
-            where = error.ctx.command_path if getattr(error, "ctx", None) else "dbench"
-            error_line(f"{error.format_message().rstrip('.')}; see {where} --help")
+            context = getattr(error, "ctx", None)
+            where = context.command_path if context else "dbench"
+            hint = foreign_hint(sys.argv[1:] if args is None else args, _own_options(context))
+            error_line(f"{error.format_message().rstrip('.')}; see {where} --help" + (f"; {hint}" if hint else ""))
             sys.exit(error.exit_code)
         except Abort:  # end of input at a prompt
             if not standalone_mode:

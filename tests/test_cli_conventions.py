@@ -7,11 +7,13 @@ import os
 import re
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
 
 from dbench.cli import app
+from dbench.foreign_flags import foreign_flags, foreign_hint
 from tests.processes import run_tree
 
 runner = CliRunner()
@@ -36,6 +38,40 @@ def test_a_bad_option_is_one_line_and_exit_2(args, needle):
     assert result.exit_code == 2
     line = one_line(result)
     assert needle in line and line.endswith("--help"), line
+
+
+@pytest.mark.parametrize("args,hint", [
+    (["run", "-niter", "100"], "benchmark_app's -niter is --iterations N"),  # click reads it as -n "iter"
+    (["run", "-hint", "throughput"], "benchmark_app's -hint is --streams N for throughput"),
+    (["run", "--fp16"], "trtexec's --fp16 is --precision fp16"),
+    (["run", "--onnx=model.onnx"], "trtexec's --onnx is --model FILE.onnx (with --runtime tensorrt)"),
+    (["peak", "-e", "cuda"], "onnxruntime_perf_test's -e is --runtime ort-cpu|ort-cuda|ort-trt"),
+])
+def test_another_tools_flag_is_translated_in_the_same_line(args, hint):
+    result = runner.invoke(app, args)
+    assert result.exit_code == 2
+    line = one_line(result)
+    assert f"coming from another tool? {hint}" in line and line.endswith("(docs/cli.md)"), line
+
+
+def test_a_flag_the_command_has_is_never_translated():
+    """-b is both benchmark_app's batch and dbench's: no hint; nor for an option of no other tool."""
+    assert foreign_hint(["-m", "x.onnx"], own={"-m"}) is None
+    assert foreign_hint(["--no-such-option"], own=set()) is None
+    result = runner.invoke(app, ["run", "--batch", "x", "--no-such-option"])
+    assert "coming from another tool" not in result.output
+
+
+def test_the_translations_are_the_docs_table_and_name_real_options():
+    """Every translated flag is in docs/cli.md's table of its tool, and every dbench option it names exists."""
+    docs = (Path(__file__).parent.parent / "docs" / "cli.md").read_text()
+    options = {name for command in ("run", "compare") for name in
+               re.findall(r"(--[a-z][a-z0-9-]*)", runner.invoke(app, [command, "--help"], env={"COLUMNS": "200"}).output)}
+    for flag in foreign_flags():
+        (section,) = re.findall(rf"^### [^\n]*\b{flag.tool}\n(.*?)(?=^#|\Z)", docs, flags=re.M | re.S)
+        assert f"| `{flag.flag}" in section or f", `{flag.flag}" in section, flag
+        named = set(re.findall(r"(--[a-z][a-z0-9-]*)", flag.dbench))
+        assert (named or flag.dbench.startswith("nothing: ")) and named <= options, (flag, named - options)
 
 
 def test_a_bad_option_is_one_line_from_the_installed_command_too():
