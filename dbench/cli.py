@@ -60,7 +60,7 @@ OpsOpt = Annotated[
     typer.Option("--ops", "-o", metavar="OP[,OP]", parser=given, help="Op family or RNN cell: gemm, conv, rnn, sparse, vanilla, lstm, gru (repeat or comma-separate)."),
 ]
 AppOpt = Annotated[Optional[list[str]], typer.Option("--app", metavar="APP", parser=given, help="Only kernels from this application (e.g. DeepSpeech).")]
-IdOpt = Annotated[Optional[str], typer.Option("--id", metavar="GLOB", parser=given, help="Only kernel ids matching this glob, e.g. 'gemm_m1760_*'.")]
+IdOpt = Annotated[Optional[list[str]], typer.Option("--id", metavar="GLOB[,GLOB]", parser=given, help="Only kernel ids matching this glob, e.g. 'gemm_m1760_*' (repeat or comma-separate for several).")]
 KernelsOpt = Annotated[
     Optional[Path],
     typer.Option("--kernels", "-k", metavar="FILE.csv", parser=given_path, help="Your own kernel CSV in the catalog's columns; replaces the DeepBench lists."),
@@ -107,12 +107,17 @@ def _split(values: Optional[list[str]], flag: str = "--option") -> tuple[str, ..
     return split
 
 
+def _ids(values: Optional[list[str]]) -> Optional[str]:
+    """Repeated or comma-separated --id globs as one comma-separated selector (kernel ids hold no comma)."""
+    return ",".join(_split(values, "--id")) or None
+
+
 def _kernels(command: str, suite: Optional[str], ops, apps, pattern, kernels_file: Optional[Path]):
     from dbench.catalog import Selection, load_catalog, load_kernel_file, select
     from dbench.catalog.select import suite_for
 
     source = load_kernel_file(kernels_file) if kernels_file else load_catalog()
-    selection = Selection(suite_for(command, suite, from_catalog=not kernels_file), _split(ops, "--ops"), _split(apps, "--app"), pattern)
+    selection = Selection(suite_for(command, suite, from_catalog=not kernels_file), _split(ops, "--ops"), _split(apps, "--app"), _ids(pattern))
     return selection, select(source, selection)
 
 
@@ -428,7 +433,7 @@ def run(
         raise UsageError(f"--no-profile and --profile-runs {profile_runs} contradict each other; give one of them")
     graphs = model or graphs
     request = RunRequest(
-        suite=suite, ops=_split(ops, "--ops"), apps=_split(app_, "--app"), pattern=pattern,
+        suite=suite, ops=_split(ops, "--ops"), apps=_split(app_, "--app"), pattern=_ids(pattern),
         kernels=str(kernels) if kernels else None, graphs=str(graphs) if graphs else None,
         gen=_gen_fields(precision, passes, gemm_form, rnn_form, gru_activation, int8_form, no_pad, batch),
         runtime=runtime, device=device, threads=_counts(threads, "--threads"), weights=weights, graph_optimization=graph_opt,

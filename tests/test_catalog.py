@@ -87,6 +87,8 @@ def test_op_app_and_pattern_filters():
     assert resnet and all(any(a.lower() == "resnet" for a in k.apps) for k in resnet)
     pattern = select(load_catalog(), Selection("all", pattern="gemm_m1760_*"))
     assert pattern and all(k.id.startswith("gemm_m1760_") for k in pattern)
+    either = select(load_catalog(), Selection("all", pattern="gemm_m1760_*,conv_w7_h7_c832_*"))
+    assert {k.id.split("_")[0] for k in either} == {"gemm", "conv"} and len(either) > len(pattern)
 
 
 @pytest.mark.parametrize("suite,ops", [("nope", ()), ("all", ("fft",))])

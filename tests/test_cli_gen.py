@@ -21,6 +21,15 @@ def invoke(*args: str):
     return runner.invoke(app, list(args))
 
 
+def test_several_ids_repeated_or_comma_separated_select_all_of_them():
+    """`--id a --id b` once kept only b without a word; repeated and comma-separated globs now add up."""
+    ids = ("gemm_m64_n1_k1216_nn", "gemm_m35_n700_k2048_nn", "conv_w7_h7_c512_n1_k512_s3_r3_pw1_ph1_sw1_sh1")
+    for args in (["--id", ids[0], "--id", ids[1], "--id", ids[2]], ["--id", ",".join(ids)], ["--id", ids[0], "--id", ",".join(ids[1:])]):
+        result = runner.invoke(app, ["list", "--format", "json", *args])
+        assert result.exit_code == 0, result.output
+        assert sorted(k["id"] for k in json.loads(result.output)) == sorted(ids), args
+
+
 def test_list_csv_and_json():
     result = invoke("list", "--suite", "inference-device", "--ops", "gemm", "--format", "csv")
     assert result.exit_code == 0, result.output

@@ -42,6 +42,7 @@ class Selection:
     ops: tuple[str, ...] = ()
     apps: tuple[str, ...] = ()
     pattern: str | None = None
+    """Kernel id globs, comma-separated (a kernel matching any is selected)."""
 
     def __post_init__(self) -> None:
         if self.suite not in SUITES:
@@ -77,7 +78,7 @@ class Selection:
             return False
         if self.apps and not any(a.lower() in (x.lower() for x in self.apps) for a in apps):
             return False
-        return self.pattern is None or fnmatchcase(kernel_id, self.pattern)
+        return self.pattern is None or any(fnmatchcase(kernel_id, glob) for glob in self.pattern.split(","))
 
 
 def select(kernels: Iterable[Kernel], selection: Selection) -> list[Kernel]:
