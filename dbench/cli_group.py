@@ -59,14 +59,40 @@ def _own_options(context: click.Context | None) -> set[str]:
     return {name for param in context.command.params for name in (*param.opts, *param.secondary_opts)}
 
 
+def _repeated_option(group: click.Command, args: list[str], prog_name: str) -> click.exceptions.UsageError | None:
+    """A single-valued option given twice (`--runtime ort-cpu --runtime openvino`), which click would
+    settle by keeping the last without a word; None when there is none."""
+    command = group.commands.get(args[0]) if args else None
+    if command is None or hasattr(command, "commands"):  # a sub-group: its own commands parse the rest
+        return None
+    single = {name: param for param in command.params if param.param_type_name == "option"
+              and not (param.multiple or param.is_flag or param.count) for name in (*param.opts, *param.secondary_opts)}
+    seen: dict[str, str] = {}
+    for token in args[1:]:
+        if token == "--":
+            break
+        name = token.split("=", 1)[0]
+        if (param := single.get(name)) is None:
+            continue
+        if param.name in seen:
+            several = f" (several values are comma-separated: {param.opts[0]} A,B)" if "," in (param.metavar or "") else ""
+            context = click.Context(command, info_name=args[0], parent=click.Context(group, info_name=prog_name))
+            spelled = f" (as {seen[param.name]} and {name})" if seen[param.name] != name else ""
+            return click.exceptions.UsageError(f"{param.opts[0]} was given twice{spelled}: give it once{several}", ctx=context)
+        seen[param.name] = name
+    return None
+
+
 class DbenchGroup(TyperGroup):
-    """Usage errors as one line; flags without placeholders."""
+    """Usage errors as one line; flags without placeholders; a single-valued option given twice refused."""
 
     def main(self, args: Any = None, prog_name: str | None = None, complete_var: str | None = None,
              standalone_mode: bool = True, **extra: Any) -> Any:
         for name, command in [("", self), *self.commands.items()]:
             _readable_placeholders(command, click.Context(command, info_name=name or prog_name))
         try:
+            if repeated := _repeated_option(self, list(sys.argv[1:] if args is None else args), prog_name or "dbench"):
+                raise repeated
             code = super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
         except click.exceptions.ClickException as error:  # an unknown option, a value of the wrong type...
             if not standalone_mode:

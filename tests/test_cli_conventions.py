@@ -74,6 +74,28 @@ def test_the_translations_are_the_docs_table_and_name_real_options():
         assert (named or flag.dbench.startswith("nothing: ")) and named <= options, (flag, named - options)
 
 
+@pytest.mark.parametrize("args,line", [
+    (["run", "--runtime", "ort-cpu", "--runtime", "openvino"],
+     "--runtime was given twice: give it once (several values are comma-separated: --runtime A,B)"),
+    (["run", "-t", "1", "--threads=2"], "--threads was given twice (as -t and --threads): give it once"),
+    (["compare", "a", "--format", "csv", "--format", "json"], "--format was given twice: give it once; see "),
+])
+def test_a_single_valued_option_given_twice_is_refused(args, line, tmp_path):
+    """click would keep the last value without a word: `--runtime ort-cpu --runtime openvino` timed openvino alone."""
+    result = runner.invoke(app, [*args, "--out", str(tmp_path)])
+    assert result.exit_code == 2
+    assert line in one_line(result)
+    assert not list(tmp_path.iterdir()), "nothing is written"
+
+
+def test_options_that_take_several_values_may_repeat(tmp_path):
+    """--ops, --id and --option accumulate; a value after `--` is not an option."""
+    result = runner.invoke(app, ["list", "--ops", "gemm", "--ops", "conv", "--id", "gemm_m35_*", "--id", "conv_w7_*"])
+    assert result.exit_code == 0, result.output
+    result = runner.invoke(app, ["run", "--id", "nomatch", "--option", "a=1", "--option", "b=2", "--out", str(tmp_path)])
+    assert "given twice" not in result.output
+
+
 def test_a_bad_option_is_one_line_from_the_installed_command_too():
     done = subprocess.run([sys.executable, "-m", "dbench", "run", "--min-time", "soon"], capture_output=True, text=True, timeout=120)
     assert done.returncode == 2 and done.stdout == ""
