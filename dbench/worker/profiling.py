@@ -24,11 +24,13 @@ the timed median (a load burst), and the pass with the fastest calls is kept."""
 PROFILE_RETRY_S = 1.0
 """A pass is taken again only when it took less than this (seconds, its session build included): a
 retry of a slow graph (a server GRU, a 2 GB weight to load again) would cost more than the profile."""
-PROFILE_FIRST_MIN_S = 0.02
+PROFILE_FIRST_MIN_S = 0.0005
 """A graph whose one call takes at least this long (by a FLOP bound) is profiled in its timed session,
 before timing, where the runtime can turn its profiler off (`Runtime.prepare_profiling`): no second
 session, and the profile's calls are the round's warm-up. ONNX Runtime's calls after its profiler ends
-cost ~0.06 µs more (measured on a 2-thread GEMV, docs/benchmarks.md): at most 3e-6 of such a call."""
+cost ~0.06 µs more (measured on a 2-thread GEMV, docs/benchmarks.md): at most 1.2e-4 of such a call, in
+the first of its rounds only, a hundredth of the finest interval a row has here. The second session
+it saves costs most where the weights are large: a 2 GB GEMV's copy and pre-packing again."""
 CPU_FLOPS_PER_THREAD = {"fp32": 4e11}
 """FLOP/s above any CPU thread's in that precision (two 512-bit FMA units at 6 GHz make 384 G fp32), so
 a call's time from it is a lower bound. Other precisions (AMX and VNNI rates) keep the separate pass."""
