@@ -59,7 +59,7 @@ def _own_options(context: click.Context | None) -> set[str]:
     return {name for param in context.command.params for name in (*param.opts, *param.secondary_opts)}
 
 
-def _repeated_option(group: click.Command, args: list[str], prog_name: str) -> click.exceptions.UsageError | None:
+def _repeated_option(group: TyperGroup, args: list[str], prog_name: str) -> click.exceptions.UsageError | None:
     """A single-valued option given twice (`--runtime ort-cpu --runtime openvino`), which click would
     settle by keeping the last without a word; None when there is none."""
     command = group.commands.get(args[0]) if args else None
