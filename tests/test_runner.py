@@ -453,6 +453,7 @@ def test_an_interleaved_run_times_each_graph_on_every_variant_in_every_round(ker
         assert all(len(set(graphs[i:i + 4])) == 1 for i in range(0, len(graphs), 4)) and len(graphs) == 8
     said = " ".join(result.output.split())  # the run's own brief verdicts: each variant against the first
     assert all(f"{label} against {labels[0]}: " in said for label in labels[1:]) and "kernel by kernel: dbench compare" in said
+    assert "b against a" not in said  # compare's summary speaks of the variants by name
     run_id = next(out.glob("*/*.jsonl")).stem
     compared = runner.invoke(app, ["compare", run_id, "--out", str(out), "--format", "json"])
     assert compared.exit_code == 0, compared.output

@@ -144,8 +144,8 @@ def interleaved_verdicts(result: RunResult) -> list[str]:
     for side in sides[1:]:
         comparison = compare_sides(sides[0], side, interleaved=True)
         if any(p.difference for p in comparison.pairs):
-            first, *rest = compare_summary(comparison)
-            lines.append(f"{side.label} against {sides[0].label}: {first.removeprefix('b against a: ')}")
+            first, *rest = compare_summary(comparison, (sides[0].label, side.label))
+            lines.append(first)
             lines += [line for line in rest if line.startswith("to resolve")]
             if (mean := comparison.geomean()) is not None:
                 lines.append(f"  geometric-mean time ratio {mean.ratio:.3f} (95% interval {mean.low:.3f}–{mean.high:.3f})")

@@ -160,9 +160,9 @@ def compare_table(comparison, width: int = 200) -> Table:
     return table
 
 
-def compare_summary(comparison) -> list[str]:
+def compare_summary(comparison, names: tuple[str, str] = ("a", "b")) -> list[str]:
     """The lines under a compare table: what changed, what the data could not say, the noise it
-    measured, and the geometric-mean ratio with its interval."""
+    measured, and the geometric-mean ratio with its interval; the sides called by `names` (a, b)."""
     from dbench.store.compare import CHANGED, MAX_ROUNDS_TO_RESOLVE
 
     counts = comparison.counts()
@@ -176,7 +176,7 @@ def compare_summary(comparison) -> list[str]:
     for key in ("too few rounds", "too few runs", "no rounds", "no spread", "not compared"):
         if counts.get(key):
             parts.append(f"{counts[key]} {key}")
-    lines = [f"b against a: {', '.join(parts)}"]
+    lines = [f"{names[1]} against {names[0]}: {', '.join(parts)}"]
     if not comparison.interleaved and noisy and 2 * noisy >= counts.get("same", 0):
         lines.append("to see smaller changes, time both sides in one interleaved run (dbench run --runtime a,b, or "
                      "--threads 1,2): its rounds pair up and the machine's drift between runs cancels")
