@@ -26,7 +26,7 @@ from typing import Callable
 
 import numpy as np
 
-from dbench.stats.differences import Difference, paired, paired_rounds_to_resolve
+from dbench.stats.differences import ALPHA, POWER, Difference, paired, paired_rounds_to_resolve
 from dbench.stats.student import t_quantile
 from dbench.store.log import RunLog
 
@@ -88,7 +88,7 @@ def resolvable_without_round_effect(kernels) -> tuple[list[tuple[float, float, i
         if df < 1:
             continue
         sd = float(np.sqrt(((d - d.mean()) ** 2).sum() / df))
-        out.append((math.exp((t_quantile(0.975, df) + t_quantile(0.80, df)) * sd / math.sqrt(d.size)) - 1, sd, d.size))
+        out.append((math.exp((t_quantile(1 - ALPHA / 2, df) + t_quantile(POWER, df)) * sd / math.sqrt(d.size)) - 1, sd, d.size))
     return out, float(np.std(list(effect.values()), ddof=1))
 
 

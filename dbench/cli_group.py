@@ -90,8 +90,9 @@ class DbenchGroup(TyperGroup):
              standalone_mode: bool = True, **extra: Any) -> Any:
         for name, command in [("", self), *self.commands.items()]:
             _readable_placeholders(command, click.Context(command, info_name=name or prog_name))
+        argv = list(sys.argv[1:] if args is None else args)
         try:
-            if repeated := _repeated_option(self, list(sys.argv[1:] if args is None else args), prog_name or "dbench"):
+            if repeated := _repeated_option(self, argv, prog_name or "dbench"):
                 raise repeated
             code = super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
         except click.exceptions.ClickException as error:  # an unknown option, a value of the wrong type...
@@ -99,7 +100,7 @@ class DbenchGroup(TyperGroup):
                 raise
             context = getattr(error, "ctx", None)
             where = context.command_path if context else "dbench"
-            hint = foreign_hint(sys.argv[1:] if args is None else args, _own_options(context))
+            hint = foreign_hint(argv, _own_options(context))
             error_line(f"{error.format_message().rstrip('.')}; see {where} --help" + (f"; {hint}" if hint else ""))
             sys.exit(error.exit_code)
         except Abort:  # end of input at a prompt
