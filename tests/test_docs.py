@@ -304,3 +304,13 @@ def test_measurement_pages_are_dated_and_listed_newest_first():
     listed = re.findall(r"\]\((20\d\d-\d\d-\d\d)-[^)]*\.md\)", index)
     assert listed == sorted(listed, reverse=True), "docs/measurements/index.md lists its pages newest first"
     assert all(p.name != "index.md" for p in (ROOT / "docs").glob("20*.md")), "dated pages go under docs/measurements/"
+
+
+@pytest.mark.parametrize("page", sorted(p for p in MEASUREMENTS.glob("20*.md")), ids=lambda p: p.name)
+def test_a_measurement_page_says_when_where_what_and_how_sure(page):
+    """A dated page's table heads it with the conditions a figure needs: without its date, machine,
+    commit, load, command and spread, a figure is not a result on a shared VM."""
+    rows = {m.group(1).lower() for m in re.finditer(r"^\| ([a-z]+) \|", page.read_text(), re.MULTILINE)}
+    for field in ("date", "machine", "commit", "load", "command", "spread"):
+        assert field in rows or f"{field}s" in rows, f"{page.name} gives no {field}"
+
