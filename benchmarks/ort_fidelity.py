@@ -8,7 +8,7 @@ fresh sessions, the two sides of a kernel back to back in each round, and the ra
 median over rounds of the paired ratios (dbench / loop within a round). The harness overhead is the difference on the
 smallest kernel, plus the cost of the timing loop around a call that does nothing.
 
-    .venv/bin/python benchmarks/ort_fidelity.py [--rounds 5] [--seconds 2]     # about 10 minutes on 2 cores
+    .venv/bin/python benchmarks/ort_fidelity.py [--rounds 5] [--seconds 2]     # a few minutes on 2 cores
 
 Its figures go to a dated page under docs/measurements/ (the last: 2026-11-21-ort-fidelity.md);
 docs/benchmarks.md lists every benchmark."""
