@@ -38,6 +38,11 @@ PENDING = (
 DATE = re.compile(r"(?<![\w-])20\d\d-(?:0[1-9]|1[0-2])-(?:0[1-9]|[12]\d|3[01])(?!\d)")
 """A calendar date (2026-11-21, also inside 2026-11-25/26 or 2026-11-26T09:04)."""
 
+MONTH = r"(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)[a-z]*\.?"
+WORDS_DATE = re.compile(rf"\b{MONTH} \d{{1,2}}(?:st|nd|rd|th)?,? 20\d\d\b|\b\d{{1,2}} {MONTH} 20\d\d\b|"
+                        r"(?<![\w.-])20[23]\d-(?:0[1-9]|1[0-2])(?![\d-])")
+"""A date in words (Nov 26, 2026; 26 November 2026) or a month (2026-11), as a run's date is also written."""
+
 RUN_ID = re.compile(r"(?<!\d)20\d\d(?:0[1-9]|1[0-2])(?:0[1-9]|[12]\d|3[01])-\d{6}(?!\d)")
 """The date and time in a run id or a run's file name (run-20261121-080201-2fbd)."""
 
@@ -79,7 +84,7 @@ def commits(text: str) -> list[str]:
 
 
 def dates(text: str) -> list[str]:
-    return [m.group(0) for m in DATE.finditer(text)] + [m.group(0) for m in RUN_ID.finditer(text)]
+    return [m.group(0) for pattern in (DATE, RUN_ID, WORDS_DATE) for m in pattern.finditer(text)]
 
 
 def issues(text: str) -> list[str]:
@@ -170,14 +175,16 @@ def markdown_names() -> frozenset[str]:
 
 @pytest.mark.parametrize("text", [
     "measured 2026-11-21 on the VM", "(2026-11-25/26, commit 54f4cd4)", "at 2026-11-26T09:04 UTC",
-    "run `run-20261121-080201-2fbd`", "results/vm/run-20261123-210801-a583.jsonl", "on 2031-02-28"])
+    "run `run-20261121-080201-2fbd`", "results/vm/run-20261123-210801-a583.jsonl", "on 2031-02-28",
+    "on the image of 2026-11", "measured Nov 26, 2026", "on 26 November 2026"])
 def test_a_runs_date_is_found(text):
     assert dates(text)
 
 
 @pytest.mark.parametrize("text", [
     "opset 22, IR version 10", "2026.4.1", "ONNX Runtime 1.31.1", "16777217 elements", "k = 500000",
-    "gemm_m1760_n128_k1760_nn", "IEEE 754-2008", "2048-4096 bytes", "2026-13-01", "version 2026-4", "1e-3"])
+    "gemm_m1760_n128_k1760_nn", "IEEE 754-2008", "2048-4096 bytes", "2026-13-01", "version 2026-4", "1e-3",
+    "2048-10 elements", "1024-2048", "May be 2 threads", "the 2026.4.1-22982 build"])
 def test_no_date_in_versions_sizes_or_ids(text):
     assert not dates(text)
 
