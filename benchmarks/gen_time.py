@@ -1,5 +1,12 @@
-"""How long `dbench gen` takes for the whole `all` suite of GEMM and convolution graphs, per precision,
-as a user runs it (a fresh process, graphs written to disk). Prints seconds and graph counts."""
+"""How long `dbench gen` takes for the `all` suite's GEMM and convolution graphs, per precision.
+
+As a user runs it: a fresh process per precision, graphs written to disk. Prints graph counts, seconds
+and the size on disk.
+
+    .venv/bin/python benchmarks/gen_time.py
+
+Its figures go to a dated page under docs/measurements/ (the last: 2026-11-21-generation-time.md);
+docs/benchmarks.md lists every benchmark."""
 
 from __future__ import annotations
 

@@ -5,6 +5,11 @@ For every model and runtime: `dbench gen --from-model`, `dbench run --graphs` on
 dbench.frommodel.predict.model_vs_kernels, plus the run ids so every figure can be traced to its log.
 
     PYTHONPATH=. python benchmarks/model_vs_kernels.py --out results-models --threads 1
+    PYTHONPATH=. python benchmarks/model_vs_kernels.py --out /tmp/mvk --models lstm --runtimes ort-cpu   # smoke
+
+Its figures go to a dated page under docs/measurements/ (the last: 2026-11-23-model-vs-kernels.md,
+whose run logs are kept in docs/measurements/reference-results/vm-epyc-2core/models/);
+docs/benchmarks.md lists every benchmark.
 """
 
 from __future__ import annotations

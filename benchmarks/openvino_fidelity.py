@@ -1,5 +1,6 @@
-"""Does dbench time OpenVINO as OpenVINO's own `benchmark_app` does? For GEMM and convolution inference
-kernels, both tools time the same .onnx file made by `dbench gen` (sync API, LATENCY hint, one stream,
+"""Does dbench time OpenVINO as OpenVINO's own `benchmark_app` does?
+
+For GEMM and convolution inference kernels, both tools time the same .onnx file made by `dbench gen` (sync API, LATENCY hint, one stream,
 f32, same threads), interleaved kernel by kernel and round by round; prints each tool's median of
 medians and their ratio as a Markdown table (target: within 5% for kernels of 0.1 ms or more).
 
@@ -8,7 +9,11 @@ Weights: `dbench gen` files hold no weights (every weight is a graph input). Wit
 (dbench with `--weights const` embeds the very same values); with `--weights input` both tools feed the
 weights per call and benchmark_app gets the generated file itself.
 
-    python benchmarks/openvino_fidelity.py [--count 12] [--rounds 3] [--threads N] [--weights const|input]
+    .venv/bin/python benchmarks/openvino_fidelity.py --rounds 7      # about 8 minutes on 2 cores
+    .venv/bin/python benchmarks/openvino_fidelity.py [--count 12] [--rounds 5] [--threads N] [--weights const|input]
+
+Its figures go to a dated page under docs/measurements/ (the last: 2026-11-21-openvino-fidelity.md);
+docs/benchmarks.md lists every benchmark.
 """
 
 from __future__ import annotations
@@ -30,6 +35,7 @@ import onnx
 from dbench.gen.feeds import make_feeds
 from dbench.gen.manifest import Entry, read_manifest, write_manifest
 from dbench.gen.weights import embed_weights, split_feeds
+from dbench.stats.interleave import rotated
 
 BENCHMARK_APP = Path(sys.executable).with_name("benchmark_app")
 MEDIAN_LINE = re.compile(r"Median:\s+([\d.]+) (ms|us)")
@@ -78,7 +84,7 @@ def dbench_median(graphs: Path, entry: Entry, threads: int, weights: str, out: P
                     "--runtime", "openvino", "--threads", str(threads), "--weights", weights, "--profile-runs", "0",
                     "--no-verify", "--out", str(out)], check=True, capture_output=True)
     (log,) = set(out.glob("*/*.jsonl")) - before
-    (row,) = [json.loads(line) for line in log.read_text().splitlines()[1:]]
+    (row,) = [r for r in map(json.loads, log.read_text().splitlines()[1:]) if r.get("type") == "result"]
     if row["status"] != "ok":
         raise SystemExit(f"dbench: {entry.spec.id}: {row['status']}: {row['message']}")
     return row["median_us"] / 1e3
@@ -117,7 +123,7 @@ def measure(chosen: list[Entry], graphs: Path, files: dict[str, Path], args, wor
     for round_ in range(args.rounds):
         for entry in chosen:
             gid = entry.spec.id
-            for tool in (("dbench", "app") if round_ % 2 == 0 else ("app", "dbench")):
+            for tool in rotated(("dbench", "app"), round_):
                 if tool == "dbench":
                     ours[gid].append(dbench_median(graphs, entry, args.threads, args.weights, work / "results"))
                 else:

@@ -6,7 +6,12 @@ with the same session options and constant weights. ONNX Runtime CPU sessions of
 differ by more than 3% (this VM has slow spells lasting seconds to minutes), so each side runs several
 fresh sessions, the two sides of a kernel back to back in each round, and the ratio reported is the
 median over rounds of the paired ratios (dbench / loop within a round). The harness overhead is the difference on the
-smallest kernel, plus the cost of the timing loop around a call that does nothing."""
+smallest kernel, plus the cost of the timing loop around a call that does nothing.
+
+    .venv/bin/python benchmarks/ort_fidelity.py [--rounds 5] [--seconds 2]     # a few minutes on 2 cores
+
+Its figures go to a dated page under docs/measurements/ (the last: 2026-11-21-ort-fidelity.md);
+docs/benchmarks.md lists every benchmark."""
 
 from __future__ import annotations
 
@@ -28,6 +33,7 @@ from dbench.gen.plan import build, plan
 from dbench.gen.feeds import make_feeds
 from dbench.gen.weights import embed_weights, split_feeds
 from dbench.runtimes.base import RuntimeOptions
+from dbench.stats.interleave import rotated
 from dbench.runtimes.registry import require
 from dbench.store.log import RunLog
 
@@ -105,7 +111,7 @@ def main() -> None:
     # order alternating from round to round, and each round is a fresh session on both sides.
     for round_ in range(args.rounds):
         for kid in KERNELS:
-            for side in ("loop", "dbench") if round_ % 2 == 0 else ("dbench", "loop"):
+            for side in rotated(("loop", "dbench"), round_):
                 if side == "loop":
                     loop[kid].append(tight_loop(graphs[kid], args.seconds))
                 else:

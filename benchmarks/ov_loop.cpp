@@ -10,6 +10,9 @@
 // library: g++ -O2 -std=c++17 ov_loop.cpp -I<wheel>/include <wheel>/libs/libopenvino.so.* -Wl,-rpath,<wheel>/libs
 //
 //     ov_loop MODEL STREAMS THREADS SECONDS sync|async
+//
+// Its figures go, with throughput_vs_tools.py's, to a dated page under docs/measurements/ (the last:
+// 2026-11-26-throughput-vs-tools.md); docs/benchmarks.md lists every benchmark.
 
 #include <openvino/openvino.hpp>
 

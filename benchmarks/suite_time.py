@@ -1,11 +1,17 @@
-"""Where a suite's wall time goes, phase by phase, on one or more runtimes run one after the other:
-timed calls, drawing inputs, preparing sessions, warm-up, verification, profiling, and the rest
+"""Where a suite's wall time goes, phase by phase, on one or more runtimes run one after the other.
+
+Phases: timed calls, drawing inputs, preparing sessions, warm-up, verification, profiling, and the rest
 (start-up, building graphs, worker round trips, logging), with verification and profiling split by
 family and by check. The runtimes share one fresh reference cache (a temporary folder, unless
 --cache-dir), so the first pays for the references and the next ones show what a cached run costs.
 Default: the inference suite's GEMM and convolution kernels in fp32 on ort-cpu, default settings.
 
-    python benchmarks/suite_time.py --suite inference --ops gemm,conv,rnn,sparse --runtime ort-cpu,openvino -- --quick
+    python benchmarks/suite_time.py --suite inference --ops gemm,conv,rnn,sparse --runtime ort-cpu,openvino -- --quick --timeout 1800
+    python benchmarks/suite_time.py --suite inference --ops gemm,conv,rnn,sparse --runtime ort-cpu,openvino --keep suite.jsonl
+    python benchmarks/suite_time.py --suite inference-device --ops gemm --id 'gemm_m64_*' -- --quick   # smoke
+
+Its figures go to dated pages under docs/measurements/ (the last: 2026-11-26-suite-time-quick-caps.md);
+docs/benchmarks.md lists every benchmark.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Does dbench's throughput mode measure what the runtimes' own tools measure? Issue 22's goal, in one run.
+"""Does dbench's throughput mode measure what the runtimes' own tools measure? In one interleaved run.
 
 For each kernel and stream count N (threads T per stream), interleaved round by round (the order of the
 sides rotating each round), on the same graph with the same seeded constant weights:
@@ -31,6 +31,9 @@ the two runs (target within 10 % of each other) with each one's order-statistic 
 
     python benchmarks/throughput_vs_tools.py [--rounds 5] [--seconds 3] [--streams 1,2] [--threads 1]
     python benchmarks/throughput_vs_tools.py --rounds 1 --seconds 0.3 --kernels gemm_m64_n1_k1216_nn   # smoke
+
+Its figures go to a dated page under docs/measurements/ (the last: 2026-11-26-throughput-vs-tools.md);
+docs/benchmarks.md lists every benchmark.
 """
 
 from __future__ import annotations
@@ -59,6 +62,7 @@ from dbench.gen.weights import embed_weights, split_feeds
 from dbench.sources.generated import items_from_requests
 from dbench.sources.item import Item
 from dbench.sources.model import model_item
+from dbench.stats.interleave import rotated
 from dbench.stats.quantile import P99, P99_ABOVE, arrivals_for
 from dbench.orchestrator.runner import RunConfig, Runner, RunState, Variant
 from dbench.runtimes.base import RuntimeOptions
@@ -235,12 +239,12 @@ SIDES = ("dbench ort-cpu", "loop", "dbench openvino", "benchmark_app", "C++ sync
 
 
 def measure(subjects: dict[str, Subject], args) -> tuple[dict, dict]:
-    """Inferences/s per (subject, streams, side) and round, the four sides' order rotating each round; and
+    """Inferences/s per (subject, streams, side) and round, the sides' order rotating each round; and
     dbench's rows of the last round (their latency under load)."""
     results: dict[tuple[str, int, str], list[float]] = {}
     rows: dict[tuple[str, int, str], dict] = {}
     for number in range(args.rounds):
-        order = SIDES[number % len(SIDES):] + SIDES[:number % len(SIDES)]
+        order = rotated(SIDES, number)
         for name, subject in subjects.items():
             for streams in args.streams:
                 for side in order:

@@ -224,7 +224,7 @@ def test_the_baseline_is_this_machines_runs_unless_asked(tmp_path):
 
 
 def test_version_1_runs_still_open_without_samples(tmp_path):
-    reference = Path(__file__).parent.parent / "docs" / "reference-results"
+    reference = Path(__file__).parent.parent / "docs" / "measurements" / "reference-results"
     results = load([reference])
     assert any("schema-1 run" in n for n in results.notes)
     log = next(reference.rglob("*.jsonl"))
@@ -318,7 +318,7 @@ def test_report_sets_each_whole_model_beside_the_sum_of_its_kernels(tmp_path):
     from dbench.report.load import load
     from dbench.report.write import write_report
 
-    report = build_report(load([REPO / "docs/reference-results/vm-epyc-2core/models"]))
+    report = build_report(load([REPO / "docs/measurements/reference-results/vm-epyc-2core/models"]))
     models = report.models.set_index(["model", "runtime"])
     assert set(models.index) == {(m, r) for m in ("resnet18", "encoder", "lstm") for r in ("ort-cpu", "openvino")}
     assert (models.share == models.kernels_us / models.model_us).all() and (models.kernels_timed == models.kernels).all()

@@ -15,7 +15,7 @@ from dbench.store.log import RunLog
 from dbench.outcome import Status
 from dbench.store.schema import LOAD_FIELDS, Row
 
-REFERENCE = Path(__file__).parent.parent / "docs" / "reference-results" / "vm-epyc-2core" / "run-20261121-080201-2fbd.jsonl"
+REFERENCE = Path(__file__).parent.parent / "docs" / "measurements" / "reference-results" / "vm-epyc-2core" / "run-20261121-080201-2fbd.jsonl"
 runner = CliRunner()
 
 

@@ -18,6 +18,7 @@ from typer.testing import CliRunner
 from dbench.cli import app
 from dbench.orchestrator.request import COMPARE_ROUNDS, RunRequest
 from dbench.gen.manifest import read_manifest, sha256, write_manifest
+from dbench.stats.interleave import rotated
 from tests.helpers import write_csv
 
 runner = CliRunner()
@@ -448,9 +449,14 @@ def test_an_interleaved_run_times_each_graph_on_every_variant_in_every_round(ker
     assert sorted((r["graph_id"], r["variant"]) for r in rows) == sorted((g, v) for g in {r["graph_id"] for r in rows} for v in labels)
     assert {(r["variant"], r["runtime"], r["runtime_options"].get("threads", r["runtime_options"].get("intra_op_num_threads")))
             for r in rows} >= {("ort-cpu threads=2", "ort-cpu", 2)}
+    firsts = set()
     for number in range(1, COMPARE_ROUNDS + 1):  # an interleaved run's rounds; in each, a graph's four variants back to back
         graphs = [r["graph_id"] for r in round_lines(out) if r["round"] == number]
         assert all(len(set(graphs[i:i + 4])) == 1 for i in range(0, len(graphs), 4)) and len(graphs) == 8
+        variants = [r["variant"] for r in round_lines(out) if r["round"] == number]
+        assert all(variants[i:i + 4] in [rotated(labels, turn) for turn in range(4)] for i in range(0, 8, 4))
+        firsts.update(variants[0:8:4])
+    assert len(firsts) > 1  # rotated round by round: no variant always runs first
     said = " ".join(result.output.split())  # the run's own brief verdicts: each variant against the first
     assert all(f"{label} against {labels[0]}: " in said for label in labels[1:]) and "kernel by kernel: dbench compare" in said
     assert "b against a" not in said  # compare's summary speaks of the variants by name

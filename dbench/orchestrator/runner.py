@@ -18,6 +18,7 @@ from dbench.orchestrator.worker_process import WorkerProcess
 from dbench.runtimes.base import Runtime, RuntimeOptions
 from dbench.sources.item import Item
 from dbench.stats.drift import Drift
+from dbench.stats.interleave import rotated
 from dbench.stats.load import summarize_load
 from dbench.stats.summary import summarize_rounds
 from dbench.store.history import History, config_key
@@ -244,9 +245,7 @@ class Runner:
     def _variants(self, number: int, position: int) -> list[Variant]:
         """The variants of one graph in this round, rotated graph by graph and round by round so that
         none always runs first (after the other's caches, or before a frequency step)."""
-        variants = list(self.config.variants)
-        turn = (number + position) % len(variants)
-        return variants[turn:] + variants[:turn]
+        return rotated(self.config.variants, number + position)
 
     def _due(self, item: Item, variant: Variant, number: int, state: RunState, pending: set[tuple[str, str]]) -> bool:
         """Whether round `number` (0-based) of this graph and variant is still to be measured."""

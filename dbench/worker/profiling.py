@@ -28,7 +28,8 @@ PROFILE_FIRST_MIN_S = 0.0005
 """A graph whose one call takes at least this long (by a FLOP bound) is profiled in its timed session,
 before timing, where the runtime can turn its profiler off (`Runtime.prepare_profiling`): no second
 session, and the profile's calls are the round's warm-up. ONNX Runtime's calls after its profiler ends
-cost ~0.06 µs more (measured on a 2-thread GEMV, docs/benchmarks.md): at most 1.2e-4 of such a call, in
+cost ~0.06 µs more (measured on a 2-thread GEMV,
+docs/measurements/2026-11-21-suite-time-gemm-conv.md): at most 1.2e-4 of such a call, in
 the first of its rounds only, a hundredth of the finest interval a row has here. The second session
 it saves costs most where the weights are large: a 2 GB GEMV's copy and pre-packing again."""
 CPU_FLOPS_PER_THREAD = {"fp32": 4e11}
