@@ -410,6 +410,8 @@ def run(
     search_time: Annotated[Optional[float], typer.Option("--search-time", metavar="SECONDS", help="Server scenario: seconds the max-rate search may take per graph (default 20; 0: no search).")] = None,
     show_profile: Annotated[bool, typer.Option("--show-profile", help="Print every row's per-node profile after the run (layer, op, kernel, precision, time, share), as benchmark_app -pc.")] = False,
     budget: Annotated[Optional[str], typer.Option("--budget", metavar="DURATION", parser=given, help="Fit the run in this time (600, 90s, 10m, 1.5h): sampling, then the profiling pass, are cut before it starts, and the plan line says what was given up.")] = None,
+    shard: Annotated[Optional[str], typer.Option("--shard", metavar="I/N", parser=given, help="Run part I of N disjoint parts of the selection, balanced by estimated time (a Slurm array, a Kubernetes indexed job); report and compare merge the parts.")] = None,
+    shard_label: Annotated[Optional[str], typer.Option("--shard-label", metavar="LABEL", parser=given, help="With --shard: the run the parts share (default: Slurm's array job id, else the selection's fingerprint).")] = None,
 ) -> None:
     """Time every selected graph on a runtime, verify it, and log one row per graph as it finishes.
 
@@ -445,6 +447,7 @@ def run(
         scenario=scenario, streams=_counts(streams, "--streams"), rate=rate, latency_bound=latency_bound,
         search_time=search_time, budget=parse_duration(budget) if budget is not None else None,
         **({"profile_runs": 0} if no_profile else {} if profile_runs is None else {"profile_runs": profile_runs}),
+        shard=shard, shard_label=shard_label,
     )
     if kernels_log is not None:
         from dbench.frommodel.predict import check_kernels_run
