@@ -33,6 +33,7 @@ class LocalCluster:
     def __enter__(self) -> "LocalCluster":
         self.stack.__enter__()
         file = self.folder / "scheduler.json"
+        file.unlink(missing_ok=True)  # a stale file would name a scheduler long gone
         self.stack.enter_context(process_tree(
             [sys.executable, "-m", "distributed.cli.dask_scheduler", "--host", "127.0.0.1", "--port", "0",
              "--no-dashboard", "--scheduler-file", str(file)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))

@@ -62,6 +62,9 @@ class Machine:
     dropped_at: float | None = None
     started_at: float | None = None
     wall_s: float = 0.0
+    send_s: float = 0.0
+    """Seconds the machine's run spent handing messages to the scheduler (the fleet's cost to its timing)."""
+    messages: int = 0
     exports_note: str = ""
 
     @property
@@ -109,7 +112,8 @@ class FleetPlan:
         record = {"fleet_id": self.fleet_id, "address": self.address, "request": dataclasses.asdict(self.request),
                   "bundle": {"path": self.bundle_path, "sha256": self.bundle[0]} if self.bundle else None,
                   "command": self.command,
-                  "machines": {m.key: {"run_id": m.run_id, "log": str(m.path), "status": m.status, "message": m.message}
+                  "machines": {m.key: {"run_id": m.run_id, "log": str(m.path), "status": m.status, "message": m.message,
+                                       "rows": m.rows_done, "wall_s": m.wall_s, "send_s": m.send_s, "messages": m.messages}
                                for m in self.machines.values()}}
         path = ensure_writable(self.record_path.parent) / self.record_path.name
         partial = path.with_suffix(".partial")
@@ -402,7 +406,10 @@ class Fleet:
                 continue
             self._drain(0)  # everything sent before the task ended is in the queue
             if machine.future.status == "finished":
-                machine.wall_s += machine.future.result()["wall_s"]
+                summary = machine.future.result()
+                machine.wall_s += summary["wall_s"]
+                machine.send_s += summary["send_s"]
+                machine.messages += summary["messages"]
                 self._end(machine, "finished", "")
             elif machine.future.status == "error":
                 error = machine.future.exception()

@@ -180,7 +180,8 @@ class MachineObserver:
 
 def run_assignment(assignment: Assignment, bundle: bytes | None = None) -> dict[str, Any]:
     """Run this machine's part: check the key, take the machine's lock, plan as `dbench run` would (or
-    resume from the caller's log), time, and send every round and row; returns the run's counts."""
+    resume from the caller's log), time, and send every round and row; returns the run's counts and
+    what sending cost it (messages, seconds spent waiting for the scheduler to take them)."""
     from distributed import Queue
 
     from dbench.store.metadata import machine_name
@@ -189,14 +190,18 @@ def run_assignment(assignment: Assignment, bundle: bytes | None = None) -> dict[
     if key != assignment.key:
         raise DbenchError(f"this worker is machine {key}, not {assignment.key}; the cluster changed meanwhile")
     queue = Queue(assignment.queue)
+    sent = {"messages": 0, "seconds": 0.0}
 
     def send(kind: str, body: Any) -> None:
+        start = time.perf_counter()
         queue.put(message(kind, assignment, body))
+        sent["messages"] += 1
+        sent["seconds"] += time.perf_counter() - start
 
     lock = MachineLock(key)
     lock.acquire(LOCK_WAIT_S, lambda: send("waiting", {"lock": str(lock.path)}))
     try:
-        return _run(assignment, bundle, send)
+        return {**_run(assignment, bundle, send), "messages": sent["messages"], "send_s": sent["seconds"]}
     finally:
         lock.release()
 
