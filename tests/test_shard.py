@@ -110,3 +110,37 @@ def test_bad_shard_options_are_one_line_exit_2(tmp_path, args, says):
                                  "--quick", *args, "--out", str(tmp_path / "res")])
     assert result.exit_code == 2 and says in " ".join(result.output.split()), result.output
     assert not (tmp_path / "res").exists() or not list((tmp_path / "res").rglob("*.jsonl"))
+
+
+def test_the_sbatch_template_runs_the_parts_of_one_run(tmp_path):
+    """scripts/dbench-array.sbatch as Slurm would run it: two array tasks, then one run in the report."""
+    import os
+    import subprocess
+    import sys
+
+    script = Path(__file__).parent.parent / "scripts" / "dbench-array.sbatch"
+    env = {**os.environ, "SLURM_ARRAY_JOB_ID": "4242", "SLURM_ARRAY_TASK_COUNT": "2", "VENV": sys.prefix,
+           "SUITE": "inference-device", "OPS": "gemm", "RESULTS": str(tmp_path / "res"),
+           "EXTRA_ARGS": "--id gemm_m*_n1_k1* --quick --no-profile --rounds 1"}
+    for task in ("1", "2"):
+        done = subprocess.run(["bash", str(script)], env={**env, "SLURM_ARRAY_TASK_ID": task}, capture_output=True,
+                              text=True, timeout=300, cwd=tmp_path)
+        assert done.returncode == 0, done.stderr
+    from dbench.report.load import load
+
+    loaded = load([tmp_path / "res"])
+    assert [(run.run_id, len(run.parts)) for run in loaded.runs] == [("slurm-4242", 2)]
+    assert len(loaded.kernels) == len(set(loaded.kernels.graph_id)) > 2
+
+
+def test_compare_across_machines_keeps_saying_so(tmp_path, monkeypatch):
+    """Two machines' runs (a fleet's, or any): compare gives its ratios and says they hold the hardware."""
+    out = tmp_path / "res"
+    for key in ("node-a", "node-b"):
+        monkeypatch.setenv("DBENCH_MACHINE_KEY", key)
+        result = runner.invoke(app, ["run", *TINY, "--rounds", "3", "--out", str(out)])
+        assert result.exit_code == 0, result.output
+    logs = [str(next((out / key).glob("*.jsonl"))) for key in ("node-a", "node-b")]
+    result = runner.invoke(app, ["compare", *logs, "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    assert "the runs are from different machines (node-a, node-b)" in " ".join(result.output.split())
