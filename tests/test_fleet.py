@@ -19,8 +19,6 @@ from dbench.store.log import RunLog
 from tests.fleet_cluster import LocalCluster
 from tests.processes import process_tree, run_tree
 
-pytest.importorskip("distributed", reason="the fleet extra (dask distributed) is not installed")
-
 SELECTION = ["--suite", "inference-device", "--ops", "gemm", "--id", "gemm_m*_n1_*", "--quick", "--no-profile",
              "--threads", "1"]
 """Six batch-1 GEMVs: a few seconds a node."""
@@ -48,6 +46,7 @@ def _wait_for_row(out: Path, key: str, fleet: subprocess.Popen) -> None:
 
 @pytest.mark.slow
 def test_three_nodes_one_killed_and_back_one_lost_then_resumed(tmp_path):
+    pytest.importorskip("distributed", reason="the fleet extra (dask distributed) is not installed")
     out = tmp_path / "res"
     with LocalCluster(tmp_path) as cluster:
         for key in NODES:

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from dbench.errors import DbenchError, InputError, UsageError
-from dbench.fleet.engine import connect, require_distributed
+from dbench.fleet.engine import check_address, connect, require_distributed
 from dbench.fleet.machines import Member, members, one_per_machine, refusal
 from dbench.fleet.task import Assignment, Stopped, run_assignment
 from dbench.orchestrator.request import RunRequest, check_combinations, check_numbers, check_resume, check_shard
@@ -147,11 +147,11 @@ def check_request(request: RunRequest) -> None:
     (thread counts and scenario ranges depend on each machine's cores: each machine checks them), and
     the sources a fleet can send (the catalog, or a bundle: a file every machine gets the same bytes of)."""
     if request.kernels:
-        raise UsageError("a fleet sends graphs as a bundle: make one with dbench export --kernels FILE --out b.tar.gz, "
-                         "then give --graphs b.tar.gz")
+        raise UsageError("--fleet sends graphs to every machine as a bundle: make one with dbench export --kernels FILE "
+                         "--out b.tar.gz, then give --graphs b.tar.gz")
     if request.graphs and not Path(request.graphs).is_file():
-        raise UsageError(f"--graphs {request.graphs}: a fleet sends a bundle archive to every machine; make one with "
-                         "dbench export ... --out bundle.tar.gz")
+        raise UsageError(f"--fleet sends a bundle archive to every machine, and --graphs {request.graphs} is a folder; "
+                         "make one with dbench export ... --out bundle.tar.gz")
     check_numbers(dataclasses.replace(request, threads=None))
     check_shard(request)
     check_combinations(request)
@@ -192,6 +192,7 @@ def plan_fleet(request: RunRequest, address: str, out_dir: Path, resume: str | N
     """Check the request (or take it from the fleet's record on --resume), connect, and list the machines:
     one per machine key; a machine that cannot serve this caller is refused with its reason."""
     require_distributed()
+    check_address(address)
     if not (wait_s >= 0 and wait_s <= 86400):
         raise UsageError(f"--fleet-wait {wait_s:g} must be 0 to 86400 seconds")
     record = None

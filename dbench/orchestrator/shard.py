@@ -28,8 +28,6 @@ split, and the default thread count is each node's own core count."""
 LABEL = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,79}$")
 SLURM_JOB = "SLURM_ARRAY_JOB_ID"
 """Set by Slurm in every task of an array: the default label of its parts."""
-NO_HISTORY = Path("/nonexistent/dbench-shard-split")
-"""A folder with no earlier rows and no peak.json: the split's estimate is the request's alone."""
 
 
 @dataclass(frozen=True)
@@ -111,10 +109,10 @@ def split(weights: list[tuple[str, float]], count: int) -> list[list[str]]:
 
 def graph_weights(items: list[Item], config) -> dict[str, float]:
     """Each graph's estimated seconds over every variant, from the request alone (see the module)."""
-    from dbench.orchestrator.estimate import estimate, graph_costs
+    from dbench.orchestrator.estimate import Earlier, estimate, graph_costs
 
     threads = {v.runtime: v.options.threads or SPLIT_THREADS for v in config.variants}
-    costs = graph_costs(items, threads, NO_HISTORY)
+    costs = graph_costs(items, threads, Path(), Earlier({}, None))  # no earlier row, no peak: the request alone
     keys = [(i.spec.id, v.label, v.runtime) for i in items for v in config.variants]
     jobs = estimate(costs, keys, config.timing, config.verify, bool(config.profile_runs), len(config.variants)).jobs
     weights = dict.fromkeys((i.spec.id for i in items), 0.0)
