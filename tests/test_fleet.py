@@ -101,6 +101,7 @@ def test_without_the_fleet_extra_the_command_is_one_line_exit_2(tmp_path):
     (["--kernels", "{tmp}/k.csv"], "dbench export --kernels"),
     (["--model", "{tmp}/m.onnx"], "--model does not apply to a fleet run"),
     (["--fleet-wait", "5"], None),
+    (["--shard", "1/2"], "--shard splits a selection"),
 ])
 def test_fleet_options_that_cannot_apply_are_refused(tmp_path, args, says):
     from typer.testing import CliRunner

@@ -152,6 +152,9 @@ def check_request(request: RunRequest) -> None:
     if request.graphs and not Path(request.graphs).is_file():
         raise UsageError(f"--fleet sends a bundle archive to every machine, and --graphs {request.graphs} is a folder; "
                          "make one with dbench export ... --out bundle.tar.gz")
+    if request.shard is not None:
+        raise UsageError("--shard splits a selection over the copies a scheduler starts, and --fleet runs the whole "
+                         "selection on every machine; drop one of them")
     check_numbers(dataclasses.replace(request, threads=None))
     check_shard(request)
     check_combinations(request)
