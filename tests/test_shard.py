@@ -144,3 +144,35 @@ def test_compare_across_machines_keeps_saying_so(tmp_path, monkeypatch):
     result = runner.invoke(app, ["compare", *logs, "--out", str(out)])
     assert result.exit_code == 0, result.output
     assert "the runs are from different machines (node-a, node-b)" in " ".join(result.output.split())
+
+
+def _part_log(folder: Path, run_id: str, index: int, host: dict, graphs: list[str], count: int = 3) -> Path:
+    """A part's log as `dbench run --shard` writes it: its header's shard record and one row a graph."""
+    header = {"type": "run", "schema_version": 3, "run_id": run_id, "kind": "kernels", "host": host,
+              "shard": {"index": index, "count": count, "label": "lab", "split": "s1", "ids": graphs}}
+    rows = [{"type": "result", "graph_id": g, "status": "ok"} for g in graphs]
+    path = folder / f"{run_id}.jsonl"
+    path.write_text("".join(json.dumps(line) + "\n" for line in [header, *rows]))
+    return path
+
+
+def test_merge_keeps_the_newest_copy_of_a_part_names_missing_ones_and_groups_alike_nodes(tmp_path):
+    from dbench.store.shards import merge
+
+    node = {"microarchitecture": "zen3", "isa": ["avx2"], "cpu_model": "EPYC", "cpu_affinity": 8, "gpus": [],
+            "memory_bytes": 32 * 2**30}
+    logs = [RunLog.read(_part_log(tmp_path, "run-20261128-010000-aaaa", 1, {**node, "machine_key": "n1-x"}, ["g1"])),
+            RunLog.read(_part_log(tmp_path, "run-20261128-020000-bbbb", 1, {**node, "machine_key": "n1-x"}, ["g1b"])),
+            RunLog.read(_part_log(tmp_path, "run-20261128-010000-cccc", 2, {**node, "machine_key": "n2-x"}, ["g2"]))]
+    (run,) = merge(logs)
+    assert run.run_id == "lab" and [r["graph_id"] for r in run.rows()] == ["g1b", "g2"], "the newer copy of part 1"
+    said = " ".join(run.notes)
+    assert "part 1/3 is in two logs; the newer, run-20261128-020000-bbbb, is used" in said
+    assert "part 3 of 3 missing" in said
+    assert run.machines() == ["n1-x"] and "2 nodes of one hardware" in said
+
+    other = {**node, "cpu_model": "Xeon", "machine_key": "n3-y"}
+    logs.append(RunLog.read(_part_log(tmp_path, "run-20261128-010000-dddd", 3, other, ["g3"])))
+    (run,) = merge(logs)
+    assert run.machines() == ["n1-x", "n2-x", "n3-y"] and "different hardware" in " ".join(run.notes)
+    assert not [n for n in run.notes if "missing" in n]
