@@ -412,7 +412,7 @@ def run(
     budget: Annotated[Optional[str], typer.Option("--budget", metavar="DURATION", parser=given, help="Fit the run in this time (600, 90s, 10m, 1.5h): sampling, then the profiling pass, are cut before it starts, and the plan line says what was given up.")] = None,
     shard: Annotated[Optional[str], typer.Option("--shard", metavar="I/N", parser=given, help="Run part I of N disjoint parts of the selection, balanced by estimated time (a Slurm array, a Kubernetes indexed job); report and compare merge the parts.")] = None,
     shard_label: Annotated[Optional[str], typer.Option("--shard-label", metavar="LABEL", parser=given, help="With --shard: the run the parts share (default: Slurm's array job id, else the selection's fingerprint).")] = None,
-    fleet: Annotated[Optional[str], typer.Option("--fleet", metavar="ADDRESS", parser=given, help="Run on every machine of a Dask cluster (tcp://HOST:8786 or a scheduler file), one timing job per machine; rows stream into --out under each machine's key (docs/fleet.md; needs dbench[fleet]).")] = None,
+    fleet: Annotated[Optional[str], typer.Option("--fleet", metavar="ADDRESS", parser=given, help="Run on every machine of a Dask cluster (tcp://HOST:8786 or a scheduler file), one timing job per machine; rows stream into --out under each machine's key (docs/fleet.md; needs the fleet extra).")] = None,
     fleet_wait: Annotated[Optional[float], typer.Option("--fleet-wait", metavar="SECONDS", help="With --fleet: how long to wait, once the others are done, for machines that left to come back (default 120).")] = None,
 ) -> None:
     """Time every selected graph on a runtime, verify it, and log one row per graph as it finishes.
@@ -513,7 +513,7 @@ def fleet_members(
     address: Annotated[str, typer.Argument(metavar="ADDRESS", parser=given, help="The Dask scheduler's address (tcp://HOST:8786) or its scheduler file.")],
 ) -> None:
     """The machines a Dask cluster holds, as `dbench run --fleet ADDRESS` would use them: one per machine
-    key, its workers, and whether it can serve this dbench (needs dbench[fleet])."""
+    key, its workers, and whether it can serve this dbench (needs the fleet extra)."""
     from dbench.fleet.engine import connect
     from dbench.fleet.machines import members, one_per_machine, refusal
     from dbench.render.fleet import members_table
