@@ -410,6 +410,10 @@ def run(
     search_time: Annotated[Optional[float], typer.Option("--search-time", metavar="SECONDS", help="Server scenario: seconds the max-rate search may take per graph (default 20; 0: no search).")] = None,
     show_profile: Annotated[bool, typer.Option("--show-profile", help="Print every row's per-node profile after the run (layer, op, kernel, precision, time, share), as benchmark_app -pc.")] = False,
     budget: Annotated[Optional[str], typer.Option("--budget", metavar="DURATION", parser=given, help="Fit the run in this time (600, 90s, 10m, 1.5h): sampling, then the profiling pass, are cut before it starts, and the plan line says what was given up.")] = None,
+    shard: Annotated[Optional[str], typer.Option("--shard", metavar="I/N", parser=given, help="Run part I of N disjoint parts of the selection, balanced by estimated time (a Slurm array, a Kubernetes indexed job); report and compare merge the parts.")] = None,
+    shard_label: Annotated[Optional[str], typer.Option("--shard-label", metavar="LABEL", parser=given, help="With --shard: the run the parts share (default: Slurm's array job id, else the selection's fingerprint).")] = None,
+    fleet: Annotated[Optional[str], typer.Option("--fleet", metavar="ADDRESS", parser=given, help="Run on every machine of a Dask cluster (tcp://HOST:8786 or a scheduler file), one timing job per machine; rows stream into --out under each machine's key (docs/fleet.md; needs the fleet extra).")] = None,
+    fleet_wait: Annotated[Optional[float], typer.Option("--fleet-wait", metavar="SECONDS", help="With --fleet: how long to wait, once the others are done, for machines that left to come back (default 120).")] = None,
 ) -> None:
     """Time every selected graph on a runtime, verify it, and log one row per graph as it finishes.
 
@@ -445,7 +449,15 @@ def run(
         scenario=scenario, streams=_counts(streams, "--streams"), rate=rate, latency_bound=latency_bound,
         search_time=search_time, budget=parse_duration(budget) if budget is not None else None,
         **({"profile_runs": 0} if no_profile else {} if profile_runs is None else {"profile_runs": profile_runs}),
+        shard=shard, shard_label=shard_label,
     )
+    if fleet is not None:
+        return _run_fleet(request, fleet, fleet_wait, out_dir, resume, **{"--model": model, "--kernels-run": kernels_run,
+                          "--json": json_summary, "--show-profile": show_profile})
+    if fleet_wait is not None:
+        raise UsageError("--fleet-wait is how long a fleet waits for machines that left; add --fleet ADDRESS, or drop it")
+    if resume and resume.startswith("fleet-"):
+        raise UsageError(f"{resume} is a fleet; finish it with: dbench run --fleet ADDRESS --resume {resume}")
     if kernels_log is not None:
         from dbench.frommodel.predict import check_kernels_run
 
@@ -472,6 +484,50 @@ def run(
 
         sys.stdout.write(json.dumps(run_summary(result), indent=1, allow_nan=False, default=str) + "\n")
     raise typer.Exit(result.exit_code)
+
+
+def _run_fleet(request, address: str, wait: Optional[float], out_dir: Path, resume: Optional[str], **others) -> None:
+    """`dbench run --fleet ADDRESS`: the run on every machine of the cluster, a table per machine at the end."""
+    from dbench.fleet.driver import WAIT_S, execute_fleet, plan_fleet
+    from dbench.render.fleet import FleetProgress, machines_table, result_lines
+
+    given = [flag for flag, value in others.items() if value]
+    if given:
+        raise UsageError(f"{given[0]} does not apply to a fleet run; drop it (report and compare read the fleet's rows)")
+    plan = plan_fleet(request, address, out_dir, resume, WAIT_S if wait is None else wait)
+    before = signal.signal(signal.SIGTERM, _stop_as_on_ctrl_c)
+    try:
+        with FleetProgress(err, plan) as progress:
+            result = execute_fleet(plan, progress)
+    finally:
+        signal.signal(signal.SIGTERM, before)
+    out.print(machines_table(result))
+    for line in result_lines(result):
+        out.print(escape(line), highlight=False, soft_wrap=True)
+    raise typer.Exit(130 if result.interrupted else result.exit_code)
+
+
+@app.command("fleet")
+@friendly
+def fleet_members(
+    address: Annotated[str, typer.Argument(metavar="ADDRESS", parser=given, help="The Dask scheduler's address (tcp://HOST:8786) or its scheduler file.")],
+) -> None:
+    """The machines a Dask cluster holds, as `dbench run --fleet ADDRESS` would use them: one per machine
+    key, its workers, and whether it can serve this dbench (needs the fleet extra)."""
+    from dbench.fleet.engine import connect
+    from dbench.fleet.machines import members, one_per_machine, refusal
+    from dbench.render.fleet import members_table
+
+    client = connect(address)
+    try:
+        found = members(client, {})
+    finally:
+        client.close()
+    chosen = one_per_machine(found)
+    out.print(members_table(found, chosen, {key: refusal(member) for key, member in chosen.items()}))
+    if not chosen:
+        raise InputError(f"the cluster at {address} has no worker that can serve; join a machine with: "
+                         f"dask worker {address} --nthreads 1")
 
 
 @app.command()

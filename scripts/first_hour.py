@@ -52,6 +52,7 @@ STEPS: dict[str, list[str]] = {
     "dbench cache": [],
     "dbench runtimes": [],
     "dbench allreduce --np 4": ["--sizes", "100000,4M", "--iters", "5"],
+    "dbench run --suite inference --shard 1/4": [*FEW, "--quick"],
     "dbench list --from-model model.onnx --dim batch=1": [],
     "dbench gen --from-model model.onnx --dim batch=1": [],
     "dbench run --graphs graphs/model/": ["--quick"],

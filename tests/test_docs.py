@@ -30,7 +30,6 @@ PENDING = (
     "docs/predict.md",
     "docs/report.md",
     "docs/foreign-reference.md",
-    "docs/fleet.md",
 )
 
 # --- the patterns ---------------------------------------------------------------------------------

@@ -129,6 +129,7 @@ def base(command: str, inputs: Path) -> tuple[list[str], dict[str, str | None]]:
         "report": ([str(inputs / "results")], {"--out": "report"}),
         "peak": ([], {"--runtime": "ort-cpu", "--out": "results"}),
         "allreduce": ([], {"--np": "2", "--sizes": "8", "--iters": "2", "--impl": "mpi", "--out": "results"}),
+        "fleet": (["tcp://127.0.0.1:9"], {}),
     }.get(command, ([], {}))
 
 

@@ -145,19 +145,38 @@ def _from_roofline(spec, runtime: str, peaks: dict[str, Any] | None, threads: in
     return GraphCost(call, fixed, call, fixed + 2 * call, source)
 
 
-def graph_costs(items: Iterable, runtimes: dict[str, int], folder: Path) -> dict[tuple[str, str], GraphCost]:
-    """(graph id, runtime) -> its cost on this machine (`folder`: its results/<machine key>/); `runtimes`
-    maps each runtime to the most threads a variant gives it (the fastest it can run)."""
-    from dbench.report.peak import read_peak_file
+@dataclass(frozen=True)
+class Earlier:
+    """What a machine's results folder tells the estimate: the latest latency row of each wanted (graph id,
+    runtime) and its `dbench peak` ceilings. Read where the folder is (the fleet's caller reads it for a
+    machine that has none of its own)."""
 
+    rows: dict[tuple[str, str], dict[str, Any]]
+    peaks: dict[str, Any] | None
+
+    @classmethod
+    def read(cls, folder: Path, wanted: set[tuple[str, str]]) -> "Earlier":
+        from dbench.report.peak import read_peak_file
+
+        if not folder.is_dir():
+            return cls({}, None)
+        return cls(earlier_rows(folder, wanted), read_peak_file(folder))
+
+
+def graph_costs(items: Iterable, runtimes: dict[str, int], folder: Path,
+                earlier: Earlier | None = None) -> dict[tuple[str, str], GraphCost]:
+    """(graph id, runtime) -> its cost on this machine (`folder`: its results/<machine key>/, or what
+    `earlier` already read of it); `runtimes` maps each runtime to the most threads a variant gives it
+    (the fastest it can run)."""
     items = list(items)
-    rows = earlier_rows(folder, {(i.spec.id, r) for i in items for r in runtimes}) if folder.is_dir() else {}
-    peaks = read_peak_file(folder) if folder.is_dir() else None
+    if earlier is None:
+        earlier = Earlier.read(folder, {(i.spec.id, r) for i in items for r in runtimes})
     costs = {}
     for item in items:
         for runtime in runtimes:
-            row = rows.get((item.spec.id, runtime))
-            costs[(item.spec.id, runtime)] = _from_row(row) if row else _from_roofline(item.spec, runtime, peaks, runtimes[runtime])
+            row = earlier.rows.get((item.spec.id, runtime))
+            costs[(item.spec.id, runtime)] = (_from_row(row) if row else
+                                              _from_roofline(item.spec, runtime, earlier.peaks, runtimes[runtime]))
     return costs
 
 

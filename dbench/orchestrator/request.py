@@ -32,12 +32,13 @@ FLAGS = {
     "cpus": "--cpus", "rounds": "--rounds", "iterations": "--iterations", "warmup_calls": "--warmup-calls",
     "percentiles": "--percentiles", "scenario": "--scenario", "streams": "--streams", "rate": "--rate",
     "latency_bound": "--latency-bound", "search_time": "--search-time", "budget": "--budget", "history": "--history",
+    "shard": "--shard", "shard_label": "--shard-label",
 }
 GEN_FLAGS = {"precision": "--precision", "passes": "--pass", "gemm_form": "--gemm-form", "rnn_form": "--rnn-form",
              "gru_activation": "--gru-activation", "int8_form": "--int8-form", "int8_pad": "--no-pad", "batch": "--batch"}
 ADDED_LATER = {"cpus": None, "dims": {}, "rounds": 1, "iterations": None, "warmup_calls": None, "percentiles": None,
                "scenario": None, "streams": None, "rate": None, "latency_bound": None, "search_time": None, "budget": None,
-               "history": 0}
+               "history": 0, "shard": None, "shard_label": None}
 """Request fields newer than the first run headers, with the value every run made before them had
 (no --cpus: not pinned; no --dim: there was none; one round; no between-run drift), so those runs
 still resume."""
@@ -119,6 +120,10 @@ class RunRequest:
     history: int | None = None
     """Earlier runs per graph in this machine's results folder whose spread measures the between-run
     drift each row's intervals carry (None: HISTORY_RUNS; 0: none, the rounds alone)."""
+    shard: str | None = None
+    """`i/N`: this run is part i of N of the selection, balanced by estimate (dbench.orchestrator.shard)."""
+    shard_label: str | None = None
+    """The logical run the parts of a sharded run share (None: Slurm's array job id, else the request's fingerprint)."""
 
     @classmethod
     def from_dict(cls, data: dict[str, Any], source: Path) -> "RunRequest":
@@ -281,6 +286,17 @@ def check_numbers(request: RunRequest) -> None:
         raise UsageError(f"--memory-limit {request.memory_limit / 2**30:g} must be a positive number of GiB")
 
 
+def check_shard(request: RunRequest) -> None:
+    """--shard is i/N; --shard-label names the run the parts share, so it needs --shard."""
+    from dbench.orchestrator.shard import check_label, parse_shard
+
+    if request.shard is not None:
+        parse_shard(request.shard)
+    elif request.shard_label is not None:
+        raise UsageError("--shard-label names the run that the parts of --shard i/N share; add --shard i/N, or drop it")
+    check_label(request.shard_label)
+
+
 def check_load(request: RunRequest) -> None:
     """The scenario and its options: known names, the options each scenario needs and takes, ranges."""
     if request.scenario is not None and request.scenario not in MODES:
@@ -366,6 +382,7 @@ def validate(request: RunRequest) -> dict[str, type[Runtime]]:
         raise UsageError(f"--runtime {request.runtime!r} names no runtime between its commas; see dbench runtimes")
     classes = {name: require(name) for name in request.runtimes()}
     check_numbers(request)
+    check_shard(request)
     check_load(request)
     check_combinations(request)
     check_variants(request, classes)

@@ -11,9 +11,10 @@ from pathlib import Path
 from typing import Any
 
 from dbench.errors import UsageError
-from dbench.orchestrator.estimate import Estimate, GraphCost, estimate, fit_budget, graph_costs
+from dbench.orchestrator.estimate import Earlier, Estimate, GraphCost, estimate, fit_budget, graph_costs
 from dbench.orchestrator.request import RunRequest, check_resume, validate
 from dbench.orchestrator.runner import RunConfig, RunObserver, Runner, RunState, Variant
+from dbench.orchestrator.shard import part_of
 from dbench.outcome import PASSING, Status
 from dbench.runtimes.base import Runtime
 from dbench.sources.item import Item
@@ -86,6 +87,7 @@ def plan_run(request: RunRequest, out_dir: Path, resume: str | None) -> PlannedR
     classes = validate(request)
     config = request.config()
     items = build_items(request, classes[config.variants[0].runtime].int8_form)
+    items, part = part_of(request, config, items, header.get("shard") if resume is not None else None)
     if resume is not None:
         return resume_run(request, config, classes, stored.path, header, items)
     folder = out_dir / machine_name()
@@ -93,31 +95,35 @@ def plan_run(request: RunRequest, out_dir: Path, resume: str | None) -> PlannedR
     if request.budget is not None:
         request, notes = fit_request(request, config, items, folder)
         config = request.config()
-    return new_run(request, config, classes, out_dir, items, {"kind": source_kind(request.graphs).run_kind}, notes)
+    extra = {"kind": source_kind(request.graphs).run_kind, **({"shard": part.to_dict()} if part else {})}
+    return new_run(request, config, classes, out_dir, items, extra, notes)
 
 
-def fit_request(request: RunRequest, config: RunConfig, items: list[Item], folder: Path) -> tuple[RunRequest, list[str]]:
+def fit_request(request: RunRequest, config: RunConfig, items: list[Item], folder: Path,
+                earlier: Earlier | None = None) -> tuple[RunRequest, list[str]]:
     """The request with its sampling (and profile) cut to fit --budget, and what was given up, in words."""
     keys = [(i.spec.id, v.label, v.runtime) for i in items for v in config.variants]
-    timing, profile, notes = fit_budget(request.budget, _costs(items, config, folder), keys, config.timing, config.verify,
-                                        bool(config.profile_runs), len(config.variants))
+    timing, profile, notes = fit_budget(request.budget, _costs(items, config, folder, earlier), keys, config.timing,
+                                        config.verify, bool(config.profile_runs), len(config.variants))
     if not notes:
         return request, notes
     return dataclasses.replace(request, min_time=timing.min_time, max_time=timing.max_time,
                                profile_runs=request.profile_runs if profile else 0), notes
 
 
-def _costs(items: list[Item], config: RunConfig, folder: Path) -> dict[tuple[str, str], GraphCost]:
+def _costs(items: list[Item], config: RunConfig, folder: Path, earlier: Earlier | None = None) -> dict[tuple[str, str], GraphCost]:
     threads: dict[str, int] = {}
     for variant in config.variants:
         threads[variant.runtime] = max(threads.get(variant.runtime, 0), variant.options.thread_count)
-    return graph_costs(items, threads, folder)
+    return graph_costs(items, threads, folder, earlier)
 
 
-def plan_estimate(items: list[Item], config: RunConfig, folder: Path, state: RunState) -> Estimate:
-    """The estimate of what is left of a run: its jobs still to measure, from this machine's figures."""
+def plan_estimate(items: list[Item], config: RunConfig, folder: Path, state: RunState,
+                  earlier: Earlier | None = None) -> Estimate:
+    """The estimate of what is left of a run: its jobs still to measure, from this machine's figures
+    (its results folder, or what `earlier` read of it)."""
     keys = [(i.spec.id, v.label, v.runtime) for i in items for v in config.variants if (i.spec.id, v.label) not in state.finished]
-    return estimate(_costs(items, config, folder), keys, config.timing, config.verify, bool(config.profile_runs),
+    return estimate(_costs(items, config, folder, earlier), keys, config.timing, config.verify, bool(config.profile_runs),
                     len(config.variants), {key: len(rounds) for key, rounds in state.rounds.items()})
 
 
@@ -128,7 +134,18 @@ def new_run(request: RunRequest, config: RunConfig, classes: dict[str, type[Runt
     folder = ensure_writable(out_dir / machine_name())
     planned = plan_estimate(items, config, folder, RunState())
     run_id = new_run_id()
-    header = {
+    header = run_header(request, config, classes, items, planned, extra, budget_notes)
+    log = RunLog.create(folder, run_id, header)
+    return PlannedRun(request, config, classes, log, run_id, {**header, "run_id": run_id}, items, RunState(), planned,
+                      list(budget_notes or []), _history(folder, run_id, config))
+
+
+def run_header(request: RunRequest, config: RunConfig, classes: dict[str, type[Runtime]], items: list[Item],
+               planned: Estimate, extra: dict[str, Any], budget_notes: list[str] | None = None,
+               command: list[str] | None = None) -> dict[str, Any]:
+    """A new run's header (less its run id): `extra`, the request, runtimes, timing, host, the command
+    (this process's, or the fleet caller's), the estimate and what --budget gave up."""
+    return {
         **extra,
         "request": dataclasses.asdict(request),
         "runtime": _runtime_header(config.variants[0], classes),
@@ -137,14 +154,11 @@ def new_run(request: RunRequest, config: RunConfig, classes: dict[str, type[Runt
         "mode": request.mode,
         "timing": config.timing.to_dict(),
         "host": host_metadata(),
-        "command": sys.argv,
+        "command": sys.argv if command is None else command,
         "graphs": len(items),
         "estimate_s": round(planned.total_s, 1),
         **({"budget_gave_up": budget_notes} if budget_notes else {}),
     }
-    log = RunLog.create(folder, run_id, header)
-    return PlannedRun(request, config, classes, log, run_id, {**header, "run_id": run_id}, items, RunState(), planned,
-                      list(budget_notes or []), _history(folder, run_id, config))
 
 
 def resume_run(request: RunRequest, config: RunConfig, classes: dict[str, type[Runtime]], path: Path,

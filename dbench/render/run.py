@@ -51,6 +51,13 @@ def intervals_line(planned: PlannedRun) -> str:
     return f"the rounds and the drift between runs, from up to {history.per_graph} earlier runs a graph ({history.logs} logs here)"
 
 
+def shard_line(part: dict) -> str:
+    """`shard: part 1/2 of run sel-3f9a... (6 of 13 graphs; the split's estimates 13 s, 15 s)`."""
+    estimates = ", ".join(duration(s) for s in part["estimates_s"])
+    return (f"shard: part {part['index']}/{part['count']} of run {part['label']} ({part['graphs'][part['index'] - 1]} of "
+            f"{part['selection_graphs']} graphs; the split's estimates, from the settings alone: {estimates})")
+
+
 class RunProgress:
     """A transient progress bar over a planned run's jobs (graph x variant x round) on a terminal, naming
     the round, the graph and the worker's phase; a line per round and per finished row elsewhere. It
@@ -71,6 +78,8 @@ class RunProgress:
         console.print(f"run {planned.run_id}: {graphs} graphs on {on}, {planned.config.timing.rounds} rounds each"
                       + (f" ({already} rows already done)" if already else "") + f" -> {planned.log.path}", highlight=False)
         console.print(f"plan: {planned.estimate.describe()}", highlight=False)
+        if part := planned.header.get("shard"):
+            console.print(shard_line(part), highlight=False)
         console.print(f"intervals: {intervals_line(planned)}", highlight=False)
         for note in planned.budget_notes:
             console.print(f"--budget gave up: {note}", highlight=False)

@@ -14,6 +14,7 @@ import pandas as pd
 from dbench.errors import InputError
 from dbench.store.compare import warnings_of
 from dbench.store.log import RunLog
+from dbench.store.shards import merge
 
 KERNEL_COLUMNS = (
     "graph_id", "kernel_id", "family", "op", "pass", "form", "precision", "precision_executed", "precision_fallback",
@@ -46,6 +47,8 @@ class Run:
     path: Path
     header: dict[str, Any]
     schema_version: int
+    parts: tuple[str, ...] = ()
+    """The run ids of a sharded run's parts (empty for a plain run)."""
 
     @property
     def has_samples(self) -> bool:
@@ -99,20 +102,26 @@ def load(paths: list[Path]) -> Results:
     allreduce_rows: list[dict[str, Any]] = []
     runs: list[Run] = []
     notes: list[str] = []
-    for path in log_paths(paths):
-        log = RunLog.read(path)
-        header = log.header()
-        run = Run(header["run_id"], header.get("kind", "kernels"), machine_key(header), path, header, header["schema_version"])
-        runs.append(run)
-        if not run.has_samples and run.kind == "kernels":
-            notes.append(f"{run.run_id} is a schema-1 run: no per-sample times, so its intervals come from the stored statistics")
-        notes += warnings_of(log) if run.kind != "allreduce" else filter(None, [log.torn_note()])  # a torn log named
-        target = allreduce_rows if run.kind == "allreduce" else kernel_rows
-        for row in log.rows():
-            if run.kind != "allreduce" and (missing := [k for k in REPORT_KEYS if not isinstance(row.get(k), str)]):
-                raise InputError(f"{path}: the row of {row['graph_id']} has no {', '.join(map(repr, missing))} as text; "
-                                 "the log is corrupt (edited by hand?): restore it, or run again")
-            target.append({**row, "run_id": run.run_id, "machine": run.machine, "taken_at": header.get("host", {}).get("taken_at", "")})
+    for logical in merge([RunLog.read(path) for path in log_paths(paths)]):  # a sharded run's parts as one run
+        notes += logical.notes
+        for log in logical.logs:
+            header = log.header()
+            kind = header.get("kind", "kernels")
+            machine = logical.machine_of_log(log) if logical.sharded else machine_key(header)
+            whole = logical.header()
+            run = Run(logical.run_id, kind, machine, log.path, whole, header["schema_version"], tuple(whole.get("parts", ())))
+            if not any(r.run_id == run.run_id and r.machine == machine for r in runs):  # a part's machine once
+                runs.append(run)
+            if not run.has_samples and kind == "kernels":
+                notes.append(f"{header['run_id']} is a schema-1 run: no per-sample times, so its intervals come from the stored statistics")
+            notes += warnings_of(log) if kind != "allreduce" else filter(None, [log.torn_note()])  # a torn log named
+            target = allreduce_rows if kind == "allreduce" else kernel_rows
+            for row in log.rows():
+                if kind != "allreduce" and (missing := [k for k in REPORT_KEYS if not isinstance(row.get(k), str)]):
+                    raise InputError(f"{log.path}: the row of {row['graph_id']} has no {', '.join(map(repr, missing))} as "
+                                     "text; the log is corrupt (edited by hand?): restore it, or run again")
+                target.append({**row, "run_id": logical.run_id, "machine": machine,
+                               "taken_at": header.get("host", {}).get("taken_at", "")})
     by_mode = {mode: [r for r in kernel_rows if (r.get("mode") or "latency") == mode] for mode in ("latency", "throughput", "server")}
     return Results(_kernel_frame(by_mode["latency"]), pd.DataFrame(allreduce_rows), runs, by_mode["latency"],
                    throughput=_load_frame(by_mode["throughput"]), server=_load_frame(by_mode["server"]), notes=notes)

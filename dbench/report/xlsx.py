@@ -26,7 +26,8 @@ def specs(report: Report) -> pd.DataFrame:
     for run in report.results.runs:
         host = run.header.get("host", {})
         records.append({
-            "run": run.run_id, "kind": run.kind, "schema": run.schema_version, "machine": run.machine,
+            "run": run.run_id, "parts": ", ".join(run.parts), "kind": run.kind, "schema": run.schema_version,
+            "machine": run.machine,
             "hostname": host.get("hostname"), "cpu": host.get("cpu_model"), "microarchitecture": host.get("microarchitecture"),
             "isa": " ".join(host.get("isa") or []), "cores": host.get("cpu_affinity"),
             "memory GiB": round((host.get("memory_bytes") or 0) / 2**30, 1), "gpus": ", ".join(host.get("gpus") or []),

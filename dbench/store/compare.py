@@ -31,6 +31,7 @@ from dbench.stats.moderation import Prior, fit_prior
 from dbench.stats.student import t_quantile
 from dbench.store.log import RunLog, find_run
 from dbench.store.metadata import is_busy, own_load
+from dbench.store.shards import LogicalRun, find_parts, merge
 
 MIN_ROUNDS = 3
 """Rounds a side that a rounds-based verdict needs (df >= 2 per side)."""
@@ -328,12 +329,6 @@ def open_run(results: Path, name: str) -> RunLog:
     return RunLog.read(find_run(results, name))
 
 
-def machine_of(header: dict) -> str:
-    """A run's machine key (version-1 runs have only the host name)."""
-    host = header.get("host", {})
-    return host.get("machine_key") or f"{host.get('machine', '?')} (host name only)"
-
-
 def variant_of(row: dict, header: dict) -> str:
     """The variant a row was timed under (rows before variants: the run's runtime)."""
     return row.get("variant") or header.get("runtime", {}).get("name", "")
@@ -358,60 +353,68 @@ def warnings_of(log: RunLog) -> list[str]:
     return warnings
 
 
-def run_side(logs: list[RunLog]) -> Side:
-    """A side made of whole runs, each with one variant."""
-    runs, ids, machines, warnings = [], [], [], []
-    for log in logs:
-        header = log.header()
-        rows = log.rows()
+def _warnings(run: LogicalRun) -> list[str]:
+    """What a reader must know of a run: each log's warnings and how its parts were merged."""
+    return [line for log in run.logs for line in warnings_of(log)] + run.notes
+
+
+def run_side(runs: list[LogicalRun]) -> Side:
+    """A side made of whole runs (the parts of a sharded run as one), each with one variant."""
+    graphs, ids, machines, warnings = [], [], [], []
+    for run in runs:
+        header = run.header()
+        rows = run.rows()
         variants = list(dict.fromkeys(variant_of(r, header) for r in rows))
         if len(variants) > 1:
-            raise UsageError(f"run {header['run_id']} interleaves {len(variants)} variants ({', '.join(variants)}); "
-                             f"compare them with: dbench compare {header['run_id']}")
-        runs.append({r["graph_id"]: r for r in rows})
-        ids.append(header["run_id"])
-        machines.append(machine_of(header))
-        warnings += warnings_of(log)
-    runtimes = sorted({log.header().get("runtime", {}).get("name", "?") for log in logs})
+            raise UsageError(f"run {run.run_id} interleaves {len(variants)} variants ({', '.join(variants)}); "
+                             f"compare them with: dbench compare {run.run_id}")
+        graphs.append({r["graph_id"]: r for r in rows})
+        ids.append(run.run_id)
+        machines += run.machines()
+        warnings += _warnings(run)
+    runtimes = sorted({run.header().get("runtime", {}).get("name", "?") for run in runs})
     label = (ids[0] if len(ids) == 1 else f"{len(ids)} runs") + f" ({', '.join(runtimes)})"
-    return Side(label, runs, ids, machines, warnings)
+    return Side(label, graphs, ids, machines, warnings)
 
 
-def variant_sides(log: RunLog) -> list[Side]:
-    """The sides of an interleaved run, one per variant, in the run's order."""
-    header = log.header()
-    rows = log.rows()
+def variant_sides(run: RunLog | LogicalRun) -> list[Side]:
+    """The sides of an interleaved run (a log, or the parts of a sharded run), one per variant, in the run's order."""
+    if isinstance(run, RunLog):
+        run = LogicalRun(run.header()["run_id"], [run])
+    header = run.header()
     by_variant: dict[str, dict[str, dict]] = {v["label"]: {} for v in header.get("variants", [])}
-    for row in rows:
+    for row in run.rows():
         by_variant.setdefault(variant_of(row, header), {})[row["graph_id"]] = row
-    warnings = warnings_of(log)
-    return [Side(label, [graphs], [header["run_id"]], [machine_of(header)], warnings)
+    warnings = _warnings(run)
+    return [Side(label, [graphs], [run.run_id], run.machines(), warnings)
             for label, graphs in by_variant.items() if graphs]
 
 
 def plan_comparisons(results: Path, runs: list[str], versus: list[str]) -> list[tuple[Side, Side, bool]]:
     """The comparisons a command line asks for: one interleaved run (each variant against the first),
-    two runs, or several runs a side (`--vs`). Each run id may be a glob (`run-20261125-*`)."""
+    two runs, or several runs a side (`--vs`). Each run id may be a glob (`run-20261125-*`) or a sharded
+    run's label; the parts of a sharded run count as one run."""
     a_logs = [open_run(results, name) for name in expand(results, runs)]
     b_logs = [open_run(results, name) for name in expand(results, versus)]
     paths = [log.path.resolve() for log in a_logs + b_logs]
     if len(set(paths)) < len(paths):
         raise UsageError("a run is named twice (or on both sides): a run compared with itself says nothing; "
                          "give each run once")
-    if not b_logs:
-        if len(a_logs) == 1:
-            sides = variant_sides(a_logs[0])
+    a_runs, b_runs = merge(a_logs), merge(b_logs)
+    if not b_runs:
+        if len(a_runs) == 1:
+            sides = variant_sides(a_runs[0])
             if len(sides) < 2:
-                raise UsageError(f"run {a_logs[0].header()['run_id']} has one variant: give a second run to compare "
+                raise UsageError(f"run {a_runs[0].run_id} has one variant: give a second run to compare "
                                  "it with, or make an interleaved run (--runtime a,b or --threads 1,2)")
             return [(sides[0], side, True) for side in sides[1:]]
-        if len(a_logs) == 2:
-            b_logs = a_logs[1:]
-            a_logs = a_logs[:1]
+        if len(a_runs) == 2:
+            b_runs = a_runs[1:]
+            a_runs = a_runs[:1]
         else:
-            raise UsageError(f"{len(a_logs)} runs given: say which are compared with which, e.g. "
+            raise UsageError(f"{len(a_runs)} runs given: say which are compared with which, e.g. "
                              "dbench compare A1 A2 A3 --vs B1 B2")
-    return [(run_side(a_logs), run_side(b_logs), False)]
+    return [(run_side(a_runs), run_side(b_runs), False)]
 
 
 def expand(results: Path, names: list[str]) -> list[str]:
@@ -423,6 +426,8 @@ def expand(results: Path, names: list[str]) -> list[str]:
             if not found:
                 raise InputError(f"no run matches {name!r} under {results}; see the file names in {results}/<machine>/")
             expanded += found
+        elif not name.endswith(".jsonl") and not list(results.glob(f"*/{name}.jsonl")) and (parts := find_parts(results, name)):
+            expanded += [str(path) for path in parts]  # a sharded run's label: its parts
         else:
             expanded.append(name)
     return expanded

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import re
 from pathlib import Path
 from typing import Any
@@ -67,3 +68,22 @@ def machine_key(identity: dict[str, Any]) -> str:
         parts.append(_safe(gpus[0].replace("NVIDIA", "")) + (f"x{len(gpus)}" if len(gpus) > 1 else ""))
     digest = hashlib.sha256(json.dumps(identity, sort_keys=True, default=str).encode()).hexdigest()[:6]
     return "-".join(parts + [digest])
+
+
+KEY_OVERRIDE = "DBENCH_MACHINE_KEY"
+"""Names this machine in place of its computed key: identical nodes of a cluster under one name, a
+container whose host name changes every start, or several fleet nodes on one host in tests."""
+OVERRIDE_PATTERN = re.compile(r"^[a-z0-9][a-z0-9._-]{0,119}$")
+
+
+def key_override() -> str | None:
+    """$DBENCH_MACHINE_KEY when set (one line naming the fix when it is not a folder-safe name), else None."""
+    from dbench.errors import UsageError
+
+    value = os.environ.get(KEY_OVERRIDE)
+    if value is None:
+        return None
+    if not OVERRIDE_PATTERN.match(value):
+        raise UsageError(f"{KEY_OVERRIDE}={value!r} is not a machine key: use 1 to 120 lower-case letters, digits, "
+                         "'.', '_' or '-', starting with a letter or digit (it names a results folder)")
+    return value

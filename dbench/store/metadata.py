@@ -16,7 +16,7 @@ from typing import Any
 
 import dbench
 from dbench.store.board import board_metadata
-from dbench.store.machine import isa_features, machine_key, microarchitecture
+from dbench.store.machine import isa_features, key_override, machine_key, microarchitecture
 
 PACKAGES = (
     "archspec", "numpy", "onnx", "onnxruntime", "onnxruntime-gpu", "openvino", "tensorrt", "mpi4py", "mpich",
@@ -188,8 +188,9 @@ def _identity() -> dict[str, Any]:
 
 
 def machine_name() -> str:
-    """This machine's key (see dbench.store.machine), used as results/<machine>/ for new runs."""
-    return machine_key(_identity())
+    """This machine's key (see dbench.store.machine), used as results/<machine>/ for new runs;
+    $DBENCH_MACHINE_KEY where it names the machine instead."""
+    return key_override() or machine_key(_identity())
 
 
 def host_metadata() -> dict[str, Any]:
@@ -200,10 +201,12 @@ def host_metadata() -> dict[str, Any]:
     identity = _identity()
     affinity = identity["cores"]
     load = load_average()
+    override = key_override()
     return {
         "taken_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-        "machine": machine_key(identity),
-        "machine_key": machine_key(identity),
+        "machine": override or machine_key(identity),
+        "machine_key": override or machine_key(identity),
+        **({"machine_key_computed": machine_key(identity)} if override else {}),
         "microarchitecture": identity["microarchitecture"],
         "isa": identity["isa"],
         "gpus": identity["gpus"],
