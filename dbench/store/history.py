@@ -1,16 +1,19 @@
-"""A machine's earlier runs, read for the drift between runs (dbench.stats.drift): the round medians of
-every latency row timed under the same configuration (runtime, version, device, resolved options,
-weights), newest runs first. The folder is a machine's results folder (`<out>/<machine>/`), so every
-log in it was made on this machine key."""
+"""A machine's earlier runs, read for the drift between runs (dbench.stats.drift) and for how well the
+rows' intervals held (dbench.stats.coverage): the round medians, median and re-run interval of every
+latency row timed under the same configuration (runtime, version, device, resolved options, weights),
+newest runs first. The folder is a machine's results folder (`<out>/<machine>/`), so every log in it
+was made on this machine key."""
 
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from dbench.errors import DbenchError
+from dbench.stats.coverage import MIN_PAIRS, Coverage, coverage, ratios
 from dbench.stats.drift import Drift, decade, own_spread, pooled_drift, row_drift
 from dbench.store.log import RunLog
 
@@ -40,17 +43,23 @@ class History:
     runs: dict[str, dict[str, list[list[float]]]] = field(default_factory=dict)
     logs: int = 0
     per_graph: int = HISTORY_RUNS
+    intervals: dict[str, dict[str, list[tuple[float, float | None, bool]]]] = field(default_factory=dict)
+    """Beside `runs`, each earlier row's median, the log half-width of its re-run interval as first made
+    (before any widening; None without one) and whether that interval carried a drift between runs."""
     _pooled: dict[str, dict[int, Drift]] = field(default_factory=dict, repr=False)
+    _coverage: dict[tuple[str, int | None, bool], Coverage] = field(default_factory=dict, repr=False)
 
     def add(self, row: dict[str, Any]) -> None:
         """One earlier row, if it is a measured latency row with two rounds or more."""
         medians = row.get("round_medians_us")
         if row.get("status") != "ok" or (row.get("mode") or "latency") != "latency" or not medians or len(medians) < 2:
             return
-        graphs = self.runs.setdefault(row_config(row), {})
-        runs = graphs.setdefault(row["graph_id"], [])
+        config = row_config(row)
+        runs = self.runs.setdefault(config, {}).setdefault(row["graph_id"], [])
         if len(runs) < self.per_graph:
             runs.append([float(m) for m in medians])
+            self.intervals.setdefault(config, {}).setdefault(row["graph_id"], []).append(
+                (float(row.get("median_us") or 0.0), _raw_half(row), row.get("drift_sd") is not None))
 
     def drift(self, config: str, graph_id: str, round_medians_us: list[float]) -> Drift | None:
         """The between-run drift for a row of this configuration, graph and rounds: pooled over the
@@ -62,9 +71,38 @@ class History:
         own = own_spread(self.runs.get(config, {}).get(graph_id, []))
         return row_drift(self._pooled[config].get(decade(median)), own, round_medians_us)
 
+    def coverage(self, config: str, median_us: float, with_drift: bool) -> Coverage:
+        """How the re-run intervals of earlier rows of this configuration held the medians of the runs after
+        them (dbench.stats.coverage), over the graphs of this median's decade, or over every graph of the
+        configuration where the decade has too few pairs; only earlier intervals made as this one is (with a
+        drift between runs, or from rounds alone) are judged, so a folder's first runs do not speak for later ones."""
+        found = self._coverage_of(config, decade(median_us), with_drift)
+        return found if found.pairs >= MIN_PAIRS else self._coverage_of(config, None, with_drift)
+
+    def _coverage_of(self, config: str, group: int | None, with_drift: bool) -> Coverage:
+        key = (config, group, with_drift)
+        if key not in self._coverage:
+            pooled: list[float] = []
+            for runs in self.intervals.get(config, {}).values():
+                oldest_first = runs[::-1]
+                if group is not None and decade(sorted(m for m, _, _ in runs)[len(runs) // 2]) != group:
+                    continue
+                pooled += ratios([(m, h if drift == with_drift else None) for m, h, drift in oldest_first])
+            self._coverage[key] = coverage(pooled)
+        return self._coverage[key]
+
     def graphs_with_runs(self) -> int:
         """How many (configuration, graph) pairs have the two earlier runs a drift needs."""
         return sum(1 for graphs in self.runs.values() for runs in graphs.values() if len(runs) >= 2)
+
+
+def _raw_half(row: dict[str, Any]) -> float | None:
+    """The log half-width of a row's re-run interval as its rounds and drift made it (a widened row's
+    divided by its factor), None without one."""
+    median, high = row.get("median_us"), row.get("rerun_high_us")
+    if not median or not high or high <= median:
+        return None
+    return math.log(high / median) / (row.get("widened_by") or 1.0)
 
 
 def read_history(folder: Path, exclude: str, per_graph: int = HISTORY_RUNS) -> History:
