@@ -33,7 +33,7 @@ def _interval(row: dict[str, Any]) -> str:
     unstable; `1 rd` or `=` where the rounds give no interval (one round; identical round medians);
     a row from before rounds shows its old interval of the median in parentheses."""
     if row.get("rerun_rel") is not None:
-        return format_spread(row["rerun_rel"]) + ("!" if row.get("unstable") else "")
+        return format_spread(row["rerun_rel"]) + ("w" if row.get("widened_by") else "") + ("!" if row.get("unstable") else "")
     if row.get("rounds"):
         return "=" if row.get("round_sd") == 0 else f"{row['rounds']} rd"
     return f"(±{row['ci_rel'] * 100:.1f}%)" if row.get("ci_rel") is not None else ""
@@ -52,6 +52,10 @@ def results_table(rows: list[dict[str, Any]], title: str, width: int = 200, unst
     broken = sum(1 for r in rows if r.get("invariant_violations"))
     caption = (f"±: where 95% of re-runs' medians should fall (from the rounds); !: unstable (wider than ±{unstable_above:.0%}); "
                "N rd: N rounds, no interval; =: round medians identical (quantised clock)")
+    widened = [r["widened_by"] for r in rows if r.get("widened_by")]
+    if widened:
+        caption += (f"\nw: widened ×{min(widened):.2f}–{max(widened):.2f}, because this machine's earlier rows of these graphs "
+                    "held fewer later runs' medians than their intervals promised (widened_by, coverage_pairs, coverage_inside)")
     if broken:
         caption += f"\n[bold red]{broken} rows marked ! break an invariant: see their invariant_violations[/]"
     narrow = width < NARROW
@@ -198,6 +202,8 @@ def compare_summary(comparison, names: tuple[str, str] = ("a", "b")) -> list[str
     if noise:
         lines.append(f"noise measured: SD of a round's log time {_percent(noise[len(noise) // 2])} at the median kernel "
                      f"({_percent(noise[0])} to {_percent(noise[-1])})")
+    if comparison.a.calibration:
+        lines.append(f"this machine's calibration ({comparison.a.calibration})")
     mean = comparison.geomean()
     tested = sum(1 for p in comparison.pairs if p.difference and p.verdict in (*CHANGED, "same"))
     lines.append(f"geometric-mean time ratio b/a {mean.ratio:.3f} (95% interval {mean.low:.3f}–{mean.high:.3f}) over {tested} graphs"
