@@ -308,11 +308,12 @@ def main() -> None:
     parser.add_argument("--resolve", default="5%", help="the --resolve step's target")
     parser.add_argument("--resolve-budget", default="14m", help="the --resolve step's --budget")
     parser.add_argument("--reuse", action="store_true", help="no new runs: judge the runs already in --out (wall times are not measured)")
+    parser.add_argument("--last", type=int, help="judge only the last N identical runs in --out (earlier ones are their history)")
     parser.add_argument("--aa-rounds", help="only interleaved A/A runs, at these rounds counts (comma-separated), judged one by one")
     parser.add_argument("--repeat", type=int, default=1, help="with --aa-rounds: repetitions of the set, order alternating")
     args = parser.parse_args()
     if args.reuse:
-        return judge_stored(args.out)
+        return judge_stored(args.out, args.last)
     if args.aa_rounds:
         counts = [int(n) for n in args.aa_rounds.split(",")]
         return a_a_by_rounds(shlex.split(args.args), args.runtime, counts, args.repeat, args.out)
@@ -338,7 +339,7 @@ def main() -> None:
                            args.out, {VARIABLE: f"{args.runtime} #3=0.10"})
         print(f"--resolve {args.resolve}: {log.stem} {wall:.0f} s", flush=True)
     print()
-    judge_stored(args.out)
+    judge_stored(args.out, args.last)
 
 
 def identical_runs(common: list[str], runs: int, out: Path) -> None:
@@ -381,8 +382,9 @@ def judge(runs: list[list[dict]], interleaved: list[dict] | None, one: list[dict
         resolved(*resolve_run)
 
 
-def judge_stored(out: Path) -> None:
-    """The figures from the runs a judge left in `out`, told apart by their requests (the latest of each kind)."""
+def judge_stored(out: Path, last: int | None = None) -> None:
+    """The figures from the runs a judge left in `out`, told apart by their requests (the latest of each kind;
+    of the identical runs, the `last` N where given)."""
     kinds: dict[str, list[Path]] = {}
     for log in sorted(out.glob("*/run-*.jsonl")):
         request = json.loads(log.read_text().split("\n", 1)[0]).get("request", {})
@@ -398,7 +400,7 @@ def judge_stored(out: Path) -> None:
     def latest(kind: str) -> list[dict] | None:
         return rows(kinds[kind][-1]) if kind in kinds else None
 
-    judge([rows(log) for log in kinds.get("default", [])], latest("interleaved"), latest("threads 1"), latest("threads 2"),
+    judge([rows(log) for log in kinds.get("default", [])[-last if last else 0:]], latest("interleaved"), latest("threads 1"), latest("threads 2"),
           latest("a/a"), (rows(kinds["resolve"][-1]), kinds["resolve"][-1]) if "resolve" in kinds else None)
 
 
