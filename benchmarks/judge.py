@@ -57,6 +57,7 @@ import shlex
 import subprocess
 import sys
 import time
+from datetime import datetime
 from pathlib import Path
 
 from dbench.calibrate.analyse import kernel_noise
@@ -284,6 +285,11 @@ def resolved(run: list[dict], log: Path) -> None:
           + ("" if entry else " (no calibration stored beside the run)"))
     for line in lines:
         print(f"  {line}")
+    header = json.loads(log.read_text().split("\n", 1)[0])
+    started = datetime.fromisoformat(header["host"]["taken_at"])
+    ended = max(datetime.fromisoformat(r["finished_at"]) for r in run)
+    print(f"  the run's wall time {(ended - started).total_seconds():.0f} s against its plan's {header.get('estimate_s')} s "
+          "(each graph's rounds as the calibration predicted them)")
 
 
 def big_gemms(out: Path, fallback: str) -> list[str]:

@@ -64,8 +64,8 @@ def noise_plan_lines(planned: PlannedRun) -> list[str]:
         lines.append(f"calibration: {planned.calibration.runtime} at {planned.calibration.threads} threads, "
                      f"{planned.calibration.taken_at}: {planned.calibration.answer(config.resolve or 0.05)}")
     elif config.resolve is not None:
-        lines.append("calibration: none for this runtime and thread count here, so no rounds are predicted: dbench calibrate "
-                     "measures them in about 3 minutes")
+        lines.append("calibration: none for this runtime and thread count here, so no rounds are predicted and the plan counts "
+                     "the most a graph may get: dbench calibrate measures them in about 3 minutes")
     lock = planned.header.get("timing_lock") or {}
     if lock.get("held") is False:
         lines.append(f"warning: timing beside another dbench (--overlap): {'; '.join(lock.get('beside') or [])}; every row "
@@ -109,7 +109,9 @@ class RunProgress:
             on += f" · {load.scenario}" + (f" at {load.rate:g}/s" if load.rate else "") + (
                 f", {load.streams} streams x {planned.config.variants[0].options.threads} threads" if self.variants == 1 else "")
         already = len(planned.state.finished)
-        console.print(f"run {planned.run_id}: {graphs} graphs on {on}, {planned.config.timing.rounds} rounds each"
+        timing = planned.config.timing
+        rounds = f"up to {timing.rounds} rounds each" if timing.share_rounds is not None else f"{timing.rounds} rounds each"
+        console.print(f"run {planned.run_id}: {graphs} graphs on {on}, {rounds}"
                       + (f" ({already} rows already done)" if already else "") + f" -> {planned.log.path}", highlight=False)
         console.print(f"plan: {planned.estimate.describe()}", highlight=False)
         console.print(f"intervals: {intervals_line(planned)}", highlight=False)
