@@ -648,7 +648,7 @@ def calibrate(
         sys.stdout.write(json.dumps(describe(done.entry), indent=1, default=float) + "\n")
         return
     out.print(calibration_table(done.entry))
-    for line in calibration_lines(done.entry, done.path, done.entry.wall_s):
+    for line in calibration_lines(done.entry, done.path, done.entry.wall_s, done.result.header.get("host")):
         out.print(line, highlight=False, soft_wrap=True)
 
 

@@ -48,8 +48,17 @@ def calibration_quote(entry: Entry) -> str:
     return f"{entry.runtime} at {entry.threads} threads, {entry.taken_at}: {entry.answer()}"
 
 
-def calibration_lines(entry: Entry, path, wall_s: float) -> list[str]:
-    """Under the table: the answer, the round length the figures hold for, and where it is stored."""
-    return [entry.answer(),
-            f"measured in {duration(wall_s)}; its figures hold for rounds as long as these (a default interleaved run's: "
-            f"--min-time divided among 5 rounds); stored in {path}, where run --resolve, compare and report read it"]
+def calibration_lines(entry: Entry, path, wall_s: float, host: dict | None = None) -> list[str]:
+    """Under the table: the answer, the round length the figures hold for, where it is stored, and a warning
+    when the machine was busy (the calibration then measured other work's noise too)."""
+    from dbench.store.metadata import is_busy
+
+    lines = [entry.answer(),
+             f"measured in {duration(wall_s)}; its figures hold for rounds as long as these (a default interleaved run's: "
+             f"--min-time divided among 5 rounds); stored in {path}, where run --resolve, compare and report read it"]
+    cores = (host or {}).get("cpu_affinity") or (host or {}).get("cpu_count")
+    start = entry.load[0] if entry.load else None
+    if start is not None and is_busy([start], cores):
+        lines.append(f"warning: the machine was busy when the calibration began (1-minute load {start} on {cores} cores): "
+                     "it measured other work's noise too; calibrate again on a quiet machine")
+    return lines
