@@ -180,7 +180,7 @@ def widening_rates(rng, trials: int, history_runs: int) -> tuple[float, float, f
             drift = history.drift(key, f"g{g}", medians)
             center = float(np.median(medians))
             spread = round_spread(center, medians, drift=drift)
-            factor = history.coverage(key, center, drift is not None).factor
+            factor = history.coverage(key, center).factor
             again = float(np.median(later[g]))
             half = math.log(spread.rerun[1] / center)
             held += abs(math.log(again / center)) <= half

@@ -135,7 +135,7 @@ def calibration(runs: list[list[dict]]) -> None:
     drifts, widened = [], []
     for i, earlier in enumerate(runs):
         drifts += [r["drift_sd"] for r in earlier if r.get("drift_sd") is not None]
-        widened += [r["widened_by"] for r in earlier if r.get("widened_by")]
+        widened += [r["history_factor"] for r in earlier if r.get("history_factor") and abs(r["history_factor"] - 1) >= 0.005]
         for later in runs[i + 1:]:
             by_id = {r["graph_id"]: r for r in later if r.get("median_us")}
             for row in earlier:
@@ -164,8 +164,12 @@ def calibration(runs: list[list[dict]]) -> None:
     rows_with_interval = sum(1 for run in runs for r in run if r.get("rerun_low_us") is not None)
     if widened:
         widened.sort()
-        print(f"  rows widened by this machine's history: {len(widened)} of {rows_with_interval}, by "
+        print(f"  rows whose intervals this machine's history scaled: {len(widened)} of {rows_with_interval}, by "
               f"x{widened[0]:.2f}-{widened[-1]:.2f} (median x{widened[len(widened) // 2]:.2f})")
+    if every:
+        needed = sorted(f for *_, f in every)
+        print(f"  the factor each interval needed to hold its later median: median {needed[len(needed) // 2]:.2f}, "
+              f"95th percentile {needed[int(0.95 * (len(needed) - 1))]:.2f} (below 1: wider than a 95 % interval needs)")
 
 
 def found_slower(comparison) -> tuple[int, int]:

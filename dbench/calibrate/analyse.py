@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from dbench.stats.coverage import Coverage, coverage, ratios
+from dbench.stats.coverage import Coverage, coverage
 from dbench.stats.drift import between_runs
 from dbench.store.calibration import NoiseClass, class_of
 from dbench.store.history import History
@@ -85,18 +85,15 @@ def noise_classes(kernels: list[dict[str, Any]], drift: dict[float, tuple[float,
 
 
 def coverage_by_class(history: History, runtime: str, threads: int | None) -> dict[float, Coverage]:
-    """Size class -> how the re-run intervals of earlier rows of this runtime and thread count held the
-    medians of the runs after them (dbench.stats.coverage): of intervals that carried a drift between
-    runs where any did, else of those from rounds alone."""
-    pools: dict[bool, dict[float, list[float]]] = {True: {}, False: {}}
-    for config, graphs in history.intervals.items():
+    """Size class -> how intervals made as dbench makes them now would have held this runtime and thread
+    count's later runs (dbench.store.history.History.coverage_of), pooled over the class's graphs and the
+    runtime's configurations."""
+    found: dict[float, list[float]] = {}
+    for config, graphs in history.medians.items():
         name, _, _, options, _, mode = json.loads(config)
         if name != runtime or mode != "latency" or (options or {}).get("threads") != threads:
             continue
-        for runs in graphs.values():
-            class_us = class_of(float(np.median([m for m, _, _ in runs])))
-            for with_drift in (True, False):
-                pools[with_drift].setdefault(class_us, []).extend(
-                    ratios([(m, h if drift == with_drift else None) for m, h, drift in runs[::-1]]))
-    chosen = pools[True] if any(pools[True].values()) else pools[False]
-    return {class_us: coverage(found) for class_us, found in chosen.items() if found}
+        pairs = history.pair_ratios(config)
+        for graph, medians in graphs.items():
+            found.setdefault(class_of(float(np.median(medians))), []).extend(pairs.get(graph, []))
+    return {class_us: coverage(ratios) for class_us, ratios in found.items() if ratios}

@@ -145,7 +145,7 @@ def combine(outcomes: list[Outcome], timing: TimingConfig, drift: Drift | None =
             coverage: Coverage | None = None) -> Outcome:
     """A graph's Outcome over its rounds: the first round's verification, profile and phases; the
     statistics of every round together, a latency row's intervals with the between-run `drift` earlier
-    runs measured, widened where the machine's history showed such intervals too narrow (`coverage`);
+    runs measured, scaled by the factor the machine's history showed such intervals to need (`coverage`);
     the largest memory; the device time's median."""
     first = outcomes[0]
     stats = [o.stats for o in outcomes if o.stats]
@@ -266,7 +266,7 @@ class Runner:
         info = self.runtime_info[variant.label]
         config = config_key(info["name"], info["version"], info["device"], options, weights, "latency")
         drift = self.history.drift(config, item.spec.id, medians)
-        return drift, self.history.coverage(config, sorted(medians)[len(medians) // 2], drift is not None)
+        return drift, self.history.coverage(config, sorted(medians)[len(medians) // 2])
 
     def _watch(self, key: tuple[str, str]) -> None:
         """Note the other processes timing on this machine now against a graph's variant."""

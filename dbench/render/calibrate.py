@@ -29,13 +29,13 @@ def calibration_table(entry: Entry) -> Table:
                           "compare and --resolve meet); round: SD of one copy's round; drift: SD of a run's time beyond its "
                           "rounds, from this machine's earlier runs; finds: the change a fixed interleaved run of N rounds "
                           "finds 80% of the time; --resolve: rounds until the anytime-valid 95% interval is within ±X; "
-                          "held: earlier rows' re-run intervals that held a later run's median (×: the widening applied)",
+                          "held: earlier rows' re-run intervals, made as now, that held a later run's median (×: the factor dbench scales them by)",
                   box=box.SIMPLE_HEAD)
     for column in ("class", "kernels", "pairs", "pair SD", "(noisiest)", "round SD", "drift",
                    *(f"finds @{n}" for n in FIXED_ROUNDS), *(f"±{t:.0%}" for t in TARGETS), "held"):
         table.add_column(column, justify="left" if column == "class" else "right")
     for c in sorted(entry.classes, key=lambda c: c.class_us):
-        held = f"{c.coverage_inside}/{c.coverage_pairs}" + (f" ×{c.widen:.2f}" if c.widen and c.widen > 1 else "") \
+        held = f"{c.coverage_inside}/{c.coverage_pairs}" + (f" ×{c.widen:.2f}" if c.widen and abs(c.widen - 1) >= 0.005 else "") \
             if c.coverage_pairs else ""
         table.add_row(class_name(c.class_us), str(len(c.kernels)), str(c.pairs), _percent(c.pair_sd), _percent(c.pair_sd_max),
                       _percent(c.round_sd), _percent(c.drift_sd), *(f"{c.finds(n):.1%}" for n in FIXED_ROUNDS),

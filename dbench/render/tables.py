@@ -33,10 +33,16 @@ def _interval(row: dict[str, Any]) -> str:
     unstable; `1 rd` or `=` where the rounds give no interval (one round; identical round medians);
     a row from before rounds shows its old interval of the median in parentheses."""
     if row.get("rerun_rel") is not None:
-        return format_spread(row["rerun_rel"]) + ("w" if row.get("widened_by") else "") + ("!" if row.get("unstable") else "")
+        return format_spread(row["rerun_rel"]) + _scaled(row) + ("!" if row.get("unstable") else "")
     if row.get("rounds"):
         return "=" if row.get("round_sd") == 0 else f"{row['rounds']} rd"
     return f"(±{row['ci_rel'] * 100:.1f}%)" if row.get("ci_rel") is not None else ""
+
+
+def _scaled(row: dict[str, Any]) -> str:
+    """`w` when the machine's history widened the row's interval, `n` when it narrowed it, else ''."""
+    factor = row.get("history_factor")
+    return "" if factor is None or abs(factor - 1.0) < 0.005 else ("w" if factor > 1 else "n")
 
 
 NARROW = 100
@@ -52,10 +58,10 @@ def results_table(rows: list[dict[str, Any]], title: str, width: int = 200, unst
     broken = sum(1 for r in rows if r.get("invariant_violations"))
     caption = (f"±: where 95% of re-runs' medians should fall (from the rounds); !: unstable (wider than ±{unstable_above:.0%}); "
                "N rd: N rounds, no interval; =: round medians identical (quantised clock)")
-    widened = [r["widened_by"] for r in rows if r.get("widened_by")]
-    if widened:
-        caption += (f"\nw: widened ×{min(widened):.2f}–{max(widened):.2f}, because this machine's earlier rows of these graphs "
-                    "held fewer later runs' medians than their intervals promised (widened_by, coverage_pairs, coverage_inside)")
+    scaled = [r["history_factor"] for r in rows if _scaled(r)]
+    if scaled:
+        caption += (f"\nw/n: widened or narrowed (×{min(scaled):.2f}–{max(scaled):.2f}) to what this machine's earlier runs of "
+                    "these graphs showed a re-run to need, 95% of them held (history_factor, coverage_pairs, coverage_inside)")
     if broken:
         caption += f"\n[bold red]{broken} rows marked ! break an invariant: see their invariant_violations[/]"
     narrow = width < NARROW

@@ -20,8 +20,8 @@ from dbench.report.vendor import ratio_title
 
 WINNER = "★"
 TIE = "≈"
-LEGEND = (f"in brackets its 95% interval; ± after a median: where 95% of re-runs' medians should fall (w: widened, this "
-          f"machine's history showed such intervals too narrow); N runs a–b: N runs of the configuration measured it, their "
+LEGEND = (f"in brackets its 95% interval; ± after a median: where 95% of re-runs' medians should fall (w, n: widened or "
+          f"narrowed to what this machine's history showed re-runs to need); N runs a–b: N runs of the configuration measured it, their "
           f"medians from a to b, the latest shown; {WINNER} = fastest, separated from the next by the test; "
           f"{TIE} after a median: fastest but within noise of the next; {TIE} after a speedup: same as the baseline within "
           "noise; ? = no interval (too few rounds); only verified rows have times.")
@@ -166,9 +166,11 @@ def _value(table: pd.DataFrame, label: str, kernel: str, name: str):
 
 
 def _interval_text(table: pd.DataFrame, label: str, kernel: str) -> str:
-    """` ±2.1%` (the re-run interval's half-width), `w` when this machine's history widened it."""
+    """` ±2.1%` (the re-run interval's half-width), `w` or `n` when this machine's history widened or narrowed it."""
     rel = _value(table, label, kernel, "rerun_rel")
-    return "" if rel is None else f" ±{rel:.1%}" + ("w" if _value(table, label, kernel, "widened_by") else "")
+    factor = _value(table, label, kernel, "history_factor")
+    mark = "" if factor is None or abs(factor - 1.0) < 0.005 else ("w" if factor > 1 else "n")
+    return "" if rel is None else f" ±{rel:.1%}{mark}"
 
 
 def _runs_text(table: pd.DataFrame, label: str, kernel: str) -> str:

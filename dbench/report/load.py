@@ -24,7 +24,7 @@ KERNEL_COLUMNS = (
     "runtime", "runtime_version", "device", "status", "message", "verified", "median_us", "p10_us", "p90_us", "p99_us",
     "ci_low_us", "ci_high_us", "ci_rel", "cv", "spread", "unstable", "samples", "first_call_us", "runtime_median_us",
     "tflops", "gbps", "intensity", "flops", "min_bytes", "samples_us", "variant", "rounds", "round_medians_us",
-    "rerun_rel", "interval_note", "drift_sd", "drift_df", "rerun_low_us", "rerun_high_us", "widened_by", "overlapped",
+    "rerun_rel", "interval_note", "drift_sd", "drift_df", "rerun_low_us", "rerun_high_us", "history_factor", "overlapped",
     "injected_slowdown", "resolve_target", "resolved", "resolve_half", "runtime_options", "weights",
 )
 REPORT_KEYS = ("kernel_id", "pass", "form", "runtime")

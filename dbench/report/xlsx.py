@@ -10,7 +10,7 @@ import pandas as pd
 
 from dbench.report.build import Report
 
-FIELD_NAMES = {"median_us": "median µs", "rerun_rel": "re-run ± share", "widened_by": "interval widened by",
+FIELD_NAMES = {"median_us": "median µs", "rerun_rel": "re-run ± share", "history_factor": "interval scaled by history",
                "runs": "runs", "runs_low_us": "runs' lowest median µs", "runs_high_us": "runs' highest median µs",
                "tflops": "TFLOP/s", "speedup": "speedup", "speedup_low": "speedup low",
                "speedup_high": "speedup high", "same": "same within noise", "rounds": "rounds", "status": "status",

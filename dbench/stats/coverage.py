@@ -1,15 +1,20 @@
-"""Whether a row's re-run interval keeps its promise on the machine that made it, and by how much to widen
-it where it does not. The interval says where 95 % of a re-run's medians should fall; the machine's own
-history says where they did fall: for every earlier run i of a graph and configuration and every run j
-after it, the later median m_j against run i's interval (its median m_i and half-width h_i on log times).
-The factor run i's interval needed to hold m_j is r_ij = |log(m_j / m_i)| / h_i; the share of pairs
-with r <= 1 is the interval's measured coverage, and the 95th percentile of r is the factor that would
-have made 95 % of them hold. Where that factor exceeds 1, the new row's intervals are widened by it, and
-the row says so (`widened_by`, with the pairs behind it); never narrowed, since the rounds and the drift
-are the model and the history only corrects where it proves the model too optimistic.
+"""Whether a row's re-run interval keeps its promise on the machine that made it, and by how much to scale
+it so that it does. The interval says where 95 % of a re-run's medians should fall; the machine's own
+history says where they did fall. For every earlier run i of a graph and configuration and every run j
+after it, run i's interval is made again as dbench makes intervals now (its rounds, and the drift between
+runs the history now measures), and r_ij = |log(m_j / m_i)| / h_i is the factor that interval needed to hold
+the later median m_j (h_i: its half-width on log times). The share of pairs with r <= 1 is the interval's
+coverage on this machine, and the 95th percentile of r the factor that would have made 95 % of them hold:
+the new row's intervals are scaled by it, and the row says so (`history_factor`, with the pairs behind it).
 
-The pairs share runs (each run sits in several), so they are not independent: a factor from a few runs
-moves with them. Fewer than MIN_PAIRS pairs give no factor."""
+Above 1 the history proves the model too optimistic (a run state that outlasts several runs, heavy-tailed
+shifts), and the interval is widened. Below 1 it proves it too cautious: round medians are heavy-tailed
+(one slow round in a run), so the spread of their log mean, which the rounds and the drift estimate,
+overstates how far the row's median (the median of every sample) moves between runs; the interval is then
+narrowed, but never below MIN_FACTOR of the model's width. Pairs share runs (each run sits in several),
+so they are not independent: a factor from a few runs moves with them, and fewer than MIN_PAIRS pairs give
+none. The drift used to remake an earlier interval was measured over runs that include both of the pair,
+so the check leans towards the model, never against it."""
 
 from __future__ import annotations
 
@@ -22,6 +27,8 @@ import numpy as np
 LEVEL = 0.95
 MIN_PAIRS = 20
 """Pairs a factor needs (e.g. 7 graphs of a decade, 3 earlier runs each: 21)."""
+MIN_FACTOR = 0.5
+"""The most the history may narrow an interval: to half the width its rounds and drift give."""
 MAX_FACTOR = 10.0
 """A factor above this says the interval is not a model of this machine at all; it is capped, and the
 row still says how few pairs held."""
@@ -29,8 +36,8 @@ row still says how few pairs held."""
 
 @dataclass(frozen=True)
 class Coverage:
-    """How earlier rows' intervals fared against later runs: the pairs, how many held, and the factor
-    (>= 1) that would have made LEVEL of them hold; 1.0 when they held as promised or pairs were too few."""
+    """How intervals made as now would have fared against later runs: the pairs, how many held, and the
+    factor that would have made LEVEL of them hold (within MIN_FACTOR and MAX_FACTOR); 1.0 with too few pairs."""
 
     pairs: int
     inside: int
@@ -42,12 +49,12 @@ class Coverage:
 
     def to_dict(self) -> dict:
         return {"coverage_pairs": self.pairs, "coverage_inside": self.inside,
-                "widened_by": self.factor if self.factor > 1.0 else None}
+                "history_factor": self.factor if self.pairs >= MIN_PAIRS else None}
 
 
 def ratios(runs: list[tuple[float, float | None]]) -> list[float]:
     """One graph's r_ij: `runs` are its earlier runs oldest first, each (median, log half-width of its
-    re-run interval as first made, None without one)."""
+    re-run interval, None without one)."""
     found = []
     for i, (median_i, half_i) in enumerate(runs):
         if not half_i or half_i <= 0 or not median_i:
@@ -59,7 +66,7 @@ def ratios(runs: list[tuple[float, float | None]]) -> list[float]:
 
 
 def coverage(all_ratios: Iterable[float], level: float = LEVEL, min_pairs: int = MIN_PAIRS) -> Coverage:
-    """The Coverage of a pool of r_ij; the factor is 1 below `min_pairs` pairs or where `level` of them held."""
+    """The Coverage of a pool of r_ij; the factor is 1 below `min_pairs` pairs."""
     values = np.asarray(list(all_ratios), dtype=np.float64)
     if values.size == 0:
         return Coverage(0, 0, 1.0)
@@ -67,4 +74,4 @@ def coverage(all_ratios: Iterable[float], level: float = LEVEL, min_pairs: int =
     if values.size < min_pairs:
         return Coverage(int(values.size), inside, 1.0)
     factor = float(np.quantile(values, level, method="higher"))
-    return Coverage(int(values.size), inside, min(max(factor, 1.0), MAX_FACTOR))
+    return Coverage(int(values.size), inside, min(max(factor, MIN_FACTOR), MAX_FACTOR))

@@ -21,7 +21,7 @@ STAT_FIELDS = ("median_us", "p10_us", "p90_us", "p99_us", "min_us", "mean_us", "
                "ci_low_us", "ci_high_us", "ci_rel", "samples", "calls_per_sample", "unstable", "timed_s", "warmup_s",
                "first_call_us", "runtime_median_us", "samples_us", "percentiles_us", "rerun_low_us", "rerun_high_us",
                "rerun_rel", "interval_note", "rounds", "round_medians_us", "round_sizes", "round_sd", "drift_sd", "drift_df", "drift_runs",
-               "coverage_pairs", "coverage_inside", "widened_by")
+               "coverage_pairs", "coverage_inside", "history_factor")
 """The fields a row takes from its rounds' statistics (dbench.stats.summary)."""
 LOAD_FIELDS = ("streams_executed", "inferences", "inferences_per_s", "inferences_per_s_low", "inferences_per_s_high",
                "time_per_inference_us", "round_per_inference_us", "stream_inferences", "latency_p50_us", "latency_p90_us",
@@ -247,10 +247,11 @@ class Row:
     """The most probability that check had of passing an output the full reference would reject."""
     coverage_pairs: int | None = None
     coverage_inside: int | None = None
-    widened_by: float | None = None
-    """How this machine's earlier rows of the configuration held later runs' medians in their re-run
-    intervals (pairs judged, pairs inside), and the factor both intervals were widened by where too few
-    held (dbench.stats.coverage); None: no history, or no widening needed."""
+    history_factor: float | None = None
+    """How this machine's earlier rows of the configuration, their intervals made again as now, held later
+    runs' medians (pairs judged, pairs inside), and the factor both intervals were scaled by so that 95 %
+    would have held (above 1 widened, below 1 narrowed, at most to half; dbench.stats.coverage); None: no
+    history, or too few pairs."""
     overlapped: list[str] | None = None
     """Other dbench processes timing on this machine while this row's rounds were timed (their runs),
     seen through the machine's register (dbench.orchestrator.lock); None: none seen."""
