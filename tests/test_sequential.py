@@ -110,3 +110,18 @@ def test_a_single_run_resolves_on_its_own_rounds():
     rounds = list(500 * np.exp(rng.normal(0, 0.005, 15)))
     settled = Resolver(0.05, 60, None).settle("g", {"ort-cpu": _outcomes(rounds)}, more=True)
     assert settled.resolved and settled.fields("ort-cpu")["resolve_half"] <= 0.05
+
+
+def test_one_slow_round_does_not_give_a_graph_up():
+    rng = np.random.default_rng(6)
+    a = list(5000 * np.exp(rng.normal(0, 0.03, 10)))
+    b = [m * 1.1 * math.exp(e) for m, e in zip(a, rng.normal(0, 0.03, 10))]
+    b[-1] *= 2.0  # a slow round: the SD says hundreds of rounds, the typical noise a few dozen
+    resolver = Resolver(0.05, 20, None)
+    assert rounds_to_reach_sd(resolver, a, b) > 2 * 20
+    assert resolver.settle("g", {"a": _outcomes(a), "b": _outcomes(b)}, more=True) is None
+
+
+def rounds_to_reach_sd(resolver: Resolver, a: list[float], b: list[float]) -> int:
+    sd = resolver.noise({"a": a, "b": b})
+    return sequential.rounds_to_reach(sd, 0.05) or 10**6

@@ -5,8 +5,9 @@ graph is settled when
   paired interval of every variant against the first, in a single run the interval of the rounds'
   mean (the between-run drift is not in it: more rounds of one run cannot shrink that);
 * or its rounds reach the per-graph budget (`--rounds`, the most a graph may get);
-* or, from MIN_ABANDON rounds on, its own noise says it would need more than ABANDON_FACTOR times that
-  budget (its rounds are then better spent on other graphs);
+* or, from MIN_ABANDON rounds on, its own typical noise (a robust SD: one slow round must not give a graph
+  up) says it would need more than ABANDON_FACTOR times that budget (its rounds are then better spent on
+  other graphs);
 * or the run's --budget cannot pay another round of it (the run loop decides, graph by graph).
 
 Every rule looks at the spread of the rounds, never at where their mean lies, and the interval is a
@@ -79,22 +80,22 @@ class Resolver:
         known = [h for h in pairs.values() if h is not None]
         return {labels[0]: max(known) if len(known) == len(pairs) else None, **pairs}
 
-    def noise(self, medians: dict[str, list[float]]) -> float | None:
-        """The SD per round of what is being resolved (the noisiest pair's log ratio, or the rounds'
-        log medians), None below two rounds."""
+    def noise(self, medians: dict[str, list[float]], robust: bool = False) -> float | None:
+        """The SD per round of what is being resolved (the noisiest pair's log ratio, or the rounds' log
+        medians), None below two rounds; `robust`: 1.4826 times the median absolute deviation instead, which
+        one slow round does not move."""
         labels = list(medians)
-        if len(labels) == 1:
-            logs = np.log(medians[labels[0]])
-            return float(np.std(logs, ddof=1)) if logs.size > 1 else None
         first = np.log(medians[labels[0]])
-        sds = []
+        series = [first] if len(labels) == 1 else []
         for label in labels[1:]:
             other = np.log(medians[label])
             n = min(first.size, other.size)
-            if n < 2:
-                return None
-            sds.append(float(np.std(other[:n] - first[:n], ddof=1)))
-        return max(sds)
+            series.append(other[:n] - first[:n])
+        if any(x.size < 2 for x in series):
+            return None
+        if robust:
+            return max(1.4826 * float(np.median(np.abs(x - np.median(x)))) for x in series)
+        return max(float(np.std(x, ddof=1)) for x in series)
 
     def settle(self, graph_id: str, outcomes: dict[str, list[Outcome]], more: bool, budget_out: bool = False) -> Settled | None:
         """The graph's Settled once it is done, None while it should get another round. `more`: the run
@@ -113,7 +114,10 @@ class Resolver:
                                                       f"(--resolve {self.target:.0%})")
         sd = self.noise(medians)
         needed = rounds_to_reach(sd, self.target) if sd is not None else None
-        if more and not budget_out and not (rounds >= MIN_ABANDON and (needed is None or needed > ABANDON_FACTOR * self.most)):
+        typical = self.noise(medians, robust=True)
+        hopeless = rounds >= MIN_ABANDON and typical is not None and (
+            (found := rounds_to_reach(typical, self.target)) is None or found > ABANDON_FACTOR * self.most)
+        if more and not budget_out and not hopeless:
             return None
         reached = f"±{math.expm1(widest):.1%}" if widest is not None and math.isfinite(widest) else "no interval yet"
         why = ("the run's --budget ran out" if budget_out else f"--rounds {self.most} at most" if not more
