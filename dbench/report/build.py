@@ -113,7 +113,8 @@ def repeated_runs_notes(frame: pd.DataFrame, all_groups: list[Group]) -> list[st
         sds = sorted(float(v) for v in repeated.runs_sd.dropna())
         spread = (f"; their medians spread by SD {sds[len(sds) // 2]:.1%} at the median kernel ({sds[0]:.1%} to {sds[-1]:.1%})"
                   if sds else "")
-        notes.append(f"{group.label}: {len(ids)} runs of one configuration measured {len(repeated)} kernels ({', '.join(ids)}); "
+        named = ", ".join(ids) if len(ids) <= 6 else f"{', '.join(ids[:2])} ... {', '.join(ids[-2:])}"
+        notes.append(f"{group.label}: {len(ids)} runs of one configuration measured {len(repeated)} kernels ({named}); "
                      f"each figure is the latest run's ({', '.join(latest)}), each cell names how many runs and their "
                      f"lowest and highest medians{spread}")
     return notes
