@@ -619,9 +619,9 @@ def _print_predictions(found, top: int, fmt: str) -> None:
 @app.command()
 @friendly
 def calibrate(
-    runtime: Annotated[str, typer.Option("--runtime", "-r", metavar="RUNTIME", parser=given, help="The runtime to calibrate (timed twice, interleaved: an A/A run).")] = "ort-cpu",
+    runtime: Annotated[str, typer.Option("--runtime", "-r", metavar="RUNTIME[,RUNTIME]", parser=given, help="The runtimes to calibrate, one after the other, each timed twice interleaved (an A/A run) for --budget.")] = "ort-cpu",
     threads: Annotated[Optional[int], typer.Option("--threads", "-t", metavar="N", help="Intra-op threads (default: every core), as the runs it speaks for will use.")] = None,
-    budget: Annotated[str, typer.Option("--budget", metavar="DURATION", parser=given, help="How long to measure (150, 90s, 3m): rounds are given until it is spent.")] = "150s",
+    budget: Annotated[str, typer.Option("--budget", metavar="DURATION", parser=given, help="How long to measure each runtime (150, 90s, 3m): rounds are given until it is spent.")] = "150s",
     pattern: IdOpt = None,
     out_dir: Annotated[Path, typer.Option("--out", metavar="FOLDER", parser=given_path, help="Results folder; the calibration goes to <out>/<machine>/calibration.json.")] = Path("results"),
     json_summary: Annotated[bool, typer.Option("--json", help="Print the calibration as JSON on stdout.")] = False,
@@ -629,27 +629,30 @@ def calibrate(
     overlap: OverlapOpt = False,
 ) -> None:
     """Measure this machine's noise as compare and run --resolve meet it: interleaved A/A rounds over the
-    device suite's GEMMs (or --id), then per size class the SD of a round, the change a fixed run resolves
-    at 3, 10 and 30 rounds, the rounds --resolve needs for 2, 5 and 10 %, and a one-line answer."""
+    device suite's GEMMs (or --id), per runtime, then per size class the SD of a round, the change a fixed
+    run resolves at 3, 10 and 30 rounds, the rounds --resolve needs for 2, 5 and 10 %, and a one-line answer."""
     from dbench.calibrate.measure import describe, finish_calibration, plan_calibration
     from dbench.orchestrator.estimate import parse_duration
     from dbench.render.calibrate import calibration_lines, calibration_table
     from dbench.render.run import RunProgress
 
-    planned = plan_calibration(runtime, threads, parse_duration(budget), out_dir, _ids(pattern), _lock_policy(wait, overlap),
-                               _waiting)
-    before = signal.signal(signal.SIGTERM, _stop_as_on_ctrl_c)
-    try:
-        with RunProgress(err, planned) as progress:
-            done = finish_calibration(planned, progress)
-    finally:
-        signal.signal(signal.SIGTERM, before)
+    seconds, policy = parse_duration(budget), _lock_policy(wait, overlap)
+    found = []
+    for name in _split([runtime], "--runtime"):
+        planned = plan_calibration(name, threads, seconds, out_dir, _ids(pattern), policy, _waiting)
+        before = signal.signal(signal.SIGTERM, _stop_as_on_ctrl_c)
+        try:
+            with RunProgress(err, planned) as progress:
+                done = finish_calibration(planned, progress)
+        finally:
+            signal.signal(signal.SIGTERM, before)
+        found.append(done)
+        if not json_summary:
+            out.print(calibration_table(done.entry))
+            for line in calibration_lines(done.entry, done.path, done.entry.wall_s, done.result.header.get("host")):
+                out.print(line, highlight=False, soft_wrap=True)
     if json_summary:
-        sys.stdout.write(json.dumps(describe(done.entry), indent=1, default=float) + "\n")
-        return
-    out.print(calibration_table(done.entry))
-    for line in calibration_lines(done.entry, done.path, done.entry.wall_s, done.result.header.get("host")):
-        out.print(line, highlight=False, soft_wrap=True)
+        sys.stdout.write(json.dumps([describe(done.entry) for done in found], indent=1, default=float) + "\n")
 
 
 @app.command()

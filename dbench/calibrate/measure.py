@@ -47,9 +47,6 @@ class Calibrated:
 
 def calibration_request(runtime: str, threads: int | None, budget_s: float, pattern: str | None) -> RunRequest:
     """The A/A run's request: the runtime twice, no verification, profile or drift, rounds up to MAX_ROUNDS."""
-    if "," in runtime:
-        raise UsageError(f"--runtime {runtime!r}: calibrate measures one runtime (named twice in its A/A run); "
-                         "calibrate each runtime on its own")
     if not (math.isfinite(budget_s) and budget_s >= MIN_BUDGET_S):
         raise UsageError(f"--budget {budget_s:g} s is too short for a calibration; give at least {MIN_BUDGET_S:g} s (default "
                          f"{DEFAULT_BUDGET_S:g} s)")
