@@ -13,7 +13,10 @@ ten 3x further out) to show what a non-normal machine does to the t-based interv
 * the minimum sample count the old asymptotic Mann-Whitney interval was applied at, and its coverage;
 * on a machine whose runs move as a whole (a run-wide offset its rounds share), the re-run interval
   and Welch's false verdicts from the rounds alone and with the drift between runs that H earlier runs
-  of 20 graphs measured (dbench.stats.drift: pooled, floored by the graph's own runs).
+  of 20 graphs measured (dbench.stats.drift: pooled, floored by the graph's own runs);
+* on a machine whose whole-run shifts are heavy-tailed (most runs within 3 %, one in five 12 % out), the
+  re-run interval with the drift as dbench makes it, before and after the widening its history asks for
+  (dbench.store.history.History.coverage, dbench.stats.coverage), and how much wider that made it.
 
     python benchmarks/interval_coverage.py [--trials 4000] [--seed 1]
 """
@@ -131,6 +134,63 @@ def drift_rates(rng, trials: int, history_runs: int) -> tuple[float, float, floa
     return held_alone / trials, held_drift / trials, false_alone / trials, false_drift / trials
 
 
+def heavy_shift(rng) -> float:
+    """A whole run's log shift: most runs within 3 %, one in five 12 % out (a machine state that outlasts runs)."""
+    return float(rng.normal(0, 0.12 if rng.random() < 0.2 else 0.03))
+
+
+def history_rows(runs: list[list[list[float]]]):
+    """Rows of earlier runs as dbench made them, oldest first: each run's intervals carry the drift its own
+    earlier runs measured (dbench.store.history.History, as read at that run's start)."""
+    from dbench.store.history import History
+
+    config = {"runtime": "r", "runtime_version": "1", "device": "d", "runtime_options": {}, "weights": "const",
+              "mode": "latency", "status": "ok"}
+    made: list[dict] = []
+    for graphs in runs:
+        history = History()
+        for row in reversed(made):
+            history.add(row)
+        for g, medians in enumerate(graphs):
+            key = history.runs and next(iter(history.runs))
+            drift = history.drift(key, f"g{g}", medians) if key else None
+            spread = round_spread(float(np.median(medians)), medians, drift=drift)
+            made.append({**config, "graph_id": f"g{g}", "median_us": float(np.median(medians)), "round_medians_us": medians,
+                         "rerun_high_us": spread.rerun[1], "rerun_low_us": spread.rerun[0],
+                         "drift_sd": drift.sd if drift else None, "drift_df": drift.df if drift else None})
+    history = History()
+    for row in reversed(made):
+        history.add(row)
+    return history
+
+
+def widening_rates(rng, trials: int, history_runs: int) -> tuple[float, float, float]:
+    """(a later run's median inside the row's re-run interval with the drift as dbench makes it, the same
+    widened by the factor its history asked for, the median factor) on heavy-tailed whole-run shifts."""
+    held = held_widened = 0
+    factors = []
+    total = 0
+    for _ in range(trials):
+        runs = [[list(300.0 * (1 + 0.2 * g) * np.exp(heavy_shift_run + 0.01 * rng.standard_normal(3))) for g in range(10)]
+                for heavy_shift_run in [heavy_shift(rng) for _ in range(history_runs + 2)]]
+        history = history_rows(runs[:history_runs])
+        key = next(iter(history.runs))
+        later = runs[-1]
+        for g, medians in enumerate(runs[-2]):
+            drift = history.drift(key, f"g{g}", medians)
+            center = float(np.median(medians))
+            spread = round_spread(center, medians, drift=drift)
+            factor = history.coverage(key, center).factor
+            again = float(np.median(later[g]))
+            half = math.log(spread.rerun[1] / center)
+            held += abs(math.log(again / center)) <= half
+            held_widened += abs(math.log(again / center)) <= half * factor
+            factors.append(factor)
+            total += 1
+    factors.sort()
+    return held / total, held_widened / total, factors[len(factors) // 2]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--trials", type=int, default=4000)
@@ -156,6 +216,11 @@ def main() -> None:
     for history_runs in (2, 3, 5, 10):
         held_alone, held_drift, false_alone, false_drift = drift_rates(rng, args.trials // 4, history_runs)
         print(f"{history_runs:>3} {held_alone:>27.1%} {held_drift:>11.1%} {false_alone:>26.1%} {false_drift:>11.1%}")
+    print("\nheavy-tailed whole-run shifts (4 runs in 5 within SD 3 %, 1 in 5 SD 12 %; rounds 1 %), 10 graphs, H earlier runs:")
+    print(f"{'H':>3} {'re-run holds: with the drift':>29} {'and widened by its history':>27} {'median factor':>14}")
+    for history_runs in (4, 6, 10):
+        held, widened, factor = widening_rates(rng, max(20, args.trials // 40), history_runs)
+        print(f"{history_runs:>3} {held:>29.1%} {widened:>27.1%} {factor:>14.2f}")
 
 
 if __name__ == "__main__":

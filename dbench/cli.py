@@ -96,6 +96,32 @@ MaxTimeOpt = Annotated[Optional[float], typer.Option("--max-time", metavar="SECO
 WarmupOpt = Annotated[Optional[float], typer.Option("--warmup", metavar="SECONDS", help="Minimum warm-up time per graph and round, seconds (default 0.05).")]
 GraphOptOpt = Annotated[str, typer.Option("--graph-opt", metavar="LEVEL", parser=given, help="Graph optimisation level: disable | basic | extended | all.")]
 RuntimePrecisionOpt = Annotated[bool, typer.Option("--allow-runtime-precision", help="Let the runtime pick its execution precision (recorded as such).")]
+WaitOpt = Annotated[bool, typer.Option("--wait", help="When another dbench is timing on this machine, wait for it to finish (default: refuse, naming it).")]
+OverlapOpt = Annotated[bool, typer.Option("--overlap", help="When another dbench is timing on this machine, time beside it anyway: every row of both runs timed meanwhile says so (overlapped).")]
+
+
+def _lock_policy(wait: bool, overlap: bool) -> str:
+    """refuse (the default), wait or overlap: what to do when another dbench is timing on this machine."""
+    if wait and overlap:
+        raise UsageError("--wait and --overlap contradict each other; give one of them")
+    return "wait" if wait else "overlap" if overlap else "refuse"
+
+
+def _waiting(line: str) -> None:
+    err.print(f"[yellow]{escape(line)}[/]", highlight=False, soft_wrap=True)
+
+
+def _fraction(text: str, flag: str) -> float:
+    """`5%` or `0.05` as 0.05; one line naming the fix otherwise (a bare `5` is ambiguous)."""
+    value = text.strip()
+    percent = value.endswith("%")
+    try:
+        number = float(value.rstrip("%"))
+    except ValueError:
+        number = math.nan
+    if not math.isfinite(number) or (not percent and number > 1):
+        raise UsageError(f"{flag} {text!r} is not a change; write a percentage or a fraction, e.g. {flag} 5% or {flag} 0.05")
+    return number / 100 if percent else number
 
 
 def _split(values: Optional[list[str]], flag: str = "--option") -> tuple[str, ...]:
@@ -409,7 +435,10 @@ def run(
     latency_bound: Annotated[Optional[float], typer.Option("--latency-bound", metavar="MS", help="Server scenario: p99 latency bound in ms: the share over it, and a search for the highest rate that keeps it.")] = None,
     search_time: Annotated[Optional[float], typer.Option("--search-time", metavar="SECONDS", help="Server scenario: seconds the max-rate search may take per graph (default 20; 0: no search).")] = None,
     show_profile: Annotated[bool, typer.Option("--show-profile", help="Print every row's per-node profile after the run (layer, op, kernel, precision, time, share), as benchmark_app -pc.")] = False,
-    budget: Annotated[Optional[str], typer.Option("--budget", metavar="DURATION", parser=given, help="Fit the run in this time (600, 90s, 10m, 1.5h): sampling, then the profiling pass, are cut before it starts, and the plan line says what was given up.")] = None,
+    budget: Annotated[Optional[str], typer.Option("--budget", metavar="DURATION", parser=given, help="Fit the run in this time (600, 90s, 10m, 1.5h): sampling, then the profiling pass, are cut before it starts, and the plan line says what was given up; with --resolve, no round starts that would overrun it.")] = None,
+    resolve: Annotated[Optional[str], typer.Option("--resolve", metavar="X%", parser=given, help="Rounds per graph until its anytime-valid 95% interval (paired against the first variant when several are interleaved) is within ±X (e.g. 5%), at most --rounds (default 60) a graph and --budget in all; graphs that cannot get there say so.")] = None,
+    wait: WaitOpt = False,
+    overlap: OverlapOpt = False,
     shard: Annotated[Optional[str], typer.Option("--shard", metavar="I/N", parser=given, help="Run part I of N disjoint parts of the selection, balanced by estimated time (a Slurm array, a Kubernetes indexed job); report and compare merge the parts.")] = None,
     shard_label: Annotated[Optional[str], typer.Option("--shard-label", metavar="LABEL", parser=given, help="With --shard: the run the parts share (default: Slurm's array job id, else the selection's fingerprint).")] = None,
     fleet: Annotated[Optional[str], typer.Option("--fleet", metavar="ADDRESS", parser=given, help="Run on every machine of a Dask cluster (tcp://HOST:8786 or a scheduler file), one timing job per machine; rows stream into --out under each machine's key (docs/fleet.md; needs the fleet extra).")] = None,
@@ -448,6 +477,7 @@ def run(
         percentiles=_numbers(percentiles, "--percentiles") if percentiles is not None else None,
         scenario=scenario, streams=_counts(streams, "--streams"), rate=rate, latency_bound=latency_bound,
         search_time=search_time, budget=parse_duration(budget) if budget is not None else None,
+        resolve=_fraction(resolve, "--resolve") if resolve is not None else None,
         **({"profile_runs": 0} if no_profile else {} if profile_runs is None else {"profile_runs": profile_runs}),
         shard=shard, shard_label=shard_label,
     )
@@ -463,7 +493,7 @@ def run(
 
         kernel_rows = kernels_log.rows()
         check_kernels_run(model, request, kernels_log.header(), kernel_rows)
-    planned = plan_run(request, out_dir, resume)
+    planned = plan_run(request, out_dir, resume, _lock_policy(wait, overlap), _waiting)
     before = signal.signal(signal.SIGTERM, _stop_as_on_ctrl_c)
     try:
         with RunProgress(err, planned) as progress:
@@ -554,6 +584,8 @@ def predict(
     out_dir: Annotated[Path, typer.Option("--out", metavar="FOLDER", parser=given_path, help="Results folder; the run goes to <out>/<machine>/<run-id>.jsonl.")] = Path("results"),
     resume: Annotated[Optional[str], typer.Option("--resume", metavar="RUN-ID", parser=given, help="Complete an interrupted prediction run by its id.")] = None,
     units_run: Annotated[Optional[str], typer.Option("--units-run", metavar="RUN-ID", parser=given, help="Predict from a run of the model's exported units (dbench export --units) on another machine, without running the model there.")] = None,
+    wait: WaitOpt = False,
+    overlap: OverlapOpt = False,
     top: Annotated[int, typer.Option("--top", metavar="N", help="Units shown, by their time inside the model (0: all).")] = 20,
     fmt: Annotated[str, typer.Option("--format", "-f", metavar="table|json", parser=given, help="table | json (the prediction and every unit).")] = "table",
 ) -> None:
@@ -592,7 +624,7 @@ def predict(
     from dbench.render.run import RunProgress, print_run
     from dbench.units.prediction import predictions
 
-    planned, _ = plan_predict(RunRequest() if resume else request, out_dir, resume)
+    planned, _ = plan_predict(RunRequest() if resume else request, out_dir, resume, _lock_policy(wait, overlap), _waiting)
     before = signal.signal(signal.SIGTERM, _stop_as_on_ctrl_c)
     try:
         with RunProgress(err, planned) as progress:
@@ -638,6 +670,45 @@ def _print_predictions(found, top: int, fmt: str) -> None:
             err.print(f"[yellow]note:[/] {escape(line)}", highlight=False, soft_wrap=True)
         for line in disagreements(p):
             out.print(f"isolation vs model: {escape(line)}", highlight=False, soft_wrap=True)
+
+
+@app.command()
+@friendly
+def calibrate(
+    runtime: Annotated[str, typer.Option("--runtime", "-r", metavar="RUNTIME[,RUNTIME]", parser=given, help="The runtimes to calibrate, one after the other, each timed twice interleaved (an A/A run) for --budget.")] = "ort-cpu",
+    threads: Annotated[Optional[int], typer.Option("--threads", "-t", metavar="N", help="Intra-op threads (default: every core), as the runs it speaks for will use.")] = None,
+    budget: Annotated[str, typer.Option("--budget", metavar="DURATION", parser=given, help="How long to measure each runtime (150, 90s, 3m): rounds are given until it is spent.")] = "150s",
+    pattern: IdOpt = None,
+    out_dir: Annotated[Path, typer.Option("--out", metavar="FOLDER", parser=given_path, help="Results folder; the calibration goes to <out>/<machine>/calibration.json.")] = Path("results"),
+    json_summary: Annotated[bool, typer.Option("--json", help="Print the calibration as JSON on stdout.")] = False,
+    wait: WaitOpt = False,
+    overlap: OverlapOpt = False,
+) -> None:
+    """Measure this machine's noise as compare and run --resolve meet it: interleaved A/A rounds over the
+    device suite's GEMMs (or --id), per runtime, then per size class the SD of a round, the change a fixed
+    run resolves at 3, 10 and 30 rounds, the rounds --resolve needs for 2, 5 and 10 %, and a one-line answer."""
+    from dbench.calibrate.measure import describe, finish_calibration, plan_calibration
+    from dbench.orchestrator.estimate import parse_duration
+    from dbench.render.calibrate import calibration_lines, calibration_table
+    from dbench.render.run import RunProgress
+
+    seconds, policy = parse_duration(budget), _lock_policy(wait, overlap)
+    found = []
+    for name in _split([runtime], "--runtime"):
+        planned = plan_calibration(name, threads, seconds, out_dir, _ids(pattern), policy, _waiting)
+        before = signal.signal(signal.SIGTERM, _stop_as_on_ctrl_c)
+        try:
+            with RunProgress(err, planned) as progress:
+                done = finish_calibration(planned, progress)
+        finally:
+            signal.signal(signal.SIGTERM, before)
+        found.append(done)
+        if not json_summary:
+            out.print(calibration_table(done.entry))
+            for line in calibration_lines(done.entry, done.path, done.entry.wall_s, done.result.header.get("host")):
+                out.print(line, highlight=False, soft_wrap=True)
+    if json_summary:
+        sys.stdout.write(json.dumps([describe(done.entry) for done in found], indent=1, default=float) + "\n")
 
 
 @app.command()

@@ -21,6 +21,32 @@ def seed() -> int:
 
 
 CACHE_VARIABLES = ("DBENCH_CACHE_DIR", "XDG_CACHE_HOME")
+LOCK_VARIABLE = "DBENCH_LOCK_DIR"
+
+
+@pytest.fixture(scope="session", autouse=True)
+def session_timing_lock(tmp_path_factory) -> Iterator[Path]:
+    """The machine-wide timing lock (dbench.orchestrator.lock) is the tests' own for the whole session: other
+    checkouts' test runs and benchmarks time on this machine at the same time, and a run refused (or worse,
+    waiting) because of them would fail or hang a test. Session- and module-scoped fixtures use this folder;
+    each test gets a fresh one of its own (`timing_lock`)."""
+    saved = os.environ.get(LOCK_VARIABLE)
+    root = tmp_path_factory.mktemp("session-lock")
+    os.environ[LOCK_VARIABLE] = str(root)
+    yield root
+    if saved is None:
+        os.environ.pop(LOCK_VARIABLE, None)
+    else:
+        os.environ[LOCK_VARIABLE] = saved
+
+
+@pytest.fixture(autouse=True)
+def timing_lock(tmp_path_factory, monkeypatch) -> Path:
+    """Every test (and every dbench it starts) takes the timing lock in a folder of its own, so no test
+    waits for, is refused by, or flags rows because of, anything outside it."""
+    root = tmp_path_factory.mktemp("lock")
+    monkeypatch.setenv(LOCK_VARIABLE, str(root))
+    return root
 
 
 @pytest.fixture(scope="session", autouse=True)

@@ -49,7 +49,8 @@ class LocalCluster:
         self.stack.__exit__(*exc)
 
     def env(self, key: str) -> dict[str, str]:
-        return {**os.environ, "DBENCH_MACHINE_KEY": key, "DBENCH_FLEET_LOCK_DIR": str(self.folder)}
+        # Each node plays a machine of its own: its own timing lock, which on one real machine they would share.
+        return {**os.environ, "DBENCH_MACHINE_KEY": key, "DBENCH_LOCK_DIR": str(self.folder / f"{key}-lock")}
 
     def add_node(self, key: str) -> None:
         """Start a node (nanny + worker, one thread) named `key` and wait until the scheduler lists it."""

@@ -30,7 +30,9 @@ TEXT_VALUES = {"empty": "", "huge": "x" * 5000}
 NAME_LIKE = {"nan": "nan", "negative": "-1"}
 """Text that can be a real name: accepted or refused, never a traceback."""
 SLOW_WHEN_ACCEPTED = {("peak", "--out"): "a folder called nan or -1 is a real folder: peak would measure this "
-                                         "machine's ceilings for half a minute each"}
+                                         "machine's ceilings for half a minute each",
+                      ("calibrate", "--out"): "a folder called nan or -1 is a real folder: calibrate would measure for its "
+                                              "20 s budget each"}
 """Name-like values that are rightly accepted and would then do minutes of real work: not run."""
 
 
@@ -128,6 +130,7 @@ def base(command: str, inputs: Path) -> tuple[list[str], dict[str, str | None]]:
                                                 "--out": "results"}),
         "report": ([str(inputs / "results")], {"--out": "report"}),
         "peak": ([], {"--runtime": "ort-cpu", "--out": "results"}),
+        "calibrate": ([], {"--budget": "20s", "--id": "gemm_m64_n1_k1216_nn", "--out": "results"}),
         "allreduce": ([], {"--np": "2", "--sizes": "8", "--iters": "2", "--impl": "mpi", "--out": "results"}),
         "fleet": (["tcp://127.0.0.1:9"], {}),
     }.get(command, ([], {}))

@@ -34,12 +34,17 @@ CASES = [
     (["--percentiles", "50,101"], 2, "--percentiles 50,101 must be 1 to 20 numbers from 0 to 100"),
     (["--percentiles", "nan"], 2, "--percentiles nan must be 1 to 20 numbers"),
     # variants
-    (["--runtime", "ort-cpu,ort-cpu,ort-cpu"], 2, "--runtime names ort-cpu 3 times; name a runtime once, or twice for an A/A run"),
+    (["--runtime", "ort-cpu,ort-cpu,ort-cpu,ort-cpu"], 2, "--runtime names ort-cpu 4 times; name a runtime once, or up to 3 times for an A/A run"),
     (["--runtime", "ort-cpu,"], 2, "names no runtime between its commas"),
     (["--runtime", "ort-cpu,tvm"], 2, "unknown runtime 'tvm'"),
     (["--threads", "1,1"], 2, "--threads names 1 twice"),
     (["--threads", "1,x"], 2, "--threads '1,x': 'x' is not a whole number"),
     (["--threads", "1,0"], 2, "--threads 0 is out of range"),
+    (["--resolve", "5"], 2, "--resolve '5' is not a change; write a percentage or a fraction"),
+    (["--resolve", "0%"], 2, "--resolve 0 is out of range; give a change from 0.1% to 100%"),
+    (["--resolve", "5%", "--quick"], 2, "which --quick does not allow"),
+    (["--resolve", "5%", "--iterations", "10"], 2, "which --iterations does not allow"),
+    (["--resolve", "5%", "--rounds", "2"], 2, "--rounds 2 is below the 3 rounds --resolve gives every graph"),
     # enumerations
     (["--weights", "maybe"], 2, "unknown weights mode 'maybe'; valid: auto, const, input"),
     (["--gemm-form", "mm"], 2, "unknown gemm form 'mm'; valid: gemm, matmul"),

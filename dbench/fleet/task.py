@@ -3,21 +3,20 @@ request (its key, its runtime's checks, its estimate from what the caller's fold
 every round and row sent to the caller as it is made instead of written here. The caller's log is the
 one truth: a resumed assignment carries what that log holds, so no row is made twice.
 
-One timing job per machine: the caller sends one assignment per machine key, and a lock per machine key
-makes a second (another fleet, a stale attempt still stopping) wait for the first."""
+One timing job per machine: the caller sends one assignment per machine key, and the machine-wide timing
+lock every timing dbench takes (dbench.orchestrator.lock) makes a second (another fleet, a stale attempt
+still stopping, a local `dbench run`) wait for the first."""
 
 from __future__ import annotations
 
 import dataclasses
-import fcntl
 import hashlib
 import json
 import os
-import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from dbench.errors import DbenchError, InputError
 from dbench.orchestrator.estimate import Earlier
@@ -25,10 +24,11 @@ from dbench.sources.item import Item
 from dbench.store.history import History
 from dbench.store.schema import Row
 
-LOCK_DIR = "DBENCH_FLEET_LOCK_DIR"
-"""Where the per-machine locks live (default: the system's temporary folder)."""
+if TYPE_CHECKING:
+    from dbench.orchestrator.lock import TimingLock
+
 LOCK_WAIT_S = 120.0
-"""How long an assignment waits for the machine's lock (a stale attempt stops at its next graph)."""
+"""How long an assignment waits for the machine's timing lock (a stale attempt stops at its next graph)."""
 PROGRESS_EVERY_S = 0.5
 
 
@@ -78,37 +78,27 @@ class StreamLog:
         self.send("round", record)
 
 
-class MachineLock:
-    """An advisory lock per machine key, so that two fleet jobs never time on one machine at once."""
+def take_timing_lock(run_id: str, log_path: str, wait_s: float, waiting: Callable[[str], None]) -> "TimingLock":
+    """The machine-wide timing lock every dbench that times takes (dbench.orchestrator.lock), so that this
+    fleet job never times beside a local `dbench run` or a second fleet: waited for up to `wait_s`, checking
+    for cancellation, each wait said to the caller; a DbenchError naming the holder after that."""
+    from dbench.orchestrator.lock import TimingBusy, TimingLock
 
-    def __init__(self, key: str) -> None:
-        folder = Path(os.environ.get(LOCK_DIR) or tempfile.gettempdir())
-        self.path = folder / f"dbench-fleet-{key}.lock"
-        self.fd: int | None = None
-
-    def acquire(self, wait_s: float, waiting: Callable[[], None]) -> None:
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
-        deadline = time.monotonic() + wait_s
-        while True:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
-            except BlockingIOError:
-                if time.monotonic() > deadline:
-                    holder = os.read(fd, 32).decode(errors="replace").strip() or "unknown"
-                    os.close(fd)
-                    raise DbenchError(f"another dbench fleet job (process {holder}) still times on this machine "
-                                      f"({self.path}); wait for it to end") from None
-                waiting()
-                time.sleep(0.5)
-        os.ftruncate(fd, 0)
-        os.write(fd, str(os.getpid()).encode())
-        self.fd = fd
-
-    def release(self) -> None:
-        if self.fd is not None:
-            os.close(self.fd)
-            self.fd = None
+    deadline = time.monotonic() + wait_s
+    said = ""
+    while True:
+        try:
+            return TimingLock(f"fleet {run_id}", str(Path(log_path).parent), "refuse").acquire()
+        except TimingBusy as busy:
+            holder = str(busy).split(";")[0]
+            if cancelled():
+                raise Stopped("stopped while waiting for the machine's timing lock") from None
+            if time.monotonic() > deadline:
+                raise DbenchError(f"{holder} still, after {wait_s:.0f} s; run the fleet again when it is done") from None
+            if holder != said:
+                waiting(holder)
+                said = holder
+            time.sleep(0.5)
 
 
 def cancelled() -> bool:
@@ -198,15 +188,14 @@ def run_assignment(assignment: Assignment, bundle: bytes | None = None) -> dict[
         sent["messages"] += 1
         sent["seconds"] += time.perf_counter() - start
 
-    lock = MachineLock(key)
-    lock.acquire(LOCK_WAIT_S, lambda: send("waiting", {"lock": str(lock.path)}))
+    lock = take_timing_lock(assignment.run_id, assignment.log_path, LOCK_WAIT_S, lambda holder: send("waiting", {"lock": holder}))
     try:
-        return {**_run(assignment, bundle, send), "messages": sent["messages"], "send_s": sent["seconds"]}
+        return {**_run(assignment, bundle, send, lock), "messages": sent["messages"], "send_s": sent["seconds"]}
     finally:
         lock.release()
 
 
-def _run(assignment: Assignment, bundle: bytes | None, send: Callable[[str, Any], None]) -> dict[str, Any]:
+def _run(assignment: Assignment, bundle: bytes | None, send: Callable[[str, Any], None], lock: "TimingLock") -> dict[str, Any]:
     from dbench.orchestrator.request import RunRequest, validate
     from dbench.orchestrator.run import fit_request, plan_estimate, run_header
     from dbench.orchestrator.runner import Runner, RunState
@@ -237,10 +226,10 @@ def _run(assignment: Assignment, bundle: bytes | None, send: Callable[[str, Any]
     if resume is None:
         extra = {"kind": source_kind(request.graphs).run_kind, "fleet": {"id": assignment.fleet_id},
                  **({"shard": part.to_dict()} if part else {})}
-        send("header", run_header(request, config, classes, items, estimate, extra, notes, assignment.command))
+        send("header", run_header(request, config, classes, items, estimate, extra, notes, assignment.command, lock))
     rows_total = len(items) * len(config.variants)
     send("plan", {"rows_total": rows_total, "rows_done": len(state.finished), "estimate_s": estimate.total_s,
                   "jobs_s": sum(estimate.jobs.values()), "describe": estimate.describe(), "notes": notes})
-    runner = Runner(config, classes, StreamLog(send, assignment.log_path), assignment.run_id, assignment.history)
+    runner = Runner(config, classes, StreamLog(send, assignment.log_path), assignment.run_id, assignment.history, lock)
     made = runner.run(items, state, MachineObserver(send, estimate.jobs, len(state.finished)))
     return {"rows": len(made), "rows_total": rows_total, "wall_s": time.monotonic() - started}

@@ -194,6 +194,8 @@ def round_seconds(call_s: float, timing: TimingConfig, fixed_s: float = 0.0) -> 
     first, later = warm + sampling(share), warm + sampling(share.paid(fixed_s + warm, warm_calls))
     if timing.round_too_costly(fixed_s + warm):
         return 1, first, later
+    if timing.share_rounds is not None:  # --resolve: the rounds are decided as they go; at most this many
+        return timing.rounds, first, later
     if share.iterations is not None:
         each = warm + share.iterations * call_s
         return timing.rounds, each, each
@@ -205,20 +207,24 @@ def round_seconds(call_s: float, timing: TimingConfig, fixed_s: float = 0.0) -> 
 
 
 def estimate(costs: dict[tuple[str, str], GraphCost], keys: list[tuple[str, str, str]], timing: TimingConfig,
-             verify: bool, profile: bool, variants: int, measured: dict[tuple[str, str], int] | None = None) -> Estimate:
+             verify: bool, profile: bool, variants: int, measured: dict[tuple[str, str], int] | None = None,
+             rounds_for: dict[str, int] | None = None) -> Estimate:
     """The run's estimate over `keys` (graph id, variant label, runtime) still to run; `measured` holds
-    the rounds a resumed run already has per (graph id, variant label)."""
+    the rounds a resumed run already has per (graph id, variant label); `rounds_for` the rounds expected
+    of a graph where they are not fixed (--resolve: from the machine's calibration)."""
     jobs: dict[tuple[str, str, int], float] = {}
     sources = dict.fromkeys(SOURCES, 0)
     for graph, label, runtime in keys:
         cost = costs[(graph, runtime)]
         sources[cost.source] += 1
         rounds, first, later = round_seconds(cost.call_s, timing, cost.round_s)
+        rounds = min(rounds, (rounds_for or {}).get(graph, rounds))
         profiled = profile and (timing.profile_cap_s() is None or cost.profile_s <= timing.profile_cap_s())
         once = (cost.verify_s if verify else 0.0) + (cost.profile_s if profiled else 0.0)
         for number in range((measured or {}).get((graph, label), 0), rounds):
             jobs[(graph, label, number)] = cost.round_s + (first + once if number == 0 else later)
-    processes = PROCESS_START_S * timing.rounds * variants if keys else 0.0
+    most = timing.rounds if timing.share_rounds is None else max((n + 1 for (_, _, n) in jobs), default=0)
+    processes = PROCESS_START_S * most * variants if keys else 0.0
     return Estimate(sum(jobs.values()) + processes, jobs, sources)
 
 

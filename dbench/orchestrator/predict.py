@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from dbench.errors import DbenchError, UsageError
 from dbench.executed import ExecutedGraph, ExecutedLayer
@@ -94,9 +94,11 @@ def _items(request: RunRequest, config: RunConfig, executed: ExecutedGraph | Non
     return [tagged_model_item(model, graphs), *graphs.items], graphs, executed
 
 
-def plan_predict(request: RunRequest, out_dir: Path, resume: str | None = None) -> tuple[PlannedRun, UnitGraphs]:
+def plan_predict(request: RunRequest, out_dir: Path, resume: str | None = None, lock_policy: str = "refuse",
+                 on_wait: Callable[[str], None] | None = None) -> tuple[PlannedRun, UnitGraphs]:
     """Check the request, ask the runtime for its layers, cut the model and create the run's log (or
-    reopen a prediction run's log, cutting it again from the layers it stored)."""
+    reopen a prediction run's log, cutting it again from the layers it stored), the machine's timing lock
+    taken first (`lock_policy`, dbench.orchestrator.lock)."""
     stored = None
     if resume is not None:
         check_resume(request)
@@ -114,9 +116,9 @@ def plan_predict(request: RunRequest, out_dir: Path, resume: str | None = None) 
     executed = executed_from_header(header["executed"]) if stored else None
     items, graphs, executed = _items(request, config, executed)
     if stored:
-        return resume_run(request, config, classes, stored.path, header, items), graphs
+        return resume_run(request, config, classes, stored.path, header, items, lock_policy, on_wait), graphs
     extra = {"kind": PREDICT_KIND, "executed": dataclasses.asdict(executed)}
-    return new_run(request, config, classes, out_dir, items, extra), graphs
+    return new_run(request, config, classes, out_dir, items, extra, lock_policy=lock_policy, on_wait=on_wait), graphs
 
 
 def _said(value: Any, flag: str) -> str:

@@ -13,7 +13,9 @@ from typing import Any
 
 from dbench.affinity import available_cpus, parse_cpus
 from dbench.errors import DbenchError, InputError, UsageError
+from dbench.orchestrator.resolve import DEFAULT_MAX_ROUNDS, MIN_ROUNDS as RESOLVE_MIN_ROUNDS
 from dbench.orchestrator.runner import WEIGHT_MODES, RunConfig, Variant
+from dbench.orchestrator.slowdown import injected
 from dbench.runtimes.base import Runtime, RuntimeOptions
 from dbench.sources.resolve import CATALOG, source_kind
 from dbench.store.history import HISTORY_RUNS
@@ -33,17 +35,22 @@ FLAGS = {
     "percentiles": "--percentiles", "scenario": "--scenario", "streams": "--streams", "rate": "--rate",
     "latency_bound": "--latency-bound", "search_time": "--search-time", "budget": "--budget", "history": "--history",
     "shard": "--shard", "shard_label": "--shard-label",
+    "resolve": "--resolve",
 }
 GEN_FLAGS = {"precision": "--precision", "passes": "--pass", "gemm_form": "--gemm-form", "rnn_form": "--rnn-form",
              "gru_activation": "--gru-activation", "int8_form": "--int8-form", "int8_pad": "--no-pad", "batch": "--batch"}
 ADDED_LATER = {"cpus": None, "dims": {}, "rounds": 1, "iterations": None, "warmup_calls": None, "percentiles": None,
                "scenario": None, "streams": None, "rate": None, "latency_bound": None, "search_time": None, "budget": None,
-               "history": 0, "shard": None, "shard_label": None}
+               "history": 0, "shard": None, "shard_label": None, "resolve": None}
 """Request fields newer than the first run headers, with the value every run made before them had
 (no --cpus: not pinned; no --dim: there was none; one round; no between-run drift), so those runs
 still resume."""
 MAX_ROUNDS = 100
+MAX_COPIES = 3
+"""A runtime named this many times at most: twice is an A/A run; three times an A/A run beside a third copy
+(a benchmark's A/A twin beside an injected slowdown, dbench.orchestrator.slowdown)."""
 MAX_HISTORY_RUNS = 100
+MIN_RESOLVE = 0.001
 MAX_PERCENTILE_COUNT = 20
 MAX_MEMORY_LIMIT_GIB = 2.0**30
 """--memory-limit below an exbibyte (2^30 GiB): setrlimit takes a 64-bit byte count."""
@@ -124,6 +131,10 @@ class RunRequest:
     """`i/N`: this run is part i of N of the selection, balanced by estimate (dbench.orchestrator.shard)."""
     shard_label: str | None = None
     """The logical run the parts of a sharded run share (None: Slurm's array job id, else the request's fingerprint)."""
+    resolve: float | None = None
+    """--resolve: rounds per graph until its anytime-valid interval (paired against the first variant when
+    several are interleaved) is within ± this fraction; `rounds` is then the most a graph gets, and
+    `budget` the whole run's limit (dbench.orchestrator.resolve)."""
 
     @classmethod
     def from_dict(cls, data: dict[str, Any], source: Path) -> "RunRequest":
@@ -148,7 +159,15 @@ class RunRequest:
         overrides = {k: v for k, v in (("min_time", self.min_time), ("max_time", self.max_time), ("warmup_time", self.warmup),
                                        ("rounds", self.rounds), ("iterations", self.iterations),
                                        ("warmup_calls", self.warmup_calls), ("percentiles", self.percentiles)) if v is not None}
+        if self.resolve is not None:  # rounds as long as a fixed run's (what calibrate measured); --rounds the most a graph gets
+            overrides.update(rounds=self.rounds or DEFAULT_MAX_ROUNDS, share_rounds=self.share_rounds())
         return dataclasses.replace(base, **overrides)
+
+    def share_rounds(self) -> int:
+        """The rounds a fixed run of this request would divide its sampling among: each round's length
+        (5 rounds interleaved, 3 alone, at the defaults); under --resolve rounds keep that length."""
+        interleaved = self.mode == LATENCY and len(self.variants()) > 1 and not self.quick
+        return COMPARE_ROUNDS if interleaved else (QUICK if self.quick else TimingConfig()).rounds
 
     def runtimes(self) -> list[str]:
         """The runtime names asked for, in order."""
@@ -212,14 +231,16 @@ class RunRequest:
         """This request with COMPARE_ROUNDS where it interleaves latency variants (`--runtime a,b`,
         `--threads 1,2`) and names no --rounds (not --quick); written into the run's header like any
         setting, so a resumed run keeps its rounds."""
-        if self.rounds is not None or self.quick or self.mode != LATENCY or len(self.variants()) < 2:
+        if self.rounds is not None or self.quick or self.mode != LATENCY or len(self.variants()) < 2 or self.resolve is not None:
             return self
         return dataclasses.replace(self, rounds=COMPARE_ROUNDS)
 
     def config(self) -> RunConfig:
-        return RunConfig(self.variants(), self.timing(), self.weights, self.verify, self.profile_runs,
+        variants = self.variants()
+        return RunConfig(variants, self.timing(), self.weights, self.verify, self.profile_runs,
                          self.timeout, self.memory_limit, parse_cpus(self.cpus) if self.cpus is not None else None,
-                         HISTORY_RUNS if self.history is None else self.history)
+                         HISTORY_RUNS if self.history is None else self.history, self.resolve,
+                         self.budget if self.resolve is not None else None, injected([v.label for v in variants]))
 
     def changed(self) -> list[str]:
         """The flags whose values differ from their defaults."""
@@ -260,6 +281,8 @@ def check_numbers(request: RunRequest) -> None:
                              f"({cores} cores here), or leave it out for every core")
     if request.rounds is not None and not 1 <= request.rounds <= MAX_ROUNDS:
         raise UsageError(f"--rounds {request.rounds} is out of range; use 1 to {MAX_ROUNDS} (3 or more give an interval a verdict can use)")
+    if request.resolve is not None:
+        check_resolve(request)
     if request.history is not None and not 0 <= request.history <= MAX_HISTORY_RUNS:
         raise UsageError(f"--history {request.history} is out of range; use 0 (the rounds alone) to {MAX_HISTORY_RUNS} earlier runs")
     if request.iterations is not None and not 1 <= request.iterations <= MAX_CALLS:
@@ -295,6 +318,21 @@ def check_shard(request: RunRequest) -> None:
     elif request.shard_label is not None:
         raise UsageError("--shard-label names the run that the parts of --shard i/N share; add --shard i/N, or drop it")
     check_label(request.shard_label)
+
+
+def check_resolve(request: RunRequest) -> None:
+    """--resolve: a target from 0.1 % to 100 %, on latency rows timed by time (not by count or --quick),
+    with at least MIN_ROUNDS rounds a graph."""
+    if not (math.isfinite(request.resolve) and MIN_RESOLVE <= request.resolve <= 1.0):
+        raise UsageError(f"--resolve {request.resolve:.4g} is out of range; give a change from {MIN_RESOLVE:.1%} to 100%, e.g. 5%")
+    clashing = [flag for flag, given in (("--quick", request.quick), ("--iterations", request.iterations is not None),
+                                         ("--streams/--scenario", request.mode != LATENCY)) if given]
+    if clashing:
+        raise UsageError(f"--resolve gives each graph rounds until its interval is narrow enough, which {clashing[0]} "
+                         "does not allow; drop one of them")
+    if request.rounds is not None and request.rounds < RESOLVE_MIN_ROUNDS:
+        raise UsageError(f"--rounds {request.rounds} is below the {RESOLVE_MIN_ROUNDS} rounds --resolve gives every graph; "
+                         f"with --resolve, --rounds is the most a graph may get (default {DEFAULT_MAX_ROUNDS})")
 
 
 def check_load(request: RunRequest) -> None:
@@ -361,10 +399,10 @@ def check_variants(request: RunRequest, classes: dict[str, type[Runtime]]) -> No
     repeated = sorted({str(v) for v in counts if counts.count(v) > 1})
     if repeated:
         raise UsageError(f"--threads names {', '.join(repeated)} twice; give each value once")
-    thrice = sorted({name for name in names if names.count(name) > 2})
-    if thrice:
-        raise UsageError(f"--runtime names {', '.join(thrice)} {names.count(thrice[0])} times; name a runtime once, "
-                         "or twice for an A/A run (the same settings interleaved)")
+    often = sorted({name for name in names if names.count(name) > MAX_COPIES})
+    if often:
+        raise UsageError(f"--runtime names {', '.join(often)} {names.count(often[0])} times; name a runtime once, "
+                         f"or up to {MAX_COPIES} times for an A/A run (the same settings interleaved)")
     if len(counts) > 1 and None in counts:
         raise UsageError("--threads with several counts needs every count written out (e.g. --threads 1,2)")
     forms = {classes[name].int8_form for name in names}

@@ -2,21 +2,32 @@
 to a fresh worker process per variant, and the variants of one graph run back to back, so that drift
 cancels between them. A round's outcome is logged at once; a graph's row is written after its last
 round (or at once when it fails, or when its budget allows no more rounds). A resumed run skips what
-its log already holds, rounds included."""
+its log already holds, rounds included.
+
+Under --resolve a graph's rounds are not fixed: after each round of all its variants, the graph is
+settled when its anytime-valid interval (dbench.stats.sequential; paired against the first variant in an
+interleaved run) is within the target, or its rounds reach --rounds, or its own noise shows it cannot
+get there, or the run's --budget would be overrun by another round of it (dbench.orchestrator.resolve).
+Each job is also checked against the machine's register of timing processes (dbench.orchestrator.lock),
+so a row timed while another dbench was timing says so."""
 
 from __future__ import annotations
 
 import dataclasses
 import random
+import time
 from dataclasses import dataclass, field
-from typing import Any, Mapping, Protocol
+from typing import Any, Callable, Mapping, Protocol
 
 from dbench.errors import DbenchError, RuntimeSetupError
 from dbench.gen.graph import GraphSpec
 from dbench.outcome import Outcome, Status
+from dbench.orchestrator.lock import TimingLock
+from dbench.orchestrator.resolve import Resolver, Settled
 from dbench.orchestrator.worker_process import WorkerProcess
 from dbench.runtimes.base import Runtime, RuntimeOptions
 from dbench.sources.item import Item
+from dbench.stats.coverage import Coverage
 from dbench.stats.drift import Drift
 from dbench.stats.interleave import rotated
 from dbench.stats.load import summarize_load
@@ -61,6 +72,14 @@ class RunConfig:
     history_runs: int = 0
     """Earlier runs per graph whose spread measures the between-run drift the rows' intervals carry
     (dbench.store.history; 0: the rounds alone)."""
+    resolve: float | None = None
+    """--resolve: rounds per graph until its anytime-valid interval is within ± this fraction, at most
+    `timing.rounds` (None: every graph gets `timing.rounds`)."""
+    budget_s: float | None = None
+    """Under --resolve (or `dbench calibrate`, without a target), the seconds the whole run may take: no
+    round is started that would overrun it."""
+    slowdowns: dict[str, float] = field(default_factory=dict)
+    """Variant label -> a benchmark's injected slowdown (dbench.orchestrator.slowdown); empty for users."""
 
 
 class Interrupted(DbenchError):
@@ -123,10 +142,12 @@ class RunState:
         return state
 
 
-def combine(outcomes: list[Outcome], timing: TimingConfig, drift: Drift | None = None) -> Outcome:
+def combine(outcomes: list[Outcome], timing: TimingConfig, drift: Drift | None = None,
+            coverage: Coverage | None = None) -> Outcome:
     """A graph's Outcome over its rounds: the first round's verification, profile and phases; the
     statistics of every round together, a latency row's intervals with the between-run `drift` earlier
-    runs measured; the largest memory; the device time's median."""
+    runs measured, scaled by the factor the machine's history showed such intervals to need (`coverage`);
+    the largest memory; the device time's median."""
     first = outcomes[0]
     stats = [o.stats for o in outcomes if o.stats]
     device = sorted(o.device_median_us for o in outcomes if o.device_median_us is not None)
@@ -143,7 +164,7 @@ def combine(outcomes: list[Outcome], timing: TimingConfig, drift: Drift | None =
     if stats and stats[0].get("mode"):  # requests in flight: their own statistics
         summary = summarize_load(stats, timing.percentiles, timing.unstable_above)
     elif stats:
-        summary = summarize_rounds(stats, timing.percentiles, timing.unstable_above, drift)
+        summary = summarize_rounds(stats, timing.percentiles, timing.unstable_above, drift, coverage)
     return dataclasses.replace(
         first, stats=summary,
         peak_rss_bytes=largest("peak_rss_bytes"), memory_bytes=largest("memory_bytes"),
@@ -158,15 +179,15 @@ def round_cost_s(outcome: Outcome) -> float:
 
 def another_round(outcomes: list[Outcome], timing: TimingConfig) -> bool:
     """Whether the graph gets one more round: every round so far measured, (with a round cost cap, as
-    under --quick) the last round's own cost within the cap, and (unless stopping by iterations) its
-    sampling so far plus one more round's share, or one more call where a call is longer, stays within
-    --max-time, so that a graph whose one call takes seconds is not timed rounds times over (it then
-    says how many rounds it got)."""
+    under --quick) the last round's own cost within the cap, and (unless stopping by iterations, or under
+    --resolve, where the rounds' count is the budget) its sampling so far plus one more round's share, or
+    one more call where a call is longer, stays within --max-time, so that a graph whose one call takes
+    seconds is not timed rounds times over (it then says how many rounds it got)."""
     if len(outcomes) >= timing.rounds or any(o.status != Status.OK or not o.stats for o in outcomes):
         return False
     if timing.round_too_costly(round_cost_s(outcomes[-1])):
         return False
-    if timing.iterations is not None:
+    if timing.iterations is not None or timing.share_rounds is not None:
         return True
     sampled = sum(o.stats["timed_s"] for o in outcomes)
     last = outcomes[-1].stats
@@ -179,14 +200,20 @@ class Runner:
     round as it is measured and each row as it is complete."""
 
     def __init__(self, config: RunConfig, runtime_classes: Mapping[str, type[Runtime]], log: RunLog, run_id: str,
-                 history: History | None = None) -> None:
+                 history: History | None = None, timing_lock: TimingLock | None = None,
+                 predicted_rounds: Callable[[str, float], int | None] | None = None) -> None:
         self.config = config
         self.log = log
         self.run_id = run_id
         self.history = history
+        self.timing_lock = timing_lock
         self.runtime_info = {v.label: {"name": v.runtime, "version": runtime_classes[v.runtime].version(),
                                        "device": v.options.device or "default"} for v in config.variants}
         self.seq = 0
+        self.overlaps: dict[tuple[str, str], set[str]] = {}
+        """(graph, variant) -> the other timing processes seen while its rounds were timed."""
+        self.resolver = Resolver(config.resolve, config.timing.rounds, config.budget_s, predicted_rounds) \
+            if config.resolve is not None or config.budget_s is not None else None
 
     def _outcome(self, worker: WorkerProcess, item: Item, variant: Variant, number: int, observer: RunObserver) -> Outcome:
         """The outcome of round `number` (0-based) of one graph on one variant: the first round also
@@ -201,37 +228,53 @@ class Runner:
                   timing=self.config.timing.per_round(), weights=weights_for(item.spec, self.config.weights),
                   verify=self.config.verify and number == 0, profile_runs=self.config.profile_runs if number == 0 else 0,
                   profile_cap_s=self.config.timing.profile_cap_s(),
-                  round=number + 1, rounds=self.config.timing.rounds, contract=item.contract, load=variant.load)
+                  round=number + 1, rounds=self.config.timing.rounds, contract=item.contract, load=variant.load,
+                  slowdown=self.config.slowdowns.get(variant.label, 0.0))
         return worker.submit(job, self.config.timeout, lambda name: observer.on_phase(item, name))
 
-    def _finish(self, item: Item, variant: Variant, outcomes: list[Outcome], observer: RunObserver) -> Row:
+    def _finish(self, item: Item, variant: Variant, outcomes: list[Outcome], observer: RunObserver,
+                settled: Settled | None = None) -> Row:
         """Write the row of a graph and variant from its rounds. A round after the first that failed
         (a crash, a timeout) makes the row that failure, named by its round, without figures."""
         info = self.runtime_info[variant.label]
         weights = weights_for(item.spec, self.config.weights)
         # The settings in force as the worker read them after prepare; as requested when no graph got that far.
         options = outcomes[0].runtime_options or dataclasses.asdict(variant.options)
-        outcome = combine(outcomes, self.config.timing, self._drift(item, variant, options, weights, outcomes))
+        drift, coverage = self._history_of(item, variant, options, weights, outcomes)
+        outcome = combine(outcomes, self.config.timing, drift, coverage)
         last = outcomes[-1]
         if len(outcomes) > 1 and last.status != Status.OK:
             outcome = dataclasses.replace(outcome, status=last.status, stats=None,
                                           message=f"round {len(outcomes)} of {self.config.timing.rounds}: {last.message}")
         row = Row.build(self.run_id, self.seq, item.spec, {**info, "options": options}, weights, outcome, variant.label,
                         variant.load)
+        overlapped = sorted(self.overlaps.pop((item.spec.id, variant.label), set()))
+        row = dataclasses.replace(row, overlapped=overlapped or None,
+                                  injected_slowdown=self.config.slowdowns.get(variant.label),
+                                  **(settled.fields(variant.label) if settled else {}))
         self.log.append(row.to_dict())
         self.seq += 1
         observer.on_row(row)
         return row
 
-    def _drift(self, item: Item, variant: Variant, options: dict[str, Any], weights: str,
-               outcomes: list[Outcome]) -> Drift | None:
-        """The drift this machine's earlier runs measured for a latency row of this graph and configuration."""
+    def _history_of(self, item: Item, variant: Variant, options: dict[str, Any], weights: str,
+                    outcomes: list[Outcome]) -> tuple[Drift | None, Coverage | None]:
+        """The drift this machine's earlier runs measured for a latency row of this graph and configuration,
+        and how well such rows' intervals held later runs there (dbench.store.history)."""
         medians = [o.stats["median_us"] for o in outcomes if o.stats and not o.stats.get("mode")]
         if self.history is None or variant.load is not None or not medians:
-            return None
+            return None, None
         info = self.runtime_info[variant.label]
-        return self.history.drift(config_key(info["name"], info["version"], info["device"], options, weights, "latency"),
-                                  item.spec.id, medians)
+        config = config_key(info["name"], info["version"], info["device"], options, weights, "latency")
+        drift = self.history.drift(config, item.spec.id, medians)
+        return drift, self.history.coverage(config, sorted(medians)[len(medians) // 2])
+
+    def _watch(self, key: tuple[str, str]) -> None:
+        """Note the other processes timing on this machine now against a graph's variant."""
+        if self.timing_lock is not None:
+            others = self.timing_lock.others()
+            if others:
+                self.overlaps.setdefault(key, set()).update(t.key() for t in others)
 
     def _order(self, items: list[Item], number: int) -> list[Item]:
         """The first round in the given order; later ones shuffled (seeded by the run and round), so that
@@ -253,32 +296,79 @@ class Runner:
         measured = state.rounds.get(key, [])
         return key in pending and len(measured) == number and (number == 0 or another_round(measured, self.config.timing))
 
+    def _settle(self, item: Item, state: RunState, pending: set[tuple[str, str]], rows: list[Row],
+                observer: RunObserver, budget_out: bool = False) -> None:
+        """Under --resolve, after a round of all the graph's variants: write its rows when the Resolver
+        says it is settled (or the run's budget cannot give it another round)."""
+        keys = [(item.spec.id, v.label) for v in self.config.variants]
+        outcomes = {label: state.rounds.get((graph, label), []) for graph, label in keys}
+        more = all(another_round(o, self.config.timing) for o in outcomes.values())
+        settled = self.resolver.settle(item.spec.id, outcomes, more, budget_out)
+        if settled is None:
+            return
+        for variant in self.config.variants:
+            key = (item.spec.id, variant.label)
+            if key in pending and outcomes[variant.label]:
+                rows.append(self._finish(item, variant, outcomes[variant.label], observer, settled))
+                pending.discard(key)
+                state.finished.add(key)
+
+    def _within_budget(self, todo: list[tuple[Item, Variant]], number: int, state: RunState,
+                       pending: set[tuple[str, str]], rows: list[Row], observer: RunObserver) -> list[tuple[Item, Variant]]:
+        """Under --resolve with --budget, this round's jobs that fit in what is left of it (a graph's
+        next round costs what its last one did); the graphs left out are settled now."""
+        if self.resolver is None or self.resolver.budget_s is None or number < self.resolver.min_rounds:
+            return todo
+        left = self.resolver.budget_s - (time.monotonic() - self.started)
+        kept, planned = [], 0.0
+        for graph in dict.fromkeys(item.spec.id for item, _ in todo):
+            jobs = [(item, variant) for item, variant in todo if item.spec.id == graph]
+            cost = self.round_costs.get(graph, 0.0)
+            if planned + cost <= left:
+                kept += jobs
+                planned += cost
+            else:
+                self._settle(jobs[0][0], state, pending, rows, observer, budget_out=True)
+        return kept
+
     def run(self, items: list[Item], state: RunState, observer: RunObserver) -> list[Row]:
         """Run every (item, variant) that has no row in `state`, round by round, telling `observer` as
         each round begins, each job starts and enters a phase in the worker, and each row is logged."""
         rows: list[Row] = []
         self.seq = len(state.finished)
+        self.started = time.monotonic()
+        self.round_costs: dict[str, float] = {}
         timing = self.config.timing
         pending = {(i.spec.id, v.label) for i in items for v in self.config.variants} - state.finished
         for number in range(timing.rounds):
             todo = [(item, variant) for position, item in enumerate(self._order(items, number))
                     for variant in self._variants(number, position) if self._due(item, variant, number, state, pending)]
+            todo = self._within_budget(todo, number, state, pending, rows, observer)
             if not todo:
                 continue
             observer.on_round(number + 1, timing.rounds, len(todo))
             workers = {v.label: WorkerProcess(self.config.memory_limit, self.config.cpus) for v in self.config.variants}
             try:
-                for item, variant in todo:
+                for index, (item, variant) in enumerate(todo):
                     key = (item.spec.id, variant.label)
                     observer.on_start(item, variant.label)
+                    self._watch(key)
+                    began = time.monotonic()
                     outcome = self._outcome(workers[variant.label], item, variant, number, observer)
+                    cost = time.monotonic() - began
+                    self.round_costs[item.spec.id] = cost + (self.round_costs.get(item.spec.id, 0.0) if index and
+                                                             todo[index - 1][0] is item else 0.0)
+                    self._watch(key)
                     if outcome.aborts_run:
                         raise RuntimeSetupError(f"{outcome.message}; {self.seq} rows are in {self.log.path}")
                     self.log.append_round({"graph_id": item.spec.id, "variant": variant.label, "round": number + 1,
                                            "outcome": outcome_record(outcome)})
                     outcomes = state.rounds.setdefault(key, [])
                     outcomes.append(outcome)
-                    if not another_round(outcomes, timing):
+                    if self.resolver is not None:
+                        if index + 1 == len(todo) or todo[index + 1][0] is not item:  # the graph's last variant this round
+                            self._settle(item, state, pending, rows, observer)
+                    elif not another_round(outcomes, timing):
                         rows.append(self._finish(item, variant, outcomes, observer))
                         pending.discard(key)
                         state.finished.add(key)
@@ -291,6 +381,8 @@ class Runner:
                 for worker in workers.values():
                     worker.stop()  # a no-op after close; on any error, the worker's group is killed
         for item in items:  # graphs a resumed run had measured in every round it gets, but not yet written
+            if self.resolver is not None and any((item.spec.id, v.label) in pending for v in self.config.variants):
+                self._settle(item, state, pending, rows, observer, budget_out=True)
             for variant in self.config.variants:
                 key = (item.spec.id, variant.label)
                 if key in pending and state.rounds.get(key):

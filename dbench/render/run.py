@@ -58,6 +58,47 @@ def shard_line(part: dict) -> str:
             f"{part['selection_graphs']} graphs; the split's estimates, from the settings alone: {estimates})")
 
 
+def noise_plan_lines(planned: PlannedRun) -> list[str]:
+    """What the plan says of noise: --resolve's target and limits, this machine's calibration (quoted, or
+    how to get one), how the timing lock was taken, and a benchmark's injected slowdown."""
+    config = planned.config
+    lines = []
+    if config.resolve is not None:
+        limit = f", --budget {duration(config.budget_s)} in all" if config.budget_s else ""
+        lines.append(f"resolve: rounds per graph until its anytime-valid 95% interval is within ±{config.resolve:.0%}, at most "
+                     f"{config.timing.rounds} a graph{limit}")
+    if planned.calibration is not None:
+        lines.append(f"calibration: {planned.calibration.runtime} at {planned.calibration.threads} threads, "
+                     f"{planned.calibration.taken_at}: {planned.calibration.answer(config.resolve or 0.05)}")
+    elif config.resolve is not None:
+        lines.append("calibration: none for this runtime and thread count here, so no rounds are predicted and the plan counts "
+                     "the most a graph may get: dbench calibrate measures them in about 3 minutes")
+    lock = planned.header.get("timing_lock") or {}
+    if lock.get("held") is False:
+        lines.append(f"warning: timing beside another dbench (--overlap): {'; '.join(lock.get('beside') or [])}; every row "
+                     "timed meanwhile says so")
+    elif lock.get("waited_s"):
+        lines.append(f"waited {duration(lock['waited_s'])} for another dbench to finish timing on this machine (--wait)")
+    for label, fraction in (planned.header.get("injected_slowdown") or {}).items():
+        lines.append(f"warning: {label} is slowed by {fraction:.0%} on purpose (DBENCH_BENCHMARK_SLOWDOWN): for benchmarks of dbench only")
+    return lines
+
+
+def resolve_line(rows: list[dict]) -> str | None:
+    """--resolve's outcome in one line: graphs resolved, and the rounds they took."""
+    graphs: dict[str, dict] = {}
+    for row in rows:
+        if row.get("resolve_target") is not None and row.get("status") == "ok":
+            graphs.setdefault(row["graph_id"], row)
+    if not graphs:
+        return None
+    done = [r for r in graphs.values() if r.get("resolved")]
+    rounds = sorted(r["rounds"] for r in done)
+    target = next(iter(graphs.values()))["resolve_target"]
+    return (f"--resolve {target:.0%}: {len(done)} of {len(graphs)} graphs resolved"
+            + (f", in {rounds[0]}-{rounds[-1]} rounds (median {rounds[len(rounds) // 2]})" if rounds else ""))
+
+
 class RunProgress:
     """A transient progress bar over a planned run's jobs (graph x variant x round) on a terminal, naming
     the round, the graph and the worker's phase; a line per round and per finished row elsewhere. It
@@ -75,7 +116,9 @@ class RunProgress:
             on += f" · {load.scenario}" + (f" at {load.rate:g}/s" if load.rate else "") + (
                 f", {load.streams} streams x {planned.config.variants[0].options.threads} threads" if self.variants == 1 else "")
         already = len(planned.state.finished)
-        console.print(f"run {planned.run_id}: {graphs} graphs on {on}, {planned.config.timing.rounds} rounds each"
+        timing = planned.config.timing
+        rounds = f"up to {timing.rounds} rounds each" if timing.share_rounds is not None else f"{timing.rounds} rounds each"
+        console.print(f"run {planned.run_id}: {graphs} graphs on {on}, {rounds}"
                       + (f" ({already} rows already done)" if already else "") + f" -> {planned.log.path}", highlight=False)
         console.print(f"plan: {planned.estimate.describe()}", highlight=False)
         if part := planned.header.get("shard"):
@@ -83,6 +126,8 @@ class RunProgress:
         console.print(f"intervals: {intervals_line(planned)}", highlight=False)
         for note in planned.budget_notes:
             console.print(f"--budget gave up: {note}", highlight=False)
+        for line in noise_plan_lines(planned):
+            console.print(line, highlight=False, soft_wrap=True)
         self.jobs = planned.estimate.jobs
         self.spent, self.current = 0.0, None
         self.progress: Progress | None = None
@@ -180,6 +225,8 @@ def print_run(console: Console, result: RunResult) -> None:
     if speedups:
         console.print(speedup_table(speedups))
     for line in interleaved_verdicts(result):
+        console.print(line, highlight=False, soft_wrap=True, markup=False)
+    if (line := resolve_line(rows)) is not None:
         console.print(line, highlight=False, soft_wrap=True, markup=False)
     counts: dict[str, int] = {}
     for row in rows:

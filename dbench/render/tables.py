@@ -33,10 +33,16 @@ def _interval(row: dict[str, Any]) -> str:
     unstable; `1 rd` or `=` where the rounds give no interval (one round; identical round medians);
     a row from before rounds shows its old interval of the median in parentheses."""
     if row.get("rerun_rel") is not None:
-        return format_spread(row["rerun_rel"]) + ("!" if row.get("unstable") else "")
+        return format_spread(row["rerun_rel"]) + _scaled(row) + ("!" if row.get("unstable") else "")
     if row.get("rounds"):
         return "=" if row.get("round_sd") == 0 else f"{row['rounds']} rd"
     return f"(±{row['ci_rel'] * 100:.1f}%)" if row.get("ci_rel") is not None else ""
+
+
+def _scaled(row: dict[str, Any]) -> str:
+    """`w` when the machine's history widened the row's interval, `n` when it narrowed it, else ''."""
+    factor = row.get("history_factor")
+    return "" if factor is None or abs(factor - 1.0) < 0.005 else ("w" if factor > 1 else "n")
 
 
 NARROW = 100
@@ -52,6 +58,10 @@ def results_table(rows: list[dict[str, Any]], title: str, width: int = 200, unst
     broken = sum(1 for r in rows if r.get("invariant_violations"))
     caption = (f"±: where 95% of re-runs' medians should fall (from the rounds); !: unstable (wider than ±{unstable_above:.0%}); "
                "N rd: N rounds, no interval; =: round medians identical (quantised clock)")
+    scaled = [r["history_factor"] for r in rows if _scaled(r)]
+    if scaled:
+        caption += (f"\nw/n: widened or narrowed (×{min(scaled):.2f}–{max(scaled):.2f}) to what this machine's earlier runs of "
+                    "these graphs showed a re-run to need, 95% of them held (history_factor, coverage_pairs, coverage_inside)")
     if broken:
         caption += f"\n[bold red]{broken} rows marked ! break an invariant: see their invariant_violations[/]"
     narrow = width < NARROW
@@ -198,6 +208,8 @@ def compare_summary(comparison, names: tuple[str, str] = ("a", "b")) -> list[str
     if noise:
         lines.append(f"noise measured: SD of a round's log time {_percent(noise[len(noise) // 2])} at the median kernel "
                      f"({_percent(noise[0])} to {_percent(noise[-1])})")
+    if comparison.a.calibration:
+        lines.append(f"this machine's calibration ({comparison.a.calibration})")
     mean = comparison.geomean()
     tested = sum(1 for p in comparison.pairs if p.difference and p.verdict in (*CHANGED, "same"))
     lines.append(f"geometric-mean time ratio b/a {mean.ratio:.3f} (95% interval {mean.low:.3f}–{mean.high:.3f}) over {tested} graphs"

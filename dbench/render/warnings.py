@@ -33,6 +33,21 @@ def run_warnings(rows: list[dict[str, Any]], host: dict[str, Any], timing: dict[
             lines.append(f"machine busy at the {moment} of the run: 1-minute load {load[0]} on {cores} cores"
                          + (f", at most {mine:.1f} of it this run's own threads" if mine else "")
                          + f" (flagged above {BUSY_LOAD_PER_CORE} per core of other work): stop other work and re-run for numbers to publish")
+    resolving = [r for r in rows if r.get("resolve_target") is not None and r.get("status") == "ok"]
+    unresolved = [r for r in resolving if not r.get("resolved")]
+    if unresolved:
+        graphs = list(dict.fromkeys(r["graph_id"] for r in unresolved))
+        lines.append(f"--resolve {unresolved[0]['resolve_target']:.0%}: {len(graphs)} of {len({r['graph_id'] for r in resolving})} "
+                     f"graphs did not get there; e.g. {graphs[0]}: {unresolved[0].get('resolve_note')}")
+    overlapped = [r for r in rows if r.get("overlapped")]
+    if overlapped:
+        others = sorted({o for r in overlapped for o in r["overlapped"]})
+        lines.append(f"{len(overlapped)} rows were timed while another dbench was timing on this machine ({', '.join(others)}): "
+                     "each carries the other's load (overlapped); time them again alone")
+    slowed = sorted({(r.get("variant"), r["injected_slowdown"]) for r in rows if r.get("injected_slowdown")})
+    for label, fraction in slowed:
+        lines.append(f"{label} carries an injected slowdown of {fraction:.0%} (DBENCH_BENCHMARK_SLOWDOWN): a benchmark of "
+                     "dbench itself, not the runtime's times")
     fallback = [r for r in rows if r.get("precision_fallback")]
     if fallback:
         r = fallback[0]

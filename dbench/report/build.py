@@ -11,6 +11,7 @@ import pandas as pd
 from dbench.frommodel.predict import model_vs_kernels
 from dbench.report.frames import (Group, allreduce_table, baseline_group, groups, runtime_summary, side_by_side,
                                   support_matrix)
+from dbench.report.noise import calibration_frame
 from dbench.report.load import Results
 from dbench.report.loadtables import LoadTables, load_tables
 from dbench.report.verdicts import speedups, winners
@@ -19,7 +20,9 @@ from dbench.report.vendor import ratio_title
 
 WINNER = "★"
 TIE = "≈"
-LEGEND = (f"in brackets its 95% interval; {WINNER} = fastest, separated from the next by the test; "
+LEGEND = (f"in brackets its 95% interval; ± after a median: where 95% of re-runs' medians should fall (w, n: widened or "
+          f"narrowed to what this machine's history showed re-runs to need); N runs a–b: N runs of the configuration measured it, their "
+          f"medians from a to b, the latest shown; {WINNER} = fastest, separated from the next by the test; "
           f"{TIE} after a median: fastest but within noise of the next; {TIE} after a speedup: same as the baseline within "
           "noise; ? = no interval (too few rounds); only verified rows have times.")
 
@@ -45,6 +48,8 @@ class Report:
     top_units: pd.DataFrame = field(default_factory=pd.DataFrame)
     profiles: dict[str, pd.DataFrame] = field(default_factory=dict)
     """Per row, its per-node profile (only when asked: `dbench report --profile`)."""
+    calibration: pd.DataFrame = field(default_factory=pd.DataFrame)
+    """Each machine's calibrated noise per runtime and size class (`dbench calibrate`), where stored."""
     notes: list[str] = field(default_factory=list)
 
     @property
@@ -62,7 +67,8 @@ def build_report(results: Results, baseline: str | None = None, home: str | None
     report = Report(results, notes=list(results.notes), allreduce=allreduce_table(results.allreduce),
                     models=pd.DataFrame(model_vs_kernels(predictions.without_predicted_models(results.rows), results.rows)),
                     load=load_tables(results.throughput, results.server),
-                    predictions=found, prediction_table=table, top_units=top, profiles=profiles)
+                    predictions=found, prediction_table=table, top_units=top, profiles=profiles,
+                    calibration=calibration_frame(results.calibrations))
     frame = results.kernels
     if frame.empty:
         if results.allreduce.empty and results.throughput.empty and results.server.empty:
@@ -78,11 +84,56 @@ def build_report(results: Results, baseline: str | None = None, home: str | None
     if not report.has_verified:
         statuses = ", ".join(f"{n} {s}" for s, n in frame.status.value_counts().items())
         report.notes.append(f"no verified rows ({statuses}): no times to compare or plot; see the support matrix")
+    report.notes += repeated_runs_notes(frame, report.groups)
+    report.notes += noise_notes(frame)
     machines = sorted(frame.machine.unique())
     if len(machines) > 1:
         report.notes.append(f"results from {len(machines)} different machines ({', '.join(machines)}): "
                             "differences between their columns include the hardware")
     return report
+
+
+def repeated_runs_notes(frame: pd.DataFrame, all_groups: list[Group]) -> list[str]:
+    """Per column group measured by several runs: which run each figure is from, and how far apart the runs were."""
+    if "runs" not in frame:
+        return []
+    notes = []
+    for group in all_groups:
+        rows = group.rows(frame)
+        mixed = sorted({c for text in rows.get("configurations", pd.Series(dtype=str)).dropna() for c in text.split("; ")})
+        if len(mixed) > 1:
+            notes.append(f"{group.label} holds rows of {len(mixed)} configurations ({'; '.join(mixed)}): each kernel's "
+                         "figure is its latest run's, whatever its configuration; give dbench report one configuration's "
+                         "runs to set them side by side")
+        repeated = rows[rows.runs.fillna(1) > 1]
+        if repeated.empty:
+            continue
+        ids = list(dict.fromkeys(i for text in repeated.runs_ids for i in str(text).split()))
+        latest = sorted(repeated.run_id.unique())
+        sds = sorted(float(v) for v in repeated.runs_sd.dropna())
+        spread = (f"; their medians spread by SD {sds[len(sds) // 2]:.1%} at the median kernel ({sds[0]:.1%} to {sds[-1]:.1%})"
+                  if sds else "")
+        named = ", ".join(ids) if len(ids) <= 6 else f"{', '.join(ids[:2])} ... {', '.join(ids[-2:])}"
+        notes.append(f"{group.label}: {len(ids)} runs of one configuration measured {len(repeated)} kernels ({named}); "
+                     f"each figure is the latest run's ({', '.join(latest)}), each cell names how many runs and their "
+                     f"lowest and highest medians{spread}")
+    return notes
+
+
+def noise_notes(frame: pd.DataFrame) -> list[str]:
+    """Rows whose times carry noise they did not choose: timed beside another dbench, or slowed on purpose."""
+    notes = []
+    if "overlapped" in frame:
+        overlapped = frame[frame.overlapped.map(lambda v: bool(v) if isinstance(v, (list, tuple)) else False)]
+        if len(overlapped):
+            notes.append(f"{len(overlapped)} rows were timed while another dbench was timing on the same machine "
+                         f"({', '.join(sorted({o for v in overlapped.overlapped for o in v}))}): their times carry its load")
+    if "injected_slowdown" in frame:
+        slowed = frame[frame.injected_slowdown.notna()]
+        if len(slowed):
+            notes.append(f"{len(slowed)} rows carry an injected slowdown (DBENCH_BENCHMARK_SLOWDOWN, a benchmark of dbench): "
+                         "not the runtime's times")
+    return notes
 
 
 def speedup_text(value, low, high, same) -> str:
@@ -105,8 +156,31 @@ def display_cell(table: pd.DataFrame, label: str, kernel: str) -> tuple[str, str
     mark = table.at[kernel, (label, "winner")]
     rounds = table.at[kernel, (label, "rounds")]
     few = f" ({int(rounds)} round)" if not pd.isna(rounds) and rounds < 2 else ""
-    return (format_time(median) + few + (f" {mark}" if mark else ""), significant(table.at[kernel, (label, "tflops")]),
+    return (format_time(median) + _interval_text(table, label, kernel) + few + (f" {mark}" if mark else "")
+            + _runs_text(table, label, kernel), significant(table.at[kernel, (label, "tflops")]),
             speedup_text(*(table.at[kernel, (label, f)] for f in ("speedup", "speedup_low", "speedup_high", "same"))))
+
+
+def _value(table: pd.DataFrame, label: str, kernel: str, name: str):
+    value = table.at[kernel, (label, name)] if (label, name) in table.columns else None
+    return None if value is None or pd.isna(value) else value
+
+
+def _interval_text(table: pd.DataFrame, label: str, kernel: str) -> str:
+    """` ±2.1%` (the re-run interval's half-width), `w` or `n` when this machine's history widened or narrowed it."""
+    rel = _value(table, label, kernel, "rerun_rel")
+    factor = _value(table, label, kernel, "history_factor")
+    mark = "" if factor is None or abs(factor - 1.0) < 0.005 else ("w" if factor > 1 else "n")
+    return "" if rel is None else f" ±{rel:.1%}{mark}"
+
+
+def _runs_text(table: pd.DataFrame, label: str, kernel: str) -> str:
+    """` (5 runs 1.20–1.31 ms)` where several runs of the configuration measured the kernel."""
+    runs = _value(table, label, kernel, "runs")
+    if runs is None or runs < 2:
+        return ""
+    return (f" ({int(runs)} runs {format_time(_value(table, label, kernel, 'runs_low_us'))}–"
+            f"{format_time(_value(table, label, kernel, 'runs_high_us'))})")
 
 
 def display_family(report: Report, family: str) -> pd.DataFrame:

@@ -54,9 +54,10 @@ def baseline_group(all_groups: list[Group], baseline: str | None, home: str | No
 
 def side_by_side(frame: pd.DataFrame, family: str, all_groups: list[Group], judged: dict, wins: dict) -> pd.DataFrame:
     """One row per kernel of `family`; per group: median_us, tflops, speedup against the baseline with
-    its interval and `same` (within noise), rounds, winner (★ fastest and separated from the next;
-    ≈ fastest but within noise of it), status (the row's status, or `unverified`). `judged` and `wins`
-    come from dbench.report.verdicts."""
+    its interval and `same` (within noise), rounds, the re-run interval's half-width (and the history's factor on it),
+    how many runs of the configuration measured it and their lowest and highest medians, winner (★
+    fastest and separated from the next; ≈ fastest but within noise of it), status (the row's status, or
+    `unverified`). `judged` and `wins` come from dbench.report.verdicts."""
     rows = frame[frame.family == family]
     kernels = list(dict.fromkeys(rows.kernel))
     table = pd.DataFrame(index=pd.Index(kernels, name="kernel"))
@@ -71,6 +72,8 @@ def side_by_side(frame: pd.DataFrame, family: str, all_groups: list[Group], judg
         table[(group.label, "speedup_high")] = [s.high if s else None for s in found]
         table[(group.label, "same")] = [s.same if s else None for s in found]
         table[(group.label, "rounds")] = mine.rounds.where(counted)
+        for name in ("rerun_rel", "history_factor", "runs", "runs_low_us", "runs_high_us"):
+            table[(group.label, name)] = mine[name].where(counted) if name in mine else None
         table[(group.label, "status")] = [
             "" if not isinstance(s, str) else ("unverified" if s == "ok" and not c else s) for s, c in zip(mine.status, counted)]
         table[(group.label, "winner")] = [

@@ -11,6 +11,7 @@ import pandas as pd
 
 from dbench.report.build import LEGEND, Report, display_allreduce, display_models, display_family, display_summary
 from dbench.report.loadtables import load_sections
+from dbench.report.noise import CAPTION, SECTION, calibration_answers
 from dbench.report.vendor import ratio_sentence
 
 STYLE = """
@@ -92,6 +93,10 @@ def to_html(report: Report, images: dict[str, bytes]) -> str:
             parts += [f"<h2>{html.escape(family)}</h2>", _table(family_frame(report, family, names), family)]
     for title, table in load_sections(report):
         parts += [f"<h2>{html.escape(title)}</h2>", _table(table, title)]
+    if not report.calibration.empty:
+        parts += [f"<h2>{html.escape(SECTION)}</h2>", f"<p>{html.escape(CAPTION)}</p>",
+                  _table(_shortened(report.calibration, names), "calibration")]
+        parts += [f"<p>{html.escape(_short(line, names))}</p>" for line in calibration_answers(report.results.calibrations)]
     if not report.models.empty:
         parts += ["<h2>Whole model vs the sum of its kernels</h2>", _table(display_models(report), "models")]
     if not report.prediction_table.empty:

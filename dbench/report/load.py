@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from dbench.errors import InputError
@@ -16,12 +17,16 @@ from dbench.store.compare import warnings_of
 from dbench.store.log import RunLog
 from dbench.store.shards import merge
 
+CALIBRATE_KIND = "calibrate"
+"""The run header's kind of a `dbench calibrate` run (dbench.orchestrator.run.CALIBRATE_KIND)."""
+
 KERNEL_COLUMNS = (
     "graph_id", "kernel_id", "family", "op", "pass", "form", "precision", "precision_executed", "precision_fallback",
     "runtime", "runtime_version", "device", "status", "message", "verified", "median_us", "p10_us", "p90_us", "p99_us",
     "ci_low_us", "ci_high_us", "ci_rel", "cv", "spread", "unstable", "samples", "first_call_us", "runtime_median_us",
     "tflops", "gbps", "intensity", "flops", "min_bytes", "samples_us", "variant", "rounds", "round_medians_us",
-    "rerun_rel", "interval_note", "drift_sd", "drift_df",
+    "rerun_rel", "interval_note", "drift_sd", "drift_df", "rerun_low_us", "rerun_high_us", "history_factor", "overlapped",
+    "injected_slowdown", "resolve_target", "resolved", "resolve_half", "runtime_options", "weights",
 )
 REPORT_KEYS = ("kernel_id", "pass", "form", "runtime")
 """Text fields the report keys a kernel row on, beyond the log's own (dbench.store.log.KERNEL_RESULT_KEYS)."""
@@ -70,6 +75,8 @@ class Results:
     """Server-scenario rows."""
     notes: list[str] = field(default_factory=list)
     """Facts the reader must know, e.g. runs without samples."""
+    calibrations: dict[str, list] = field(default_factory=dict)
+    """Machine key -> its calibration entries (dbench.store.calibration), found beside its runs' logs."""
 
 
 def machine_key(header: dict[str, Any]) -> str:
@@ -102,12 +109,18 @@ def load(paths: list[Path]) -> Results:
     allreduce_rows: list[dict[str, Any]] = []
     runs: list[Run] = []
     notes: list[str] = []
-    for logical in merge([RunLog.read(path) for path in log_paths(paths)]):  # a sharded run's parts as one run
+    calibrations: dict[str, list] = {}
+    logs = [RunLog.read(path) for path in log_paths(paths)]
+    # A calibration's A/A run of copies is not a result: its figures are the calibration, read per machine below.
+    logs = [log for log in logs if log.header().get("kind") != CALIBRATE_KIND]
+    for logical in merge(logs):  # a sharded run's parts as one run
         notes += logical.notes
         for log in logical.logs:
             header = log.header()
             kind = header.get("kind", "kernels")
             machine = logical.machine_of_log(log) if logical.sharded else machine_key(header)
+            if machine not in calibrations:
+                calibrations[machine] = _calibration(log.path.parent, machine)
             whole = logical.header()
             run = Run(logical.run_id, kind, machine, log.path, whole, header["schema_version"], tuple(whole.get("parts", ())))
             if not any(r.run_id == run.run_id and r.machine == machine for r in runs):  # a part's machine once
@@ -124,7 +137,19 @@ def load(paths: list[Path]) -> Results:
                                "taken_at": header.get("host", {}).get("taken_at", "")})
     by_mode = {mode: [r for r in kernel_rows if (r.get("mode") or "latency") == mode] for mode in ("latency", "throughput", "server")}
     return Results(_kernel_frame(by_mode["latency"]), pd.DataFrame(allreduce_rows), runs, by_mode["latency"],
-                   throughput=_load_frame(by_mode["throughput"]), server=_load_frame(by_mode["server"]), notes=notes)
+                   throughput=_load_frame(by_mode["throughput"]), server=_load_frame(by_mode["server"]), notes=notes,
+                   calibrations={m: e for m, e in calibrations.items() if e})
+
+
+def _calibration(folder: Path, machine: str) -> list:
+    """The calibration entries stored beside a machine's logs (a file that is not one is left out: the
+    report still stands without it)."""
+    from dbench.store.calibration import read_calibration
+
+    try:
+        return read_calibration(folder)
+    except InputError:
+        return []
 
 
 def _kernel_frame(rows: list[dict[str, Any]]) -> pd.DataFrame:
@@ -137,7 +162,34 @@ def _kernel_frame(rows: list[dict[str, Any]]) -> pd.DataFrame:
     frame["variant"] = [v or r for v, r in zip(frame["variant"], frame["runtime"])]  # rows before variants: the runtime
     frame["counts"] = (frame["status"] == "ok") & (frame["verified"] == True)  # noqa: E712 (None is not True)
     frame = frame.sort_values("taken_at", kind="stable")
-    return frame.drop_duplicates(["machine", "variant", "precision", "kernel"], keep="last").reset_index(drop=True)
+    frame["configuration"] = [configuration_of(v, o, w) for v, o, w in zip(frame.runtime_version, frame.runtime_options, frame.weights)]
+    keys = ["machine", "variant", "precision", "kernel"]
+    spread = _runs_spread(frame, [*keys, "configuration"])
+    every = frame.groupby(keys, sort=False).configuration.agg(lambda c: "; ".join(sorted(set(c)))).rename("configurations")
+    latest = frame.drop_duplicates(keys, keep="last").reset_index(drop=True).merge(every.reset_index(), on=keys, how="left")
+    return latest.merge(spread, on=[*keys, "configuration"], how="left") if not spread.empty else latest.assign(runs=1)
+
+
+def configuration_of(version, options, weights) -> str:
+    """What must match for two runs' rows of one column group to be runs of one configuration: the runtime's
+    version, its thread count and the weights mode (a group is labelled by its variant alone)."""
+    threads = options.get("threads") if isinstance(options, dict) else None
+    return f"{version} · {threads} threads · weights {weights}"
+
+
+def _runs_spread(frame: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
+    """Per configuration and kernel measured by several runs: how many verified runs, the lowest and highest
+    of their medians, the SD of their log medians, and their ids in time order (the report shows the latest
+    and says so)."""
+    counted = frame[frame.counts]
+    records = []
+    for key, rows in counted.groupby(keys, sort=False):
+        medians = np.log(rows.median_us.astype(float).to_numpy())
+        records.append({**dict(zip(keys, key)), "runs": len(rows), "runs_low_us": float(rows.median_us.min()),
+                        "runs_high_us": float(rows.median_us.max()),
+                        "runs_sd": float(np.std(medians, ddof=1)) if len(rows) > 1 else None,
+                        "runs_ids": " ".join(rows.run_id)})
+    return pd.DataFrame(records)
 
 
 def _load_frame(rows: list[dict[str, Any]]) -> pd.DataFrame:

@@ -7,6 +7,7 @@ import pandas as pd
 
 from dbench.report.build import LEGEND, Report, display_allreduce, display_models, display_family, display_summary
 from dbench.report.loadtables import load_sections
+from dbench.report.noise import CAPTION, SECTION, calibration_answers
 from dbench.report.vendor import ratio_sentence
 
 
@@ -32,6 +33,9 @@ def to_markdown(report: Report, images: list[str]) -> str:
             parts += [f"## {family}", "", markdown_table(display_family(report, family)), ""]
     for title, table in load_sections(report):
         parts += [f"## {title}", "", markdown_table(table), ""]
+    if not report.calibration.empty:
+        parts += [f"## {SECTION}", "", CAPTION, "", markdown_table(report.calibration), ""]
+        parts += [f"* {line}" for line in calibration_answers(report.results.calibrations)] + [""]
     if not report.models.empty:
         parts += ["## Whole model vs the sum of its kernels", "", markdown_table(display_models(report)), ""]
     if not report.prediction_table.empty:

@@ -127,7 +127,9 @@ def roofline(frame: pd.DataFrame, machine: str, precision: str, peaks: dict[str,
 
 
 def latency_bars(frame: pd.DataFrame, family: str, groups: list[Group]):
-    """Median latency per kernel of `family`, one bar per column group, log scale."""
+    """Median latency per kernel of `family`, one bar per column group, log scale; each bar's error bar is
+    its row's re-run interval (where 95 % of a re-run's medians should fall), and where several runs of the
+    configuration measured the kernel, a grey tick marks each end of their medians' range."""
     rows = frame[(frame.family == family) & frame.counts]
     kernels = list(rows.groupby("kernel").median_us.max().sort_values(ascending=False).index[:MAX_BARS])
     figure = _figure(7.5, max(2.5, 0.28 * len(kernels) * max(1, len(groups)) ** 0.5 + 1.2))
@@ -135,11 +137,22 @@ def latency_bars(frame: pd.DataFrame, family: str, groups: list[Group]):
     height = 0.8 / max(len(groups), 1)
     positions = np.arange(len(kernels))
     for i, group in enumerate(groups):
-        times = group.rows(rows).set_index("kernel").median_us.reindex(kernels)
-        axes.barh(positions + i * height, times.fillna(0), height=height, label=group.label)
+        mine = group.rows(rows).set_index("kernel").reindex(kernels)
+        times = mine.median_us
+        low = (times - mine.rerun_low_us).clip(lower=0) if "rerun_low_us" in mine else None
+        high = (mine.rerun_high_us - times).clip(lower=0) if "rerun_high_us" in mine else None
+        errors = np.vstack([low.fillna(0), high.fillna(0)]) if low is not None and high is not None else None
+        axes.barh(positions + i * height, times.fillna(0), height=height, label=group.label, xerr=errors,
+                  error_kw=dict(elinewidth=0.8, capsize=1.5, ecolor="#333"))
+        if "runs" in mine and (mine.runs.fillna(1) > 1).any():
+            several = mine.runs.fillna(1) > 1
+            for column in ("runs_low_us", "runs_high_us"):
+                axes.scatter(mine[column][several], (positions + i * height)[several.to_numpy()], marker="|", s=40,
+                             color="#777", linewidths=1, zorder=3)
     axes.set_yticks(positions + height * (len(groups) - 1) / 2, [k[:48] for k in kernels], fontsize=6)
     axes.invert_yaxis()
-    axes.set(xscale="log", xlabel="median latency (µs)", title=f"{family}: latency per kernel (verified rows)")
+    axes.set(xscale="log", xlabel="median (µs) · error bar: re-run interval · grey |: range of several runs",
+             title=f"{family}: latency per kernel (verified rows)")
     axes.legend(fontsize=7)
     return figure
 

@@ -10,6 +10,7 @@ from rich.text import Text
 
 from dbench.report.build import LEGEND, Report, display_allreduce, display_models, display_cell, display_summary
 from dbench.report.loadtables import load_sections
+from dbench.report.noise import CAPTION, SECTION, calibration_answers
 from dbench.report.vendor import ratio_sentence, ratio_title
 
 
@@ -50,6 +51,9 @@ def terminal_report(report: Report) -> RichGroup:
         parts.append(_frame_table(report.support, "support matrix"))
         parts += [family_table(report, family) for family in report.families]
     parts += [_frame_table(table, title.lower()) for title, table in load_sections(report)]
+    if not report.calibration.empty:
+        parts.append(_frame_table(report.calibration, SECTION.lower()))
+        parts += [Text(line) for line in calibration_answers(report.results.calibrations)]
     if not report.models.empty:
         parts.append(_frame_table(display_models(report), "whole model vs the sum of its kernels"))
     if not report.prediction_table.empty:

@@ -10,10 +10,12 @@ import pandas as pd
 
 from dbench.report.build import Report
 
-FIELD_NAMES = {"median_us": "median µs", "tflops": "TFLOP/s", "speedup": "speedup", "speedup_low": "speedup low",
+FIELD_NAMES = {"median_us": "median µs", "rerun_rel": "re-run ± share", "history_factor": "interval scaled by history",
+               "runs": "runs", "runs_low_us": "runs' lowest median µs", "runs_high_us": "runs' highest median µs",
+               "tflops": "TFLOP/s", "speedup": "speedup", "speedup_low": "speedup low",
                "speedup_high": "speedup high", "same": "same within noise", "rounds": "rounds", "status": "status",
                "winner": "fastest"}
-NUMBER_FORMATS = (("median µs", "#,##0.0"), ("TFLOP/s", "0.0000"), ("speedup", '0.00"×"'), ("speedup low", '0.00"×"'),
+NUMBER_FORMATS = (("median µs", "#,##0.0"), ("± share", "0.0%"), ("TFLOP/s", "0.0000"), ("speedup", '0.00"×"'), ("speedup low", '0.00"×"'),
                   ("speedup high", '0.00"×"'), ("GB/s", "0.000"), ("time µs", "#,##0.0"), ("_us", "#,##0.0"), ("share", "0%"))
 """Excel number formats by the end of a column's header (first match): times with thousands separators,
 speedups as ×1.23, shares as percentages; other columns keep Excel's General."""

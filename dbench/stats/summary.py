@@ -8,6 +8,7 @@ from typing import Any
 
 import numpy as np
 
+from dbench.stats.coverage import Coverage
 from dbench.stats.drift import Drift
 from dbench.stats.rounds import round_spread
 from dbench.stats.samples import KEPT_SAMPLES, kept
@@ -35,10 +36,11 @@ def _median_of(values: list[float | None]) -> float | None:
 
 
 def summarize_rounds(rounds: list[dict[str, Any]], percentiles: tuple[float, ...], unstable_above: float,
-                     drift: Drift | None = None) -> dict[str, Any]:
+                     drift: Drift | None = None, coverage: Coverage | None = None) -> dict[str, Any]:
     """The row's statistics fields from its rounds' Stats dicts (in round order). Figures that need
-    two samples (std, cv, spread) are None with fewer, never 0; intervals need two rounds and carry
-    the between-run `drift` earlier runs measured (None: none)."""
+    two samples (std, cv, spread) are None with fewer, never 0; intervals need two rounds, carry the
+    between-run `drift` earlier runs measured (None: none) and are scaled by the factor the machine's
+    history showed them to need (`coverage`, dbench.stats.coverage; None: not checked)."""
     per_round = _thin(rounds)
     us = np.concatenate([np.asarray(r, dtype=np.float64) for r in per_round])
     p10, p50, p90, p99 = (float(v) for v in np.percentile(us, [10, 50, 90, 99]))
@@ -50,7 +52,8 @@ def summarize_rounds(rounds: list[dict[str, Any]], percentiles: tuple[float, ...
         spread = (p90 - p10) / p50 if p50 > 0 else None
         mad = float(np.median(np.abs(us - p50)))
     medians = [float(r["median_us"]) for r in rounds]
-    intervals = round_spread(p50, medians, drift=drift)
+    checked = coverage or Coverage(0, 0, 1.0)
+    intervals = round_spread(p50, medians, drift=drift, scale=checked.factor)
     ci, rerun = intervals.ci, intervals.rerun
     rerun_rel = (rerun[1] - rerun[0]) / 2 / p50 if rerun else None
     return {
@@ -64,6 +67,8 @@ def summarize_rounds(rounds: list[dict[str, Any]], percentiles: tuple[float, ...
         "round_sizes": [len(r) for r in per_round], "round_sd": intervals.log_sd,
         "drift_sd": drift.sd if drift else None, "drift_df": drift.df if drift else None,
         "drift_runs": drift.runs if drift else None,
+        **(checked.to_dict() if coverage is not None and intervals.rerun else {"coverage_pairs": None, "coverage_inside": None,
+                                                                               "history_factor": None}),
         "samples": int(sum(r["samples"] for r in rounds)),
         "calls_per_sample": int(max(r["calls_per_sample"] for r in rounds)),
         "unstable": None if rerun_rel is None else rerun_rel > unstable_above,

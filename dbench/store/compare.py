@@ -28,7 +28,9 @@ from dbench.errors import InputError, UsageError
 from dbench.stats.differences import MIN_DF, Difference, paired, paired_rounds_to_resolve, paired_variance, pooled, welch
 from dbench.stats.fdr import FDR, bh_adjusted
 from dbench.stats.moderation import Prior, fit_prior
+from dbench.stats import sequential
 from dbench.stats.student import t_quantile
+from dbench.store.calibration import entry_for, read_calibration
 from dbench.store.log import RunLog, find_run
 from dbench.store.metadata import is_busy, own_load
 from dbench.store.shards import LogicalRun, find_parts, merge
@@ -72,6 +74,8 @@ class Side:
     run_ids: list[str]
     machines: list[str]
     warnings: list[str] = field(default_factory=list)
+    calibration: str = ""
+    """This machine's calibration of the side's runtime and threads, in one line (`dbench calibrate`), or ''."""
 
 
 @dataclass(frozen=True)
@@ -154,11 +158,19 @@ def _drift(rows: list[dict]) -> tuple[float, float]:
     return float(np.mean([v for v, _ in found])), float(min(df for _, df in found))
 
 
+def sequential_rows(rows: list[dict]) -> bool:
+    """Rows whose rounds --resolve decided as they went: their test must be the anytime-valid one."""
+    return any(r.get("resolve_target") is not None for r in rows)
+
+
 def paired_prior(row_pairs: list[tuple[dict, dict]]) -> Prior | None:
     """The prior of an interleaved table's paired variances (dbench.stats.moderation) from its kernels
-    with enough paired rounds for a test; None with too few kernels."""
+    with enough paired rounds for a test (rounds --resolve decided as they went take no part: their
+    test is not moderated); None with too few kernels."""
     found = []
     for a, b in row_pairs:
+        if sequential_rows([a, b]):
+            continue
         ra, rb = _rounds(a), _rounds(b)
         n = min(len(ra), len(rb))
         if n >= MIN_ROUNDS:
@@ -179,7 +191,9 @@ def test_rows(a: list[dict], b: list[dict], interleaved: bool, prior: Prior | No
             n = min(len(ra), len(rb))
             if n < MIN_ROUNDS:
                 return None, "too few rounds", f"{n} paired rounds; {MIN_ROUNDS} needed", None
-            difference = paired(ra[:n], rb[:n], prior)
+            # Rounds --resolve gave until the interval was narrow enough: the anytime-valid test, whose level
+            # holds at the round the run stopped (a fixed-round t over them would not).
+            difference = sequential.paired(ra[:n], rb[:n]) if sequential_rows(a + b) else paired(ra[:n], rb[:n], prior)
             noise = float(np.std(np.log(rb[:n]) - np.log(ra[:n]), ddof=1) / math.sqrt(2))
         else:
             if min(len(ra), len(rb)) < MIN_ROUNDS:
@@ -216,6 +230,9 @@ class Comparison:
     @property
     def method(self) -> str:
         if self.interleaved:
+            if any(p.difference and "anytime" in p.difference.method for p in self.pairs):
+                return ("paired over the rounds of an interleaved run (drift cancels), anytime-valid: --resolve stopped each "
+                        "graph as its interval narrowed, so a confidence sequence keeps the level")
             moderated = any(p.difference and "moderated" in p.difference.method for p in self.pairs)
             return "paired t over the rounds of an interleaved run (drift cancels)" + (
                 ", variances moderated over the table's kernels" if moderated else "")
@@ -312,7 +329,7 @@ def compare_sides(a: Side, b: Side, interleaved: bool = False, fdr: float = FDR,
         pair = pairs[i]
         verdict = ("slower" if pair.difference.ratio > 1 else "faster") if q <= fdr else "same"
         needed = None
-        if interleaved and verdict == "same" and pair.difference.resolvable > resolution:
+        if interleaved and verdict == "same" and pair.difference.resolvable > resolution and "anytime" not in pair.difference.method:
             needed = paired_rounds_to_resolve(pair.difference, pair.rounds, resolution, MAX_ROUNDS_TO_RESOLVE)
             needed = max(MIN_ROUNDS, needed) if needed else None
         pairs[i] = Pair(pair.graph_id, pair.a, pair.b, pair.difference, verdict, pair.detail, q, pair.noise, needed)
@@ -350,7 +367,40 @@ def warnings_of(log: RunLog) -> list[str]:
                             + (f", at most {mine:.1f} of it its own threads" if mine else "") + "): its times carry other work's noise")
     if header.get("request", {}).get("quick"):
         warnings.append(f"{header['run_id']} is a --quick run: few samples a round, so wide intervals and few verdicts")
-    return warnings
+    return warnings + noise_warnings(header, rows)
+
+
+def noise_warnings(header: dict, rows: list[dict]) -> list[str]:
+    """What a run's header and rows say of noise it did not choose: rows timed while another dbench was
+    timing on this machine, a run started beside one (--overlap), and a benchmark's injected slowdown."""
+    found = []
+    run = header.get("run_id", "?")
+    lock = header.get("timing_lock") or {}
+    if lock.get("held") is False:
+        found.append(f"{run} was started beside another dbench timing on this machine (--overlap: "
+                     f"{'; '.join(lock.get('beside') or ['unknown'])})")
+    overlapped = [r for r in rows if r.get("overlapped")]
+    if overlapped:
+        others = sorted({o for r in overlapped for o in r["overlapped"]})
+        found.append(f"{run}: {len(overlapped)} of its {len(rows)} rows were timed while another dbench was timing on this "
+                     f"machine ({', '.join(others)}): their times carry its load; time them again alone")
+    for label, fraction in (header.get("injected_slowdown") or {}).items():
+        found.append(f"{run}: {label} carries an injected slowdown of {fraction:.0%} (DBENCH_BENCHMARK_SLOWDOWN, a benchmark "
+                     "of dbench itself): its times are not the runtime's")
+    return found
+
+
+def calibration_quote(log: RunLog, rows: list[dict]) -> str:
+    """This machine's calibration of the run's runtime and thread count, in one line, from the
+    calibration.json beside the log (`dbench calibrate`); '' where there is none."""
+    first = next((r for r in rows if r.get("runtime")), None)
+    if first is None:
+        return ""
+    try:
+        entry = entry_for(read_calibration(log.path.parent), first["runtime"], (first.get("runtime_options") or {}).get("threads"))
+    except InputError:
+        return ""
+    return f"{entry.runtime} at {entry.threads} threads, {entry.taken_at}: {entry.answer()}" if entry else ""
 
 
 def _warnings(run: LogicalRun) -> list[str]:
@@ -374,7 +424,7 @@ def run_side(runs: list[LogicalRun]) -> Side:
         warnings += _warnings(run)
     runtimes = sorted({run.header().get("runtime", {}).get("name", "?") for run in runs})
     label = (ids[0] if len(ids) == 1 else f"{len(ids)} runs") + f" ({', '.join(runtimes)})"
-    return Side(label, graphs, ids, machines, warnings)
+    return Side(label, graphs, ids, machines, warnings, calibration_quote(runs[0].logs[0], runs[0].rows()))
 
 
 def variant_sides(run: RunLog | LogicalRun) -> list[Side]:
@@ -386,7 +436,8 @@ def variant_sides(run: RunLog | LogicalRun) -> list[Side]:
     for row in run.rows():
         by_variant.setdefault(variant_of(row, header), {})[row["graph_id"]] = row
     warnings = _warnings(run)
-    return [Side(label, [graphs], [run.run_id], run.machines(), warnings)
+    quote = calibration_quote(run.logs[0], run.rows())
+    return [Side(label, [graphs], [run.run_id], run.machines(), warnings, quote)
             for label, graphs in by_variant.items() if graphs]
 
 

@@ -20,7 +20,8 @@ if TYPE_CHECKING:
 STAT_FIELDS = ("median_us", "p10_us", "p90_us", "p99_us", "min_us", "mean_us", "std_us", "cv", "spread", "mad_us",
                "ci_low_us", "ci_high_us", "ci_rel", "samples", "calls_per_sample", "unstable", "timed_s", "warmup_s",
                "first_call_us", "runtime_median_us", "samples_us", "percentiles_us", "rerun_low_us", "rerun_high_us",
-               "rerun_rel", "interval_note", "rounds", "round_medians_us", "round_sizes", "round_sd", "drift_sd", "drift_df", "drift_runs")
+               "rerun_rel", "interval_note", "rounds", "round_medians_us", "round_sizes", "round_sd", "drift_sd", "drift_df", "drift_runs",
+               "coverage_pairs", "coverage_inside", "history_factor")
 """The fields a row takes from its rounds' statistics (dbench.stats.summary)."""
 LOAD_FIELDS = ("streams_executed", "inferences", "inferences_per_s", "inferences_per_s_low", "inferences_per_s_high",
                "time_per_inference_us", "round_per_inference_us", "stream_inferences", "latency_p50_us", "latency_p90_us",
@@ -244,6 +245,24 @@ class Row:
     when not verified (absent from rows written before the checks were told apart)."""
     false_accept: float | None = None
     """The most probability that check had of passing an output the full reference would reject."""
+    coverage_pairs: int | None = None
+    coverage_inside: int | None = None
+    history_factor: float | None = None
+    """How this machine's earlier rows of the configuration, their intervals made again as now, held later
+    runs' medians (pairs judged, pairs inside), and the factor both intervals were scaled by so that 95 %
+    would have held (above 1 widened, below 1 narrowed, at most to half; dbench.stats.coverage); None: no
+    history, or too few pairs."""
+    overlapped: list[str] | None = None
+    """Other dbench processes timing on this machine while this row's rounds were timed (their runs),
+    seen through the machine's register (dbench.orchestrator.lock); None: none seen."""
+    injected_slowdown: float | None = None
+    """A benchmark of dbench made every timed call this fraction slower on purpose (DBENCH_BENCHMARK_SLOWDOWN)."""
+    resolve_target: float | None = None
+    resolved: bool | None = None
+    resolve_half: float | None = None
+    resolve_note: str = ""
+    """--resolve: the target, whether the anytime-valid interval reached it, the half-width it reached
+    (paired against the run's first variant in an interleaved run), and what happened, in words."""
 
     def to_dict(self) -> dict[str, Any]:
         row = {("pass" if f.name == "pass_name" else f.name): getattr(self, f.name) for f in dataclasses.fields(self)}

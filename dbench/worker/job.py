@@ -39,3 +39,7 @@ class Job:
     contract: Contract = Contract()
     load: Load | None = None
     """Requests in flight (a throughput or server job, dbench.worker.loadjob); None: one at a time."""
+    slowdown: float = 0.0
+    """For benchmarks of dbench only (DBENCH_BENCHMARK_SLOWDOWN, dbench.orchestrator.slowdown): each timed
+    call is followed, inside its timed interval, by a busy wait of this fraction of its own time: a real,
+    known slowdown for measuring whether a comparison finds it. 0: none."""

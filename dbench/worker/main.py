@@ -153,7 +153,8 @@ def execute(job: Job, phase: Callable[[str], None] = _no_phase) -> Outcome:
             gpu_start = session.gpu_state()
             phase("timing")
             own_s = outcome.inputs_s + outcome.prepare_s if job.round > 1 else None  # a later round pays its own work
-            stats = measure(session.run, job.timing, session.runtime_latency_us, warmed, own_s)
+            call = slowed(session.run, job.slowdown) if job.slowdown else session.run
+            stats = measure(call, job.timing, session.runtime_latency_us, warmed, own_s)
             outcome.stats = stats.to_dict()
             _memory_figures(outcome, memory, baseline, peak_resets)
             outcome.device_memory_bytes = session.device_memory()
@@ -195,6 +196,22 @@ def execute(job: Job, phase: Callable[[str], None] = _no_phase) -> Outcome:
         if session is not None:
             session.close()
     return outcome
+
+
+def slowed(call: Callable[[], None], fraction: float) -> Callable[[], None]:
+    """`call`, then a busy wait of `fraction` of the time it took (a benchmark's injected slowdown: the
+    wait burns the CPU as slower work would, and is inside the timed interval)."""
+    clock = time.perf_counter_ns
+
+    def run() -> None:
+        start = clock()
+        call()
+        end = clock()
+        until = end + (end - start) * fraction
+        while clock() < until:
+            pass
+
+    return run
 
 
 def _hooked(hook: str, job: Job) -> bool:

@@ -45,6 +45,10 @@ class TimingConfig:
     percentiles: tuple[float, ...] = DEFAULT_PERCENTILES
     unstable_above: float = 0.05
     """A row is unstable when the interval a re-run's median should fall in is wider than ± this fraction."""
+    share_rounds: int | None = None
+    """The rounds the sampling time is divided among when that is not `rounds`: under --resolve, `rounds`
+    is the most a graph may get, while each round samples the share a fixed run of `share_rounds` would
+    (so the rounds are as long as those `dbench calibrate` measured)."""
     round_cost_cap: float | None = None
     """Another round only while a round's own cost outside sampling (inputs, preparing, warm-up) is at
     most this many times a round's share of --max-time, and a per-node profile only while it costs at
@@ -58,7 +62,7 @@ class TimingConfig:
     def round_too_costly(self, cost_s: float) -> bool:
         """Whether a round whose own cost outside sampling is `cost_s` is over the round cost cap (never
         without one): the run loop then gives the graph no further round, and the plan counts it so."""
-        return self.round_cost_cap is not None and cost_s > self.round_cost_cap * self.max_time / max(1, self.rounds)
+        return self.round_cost_cap is not None and cost_s > self.round_cost_cap * self.max_time / max(1, self.share_rounds or self.rounds)
 
     def profile_cap_s(self) -> float | None:
         """With a round cost cap (--quick), the most a graph's per-node profile may cost: the cap times
@@ -67,9 +71,9 @@ class TimingConfig:
 
     def per_round(self) -> "TimingConfig":
         """One round's share: the time limits, sample count and iterations divided by the rounds."""
-        rounds = max(1, self.rounds)
+        rounds = max(1, self.share_rounds or self.rounds)
         return dataclasses.replace(
-            self, rounds=1, min_time=self.min_time / rounds, max_time=self.max_time / rounds,
+            self, rounds=1, share_rounds=None, min_time=self.min_time / rounds, max_time=self.max_time / rounds,
             min_samples=max(1, math.ceil(self.min_samples / rounds)),
             iterations=None if self.iterations is None else max(1, math.ceil(self.iterations / rounds)))
 

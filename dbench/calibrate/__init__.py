@@ -1,0 +1,1 @@
+"""`dbench calibrate`: this machine's noise, measured the way `compare` and `run --resolve` meet it."""
