@@ -44,7 +44,9 @@ def test_reference_rows_match_the_row_schema():
              "profile_call_us", "variant", "percentiles_us", "rerun_low_us", "rerun_high_us", "rerun_rel",
              "interval_note", "rounds", "round_medians_us", "round_sizes", "round_sd", "device_graph_median_us",
              "gpu_state", *LOAD_FIELDS, "mode", "streams", "threads_per_stream", "throughput_tflops", "rate",
-             "latency_bound_us", "verify_check", "false_accept", "drift_sd", "drift_df", "drift_runs"}  # fields added after schema version 1
+             "latency_bound_us", "verify_check", "false_accept", "drift_sd", "drift_df", "drift_runs",
+             "coverage_pairs", "coverage_inside", "history_factor", "overlapped", "injected_slowdown", "resolve_target",
+             "resolved", "resolve_half", "resolve_note"}  # fields added after schema version 1
     assert rows and all(set(r) == keys - later for r in rows), "old rows: the same keys, less the later fields"
     assert {Status(r["status"]) for r in rows} == {Status.OK}
 

@@ -71,18 +71,19 @@ def speedups(frame: pd.DataFrame, groups, base) -> dict[tuple[str, str], Speedup
         with_test = [k for k, (d, _) in tested.items() if d is not None]
         adjusted = dict(zip(with_test, bh_adjusted([tested[k][0].p for k in with_test])))
         for kernel, (difference, why) in tested.items():
-            value = float(base_rows.at[kernel, "median_us"] / mine.at[kernel, "median_us"])
             if difference is None:
+                value = float(base_rows.at[kernel, "median_us"] / mine.at[kernel, "median_us"])
                 result[(group.label, kernel)] = Speedup(value, None, None, True, why)
-            else:
-                result[(group.label, kernel)] = Speedup(value, 1 / difference.high, 1 / difference.low,
+            else:  # the test's own estimate (geometric-mean round medians, as compare): inside its interval
+                result[(group.label, kernel)] = Speedup(1 / difference.ratio, 1 / difference.high, 1 / difference.low,
                                                         adjusted[kernel] > FDR, difference=difference)
     return result
 
 
 def geomean_speedup(values: list[Speedup]) -> tuple[float | None, float | None, float | None]:
     """The geometric-mean speedup over a group's kernels and its 95 % interval from the kernels'
-    standard errors (Welch-Satterthwaite degrees of freedom); no interval unless every kernel was tested."""
+    standard errors (Welch-Satterthwaite degrees of freedom), centred on it; no interval unless every
+    kernel was tested."""
     if not values:
         return None, None, None
     mean = float(math.exp(np.mean([math.log(v.value) for v in values])))
@@ -93,8 +94,7 @@ def geomean_speedup(values: list[Speedup]) -> tuple[float | None, float | None, 
     var = sum(t.se**2 for t in tests) / n**2
     df = sum(t.se**2 for t in tests) ** 2 / sum(t.se**4 / t.df for t in tests)
     half = t_quantile(0.975, df) * math.sqrt(var)
-    center = -float(np.mean([math.log(t.ratio) for t in tests]))
-    return mean, math.exp(center - half), math.exp(center + half)
+    return mean, mean * math.exp(-half), mean * math.exp(half)
 
 
 def winners(frame: pd.DataFrame, groups, kernels: list[str]) -> dict[str, tuple[str, bool]]:
