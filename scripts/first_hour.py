@@ -43,6 +43,8 @@ STEPS: dict[str, list[str]] = {
     "dbench run --suite inference-device --streams 1,2,4": ["--id", "gemm_m64_n1_k1216_nn", "--quick"],
     "dbench run --id 'gemm_m35_*' --scenario server --rate 400 --latency-bound 5": ["--quick", "--search-time", "3"],
     "dbench compare RUN": [],
+    "dbench calibrate": ["--budget", "20s", "--id", "gemm_m64_n1_k1216_nn,gemm_m128_n1500_k1280_nn"],
+    "dbench run --ops gemm --runtime ort-cpu,openvino --resolve 5%": ["--id", "gemm_m64_n1_k1216_nn", "--budget", "30s"],
     "dbench compare RUN-A RUN-B": [],
     "dbench run --suite inference --runtime torch": [*FEW, "--quick"],
     "dbench report results/": [],
