@@ -118,6 +118,11 @@ def load(paths: list[Path]) -> Results:
                    throughput=_load_frame(by_mode["throughput"]), server=_load_frame(by_mode["server"]), notes=notes)
 
 
+def counts(frame: pd.DataFrame) -> pd.Series:
+    """Rows whose time counts: ok and verified, or disputed (two runtimes agree against the reference)."""
+    return ((frame["status"] == "ok") & (frame["verified"] == True)) | (frame["status"] == "disputed")  # noqa: E712 (None is not True)
+
+
 def _kernel_frame(rows: list[dict[str, Any]]) -> pd.DataFrame:
     """Kernel rows with the report's columns (missing ones None); the latest run wins a duplicate."""
     frame = pd.DataFrame([{**{c: r.get(c) for c in KERNEL_COLUMNS}, "run_id": r["run_id"], "machine": r["machine"],
@@ -126,7 +131,7 @@ def _kernel_frame(rows: list[dict[str, Any]]) -> pd.DataFrame:
         return frame
     frame["kernel"] = frame["kernel_id"] + "." + frame["pass"].astype(str) + "." + frame["form"].astype(str)
     frame["variant"] = [v or r for v, r in zip(frame["variant"], frame["runtime"])]  # rows before variants: the runtime
-    frame["counts"] = (frame["status"] == "ok") & (frame["verified"] == True)  # noqa: E712 (None is not True)
+    frame["counts"] = counts(frame)
     frame = frame.sort_values("taken_at", kind="stable")
     return frame.drop_duplicates(["machine", "variant", "precision", "kernel"], keep="last").reset_index(drop=True)
 
@@ -142,7 +147,7 @@ def _load_frame(rows: list[dict[str, Any]]) -> pd.DataFrame:
     if frame.empty:
         return frame
     frame["kernel"] = frame["kernel_id"] + "." + frame["pass"].astype(str) + "." + frame["form"].astype(str)
-    frame["counts"] = (frame["status"] == "ok") & (frame["verified"] == True)  # noqa: E712 (None is not True)
+    frame["counts"] = counts(frame)
     frame["configuration"] = [configuration({"variant": v, "runtime": r}) for v, r in zip(frame["variant"], frame["runtime"])]
     frame = frame.sort_values("taken_at", kind="stable")
     keys = ["machine", "configuration", "precision", "kernel", "streams", "rate"]

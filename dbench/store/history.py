@@ -45,7 +45,7 @@ class History:
     def add(self, row: dict[str, Any]) -> None:
         """One earlier row, if it is a measured latency row with two rounds or more."""
         medians = row.get("round_medians_us")
-        if row.get("status") != "ok" or (row.get("mode") or "latency") != "latency" or not medians or len(medians) < 2:
+        if row.get("status") not in ("ok", "disputed") or (row.get("mode") or "latency") != "latency" or not medians or len(medians) < 2:
             return
         graphs = self.runs.setdefault(row_config(row), {})
         runs = graphs.setdefault(row["graph_id"], [])
