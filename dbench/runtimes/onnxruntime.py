@@ -104,18 +104,27 @@ CORRUPT = ("InvalidProtobuf", "NoModel")
 """ONNX Runtime's error types for bytes that are not a model at all: failed, whatever ONNX says."""
 
 
-def _as_inputs(model: onnx.ModelProto) -> onnx.ModelProto:
-    """The model with the constants dbench supplies in memory (declared external, NOT_ON_DISK) as the
-    graph inputs they stand for, so ONNX's checker does not look for their files."""
+def _as_checked(model: onnx.ModelProto) -> onnx.ModelProto:
+    """The model as ONNX's checker should see it: the constants dbench supplies in memory (declared
+    external, NOT_ON_DISK) as the graph inputs they stand for (the checker would look for their files),
+    and the output shapes dbench left to the runtime given back from ONNX's own inference (the checker
+    requires a shape on the main graph's outputs; none where inference finds none)."""
     declared = [t for t in model.graph.initializer if t.data_location == onnx.TensorProto.EXTERNAL
                 and any(e.key == "location" and e.value == NOT_ON_DISK for e in t.external_data)]
-    if not declared:
-        return model
     names = {t.name for t in declared}
     kept = [t for t in model.graph.initializer if t.name not in names]
     del model.graph.initializer[:]
     model.graph.initializer.extend(kept)
     model.graph.input.extend(onnx.helper.make_tensor_value_info(t.name, t.data_type, list(t.dims)) for t in declared)
+    open_outputs = [o for o in model.graph.output if o.type.HasField("tensor_type") and not o.type.tensor_type.HasField("shape")]
+    if open_outputs:
+        inferred = {v.name: v for v in onnx.shape_inference.infer_shapes(model).graph.output}
+        for output in open_outputs:
+            found = inferred.get(output.name)
+            if found is not None and found.type.tensor_type.HasField("shape"):
+                output.type.tensor_type.shape.CopyFrom(found.type.tensor_type.shape)
+            else:
+                output.type.tensor_type.shape.SetInParent()
     return model
 
 
@@ -127,7 +136,7 @@ def refused(model_bytes: bytes, err: "GraphLoadError") -> DbenchError:
     if str(err).startswith(CORRUPT):
         return err
     try:
-        onnx.checker.check_model(_as_inputs(onnx.load_model_from_string(model_bytes)), full_check=True)
+        onnx.checker.check_model(_as_checked(onnx.load_model_from_string(model_bytes)), full_check=True)
     except Exception as invalid:  # noqa: BLE001 (any reason ONNX gives, or none it can give, keeps it a failure)
         reason = str(invalid).strip().splitlines()[0][:300] if str(invalid).strip() else type(invalid).__name__
         return GraphLoadError(f"{err} (ONNX's checker rejects the model too: {reason})")
