@@ -92,11 +92,16 @@ def _evaluator(model: onnx.ModelProto):
     return ReferenceEvaluator(model, new_ops=list(CONTRIB_OPS))
 
 
+def unrepeatable(model: onnx.ModelProto) -> str:
+    """Why no implementation can reproduce the model's outputs (it draws random numbers), or ""."""
+    drawing = sorted(_ops(model.graph) & RANDOM_OPS)
+    return f"the model draws random numbers ({', '.join(drawing)}): no reference can reproduce them" if drawing else ""
+
+
 def _evaluate(model: onnx.ModelProto, spec: GraphSpec, feeds: dict[str, np.ndarray], intermediate: bool):
     """(the evaluator's results, "") within the budget, or (None, why not)."""
-    drawing = sorted(_ops(model.graph) & RANDOM_OPS)
-    if drawing:
-        return None, f"the model draws random numbers ({', '.join(drawing)}): no reference can reproduce them"
+    if why := unrepeatable(model):
+        return None, why
     if spec.flops > FLOP_BUDGET:
         return None, f"{spec.flops / 1e9:.2f} GFLOP is above onnx.reference's budget of {FLOP_BUDGET / 1e9:g} GFLOP"
     if TIME_BUDGET_S <= 0:

@@ -41,28 +41,25 @@ def _constant_value(node: onnx.NodeProto) -> float:
 def _filled(model: onnx.ModelProto) -> dict[str, tuple[tuple[int, ...], int, float]]:
     """Float tensors of the main graph that hold one value throughout, by name -> (shape, element
     type, value): ConstantOfShape outputs whose shape is a constant, and initializers (not fed inputs)
-    of MIN_ELEMENTS or more."""
+    of MIN_ELEMENTS or more. A model with its own weights costs a look at each weight's first values."""
     graph = model.graph
     inputs = {i.name for i in graph.input}
-    constants = {t.name: numpy_helper.to_array(t) for t in graph.initializer if t.name not in inputs
-                 and t.data_location != onnx.TensorProto.EXTERNAL}
-    for node in graph.node:
-        if node.op_type == "Constant" and node.domain in ("", "ai.onnx"):
-            value = next((a.t for a in node.attribute if a.name == "value"), None)
-            if value is not None:
-                constants[node.output[0]] = numpy_helper.to_array(value)
+    stored = {t.name: t for t in graph.initializer if t.name not in inputs and t.data_location != onnx.TensorProto.EXTERNAL}
+    constants = {node.output[0]: a.t for node in graph.node if node.op_type == "Constant" and node.domain in ("", "ai.onnx")
+                 for a in node.attribute if a.name == "value"}
     found = {}
-    for tensor in graph.initializer:
-        array = constants.get(tensor.name)
-        if (array is not None and tensor.data_type in FLOAT_TYPES and array.size >= MIN_ELEMENTS
-                and np.all(array.reshape(-1) == array.reshape(-1)[0])):
-            found[tensor.name] = (tuple(array.shape), tensor.data_type, float(array.reshape(-1)[0]))
+    for name, tensor in stored.items():
+        if tensor.data_type in FLOAT_TYPES and math.prod(tensor.dims) >= MIN_ELEMENTS:
+            flat = numpy_helper.to_array(tensor).reshape(-1)
+            if np.all(flat[:64] == flat[0]) and np.all(flat == flat[0]):
+                found[name] = (tuple(tensor.dims), tensor.data_type, float(flat[0]))
     for node in graph.node:
-        if node.op_type != "ConstantOfShape" or node.domain not in ("", "ai.onnx") or node.input[0] not in constants:
+        shape_tensor = stored.get(node.input[0]) or constants.get(node.input[0]) if node.input else None
+        if node.op_type != "ConstantOfShape" or node.domain not in ("", "ai.onnx") or shape_tensor is None:
             continue
         value = next((a.t for a in node.attribute if a.name == "value"), None)
         elem = value.data_type if value is not None else onnx.TensorProto.FLOAT
-        shape = tuple(int(d) for d in constants[node.input[0]].reshape(-1))
+        shape = tuple(int(d) for d in numpy_helper.to_array(shape_tensor).reshape(-1))
         if elem in FLOAT_TYPES and math.prod(shape) >= MIN_ELEMENTS:
             found[node.output[0]] = (shape, elem, _constant_value(node))
     return found
