@@ -30,7 +30,7 @@ so 200 GFLOP is about half a minute to a minute; pure-Python ops (pooling) are b
 TIME_BUDGET_S = 120.0
 """The most seconds the evaluator may spend on one model: its pooling and a few other ops are Python
 loops (Inception v2's 4 GFLOP took 11 s, 10 of them in AveragePool). Past it, the model is verified
-by the other checks its row names (docs/method.md, "Foreign models")."""
+by the other checks its row names (docs/method.md, "Foreign graphs: the reference checked")."""
 
 
 def tolerance(spec: GraphSpec) -> Tolerance:
