@@ -144,7 +144,7 @@ def _where(first: dict[str, Any]) -> str:
     if "op" not in first:
         return first["why"]
     return (f"first node that differs: {first['op']} {first['node']!r} ({first['domain']} opset {first['opset']}), "
-            f"output {first['output']!r} {_error_text(Verdict(False, first['error'], '', 0))}")
+            f"output {first['output']!r} error {first['error']:.3g}")
 
 
 def verify_foreign(job, model: onnx.ModelProto, feeds: dict[str, np.ndarray], outputs: dict[str, np.ndarray], runtime,
@@ -169,7 +169,7 @@ def verify_foreign(job, model: onnx.ModelProto, feeds: dict[str, np.ndarray], ou
             key_bytes = checked.model.SerializeToString()
             notes = {"random_weights": len(checked.replaced), "exposed": list(checked.exposed)}
             logits = f" and its Softmax's input {', '.join(checked.exposed)} as an output" if checked.exposed else ""
-            said = (f"verified on the graph with seeded random weights in place of its {len(checked.replaced)} constant-filled "
+            said = (f"checked on the graph with seeded random weights in place of its {len(checked.replaced)} constant-filled "
                     f"ones{logits} (the timed graph keeps its own)")
         except DbenchError as err:  # the copy will not run: its own outputs are checked, weakly, and the row says why
             checked = ForVerification(model, spec)
