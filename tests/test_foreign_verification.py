@@ -124,6 +124,21 @@ def test_runtimes_that_agree_against_a_wrong_reference_are_disputed(tmp_path, ru
     assert outcome.stats["median_us"] > 0  # timed: a disputed row's time stands
 
 
+def test_a_foreign_graph_under_load_is_disputed_the_same_way(tmp_path, seed, wrong_reference):
+    """Throughput rows of a foreign graph: the first request checked against the reference and the second
+    implementation, every other request against the first."""
+    from dbench.sources.model import model_item
+    from dbench.worker.load import Load
+
+    item = model_item(mb.save(conv_relu(np.random.default_rng(seed)), tmp_path, "conv_relu"), {})
+    data, digest = item.load()
+    outcome = execute(Job(spec=item.spec, model=data, sha256=digest, runtime="ort-cpu", options=RuntimeOptions(threads=1),
+                          timing=QUICK, verify=True, profile_runs=0, contract=item.contract, load=Load("throughput", 2)))
+    assert outcome.status == Status.DISPUTED, outcome.message
+    assert outcome.verification["requests_checked"] == 2 and outcome.verification["second"]["runtime"] == "openvino"
+    assert outcome.stats["inferences"] > 0  # timed under load: the disputed time stands
+
+
 def test_a_runtime_the_second_implementation_contradicts_is_a_mismatch(tmp_path, seed, monkeypatch):
     wrong_runtime(monkeypatch, "ort-cpu", lambda v: v + 0.1 * np.abs(v).max())
     outcome = run_model(mb.save(conv_relu(np.random.default_rng(seed)), tmp_path, "conv_relu"), "ort-cpu")
