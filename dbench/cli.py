@@ -446,7 +446,7 @@ def run(
 ) -> None:
     """Time every selected graph on a runtime, verify it, and log one row per graph as it finishes.
 
-    Exit status: 0 when every row is ok or unsupported, 3 when any is mismatch, failed, crashed,
+    Exit status: 0 when every row is ok, disputed or unsupported, 3 when any is mismatch, failed, crashed,
     timeout or oom, 2 for bad input, 1 for other errors, 130 on Ctrl-C or SIGTERM."""
     from dbench.orchestrator.estimate import parse_duration
     from dbench.orchestrator.request import RunRequest, memory_limit_bytes
@@ -593,7 +593,7 @@ def predict(
     (its own optimized graph or runtime model), time every distinct unit, the whole model and an
     empty graph in one run, in rounds, and set the prediction beside the measurement.
 
-    Exit status: 0 when every row is ok or unsupported, 3 when any is mismatch, failed, crashed,
+    Exit status: 0 when every row is ok, disputed or unsupported, 3 when any is mismatch, failed, crashed,
     timeout or oom, 2 for bad input, 130 on Ctrl-C or SIGTERM."""
     from dbench.frommodel.dims import parse_dims
     from dbench.orchestrator.request import RunRequest, memory_limit_bytes

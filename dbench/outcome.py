@@ -15,6 +15,7 @@ class Status(str, Enum):
     OK = "ok"
     UNSUPPORTED = "unsupported"
     MISMATCH = "mismatch"
+    DISPUTED = "disputed"
     FAILED = "failed"
     CRASHED = "crashed"
     TIMEOUT = "timeout"
@@ -24,8 +25,10 @@ class Status(str, Enum):
         return self.value
 
 
-PASSING = frozenset({Status.OK, Status.UNSUPPORTED})
-"""Statuses of an honest run: measured and verified, or refused by the runtime with its reason."""
+PASSING = frozenset({Status.OK, Status.UNSUPPORTED, Status.DISPUTED})
+"""Statuses of an honest run: measured and verified, refused by the runtime with its reason, or
+measured with the reference overruled (two independent runtimes agree with each other against it:
+the time is valid and the row says which implementations agreed)."""
 
 
 @dataclass

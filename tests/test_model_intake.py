@@ -286,7 +286,8 @@ def test_qdq_folding_survives_unnamed_nodes(tmp_path, seed):
     qdq = next(k for k in extraction.kernels if k.form == "qdq")
     assert qdq.nodes == ("MatMul_3",)
     folded = {s.node: s.folded_into for s in extraction.skipped if s.folded_into}
-    assert folded == {"DequantizeLinear_1": "MatMul_3", "DequantizeLinear_2": "MatMul_3", "QuantizeLinear_4": "MatMul_3"}
+    assert folded == {"QuantizeLinear_0": "MatMul_3", "DequantizeLinear_1": "MatMul_3", "DequantizeLinear_2": "MatMul_3",
+                      "QuantizeLinear_4": "MatMul_3"}  # the model input's Q too (issue 40.5)
 
 
 def test_node_names_are_unique_whatever_the_exporter_wrote():

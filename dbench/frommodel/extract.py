@@ -302,15 +302,19 @@ OP_KERNELS: dict[str, Callable[[onnx.NodeProto, Shapes], Found]] = {
 
 def as_qdq(node: onnx.NodeProto, found: Found, shapes: Shapes) -> Found:
     """A float MatMul/Conv whose two inputs both come from DequantizeLinear of 8-bit data is an int8
-    kernel in the qdq form; those DQ nodes and a QuantizeLinear of its output are folded into it."""
+    kernel in the qdq form; those DQ nodes, a QuantizeLinear of its output, and a QuantizeLinear that
+    makes a DQ's data from a value no node computes (a model input, or a float constant) are folded into
+    it: the kernel's own input quantisation, which no earlier kernel absorbed."""
     if node.op_type not in ("MatMul", "Conv"):
         return found
     producers = [shapes.producers.get(name) for name in node.input[:2]]
     if not all(p is not None and shapes.nodes[p].op_type == "DequantizeLinear" for p in producers):
         return found
     _int8_types(shapes, [shapes.nodes[p].input[0] for p in producers], f"{node.op_type} (Q/DQ)")
+    before = [q for q in (shapes.producers.get(shapes.nodes[p].input[0]) for p in producers)
+              if q is not None and shapes.nodes[q].op_type == "QuantizeLinear" and shapes.nodes[q].input[0] not in shapes.producers]
     after = [c for c in shapes.consumers.get(node.output[0], []) if shapes.nodes[c].op_type == "QuantizeLinear"]
-    return Found(found.kernel, "int8", "qdq", found.pass_name, tuple(shapes.names[i] for i in [*producers, *after]))
+    return Found(found.kernel, "int8", "qdq", found.pass_name, tuple(shapes.names[i] for i in [*before, *producers, *after]))
 
 
 def node_kernel(node: onnx.NodeProto, shapes: Shapes) -> Found:

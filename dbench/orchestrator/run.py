@@ -82,7 +82,8 @@ class RunResult:
 
     @property
     def exit_code(self) -> int:
-        """0 when every row is ok or honestly unsupported, FAILING_EXIT_CODE otherwise."""
+        """0 when every row is ok, disputed (two runtimes agree against the reference) or honestly unsupported,
+        FAILING_EXIT_CODE otherwise."""
         return 0 if all(Status(r["status"]) in PASSING for r in self.rows) else FAILING_EXIT_CODE
 
 

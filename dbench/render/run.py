@@ -19,6 +19,7 @@ from dbench.report.peak import read_peak_file
 from dbench.report.units import format_spread, format_time, significant
 from dbench.sources.item import Item
 from dbench.store.derived import sparse_speedups
+from dbench.render.warnings import disputed_note
 from dbench.store.schema import Row
 
 
@@ -26,7 +27,9 @@ def graph_line(done: int, total: int, row: Row, variants: int = 1) -> str:
     """`[3/13] gemm_m35_n700_k2048_nn.fwd.gemm.fp32 ok 721 µs ±0.4% 0.07 TFLOP/s` (or the status and
     message); the variant is named when the run has several."""
     head = f"[{done}/{total}] {row.graph_id}" + (f" [{row.variant}]" if variants > 1 else "") + f" {row.status}"
-    if row.status != "ok":
+    if row.status == "disputed":  # timed and valid: the time, and who agreed against the reference
+        head += f" ({disputed_note(row.to_dict())})"
+    elif row.status != "ok":
         return f"{head}: {row.message}"[:300]
     if row.mode != "latency":
         return f"{head} {load_line(row)}"

@@ -24,7 +24,7 @@ def kernels_table(rows: list[dict[str, Any]], selection) -> Table:
     return table
 
 
-STATUS_STYLE = {"ok": "green", "mismatch": "bold red", "unsupported": "yellow", "failed": "red", "crashed": "bold red",
+STATUS_STYLE = {"ok": "green", "disputed": "yellow", "mismatch": "bold red", "unsupported": "yellow", "failed": "red", "crashed": "bold red",
                 "timeout": "red", "oom": "magenta"}
 
 
@@ -146,7 +146,7 @@ def compare_table(comparison, width: int = 200) -> Table:
     def side(rows) -> str:
         if not rows:
             return "—"
-        bad = [r["status"] for r in rows if r["status"] != "ok"]
+        bad = [r["status"] for r in rows if r["status"] not in ("ok", "disputed")]  # a disputed time counts
         if bad:
             return bad[0]
         from dbench.store.compare import figure

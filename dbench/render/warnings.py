@@ -21,7 +21,7 @@ def run_warnings(rows: list[dict[str, Any]], host: dict[str, Any], timing: dict[
         lines.append(f"{len(unstable)} rows unstable (a re-run's {figure} could land more than ±{threshold:.0%} away), worst "
                      f"{worst['graph_id']} at {format_spread(width[id(worst)])}: its rounds disagree; re-run them on a quiet machine "
                      "with more rounds (e.g. --rounds 10 --id '<pattern>') before publishing")
-    few = [r for r in rows if r.get("status") == "ok" and r.get("rounds") and r.get("rerun_rel") is None]
+    few = [r for r in rows if r.get("status") in ("ok", "disputed") and r.get("rounds") and r.get("rerun_rel") is None]
     if few:
         lines.append(f"{len(few)} rows have no interval (e.g. {few[0]['graph_id']}: {few[0].get('interval_note') or 'too few rounds'}); "
                      "a verdict needs 3 rounds: raise --max-time for slow graphs, or --rounds")
@@ -48,6 +48,17 @@ def run_warnings(rows: list[dict[str, Any]], host: dict[str, Any], timing: dict[
     for label, fraction in slowed:
         lines.append(f"{label} carries an injected slowdown of {fraction:.0%} (DBENCH_BENCHMARK_SLOWDOWN): a benchmark of "
                      "dbench itself, not the runtime's times")
+    disputed = [r for r in rows if r.get("status") == "disputed"]
+    if disputed:
+        lines.append(f"{len(disputed)} rows disputed (e.g. {disputed[0]['graph_id']}: {disputed_note(disputed[0])}): two "
+                     "independent runtimes agree with each other against onnx.reference, so their times count and the "
+                     "reference is taken to be wrong; each row names the implementations and the node (cross_check, "
+                     "first_difference): report the op to dbench")
+    unchecked = [r for r in rows if r.get("status") == "mismatch" and (r.get("cross_check") or {}).get("why")]
+    if unchecked:
+        lines.append(f"{len(unchecked)} mismatch rows rest on onnx.reference alone (e.g. {unchecked[0]['graph_id']}: "
+                     f"{unchecked[0]['cross_check']['why']}): install the other CPU runtime (pip install 'dbench[cpu,openvino]') "
+                     "so that a second implementation can confirm or overrule it")
     fallback = [r for r in rows if r.get("precision_fallback")]
     if fallback:
         r = fallback[0]
@@ -55,6 +66,15 @@ def run_warnings(rows: list[dict[str, Any]], host: dict[str, Any], timing: dict[
                      f"{r['precision']} -> {r['precision_executed']}): their times are not {r['precision']} times; "
                      "check the runtime's precision options (--option) before comparing")
     return lines
+
+
+def disputed_note(row: dict[str, Any]) -> str:
+    """`openvino agrees; onnx.reference differs from BatchNormalization opset 9 on`: who overruled the
+    reference of a disputed row, and where the reference parted from them."""
+    second = (row.get("cross_check") or {}).get("runtime") or "a second runtime"
+    first = row.get("first_difference") or {}
+    where = f" from {first['op']} opset {first['opset']} on" if first.get("op") else ""
+    return f"{second} agrees; onnx.reference differs{where}"
 
 
 def peak_line(rows: list[dict[str, Any]], peaks: dict[str, Any] | None) -> str:

@@ -1,6 +1,7 @@
 """The report's tables as pandas frames (numbers, not text): side by side per family, the summary per
 runtime, the support matrix and the all-reduce bandwidths. Only verified rows (status ok and output
-matching the reference) count as times; other rows show their status."""
+matching the reference, or disputed: two runtimes agree against the reference) count as times; other
+rows show their status."""
 
 from __future__ import annotations
 
@@ -12,7 +13,8 @@ import pandas as pd
 
 from dbench.errors import UsageError
 
-PROBLEM_STATUSES = ("unsupported", "mismatch", "failed", "crashed", "timeout", "oom")
+PROBLEM_STATUSES = ("disputed", "unsupported", "mismatch", "failed", "crashed", "timeout", "oom")
+"""Statuses the summary counts per runtime (a disputed row's time counts too, but its reference was overruled)."""
 
 
 @dataclass(frozen=True)

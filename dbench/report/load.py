@@ -152,6 +152,11 @@ def _calibration(folder: Path, machine: str) -> list:
         return []
 
 
+def counts(frame: pd.DataFrame) -> pd.Series:
+    """Rows whose time counts: ok and verified, or disputed (two runtimes agree against the reference)."""
+    return ((frame["status"] == "ok") & (frame["verified"] == True)) | (frame["status"] == "disputed")  # noqa: E712 (None is not True)
+
+
 def _kernel_frame(rows: list[dict[str, Any]]) -> pd.DataFrame:
     """Kernel rows with the report's columns (missing ones None); the latest run wins a duplicate."""
     frame = pd.DataFrame([{**{c: r.get(c) for c in KERNEL_COLUMNS}, "run_id": r["run_id"], "machine": r["machine"],
@@ -160,7 +165,7 @@ def _kernel_frame(rows: list[dict[str, Any]]) -> pd.DataFrame:
         return frame
     frame["kernel"] = frame["kernel_id"] + "." + frame["pass"].astype(str) + "." + frame["form"].astype(str)
     frame["variant"] = [v or r for v, r in zip(frame["variant"], frame["runtime"])]  # rows before variants: the runtime
-    frame["counts"] = (frame["status"] == "ok") & (frame["verified"] == True)  # noqa: E712 (None is not True)
+    frame["counts"] = counts(frame)
     frame = frame.sort_values("taken_at", kind="stable")
     frame["configuration"] = [configuration_of(v, o, w) for v, o, w in zip(frame.runtime_version, frame.runtime_options, frame.weights)]
     keys = ["machine", "variant", "precision", "kernel"]
@@ -203,7 +208,7 @@ def _load_frame(rows: list[dict[str, Any]]) -> pd.DataFrame:
     if frame.empty:
         return frame
     frame["kernel"] = frame["kernel_id"] + "." + frame["pass"].astype(str) + "." + frame["form"].astype(str)
-    frame["counts"] = (frame["status"] == "ok") & (frame["verified"] == True)  # noqa: E712 (None is not True)
+    frame["counts"] = counts(frame)
     frame["configuration"] = [configuration({"variant": v, "runtime": r}) for v, r in zip(frame["variant"], frame["runtime"])]
     frame = frame.sort_values("taken_at", kind="stable")
     keys = ["machine", "configuration", "precision", "kernel", "streams", "rate"]

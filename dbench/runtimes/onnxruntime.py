@@ -100,6 +100,49 @@ def classified(loading: bool = False):
         raise (UnsupportedError if any(word in message.lower() for word in REFUSAL_WORDS) else DbenchError)(message) from None
 
 
+CORRUPT = ("InvalidProtobuf", "NoModel")
+"""ONNX Runtime's error types for bytes that are not a model at all: failed, whatever ONNX says."""
+
+
+def _as_checked(model: onnx.ModelProto) -> onnx.ModelProto:
+    """The model as ONNX's checker should see it: the constants dbench supplies in memory (declared
+    external, NOT_ON_DISK) as the graph inputs they stand for (the checker would look for their files),
+    and the output shapes dbench left to the runtime given back from ONNX's own inference (the checker
+    requires a shape on the main graph's outputs; none where inference finds none)."""
+    declared = [t for t in model.graph.initializer if t.data_location == onnx.TensorProto.EXTERNAL
+                and any(e.key == "location" and e.value == NOT_ON_DISK for e in t.external_data)]
+    names = {t.name for t in declared}
+    kept = [t for t in model.graph.initializer if t.name not in names]
+    del model.graph.initializer[:]
+    model.graph.initializer.extend(kept)
+    model.graph.input.extend(onnx.helper.make_tensor_value_info(t.name, t.data_type, list(t.dims)) for t in declared)
+    open_outputs = [o for o in model.graph.output if o.type.HasField("tensor_type") and not o.type.tensor_type.HasField("shape")]
+    if open_outputs:
+        inferred = {v.name: v for v in onnx.shape_inference.infer_shapes(model).graph.output}
+        for output in open_outputs:
+            found = inferred.get(output.name)
+            if found is not None and found.type.tensor_type.HasField("shape"):
+                output.type.tensor_type.shape.CopyFrom(found.type.tensor_type.shape)
+            else:
+                output.type.tensor_type.shape.SetInParent()
+    return model
+
+
+def refused(model_bytes: bytes, err: "GraphLoadError") -> DbenchError:
+    """What ONNX Runtime's refusal to create a session means: a model ONNX itself accepts (its checker,
+    with strict shape inference) is one this runtime does not run, UnsupportedError with its reason (an
+    LSTM without hidden_size, a shape its own inference cannot find, an op or opset it lacks); a model
+    ONNX rejects too, or bytes that are no model, stay a failure, with ONNX's reason beside ORT's."""
+    if str(err).startswith(CORRUPT):
+        return err
+    try:
+        onnx.checker.check_model(_as_checked(onnx.load_model_from_string(model_bytes)), full_check=True)
+    except Exception as invalid:  # noqa: BLE001 (any reason ONNX gives, or none it can give, keeps it a failure)
+        reason = str(invalid).strip().splitlines()[0][:300] if str(invalid).strip() else type(invalid).__name__
+        return GraphLoadError(f"{err} (ONNX's checker rejects the model too: {reason})")
+    return UnsupportedError(f"ONNX Runtime refuses this valid model at session creation: {err}")
+
+
 def _host_array(value, dtype: str) -> np.ndarray:
     """A copy of a CPU OrtValue's data as `dtype` (bfloat16 through its 16-bit words)."""
     import ctypes
@@ -408,9 +451,12 @@ class OrtRuntime(Runtime):
             options.add_session_config_entry("session.optimized_model_external_initializers_min_size_in_bytes", "64")
         if constants:
             options.add_external_initializers(list(constants), list(constants.values()))
-        with classified(loading=True):
-            return ort.InferenceSession(model_bytes, options, providers=[(self.provider, self.provider_options())],
-                                        enable_fallback=0)  # never retry a failed provider on the CPU
+        try:
+            with classified(loading=True):
+                return ort.InferenceSession(model_bytes, options, providers=[(self.provider, self.provider_options())],
+                                            enable_fallback=0)  # never retry a failed provider on the CPU
+        except GraphLoadError as err:
+            raise refused(model_bytes, err) from None
 
     def _model_and_constants(self, model: onnx.ModelProto, constants: Mapping[str, np.ndarray]) -> tuple[bytes, dict[str, Any]]:
         """The serialised model a session loads and the OrtValues that fill its constant weights."""

@@ -1,7 +1,13 @@
 """Verify a foreign model against onnx.reference.ReferenceEvaluator (ONNX's own Python implementation
-of every standard op), when it runs every op of the model and the model is small enough for it."""
+of every standard op), when it runs every op of the model within its budget of FLOPs and seconds; and
+every value it computes, for finding the first node whose outputs a runtime computes otherwise."""
 
 from __future__ import annotations
+
+import signal
+import threading
+from contextlib import contextmanager
+from typing import Iterator
 
 import numpy as np
 import onnx
@@ -17,8 +23,14 @@ MODEL_TOLERANCE = {**{name: p.tolerance for name, p in PRECISIONS.items()}, "fp6
 """Relative error bound of a model by its precision. fp64 as fp32 (OpenVINO computes f64 graphs in f32);
 int8 about two steps of the 8-bit grid at the output's largest value (runtimes round requantised
 values their own way, a step apart)."""
-FLOP_BUDGET = 5e8
-"""Above this many FLOPs (in the kernels dbench recognises) the pure-Python evaluator is too slow to use."""
+FLOP_BUDGET = 2e11
+"""Above this many FLOPs (in the kernels dbench recognises) the evaluator is not tried. Its Conv, Gemm and
+MatMul are numpy/BLAS: on the 2-core development VM VGG-19 (39 GFLOP) took 6 s and ResNet-50 (8.2) 1.8 s,
+so 200 GFLOP is about half a minute to a minute; pure-Python ops (pooling) are bounded by TIME_BUDGET_S."""
+TIME_BUDGET_S = 120.0
+"""The most seconds the evaluator may spend on one model: its pooling and a few other ops are Python
+loops (Inception v2's 4 GFLOP took 11 s, 10 of them in AveragePool). Past it, the model is verified
+by the other checks its row names (docs/method.md, "Foreign graphs: the reference checked")."""
 
 
 def tolerance(spec: GraphSpec) -> Tolerance:
@@ -46,20 +58,75 @@ def _ops(graph: onnx.GraphProto) -> set[str]:
     return found
 
 
-def reference_outputs(model: onnx.ModelProto, spec: GraphSpec, feeds: dict[str, np.ndarray]) -> tuple[dict[str, np.ndarray] | None, str]:
-    """(outputs by name, BY), or (None, why the model stays unverified)."""
-    drawing = sorted(_ops(model.graph) & RANDOM_OPS)
-    if drawing:
-        return None, f"the model draws random numbers ({', '.join(drawing)}): no reference can reproduce them"
-    if spec.flops > FLOP_BUDGET:
-        return None, f"{spec.flops / 1e9:.2f} GFLOP is above onnx.reference's budget of {FLOP_BUDGET / 1e9:g} GFLOP"
+class OverBudget(BaseException):
+    """The evaluator ran past TIME_BUDGET_S (a BaseException, so that onnx.reference's own handlers of
+    Exception let it through)."""
+
+
+@contextmanager
+def _deadline(seconds: float) -> Iterator[None]:
+    """Interrupt the block with OverBudget after `seconds` (a timer signal: only in the main thread,
+    where the worker evaluates; elsewhere the block runs unbounded)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def expire(signum, frame):  # noqa: ANN001 (signal handler)
+        raise OverBudget
+
+    previous = signal.signal(signal.SIGALRM, expire)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+def _evaluator(model: onnx.ModelProto):
+    """The evaluator that computes the reference: onnx.reference with dbench's contrib ops."""
     from onnx.reference import ReferenceEvaluator
 
     from dbench.sources.contrib_reference import CONTRIB_OPS
 
+    return ReferenceEvaluator(model, new_ops=list(CONTRIB_OPS))
+
+
+def unrepeatable(model: onnx.ModelProto) -> str:
+    """Why no implementation can reproduce the model's outputs (it draws random numbers), or ""."""
+    drawing = sorted(_ops(model.graph) & RANDOM_OPS)
+    return f"the model draws random numbers ({', '.join(drawing)}): no reference can reproduce them" if drawing else ""
+
+
+def _evaluate(model: onnx.ModelProto, spec: GraphSpec, feeds: dict[str, np.ndarray], intermediate: bool):
+    """(the evaluator's results, "") within the budget, or (None, why not)."""
+    if why := unrepeatable(model):
+        return None, why
+    if spec.flops > FLOP_BUDGET:
+        return None, f"{spec.flops / 1e9:.2f} GFLOP is above onnx.reference's budget of {FLOP_BUDGET / 1e9:g} GFLOP"
+    if TIME_BUDGET_S <= 0:
+        return None, "onnx.reference has no time budget"
     try:
-        evaluator = ReferenceEvaluator(model, new_ops=list(CONTRIB_OPS))
-        results = evaluator.run(None, feeds)
-    except Exception as err:  # an op it does not implement, or one of its own failures
+        with _deadline(TIME_BUDGET_S):
+            return _evaluator(model).run(None, feeds, intermediate=intermediate), ""
+    except OverBudget:
+        return None, f"onnx.reference ran past its budget of {TIME_BUDGET_S:g} s"
+    except Exception as err:  # an op it does not implement, or one of its own failures (MemoryError too)
         return None, f"onnx.reference cannot run this model ({_first_line(err)})"
+
+
+def reference_outputs(model: onnx.ModelProto, spec: GraphSpec, feeds: dict[str, np.ndarray]) -> tuple[dict[str, np.ndarray] | None, str]:
+    """(outputs by name, BY), or (None, why the model stays unverified by the reference)."""
+    results, why = _evaluate(model, spec, feeds, intermediate=False)
+    if results is None:
+        return None, why
     return {t.name: np.asarray(r) for t, r in zip(spec.outputs, results)}, BY
+
+
+def reference_values(model: onnx.ModelProto, spec: GraphSpec, feeds: dict[str, np.ndarray]) -> tuple[dict[str, np.ndarray] | None, str]:
+    """Every value the reference computes for the model (inputs, intermediates, outputs) by name, or
+    (None, why not): what the first node whose outputs disagree is looked for in."""
+    results, why = _evaluate(model, spec, feeds, intermediate=True)
+    if results is None:
+        return None, why
+    return {name: np.asarray(value) for name, value in results.items() if name and isinstance(value, np.ndarray)}, BY

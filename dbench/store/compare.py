@@ -60,8 +60,15 @@ def figure(row: dict) -> float | None:
 
 
 def verified(row: dict | None) -> bool:
-    """A row whose time counts: it ran, and its output matched the reference."""
-    return bool(row and row.get("status") == "ok" and row.get("verified") and figure(row))
+    """A row whose time counts: it ran, and its output matched the reference, or two independent
+    runtimes agreed with each other against the reference (`disputed`: docs/method.md)."""
+    return bool(row and ((row.get("status") == "ok" and row.get("verified")) or row.get("status") == "disputed") and figure(row))
+
+
+def _disputed(a: list[dict], b: list[dict]) -> str:
+    """Which sides' rows are disputed (their time counts, their reference was overruled), or ''."""
+    sides = [side for side, rows in (("a", a), ("b", b)) if any(r.get("status") == "disputed" for r in rows)]
+    return f"{' and '.join(sides)}: disputed, two runtimes agree against onnx.reference" if sides else ""
 
 
 @dataclass(frozen=True)
@@ -322,6 +329,7 @@ def compare_sides(a: Side, b: Side, interleaved: bool = False, fdr: float = FDR,
             pairs.append(Pair(graph, rows_a, rows_b, verdict=why))
             continue
         difference, verdict, detail, noise = test_rows(rows_a, rows_b, interleaved, prior)
+        detail = "; ".join(d for d in (detail, _disputed(rows_a, rows_b)) if d)
         pairs.append(Pair(graph, rows_a, rows_b, difference, verdict, detail, noise=noise))
     tested = [i for i, p in enumerate(pairs) if p.difference is not None and not p.verdict]
     adjusted = bh_adjusted([pairs[i].difference.p for i in tested])

@@ -55,7 +55,7 @@ class History:
     def add(self, row: dict[str, Any]) -> None:
         """One earlier row, if it is a measured latency row with two rounds or more."""
         medians = row.get("round_medians_us")
-        if row.get("status") != "ok" or (row.get("mode") or "latency") != "latency" or not medians or len(medians) < 2:
+        if row.get("status") not in ("ok", "disputed") or (row.get("mode") or "latency") != "latency" or not medians or len(medians) < 2:
             return
         config = row_config(row)
         runs = self.runs.setdefault(config, {}).setdefault(row["graph_id"], [])

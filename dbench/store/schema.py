@@ -141,7 +141,8 @@ class Row:
     """What the row breaks of dbench.store.invariants (absent from rows written before those checks)."""
     verified_by: str | None = None
     """What computed the expected outputs: `numpy` (dbench's reference), `onnx.reference` (a foreign
-    model), or None when the row was not verified (absent from rows written before foreign graphs)."""
+    model), a second runtime's name (a foreign model the reference could not run: `verify_check`
+    `cross-runtime`), or None when the row was not verified (absent from rows written before foreign graphs)."""
     profile_call_us: float | None = None
     """The profiling pass's own time per call, on the clock that brackets its node times: the kernel
     time's frame (absent from rows written before it was recorded)."""
@@ -263,6 +264,21 @@ class Row:
     resolve_note: str = ""
     """--resolve: the target, whether the anytime-valid interval reached it, the half-width it reached
     (paired against the run's first variant in an interleaved run), and what happened, in words."""
+    cross_check: dict[str, Any] | None = None
+    """A foreign graph's second implementation, where the reference disagreed with the runtime or could
+    not run: its runtime, version and options, whether it agrees with this runtime (`agrees`, `error`)
+    and with the reference (`agrees_with_reference`, `error_to_reference`), or `why` it did not run;
+    None where no second implementation was asked (docs/method.md)."""
+    first_difference: dict[str, Any] | None = None
+    """Where the runtime and the reference disagreed: the first node whose outputs differ (`node`, `op`,
+    `domain`, `opset`, `output`, `error`), or `why` it was not found."""
+    disagreeing_outputs: list[str] | None = None
+    """The outputs outside the tolerance of the reference, where the runtime disagreed with it."""
+    reference_unavailable: str | None = None
+    """Why the reference could not check a foreign graph (its budget, an op it lacks), where it could not."""
+    verify_random_weights: int | None = None
+    """How many constant-filled weights of a structure-only model the verification replaced by seeded
+    random ones (the timed graph keeps its own)."""
 
     def to_dict(self) -> dict[str, Any]:
         row = {("pass" if f.name == "pass_name" else f.name): getattr(self, f.name) for f in dataclasses.fields(self)}
@@ -283,7 +299,7 @@ class Row:
         status = outcome.status
         median_s = stats["median_us"] / 1e6 if stats.get("median_us") else None
         kernel_us = kernel_time(nodes)
-        executed = executed_precision(nodes) if nodes else ("unknown" if status in (Status.OK, Status.MISMATCH) else "")
+        executed = executed_precision(nodes) if nodes else ("unknown" if status in (Status.OK, Status.MISMATCH, Status.DISPUTED) else "")
         row = cls(
             run_id=run_id, seq=seq, graph_id=spec.id, kernel_id=spec.kernel_id, family=spec.family, op=spec.op,
             pass_name=spec.pass_name, form=spec.form, suites=list(spec.suites), apps=list(spec.apps),
@@ -305,7 +321,9 @@ class Row:
             verified=verification.get("ok"), verified_by=verification.get("by"), error=verification.get("error"),
             tolerance_metric=verification.get("metric"), tolerance=verification.get("bound"),
             verified_rows=verification.get("rows_checked"), verify_check=verification.get("check"),
-            false_accept=verification.get("false_accept"),
+            false_accept=verification.get("false_accept"), cross_check=verification.get("second"),
+            first_difference=verification.get("first_difference"), disagreeing_outputs=verification.get("outputs"),
+            reference_unavailable=verification.get("reference"), verify_random_weights=verification.get("random_weights"),
             device_median_us=outcome.device_median_us, inputs_s=outcome.inputs_s, prepare_s=outcome.prepare_s,
             verify_s=outcome.verify_s, profile_s=outcome.profile_s, profile_call_us=outcome.profile_call_us,
             device_graph_median_us=outcome.device_graph_median_us, gpu_state=outcome.gpu_state,

@@ -12,7 +12,8 @@ from typing import TYPE_CHECKING, Any, Callable, Mapping
 import numpy as np
 
 from dbench.runtimes.base import ConcurrentSession, Runtime
-from dbench.outcome import Status
+from dbench.outcome import PASSING, Status
+from dbench.sources.contract import ONNX_REFERENCE
 from dbench.worker.expected import expected_outputs, verify_rows
 from dbench.worker.load import SERVER
 from dbench.worker.profiling import best_profile, profile_runs
@@ -53,6 +54,29 @@ def verify_requests(session: ConcurrentSession, expected: Mapping[str, np.ndarra
     return {**worst.to_dict(), "requests_checked": session.requests}, failed
 
 
+def verify_foreign_requests(session: ConcurrentSession, runtime: Runtime, model, job: "Job", feeds: dict[str, np.ndarray],
+                            outcome: "Outcome", phase: Callable[[str], None]) -> None:
+    """A foreign graph under load: the first request's outputs verified as a latency row's are (the
+    reference, checked by a second implementation: dbench.worker.foreign), every other request's
+    against the first's."""
+    from dbench.sources.model_reference import tolerance
+    from dbench.worker.foreign import verify_foreign
+    from dbench.worker.verify import compare
+
+    first = session.outputs(0)
+    found = verify_foreign(job, model, feeds, first, runtime, phase)
+    outcome.status, outcome.message = found.status, found.message
+    outcome.verification = {**found.verification, "requests_checked": session.requests}
+    for request in range(1, session.requests):
+        verdict = compare(session.outputs(request), first, tolerance(job.spec))
+        if not verdict.ok and outcome.status in PASSING:
+            outcome.status = Status.MISMATCH
+            outcome.message = (f"request {request + 1} of {session.requests} differs from request 1: {verdict.detail}: error "
+                               f"{verdict.error:.3g} > {verdict.metric} tolerance {verdict.bound:g}")
+            outcome.verification = {**outcome.verification, "ok": False}
+            return
+
+
 def run_under_load(runtime: Runtime, model, job: "Job", feeds: dict[str, np.ndarray], constants: Mapping[str, np.ndarray],
                    per_call: dict[str, np.ndarray], outcome: "Outcome", phase: Callable[[str], None],
                    memory_figures: Callable[[], None]) -> None:
@@ -68,7 +92,12 @@ def run_under_load(runtime: Runtime, model, job: "Job", feeds: dict[str, np.ndar
         phase("timing")
         outcome.stats = measure_round(session, job)
         memory_figures()
-        if job.verify:
+        if job.verify and job.contract.reference == ONNX_REFERENCE:
+            phase("verifying")
+            t0 = time.perf_counter()
+            verify_foreign_requests(session, runtime, model, job, feeds, outcome, phase)
+            outcome.verify_s = time.perf_counter() - t0
+        elif job.verify:
             phase("verifying")
             t0 = time.perf_counter()
             rows = verify_rows(spec)

@@ -96,8 +96,9 @@ def execute(job: Job, phase: Callable[[str], None] = _no_phase) -> Outcome:
     from dbench.gen.feeds import make_feeds
     from dbench.gen.manifest import sha256
     from dbench.gen.weights import split_feeds
-    from dbench.sources.contract import check_model, stored_weights
+    from dbench.sources.contract import ONNX_REFERENCE, check_model, stored_weights
     from dbench.worker import memory
+    from dbench.worker.foreign import verify_foreign
     from dbench.worker.timing import measure
 
     spec = job.spec
@@ -162,12 +163,19 @@ def execute(job: Job, phase: Callable[[str], None] = _no_phase) -> Outcome:
             outcome.device_median_us = session.device_time_us(device_runs)
             outcome.device_graph_median_us = session.device_graph_time_us(device_runs)
             outcome.gpu_state = {"start": gpu_start, "end": session.gpu_state()} if gpu_start is not None else None
-            if job.verify:
+            if job.verify and job.contract.reference == ONNX_REFERENCE:  # a foreign graph: the reference is checked too
+                phase("verifying")
+                t0 = time.perf_counter()
+                found = verify_foreign(job, model, feeds, session.outputs(), runtime, phase)
+                outcome.status, outcome.verification = found.status, found.verification
+                outcome.message = "; ".join(m for m in (outcome.message, found.message) if m)
+                outcome.verify_s = time.perf_counter() - t0
+            elif job.verify:
                 phase("verifying")
                 t0 = time.perf_counter()
                 verdict = verify(spec, job.model, feeds, session.outputs(), job.contract.reference,
                                  lambda rows: expected_outputs(model, spec, feeds, rows, job.contract.reference), open_cache())
-                if isinstance(verdict, Unverified):  # a foreign model the reference evaluator cannot run: said plainly
+                if isinstance(verdict, Unverified):  # no reference can run: said plainly
                     outcome.verification = {"ok": None, "by": None}
                     outcome.message = f"unverified: {verdict.reason}"
                 else:
@@ -221,9 +229,13 @@ def _hooked(hook: str, job: Job) -> bool:
 
 
 def _answer(job, phase: Callable[[str], None]):
-    """A Job's Outcome, or an ExecutionJob's executed graph (dbench.worker.execution)."""
+    """A Job's Outcome, an ExecutionJob's executed graph (dbench.worker.execution), or an OutputsJob's
+    outputs (a second implementation's, dbench.worker.second)."""
     from dbench.worker.execution import ExecutionJob, describe_execution
+    from dbench.worker.second import OutputsJob, outputs_of
 
+    if isinstance(job, OutputsJob):
+        return outputs_of(job)
     return describe_execution(job, phase) if isinstance(job, ExecutionJob) else execute(job, phase)
 
 
