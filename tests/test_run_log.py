@@ -46,7 +46,8 @@ def test_reference_rows_match_the_row_schema():
              "gpu_state", *LOAD_FIELDS, "mode", "streams", "threads_per_stream", "throughput_tflops", "rate",
              "latency_bound_us", "verify_check", "false_accept", "drift_sd", "drift_df", "drift_runs",
              "coverage_pairs", "coverage_inside", "history_factor", "overlapped", "injected_slowdown", "resolve_target",
-             "resolved", "resolve_half", "resolve_note"}  # fields added after schema version 1
+             "resolved", "resolve_half", "resolve_note", "cross_check", "first_difference", "disagreeing_outputs",
+             "reference_unavailable", "verify_random_weights"}  # fields added after schema version 1
     assert rows and all(set(r) == keys - later for r in rows), "old rows: the same keys, less the later fields"
     assert {Status(r["status"]) for r in rows} == {Status.OK}
 
