@@ -14,6 +14,15 @@ from tests.processes import SESSION_MARK, descendants, describe_process, end_pro
 from tests.workdir import files_under, left_behind
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    """A pytest-xdist worker gets COLUMNS=80 and LINES=24 from execnet, which a plain run does not have:
+    rich would then wrap dbench's tables at 80 columns in one and not the other. Each worker runs as a
+    plain pytest process does."""
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        for name in ("COLUMNS", "LINES"):
+            os.environ.pop(name, None)
+
+
 @pytest.fixture
 def seed() -> int:
     """A fresh seed per test run (printed on failure through the test id's locals)."""
