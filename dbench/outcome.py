@@ -15,6 +15,7 @@ class Status(str, Enum):
     OK = "ok"
     UNSUPPORTED = "unsupported"
     MISMATCH = "mismatch"
+    DISPUTED = "disputed"
     FAILED = "failed"
     CRASHED = "crashed"
     TIMEOUT = "timeout"

@@ -31,6 +31,21 @@ def share(row: dict) -> float:
     return 1.0 if kept(row) is None else kept(row)
 
 
+def model_state(rows: list[dict]) -> float:
+    """The prediction from a run's rows, written out: each unit's warm median plus its evicted twin's
+    excess (each net of its own empty graph) in its weights' share, then empty + Σ count x (that - empty) x kept."""
+    median = {r["graph_id"]: r["median_us"] for r in rows}
+    empty, evicted_empty = median["empty"], median["empty.evicted"]
+    units = []
+    for r in rows:
+        info = r["attrs"]["predict"]
+        if info["role"] == "unit" and not info.get("timing"):
+            share_of_weights = info["weight_bytes"] / (info["weight_bytes"] + info["io_bytes"])
+            taken = r["median_us"] + share_of_weights * ((median[r["graph_id"] + ".evicted"] - evicted_empty) - (r["median_us"] - empty))
+            units.append((info["count"], taken, share(r)))
+    return predicted(empty, units)
+
+
 def invoke(*args):
     return runner.invoke(app, [str(a) for a in args])
 
@@ -166,17 +181,23 @@ def test_predict_runs_the_model_its_units_and_an_empty_graph_in_one_run(tmp_path
                     "--format", "json")
     assert result.exit_code == 0, result.output
     header, rows = read_log(tmp_path / "out", "predict")
-    roles = [r["attrs"]["predict"]["role"] for r in rows]
-    assert sorted(roles)[:2] == ["empty", "model"] and roles.count("model") == 1 and roles.count("empty") == 1
+    roles = [(r["attrs"]["predict"]["role"], r["attrs"]["predict"].get("timing", "")) for r in rows]
+    assert roles.count(("model", "")) == 1 and roles.count(("empty", "")) == 1 and roles.count(("empty", "evicted")) == 1
+    assert roles.count(("unit", "")) == roles.count(("unit", "evicted")) > 0
     assert all(r["status"] == "ok" and r["rounds"] == 3 and r["verified"] for r in rows), [(r["graph_id"], r["message"]) for r in rows]
     assert header["executed"]["runtime"] == runtime and header["request"]["dims"] == {"batch": 1}
     (shown,) = json.loads(result.stdout[result.stdout.index("["):])
-    empty = next(r for r in rows if r["graph_id"] == "empty")["median_us"]
-    units = [(r["attrs"]["predict"]["count"], r["median_us"], share(r)) for r in rows if r["attrs"]["predict"]["role"] == "unit"]
+    warm = [r for r in rows if r["attrs"]["predict"]["role"] == "unit" and not r["attrs"]["predict"].get("timing")]
+    evicted = next(r for r in rows if r["graph_id"] == "empty.evicted")["attrs"]["evict_bytes"]
+    assert evicted > 0 and all(r["attrs"]["predict"]["evict_bytes"] == evicted for r in warm)
     model = next(r for r in rows if r["graph_id"] == "small")["median_us"]
-    assert shown["predicted_us"] == pytest.approx(predicted(empty, units))
-    assert shown["error"] == pytest.approx(predicted(empty, units) / model - 1)
-    assert shown["units_timed"] == shown["units_total"] == len(units) and shown["nodes_total"] == 8
+    assert shown["method"] == "model-state"
+    assert shown["predicted_us"] == pytest.approx(model_state(rows))
+    assert shown["error"] == pytest.approx(model_state(rows) / model - 1)
+    assert shown["units_timed"] == shown["units_total"] == len(warm) and shown["nodes_total"] == 8
+    gap = shown["gap"]
+    assert gap["units alone"] + gap["per-call overhead"] + gap["units' boundary reorders"] + gap["cache"] == pytest.approx(gap["predicted"])
+    assert gap["predicted"] + gap.get("reorders inserted in the model", 0.0) + gap["unexplained"] == pytest.approx(model)
     assert shown["rounds"] == 3
     if shown["error_low"] is None:  # one round's units came out below its empty graph (OpenVINO's units are near it)
         assert "no interval on a non-positive prediction" in shown["interval_note"], shown["interval_note"]
@@ -216,10 +237,9 @@ def test_units_run_predicts_from_a_boards_unit_rows_without_running_the_model(bo
     (shown,) = json.loads(result.stdout)
     rows = [json.loads(line) for line in log.read_text().splitlines()[1:] if '"type": "result"' in line]
     assert all(r["status"] == "ok" and r["verified_by"] == "onnx.reference" for r in rows)
-    empty = next(r for r in rows if r["family"] == "empty")["median_us"]
-    units = [(r["attrs"]["predict"]["count"], r["median_us"], share(r)) for r in rows if r["family"] == "unit"]
-    assert shown["predicted_us"] == pytest.approx(predicted(empty, units)) and shown["measured_us"] is None
-    assert shown["units_timed"] == shown["units_total"] == len(units)
+    assert shown["predicted_us"] == pytest.approx(model_state(rows)) and shown["measured_us"] is None
+    assert shown["method"] == "model-state" and not shown["notes"], shown["notes"]
+    assert shown["units_timed"] == shown["units_total"] == sum(1 for r in rows if r["graph_id"].endswith(".evicted")) - 1
 
 
 def refusal(result, *words: str) -> None:
