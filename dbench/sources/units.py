@@ -125,7 +125,7 @@ def _io_bytes(spec: GraphSpec) -> int:
     return sum(t.nbytes for t in spec.inputs if t.role != "weight") + sum(t.nbytes for t in spec.outputs)
 
 
-def evicted_twin(item: Item, evict_bytes: int) -> Item:
+def _evicted_twin(item: Item, evict_bytes: int) -> Item:
     """The same unit graph, timed after the model's traffic between its uses (dbench.worker.evict)."""
     tag = {**item.spec.attrs[PREDICT_ATTR], "timing": EVICTED, "warm": item.spec.id}
     graph_id = f"{item.spec.id}.{EVICTED}"
@@ -257,11 +257,12 @@ def _with_evicted(identity: Identity, units: list[Item]) -> list[Item]:
             continue
         warm = Item(replace(unit.spec, attrs={**unit.spec.attrs, PREDICT_ATTR: {**tag_of(unit), "evict_bytes": traffic}}),
                     unit.load, unit.contract)
-        items += [warm, evicted_twin(warm, traffic)]
+        items += [warm, _evicted_twin(warm, traffic)]
     return items + ([empty_item(identity, traffic)] if timed else [])
 
 
 def tag_of(item: Item) -> dict[str, Any]:
+    """The item's prediction tag (its role, model, count, ...)."""
     return item.spec.attrs[PREDICT_ATTR]
 
 
