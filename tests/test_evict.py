@@ -50,3 +50,23 @@ def test_the_buffer_holds_the_bytes_asked_for():
     buffer = eviction_buffer(3 * 2**20)
     assert buffer.nbytes == 3 * 2**20 and float(buffer.sum()) == buffer.size and eviction_buffer(0).size == 1
     assert isinstance(buffer, np.ndarray)
+
+
+def test_the_worker_times_a_graph_with_evict_bytes_one_call_at_a_time_and_others_as_ever():
+    """The same empty graph in the worker: batched (calls of µs) without `evict_bytes`, one call per sample with it."""
+    from dbench.runtimes.base import RuntimeOptions
+    from dbench.sources.units import Identity, empty_item
+    from dbench.worker.job import Job
+    from dbench.worker.main import execute
+
+    identity = Identity("m", "0" * 64, {}, "ort-cpu", {})
+    stats = {}
+    for item in (empty_item(identity), empty_item(identity, 2**20)):
+        data, _ = item.load()
+        job = Job(spec=item.spec, model=data, sha256=None, runtime="ort-cpu", options=RuntimeOptions(threads=1),
+                  timing=TimingConfig(iterations=40, rounds=1), verify=False, profile_runs=0, contract=item.contract)
+        outcome = execute(job)
+        assert outcome.status.value == "ok", outcome.message
+        stats[item.spec.id] = outcome.stats
+    assert stats["empty"]["calls_per_sample"] > 1
+    assert stats["empty.evicted"]["calls_per_sample"] == 1 and stats["empty.evicted"]["samples"] == 40
