@@ -7,6 +7,13 @@ and the scatter of predicted against measured with the ±10% band (predicted-vs-
     PYTHONPATH=. python benchmarks/predict_accuracy.py --threads 1 --out results-predict           # full
     PYTHONPATH=. python benchmarks/predict_accuracy.py --models mlp,kws,resnext --quick --out /tmp/p  # smoke
     PYTHONPATH=. python benchmarks/predict_accuracy.py --from-runs results-predict  # earlier runs, predicted again
+    PYTHONPATH=. python benchmarks/predict_accuracy.py --models real --torchvision-python ../tv/bin/python \\
+        --lock /work/cpu.lock --out results-real          # the real architectures, each pair alone on the machine
+
+Each run's rows give every way of taking the units (dbench.units.prediction.METHODS: model-state, the
+default; warm, the units alone and repeated; evicted, every unit after the model's traffic), measured
+in the same rounds: the summary sets them side by side, per runtime, within ±5 % and ±10 %, with the
+mean signed error.
 
 --from-runs reads the prediction runs already under a folder instead of running: the same measurements
 through the current prediction rule (dbench.units.prediction), so a change of the rule is judged on
@@ -24,19 +31,24 @@ import sys
 import time
 from pathlib import Path
 
-from benchmarks.predict_corpus import MODELS, build
+from benchmarks.predict_corpus import MODELS, REAL, TORCHVISION_PYTHON, build
 from dbench.report.predictions import BAND, scatter
 from dbench.report.units import format_time
 from dbench.store.log import RunLog
 from dbench.store.metadata import host_metadata
-from dbench.units.prediction import predictions
+from dbench.units.prediction import METHODS, MODEL_STATE, predictions
+
+TIGHT = 0.05
+"""The tighter band reported beside BAND (±10 %)."""
 
 
-def predict(model: Path, runtime: str, out: Path, threads: str, extra: list[str]) -> tuple[Path, int]:
-    """One `dbench predict` run; its log (the one new under `out`) and exit status."""
+def predict(model: Path, runtime: str, out: Path, threads: str, extra: list[str], lock: str) -> tuple[Path, int]:
+    """One `dbench predict` run (under an exclusive `flock` on `lock` when given: one model and runtime
+    per hold); its log (the one new under `out`) and exit status."""
     before = set(out.rglob("*.jsonl"))
-    done = subprocess.run([sys.executable, "-m", "dbench", "predict", str(model), "--runtime", runtime, "--threads", threads,
-                           "--out", str(out), "--format", "json", *extra], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+    command = [sys.executable, "-m", "dbench", "predict", str(model), "--runtime", runtime, "--threads", threads,
+               "--out", str(out), "--format", "json", *extra]
+    done = subprocess.run((["flock", "-x", lock] if lock else []) + command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                           text=True)
     new = sorted(set(out.rglob("*.jsonl")) - before)
     if not new:
@@ -52,7 +64,8 @@ def run_all(args: argparse.Namespace) -> list[Path]:
     """One `dbench predict` run per model and runtime: their logs."""
     extra = ((["--quick"] if args.quick else []) + (["--rounds", args.rounds] if args.rounds else [])
              + (["--min-time", args.min_time] if args.min_time else []))
-    paths = build(args.corpus, args.models.split(","))
+    names = list(REAL) if args.models == "real" else args.models.split(",")
+    paths = build(args.corpus, names, args.torchvision_python)
     host = host_metadata()
     print(f"machine: {host['cpu_model']}, {host['cpu_count']} cores; --threads {args.threads}; "
           f"load average at start {os.getloadavg()[0]:.1f}" + ("; --quick: smoke figures only" if args.quick else ""))
@@ -60,10 +73,22 @@ def run_all(args: argparse.Namespace) -> list[Path]:
     for name, path in paths.items():
         for runtime in args.runtimes.split(","):
             started = time.monotonic()
-            log, status = predict(path, runtime, args.out, args.threads, extra)
+            log, status = predict(path, runtime, args.out, args.threads, extra, args.lock)
             logs.append(log)
-            print(f"  {name} on {runtime}: {log.stem} (exit {status}, {time.monotonic() - started:.0f} s)", file=sys.stderr, flush=True)
+            print(f"  {name} on {runtime}: {log.stem} (exit {status}, {time.monotonic() - started:.0f} s, "
+                  f"{time.strftime('%H:%M:%S', time.gmtime())} UTC, load {os.getloadavg()[0]:.2f} after)", file=sys.stderr, flush=True)
     return logs
+
+
+def summary_line(method: str, runtime: str, found: list) -> str:
+    """Within ±5 % and ±10 %, the mean signed and the median absolute error of `found`'s pairs."""
+    if not found:
+        return f"{method}, {runtime}: no pair"
+    errors = sorted(p.error for p in found)
+    tight, band = sum(abs(e) <= TIGHT for e in errors), sum(abs(e) <= BAND for e in errors)
+    return (f"{method}, {runtime}: {band}/{len(errors)} within ±{BAND:.0%}, {tight}/{len(errors)} within ±{TIGHT:.0%}; "
+            f"mean signed error {sum(errors) / len(errors) * 100:+.1f}%, median |error| "
+            f"{sorted(abs(e) for e in errors)[len(errors) // 2] * 100:.1f}%, range {errors[0] * 100:+.1f}% to {errors[-1] * 100:+.1f}%")
 
 
 def earlier_runs(folder: Path) -> list[Path]:
@@ -85,9 +110,12 @@ def main() -> None:
     parser.add_argument("--rounds", default=None, help="rounds per graph (dbench's default: 3)")
     parser.add_argument("--from-runs", type=Path, default=None, help="predict again from the runs under this folder; run nothing")
     parser.add_argument("--min-time", default=None, help="sampling seconds per graph, shared by its rounds (dbench's default: 2)")
+    parser.add_argument("--torchvision-python", default=TORCHVISION_PYTHON, help="an interpreter with torchvision (tv_ models)")
+    parser.add_argument("--lock", default="", help="run each prediction under an exclusive flock on this file")
     args = parser.parse_args()
     logs = earlier_runs(args.from_runs) if args.from_runs else run_all(args)
-    found = predictions([{**r, "run_id": RunLog.read(log).header()["run_id"]} for log in logs for r in RunLog.read(log).rows()])
+    rows = [{**r, "run_id": RunLog.read(log).header()["run_id"]} for log in logs for r in RunLog.read(log).rows()]
+    found = predictions(rows)
     if args.from_runs:
         print(f"{len(logs)} prediction runs under {args.from_runs}, predicted again (machine and loads: in their logs)\n")
     else:
@@ -98,14 +126,12 @@ def main() -> None:
         interval = f"{_percent(p.error_low)} to {_percent(p.error_high)}" if p.error_low is not None else p.interval_note
         print(f"| {p.model} | {p.runtime} | {format_time(p.measured_us)} | {format_time(p.predicted_us)} | {_percent(p.error)} | "
               f"{interval} | {p.units_timed}/{p.units_total} | {p.nodes_timed}/{p.nodes_total} | {format_time(p.empty_us)} | {p.run_id} |")
-    judged = [p for p in found if p.error is not None]
-    for runtime in dict.fromkeys(p.runtime for p in judged):
-        mine = [p for p in judged if p.runtime == runtime]
-        inside = sum(abs(p.error) <= BAND for p in mine)
-        print(f"\n{runtime}: {inside} of {len(mine)} models within ±{BAND:.0%}; median |error| "
-              f"{sorted(abs(p.error) for p in mine)[len(mine) // 2] * 100:.1f}%")
-    inside = sum(abs(p.error) <= BAND for p in judged)
-    print(f"all: {inside} of {len(judged)} model x runtime pairs within ±{BAND:.0%}")
+    print()
+    for method in METHODS:  # the same runs' rows, each way of taking the units (the interleaved comparison)
+        judged = [p for p in (found if method == MODEL_STATE else predictions(rows, method)) if p.error is not None]
+        for runtime in [*dict.fromkeys(p.runtime for p in judged), "all"]:
+            mine = [p for p in judged if runtime in ("all", p.runtime)]
+            print(summary_line(method, runtime, mine))
     missing = [f"{p.model} on {p.runtime}: {'; '.join(p.notes)}" for p in found if p.error is None or p.notes]
     for line in missing:
         print(f"note: {line}")

@@ -7,12 +7,23 @@ a U-Net with transposed convolutions, transformer encoders (text, vision) and a 
 and GRU models, an MLP, int8.
 
     PYTHONPATH=. python benchmarks/predict_corpus.py --out build/predict-corpus
+
+The `tv_` models are torchvision's own architectures at their real widths (ResNet-18/50, MobileNetV2,
+MobileNetV3-Small/Large with squeeze-excitation and hard-swish, EfficientNet-B0, RegNetY-400MF,
+ViT-B/16), exported by benchmarks/torchvision_export.py with an interpreter that has torchvision
+(`--torchvision-python`, or TORCHVISION_PYTHON): torchvision does not import beside the torch of
+dbench's test extra, so it lives in a venv of its own outside the repository:
+
+    python3 -m venv ../tv && ../tv/bin/pip install torch==2.14.1 torchvision==0.29.1 onnx
+    PYTHONPATH=. python benchmarks/predict_corpus.py --torchvision-python ../tv/bin/python --models tv_resnet18
 """
 
 from __future__ import annotations
 
 import argparse
 import io
+import os
+import subprocess
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
@@ -348,6 +359,8 @@ class Spec:
     quantise: str = ""
     """`static` (QDQ, calibrated on random inputs) or `dynamic` (MatMulInteger) of the model named `source`."""
     source: str = ""
+    torchvision: str = ""
+    """The torchvision.models builder it is (exported by benchmarks/torchvision_export.py)."""
 
 
 IMAGE = lambda size=224: torch.randn(1, 3, size, size)  # noqa: E731
@@ -377,6 +390,21 @@ MODELS: dict[str, Spec] = {
     "mlp_int8": Spec(None, None, "dynamic", "mlp"),
     "encoder_int8": Spec(None, None, "dynamic", "encoder"),
 }
+TORCHVISION = ("resnet18", "resnet50", "mobilenet_v2", "mobilenet_v3_small", "mobilenet_v3_large", "efficientnet_b0",
+               "regnet_y_400mf", "vit_b_16")
+MODELS.update({f"tv_{name}": Spec(None, None, torchvision=name) for name in TORCHVISION})
+MODELS.update({f"tv_{name}_int8": Spec(None, None, "static", f"tv_{name}") for name in ("resnet18", "mobilenet_v2")})
+REAL = tuple([f"tv_{name}" for name in TORCHVISION] + ["lstm", "tv_resnet18_int8", "tv_mobilenet_v2_int8"])
+"""The models at their real widths (torchvision's, the LSTM model, int8 QDQ exports of two of them)."""
+TORCHVISION_PYTHON = os.environ.get("TORCHVISION_PYTHON", "")
+
+
+def export_torchvision(spec: Spec, path: Path, python: str) -> None:
+    """torchvision's own architecture, exported by an interpreter that has torchvision."""
+    if not python:
+        raise SystemExit(f"{path.stem} is torchvision's {spec.torchvision}: give --torchvision-python (a venv with torch "
+                         "2.14.1 and torchvision 0.29.1, see this file's docstring) or build it there first")
+    subprocess.run([python, str(Path(__file__).with_name("torchvision_export.py")), spec.torchvision, str(path)], check=True)
 
 
 def export(name: str, spec: Spec, path: Path) -> None:
@@ -427,7 +455,7 @@ def quantise(spec: Spec, source: Path, path: Path) -> None:
                     weight_type=QuantType.QInt8, reduce_range=reduce_range())
 
 
-def build(folder: Path, names: list[str]) -> dict[str, Path]:
+def build(folder: Path, names: list[str], python: str = TORCHVISION_PYTHON) -> dict[str, Path]:
     """Every model named (and the float models the int8 ones quantise) in `folder`, kept when present."""
     folder.mkdir(parents=True, exist_ok=True)
     paths = {}
@@ -436,8 +464,10 @@ def build(folder: Path, names: list[str]) -> dict[str, Path]:
         path = folder / f"{name}.onnx"
         if not path.exists():
             if spec.quantise:
-                source = build(folder, [spec.source])[spec.source]
+                source = build(folder, [spec.source], python)[spec.source]
                 quantise(spec, source, path)
+            elif spec.torchvision:
+                export_torchvision(spec, path, python)
             else:
                 export(name, spec, path)
         paths[name] = path
@@ -447,9 +477,11 @@ def build(folder: Path, names: list[str]) -> dict[str, Path]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=Path("build/predict-corpus"))
-    parser.add_argument("--models", default=",".join(MODELS))
+    parser.add_argument("--models", default=",".join(MODELS), help="names, or `real` (the models at real widths)")
+    parser.add_argument("--torchvision-python", default=TORCHVISION_PYTHON, help="an interpreter with torchvision")
     args = parser.parse_args()
-    for name, path in build(args.out, args.models.split(",")).items():
+    names = list(REAL) if args.models == "real" else args.models.split(",")
+    for name, path in build(args.out, names, args.torchvision_python).items():
         print(f"{path}: {path.stat().st_size / 2**20:.1f} MiB, {len(onnx.load(str(path), load_external_data=False).graph.node)} nodes")
 
 

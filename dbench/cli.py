@@ -655,7 +655,7 @@ def _print_profiles(target: Console, rows: list[dict]) -> None:
 
 def _print_predictions(found, top: int, fmt: str) -> None:
     """The predictions as tables (with the units and where isolation disagrees) or as JSON."""
-    from dbench.render.predict import disagreements, predictions_table, units_table
+    from dbench.render.predict import disagreements, gap_lines, predictions_table, units_table
 
     if fmt == "json":
         import dataclasses
@@ -668,6 +668,8 @@ def _print_predictions(found, top: int, fmt: str) -> None:
         out.print(units_table(p, top or None))
         for line in (*p.notes, *([f"error interval: {p.interval_note}"] if p.interval_note else [])):
             err.print(f"[yellow]note:[/] {escape(line)}", highlight=False, soft_wrap=True)
+        for line in gap_lines(p):
+            out.print(f"isolation to model, by cause: {escape(line)}", highlight=False, soft_wrap=True)
         for line in disagreements(p):
             out.print(f"isolation vs model: {escape(line)}", highlight=False, soft_wrap=True)
 

@@ -31,6 +31,21 @@ def share(row: dict) -> float:
     return 1.0 if kept(row) is None else kept(row)
 
 
+def model_state(rows: list[dict]) -> float:
+    """The prediction from a run's rows, written out: each unit's warm median plus its evicted twin's
+    excess (each net of its own empty graph) in its weights' share, then empty + Σ count x (that - empty) x kept."""
+    median = {r["graph_id"]: r["median_us"] for r in rows}
+    empty, evicted_empty = median["empty"], median["empty.evicted"]
+    units = []
+    for r in rows:
+        info = r["attrs"]["predict"]
+        if info["role"] == "unit" and not info.get("timing"):
+            share_of_weights = info["weight_bytes"] / (info["weight_bytes"] + info["io_bytes"])
+            taken = r["median_us"] + share_of_weights * ((median[r["graph_id"] + ".evicted"] - evicted_empty) - (r["median_us"] - empty))
+            units.append((info["count"], taken, share(r)))
+    return predicted(empty, units)
+
+
 def invoke(*args):
     return runner.invoke(app, [str(a) for a in args])
 
@@ -136,6 +151,83 @@ def test_isolation_and_the_model_disagree_only_beyond_the_ratio_and_a_share_of_t
     assert lines["m.u002"].disagrees and not lines["m.u001"].disagrees
 
 
+def evicted_rows(twin_b_status: str = "ok") -> list[dict]:
+    """hand_rows with each unit's and the empty graph's evicted twin: empty 20 µs after the eviction;
+    A (weights 3/4 of its bytes) 60 µs, B (weights 1/4) 80 µs."""
+    rows = hand_rows()
+    rows[2]["attrs"]["predict"].update(weight_bytes=300, io_bytes=100)
+    rows[3]["attrs"]["predict"].update(weight_bytes=100, io_bytes=300)
+    def twin(warm: dict, median: float, rounds: list[float], status: str = "ok") -> dict:
+        info = {k: v for k, v in warm["attrs"]["predict"].items() if k not in ("role", "model", "runtime", "dims")}
+        return row("unit", f"{warm['graph_id']}.evicted", median, rounds, status=status, **info, timing="evicted", warm=warm["graph_id"])
+
+    return rows + [row("empty", "empty.evicted", 20.0, [20.0, 22.0, 18.0], timing="evicted"),
+                   twin(rows[2], 60.0, [60.0, 66.0, 57.0]), twin(rows[3], 80.0, [80.0, 84.0, 70.0], twin_b_status)]
+
+
+def test_each_unit_takes_its_weight_share_of_the_evicted_excess():
+    """model-state: warm + f x ((evicted - evicted empty) - (warm - empty)); warm and evicted alone are the
+    other two methods, from the same rows."""
+    a = 30 + 0.75 * ((60 - 20) - (30 - 5))
+    b = 40 + 0.25 * ((80 - 20) - (40 - 5))
+    (p,) = predictions(evicted_rows())
+    assert p.method == "model-state" and p.evicted_empty_us == 20.0 and not any("evicted" in note for note in p.notes)
+    assert p.predicted_us == pytest.approx(5 + 2 * (a - 5) + (b - 5))
+    lines = {u.graph: u for u in p.units}
+    assert set(lines) == {"m.u001", "m.u002", "Reorder", "folded"}  # the twins are no units of their own
+    assert lines["m.u001"].cache_us == pytest.approx(2 * (a - 30)) and lines["m.u001"].evicted_us == 60.0
+    assert lines["m.u002"].weight_share == pytest.approx(0.25)
+    ratios = [math.log(predicted(e, [(2, wa + 0.75 * ((ea - ee) - (wa - e)), 1.0), (1, wb + 0.25 * ((eb - ee) - (wb - e)), 1.0)]) / m)
+              for e, ee, wa, ea, wb, eb, m in zip([5, 6, 4], [20, 22, 18], [30, 33, 28], [60, 66, 57], [40, 44, 36], [80, 84, 70],
+                                                  [100, 110, 90])]
+    half = T_975_DF2 * np.std(ratios, ddof=1) / math.sqrt(3)
+    assert p.error_low == pytest.approx((1 + p.error) * math.exp(-half) - 1)
+    gap = p.gap
+    assert gap["units alone"] == pytest.approx(2 * 30 + 40) and gap["per-call overhead"] == pytest.approx(-2 * 5)
+    assert gap["cache"] == pytest.approx(2 * (a - 30) + (b - 40)) and gap["reorders inserted in the model"] == 10.0
+    assert gap["predicted"] + 10.0 + gap["unexplained"] == pytest.approx(100.0)
+    (warm,) = predictions(evicted_rows(), method="warm")
+    (cold,) = predictions(evicted_rows(), method="evicted")
+    assert warm.predicted_us == pytest.approx(90.0) and warm.method == "warm"
+    assert cold.predicted_us == pytest.approx(5 + 2 * (60 - 20) + (80 - 20))
+
+
+def test_a_unit_whose_evicted_twin_failed_is_taken_warm_and_said():
+    (p,) = predictions(evicted_rows(twin_b_status="crashed"))
+    a = 30 + 0.75 * ((60 - 20) - (30 - 5))
+    assert p.predicted_us == pytest.approx(5 + 2 * (a - 5) + (40 - 5))
+    assert any("1 units have no evicted time and are taken warm: m.u002" in note for note in p.notes)
+
+
+@pytest.mark.parametrize("status, message, verification, flag", [
+    ("disputed", "onnx.reference differs; onnxruntime and openvino agree", {"ok": True}, "disputed"),
+    ("ok", "weak verification: the expected outputs are degenerate (near-uniform)", {"ok": True}, "weak"),
+    ("ok", "unverified: above onnx.reference's budget", {"ok": None, "by": None}, "unverified"),
+])
+def test_a_unit_with_a_disputed_weak_or_missing_check_stays_in_the_prediction_flagged(status, message, verification, flag):
+    rows = hand_rows()
+    rows[3].update(status=status, median_us=40.0, message=message, verification=verification)
+    (p,) = predictions(rows)
+    assert p.predicted_us == pytest.approx(90.0) and p.units_timed == 2 and not p.left_out
+    assert p.flagged == (f"m.u002 ({flag})",) and {u.graph: u for u in p.units}["m.u002"].flag == flag
+    assert any(f"m.u002 ({flag})" in note and "counted" in note for note in p.notes)
+    assert p.error_low is not None  # nothing left out: the interval stands
+
+
+def test_units_left_out_are_named_with_their_share_of_the_model_in_its_profile():
+    rows = hand_rows(unit_b_status="mismatch")
+    (p,) = predictions(rows)
+    assert p.left_out == ("m.u002 (mismatch)",) and p.left_out_us == pytest.approx(50.0) and p.left_out_share == pytest.approx(0.5)
+    assert any("left out of the prediction (50.0% of the model in the runtime's profile): m.u002 (mismatch)" in note
+               for note in p.notes), p.notes
+    assert p.to_dict()["left_out_share"] == pytest.approx(0.5)
+    from dbench.render.predict import left_out_text
+
+    assert left_out_text(p) == "1 (50.0%)"
+    (alone,) = predictions([r for r in rows if r["graph_id"] != "m"])  # a board's run: no profile of the model
+    assert alone.left_out_share is None and any("share of the model is unknown" in note for note in alone.notes)
+
+
 def small_cnn(rng) -> onnx.ModelProto:
     """Conv+Relu, MaxPool, Conv+Relu, GlobalAveragePool, Flatten, Gemm: a small CNN, symbolic batch."""
     nodes = [helper.make_node("Conv", ["x", "w1", "b1"], ["c1"], name="conv1", kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
@@ -166,17 +258,23 @@ def test_predict_runs_the_model_its_units_and_an_empty_graph_in_one_run(tmp_path
                     "--format", "json")
     assert result.exit_code == 0, result.output
     header, rows = read_log(tmp_path / "out", "predict")
-    roles = [r["attrs"]["predict"]["role"] for r in rows]
-    assert sorted(roles)[:2] == ["empty", "model"] and roles.count("model") == 1 and roles.count("empty") == 1
+    roles = [(r["attrs"]["predict"]["role"], r["attrs"]["predict"].get("timing", "")) for r in rows]
+    assert roles.count(("model", "")) == 1 and roles.count(("empty", "")) == 1 and roles.count(("empty", "evicted")) == 1
+    assert roles.count(("unit", "")) == roles.count(("unit", "evicted")) > 0
     assert all(r["status"] == "ok" and r["rounds"] == 3 and r["verified"] for r in rows), [(r["graph_id"], r["message"]) for r in rows]
     assert header["executed"]["runtime"] == runtime and header["request"]["dims"] == {"batch": 1}
     (shown,) = json.loads(result.stdout[result.stdout.index("["):])
-    empty = next(r for r in rows if r["graph_id"] == "empty")["median_us"]
-    units = [(r["attrs"]["predict"]["count"], r["median_us"], share(r)) for r in rows if r["attrs"]["predict"]["role"] == "unit"]
+    warm = [r for r in rows if r["attrs"]["predict"]["role"] == "unit" and not r["attrs"]["predict"].get("timing")]
+    evicted = next(r for r in rows if r["graph_id"] == "empty.evicted")["attrs"]["evict_bytes"]
+    assert evicted > 0 and all(r["attrs"]["predict"]["evict_bytes"] == evicted for r in warm)
     model = next(r for r in rows if r["graph_id"] == "small")["median_us"]
-    assert shown["predicted_us"] == pytest.approx(predicted(empty, units))
-    assert shown["error"] == pytest.approx(predicted(empty, units) / model - 1)
-    assert shown["units_timed"] == shown["units_total"] == len(units) and shown["nodes_total"] == 8
+    assert shown["method"] == "model-state"
+    assert shown["predicted_us"] == pytest.approx(model_state(rows))
+    assert shown["error"] == pytest.approx(model_state(rows) / model - 1)
+    assert shown["units_timed"] == shown["units_total"] == len(warm) and shown["nodes_total"] == 8
+    gap = shown["gap"]
+    assert gap["units alone"] + gap["per-call overhead"] + gap["units' boundary reorders"] + gap["cache"] == pytest.approx(gap["predicted"])
+    assert gap["predicted"] + gap.get("reorders inserted in the model", 0.0) + gap["unexplained"] == pytest.approx(model)
     assert shown["rounds"] == 3
     if shown["error_low"] is None:  # one round's units came out below its empty graph (OpenVINO's units are near it)
         assert "no interval on a non-positive prediction" in shown["interval_note"], shown["interval_note"]
@@ -216,10 +314,9 @@ def test_units_run_predicts_from_a_boards_unit_rows_without_running_the_model(bo
     (shown,) = json.loads(result.stdout)
     rows = [json.loads(line) for line in log.read_text().splitlines()[1:] if '"type": "result"' in line]
     assert all(r["status"] == "ok" and r["verified_by"] == "onnx.reference" for r in rows)
-    empty = next(r for r in rows if r["family"] == "empty")["median_us"]
-    units = [(r["attrs"]["predict"]["count"], r["median_us"], share(r)) for r in rows if r["family"] == "unit"]
-    assert shown["predicted_us"] == pytest.approx(predicted(empty, units)) and shown["measured_us"] is None
-    assert shown["units_timed"] == shown["units_total"] == len(units)
+    assert shown["predicted_us"] == pytest.approx(model_state(rows)) and shown["measured_us"] is None
+    assert shown["method"] == "model-state" and not shown["notes"], shown["notes"]
+    assert shown["units_timed"] == shown["units_total"] == sum(1 for r in rows if r["graph_id"].endswith(".evicted")) - 1
 
 
 def refusal(result, *words: str) -> None:

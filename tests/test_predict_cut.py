@@ -177,7 +177,7 @@ def test_a_layer_onnx_runtime_runs_channels_last_is_timed_as_that_layer(tmp_path
     (unit,) = [u for u in model_cut.units if u.layers == (pools[0].name,)]
     assert [model_cut.names[i] for i in unit.nodes] == ["dq_h", "pool", "q_p"]
     graphs = unit_graphs(prepared, graph, model_identity(path, {}, "ort-cpu", {"threads": 1}), "int8")
-    (item,) = [i for i in graphs.items if i.spec.attrs["predict"].get("timed_as")]
+    (item,) = [i for i in graphs.items if i.spec.attrs["predict"].get("timed_as") and not i.spec.attrs["predict"].get("timing")]
     assert item.spec.attrs["predict"]["timed_as"] == "com.microsoft:NhwcMaxPool on NHWC"
     assert [t.shape for t in item.spec.inputs] == [(1, 32, 32, 16)] and [t.shape for t in item.spec.outputs] == [(1, 16, 16, 16)]
     data, _ = item.load()
@@ -232,11 +232,16 @@ def test_identical_units_are_one_graph_with_a_count_and_keep_their_kernel_id(tmp
     path = mb.save(twin_blocks(np.random.default_rng(seed)), tmp_path, "twins")
     graph = executed(path, {}, "ort-cpu")
     graphs = unit_graphs(prepare(path, {}), graph, model_identity(path, {}, "ort-cpu", {"threads": 1}), "fp32")
-    units = [item for item in graphs.items if item.spec.family == "unit"]
+    units = [item for item in graphs.items if item.spec.family == "unit" and not item.spec.attrs["predict"].get("timing")]
     assert len(units) == 1
     tag = units[0].spec.attrs["predict"]
     assert tag["count"] == 2 and [o["nodes"] for o in tag["occurrences"]] == [["conv1", "relu1"], ["conv2", "relu2"]]
     assert tag["kernels"] == ["conv_w12_h12_c16_n1_k16_s3_r3_pw1_ph1_sw1_sh1"]
+    # Its evicted twin: the same graph, read after the model's traffic (both occurrences' weights and outputs).
+    (twin,) = [item for item in graphs.items if item.spec.attrs["predict"].get("timing") == "evicted" and item.spec.family == "unit"]
+    assert twin.spec.id == units[0].spec.id + ".evicted" and twin.load() == units[0].load()
+    assert tag["weight_bytes"] == 16 * 16 * 3 * 3 * 4 and tag["io_bytes"] == 2 * 16 * 12 * 12 * 4
+    assert twin.spec.attrs["evict_bytes"] == tag["evict_bytes"] == 2 * (tag["weight_bytes"] + 16 * 12 * 12 * 4)
 
 
 # The cut's rules, on reports made by hand.

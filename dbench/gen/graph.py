@@ -21,6 +21,11 @@ MODEL_FAMILY = "model"
 """The `family` of a whole foreign model run as one graph (no kernel family: dbench.sources.model_spec)."""
 
 
+EVICT_ATTR = "evict_bytes"
+"""GraphSpec.attrs key of a graph timed in the cache state a model leaves it (`dbench predict`'s evicted
+units): the bytes the worker reads between its timed calls (dbench.worker.evict); absent: ordinary timing."""
+
+
 @dataclass(frozen=True)
 class TensorSpec:
     """A graph input or output: name, shape, dtype name, role, and how feeds are drawn for it.

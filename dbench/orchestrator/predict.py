@@ -163,10 +163,15 @@ def units_run_predictions(model: Path, request: RunRequest, log: RunLog) -> list
         if field in cut_options and cut_options[field] != getattr(request.options(), field):
             raise UsageError(f"{name}'s units were cut at {_said(cut_options[field], flag)}, this prediction asks "
                              f"{_said(getattr(request.options(), field), flag)}; give the same")
-    units = {r["graph_id"] for r in mine if tag(r).get("role") == "unit"}
+    units = {r["graph_id"] for r in mine if tag(r).get("role") == "unit" and not tag(r).get("timing")}
     expected = max((tag(r).get("graphs", 0) for r in mine if tag(r).get("role") == "unit"), default=0)
-    if len(units) != expected or not any(tag(r).get("role") == "empty" for r in mine):
+    if len(units) != expected or not any(tag(r).get("role") == "empty" and not tag(r).get("timing") for r in mine):
         missing = "the empty graph" if len(units) == expected else f"{expected - len(units)} of its {expected} units"
+        raise UsageError(f"{run} lacks {missing} for model {name}; run the whole exported bundle")
+    evicted = {tag(r).get("warm") for r in mine if tag(r).get("timing") == "evicted" and tag(r).get("role") == "unit"}
+    timed_evicted = any(tag(r).get("evict_bytes") for r in mine)  # a bundle made with evicted twins
+    if timed_evicted and (len(units - evicted) or not any(tag(r).get("timing") == "evicted" and tag(r).get("role") == "empty" for r in mine)):
+        missing = f"{len(units - evicted)} of its {expected} units' evicted timings" if units - evicted else "the evicted empty graph"
         raise UsageError(f"{run} lacks {missing} for model {name}; run the whole exported bundle")
     return predictions(mine)
 
@@ -203,7 +208,7 @@ def export_units(request: RunRequest, out: Path):
     items, graphs, _ = _items(request, request.config(), None)
     made = [item for item in graphs.items if not item.unsupported]
     left_out = {item.spec.id: item.unsupported for item in graphs.items if item.unsupported}
-    units = sum(1 for item in made if item.spec.family != "empty")
+    units = sum(1 for item in made if item.spec.family != "empty" and not item.spec.attrs[PREDICT_ATTR].get("timing"))
 
     def retagged(spec):
         tag = {**spec.attrs[PREDICT_ATTR], **({"graphs": units} if "graphs" in spec.attrs[PREDICT_ATTR] else {}),

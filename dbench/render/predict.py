@@ -27,16 +27,26 @@ def error_text(p: Prediction) -> str:
 def predictions_table(predictions: list[Prediction]) -> Table:
     table = Table(title="predicted from the units vs measured",
                   caption="predicted = empty + Σ count x (unit median - empty) x kept (kept: the unit's profile less the layout "
-                          "reorders at its boundaries); error = predicted / measured - 1, [its 95% interval from the paired rounds]; "
-                          "reorders left out: those boundary reorders; inserted layers: the model's own, inside it")
-    for column in ("model", "runtime", "predicted", "measured", "error", "units timed", "nodes", "empty graph",
-                   "reorders left out", "inserted layers"):
-        table.add_column(column, justify="left" if column in ("model", "runtime") else "right")
+                          "reorders at its boundaries; unit median, model-state: warm + its weight share of the evicted excess); "
+                          "error = predicted / measured - 1, [its 95% interval from the paired rounds]; "
+                          "reorders left out: those boundary reorders; inserted layers: the model's own, inside it; "
+                          "left out: units that did not run ok, their share of the model's profile")
+    for column in ("model", "runtime", "method", "predicted", "measured", "error", "units timed", "nodes", "empty graph",
+                   "reorders left out", "inserted layers", "left out"):
+        table.add_column(column, justify="left" if column in ("model", "runtime", "method") else "right")
     for p in predictions:
-        table.add_row(escape(p.model), p.runtime, format_time(p.predicted_us), format_time(p.measured_us) or "not run",
+        table.add_row(escape(p.model), p.runtime, p.method, format_time(p.predicted_us), format_time(p.measured_us) or "not run",
                       error_text(p), f"{p.units_timed}/{p.units_total}", f"{p.nodes_timed}/{p.nodes_total}",
-                      format_time(p.empty_us), format_time(p.reorders_us), format_time(p.inserted_us))
+                      format_time(p.empty_us), format_time(p.reorders_us), format_time(p.inserted_us), left_out_text(p))
     return table
+
+
+def left_out_text(p: Prediction) -> str:
+    """`3 (78.0%)`: the units left out and their share of the model's profile ("" when none)."""
+    if not p.left_out:
+        return ""
+    share = p.left_out_share
+    return f"{len(p.left_out)}" + (f" ({share:.1%})" if share is not None else " (share unknown)")
 
 
 def _nodes(line: UnitLine) -> str:
@@ -64,6 +74,8 @@ def units_table(p: Prediction, top: int | None = None) -> Table:
     for line in shown:
         name = line.graph if line.kind in ("executed", "unmatched") else f"{line.graph} ({line.kind})"
         median = format_time(line.median_us) if line.status == "ok" or not line.status else line.status
+        if line.flag:
+            median = f"{format_time(line.median_us)} ({line.flag})"
         table.add_row(escape(name), escape(_nodes(line)), str(line.count) if line.median_us is not None or line.status else "",
                       median, format_time(line.isolated_us), format_time(line.reorders_us), format_time(line.in_model_us),
                       "" if line.share is None else f"{line.share:.1%}", _ratio(line), escape(", ".join(dict.fromkeys(line.kernels))))
@@ -80,3 +92,24 @@ def disagreements(p: Prediction, limit: int = 5) -> list[str]:
         said.append(f"{len(inserted)} layers the runtime inserted (reorders, conversions) take "
                     f"{format_time(sum(u.in_model_us for u in inserted))} inside the model and are timed in no unit")
     return said
+
+
+def gap_lines(p: Prediction) -> list[str]:
+    """The gap between the units alone and the model, by cause, as one line: what each cause adds."""
+    if not p.gap:
+        return []
+    gap = p.gap
+    parts = [f"units alone (each call its own) {format_time(gap['units alone'])}",
+             f"per-call overhead {_signed(gap['per-call overhead'])}",
+             "their boundary reorders " + _signed(gap["units' boundary reorders"]),
+             f"cache (the model's state) {_signed(gap['cache'])}",
+             f"= predicted {format_time(gap['predicted'])}"]
+    if "measured" in gap:
+        if "reorders inserted in the model" in gap:
+            parts.append(f"reorders the runtime inserts in the model {_signed(gap['reorders inserted in the model'])}")
+        parts.append(f"unexplained {_signed(gap['unexplained'])} = measured {format_time(gap['measured'])}")
+    return ["; ".join(parts)]
+
+
+def _signed(us: float) -> str:
+    return ("+" if us >= 0 else "-") + format_time(abs(us))

@@ -32,6 +32,7 @@ def prediction_frame(found: list[Prediction]) -> pd.DataFrame:
     return pd.DataFrame({
         "model": [p.model for p in found],
         "runtime": [p.runtime for p in found],
+        "method": [p.method for p in found],
         "dims": [",".join(f"{k}={v}" for k, v in p.dims.items()) for p in found],
         "predicted": [format_time(p.predicted_us) for p in found],
         "measured": [format_time(p.measured_us) or "not run" for p in found],
@@ -43,6 +44,10 @@ def prediction_frame(found: list[Prediction]) -> pd.DataFrame:
         "empty graph": [format_time(p.empty_us) for p in found],
         "reorders left out": [format_time(p.reorders_us) for p in found],
         "inserted layers": [format_time(p.inserted_us) for p in found],
+        "cache": [format_time(p.gap["cache"]) if "cache" in p.gap else "" for p in found],
+        "left out": [", ".join(p.left_out) for p in found],
+        "left out share": ["" if p.left_out_share is None else f"{p.left_out_share:.1%}" for p in found],
+        "flagged": [", ".join(p.flagged) for p in found],
         "run": [p.run_id for p in found],
     }).set_index("model")
 
@@ -70,6 +75,7 @@ def top_units_frame(found: list[Prediction], top: int = TOP_UNITS, kernels: dict
             rows.append({"model": p.model, "runtime": p.runtime, "unit": u.graph if timed else f"{u.graph} ({u.kind})",
                          "nodes": ", ".join(u.nodes[:3]) + (f" (+{len(u.nodes) - 3})" if len(u.nodes) > 3 else ""),
                          "count": u.count if timed else "", "isolated": format_time(u.isolated_us),
+                         "cache": format_time(u.cache_us), "check": u.flag or (u.status if u.status not in ("", "ok") else ""),
                          "reorders": format_time(u.reorders_us),
                          "in model": format_time(u.in_model_us), "share": "" if u.share is None else f"{u.share:.1%}",
                          "isolated/in model": "" if u.ratio is None else f"×{u.ratio:.2f}" + (" ≠" if u.disagrees else ""),

@@ -282,6 +282,10 @@ class OpenVinoSession(Session):
         # share_outputs: no copy of the outputs into new numpy arrays inside the timed call.
         self.request.infer(share_outputs=True)
 
+    def refresh_inputs(self) -> None:
+        """The inputs copied into the request's tensors again (that copy is what the call reads)."""
+        self._bind(self.compiled, self.request, self.feeds)
+
     def runtime_latency_us(self) -> float | None:
         """InferRequest.latency: OpenVINO's own duration of the last infer (ms), in µs."""
         return float(self.request.latency) * 1e3

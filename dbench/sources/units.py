@@ -15,14 +15,14 @@ from pathlib import Path
 from typing import Any
 
 import onnx
-from onnx import helper
+from onnx import helper, numpy_helper
 
 from dbench.errors import UnsupportedError
 from dbench.executed import CHANNELS_LAST, ExecutedGraph
 from dbench.frommodel.load import LoadedModel, load_model
 from dbench.frommodel.walk import extract
 from dbench.gen.feeds import default_seed
-from dbench.gen.graph import IR_VERSION, OPSET, GraphSpec, TensorSpec
+from dbench.gen.graph import EVICT_ATTR, IR_VERSION, OPSET, GraphSpec, TensorSpec
 from dbench.gen.manifest import sha256
 from dbench.sources.contract import ONNX_REFERENCE, Contract
 from dbench.sources.item import Item
@@ -30,13 +30,14 @@ from dbench.sources.model import model_item
 from dbench.sources.model_spec import RANDOM_WEIGHTS, foreign_spec, random_weights
 from dbench.units.cut import EXECUTED, UNMATCHED, Cut, cut
 from dbench.units.graph import executed_model, shaped, unit_model, value_types
-from dbench.units.prediction import EMPTY, MODEL, PREDICT_ATTR, UNIT
+from dbench.units.prediction import EMPTY, EVICTED, MODEL, PREDICT_ATTR, UNIT
 from dbench.units.same import signature
 from dbench.units.structure import Structure, name_nodes
 
 UNIT_FAMILY = "unit"
 EMPTY_FAMILY = "empty"
 EMPTY_ID = "empty"
+EVICTED_EMPTY_ID = "empty.evicted"
 TIMED_KINDS = (EXECUTED, UNMATCHED)
 """The unit kinds timed in isolation; inserted layers and folded values are not graphs of their own."""
 UNITS = Contract(reference=ONNX_REFERENCE, described_by="the unit as cut when the run started",
@@ -94,8 +95,10 @@ def named_model_item(path: Path, dims: dict[str, int]) -> Item:
     return Item(item.spec, load, NAMED_MODEL, item.unsupported)
 
 
-def empty_item(identity: Identity) -> Item:
-    """One Identity over one float: a call that does no work, its time the runtime's cost per call."""
+def empty_item(identity: Identity, evict_bytes: int = 0) -> Item:
+    """One Identity over one float: a call that does no work, its time the runtime's cost per call (with
+    `evict_bytes`, its cost per call after the model's traffic: EVICTED_EMPTY_ID)."""
+    graph_id = EVICTED_EMPTY_ID if evict_bytes else EMPTY_ID
     x = TensorSpec("x", (1,), "float32", "activation")
     y = TensorSpec("y", (1,), "float32", "output")
     graph = helper.make_graph([helper.make_node("Identity", ["x"], ["y"], name="identity")], EMPTY_ID,
@@ -103,10 +106,31 @@ def empty_item(identity: Identity) -> Item:
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)], producer_name="dbench units")
     model.ir_version = IR_VERSION
     data = model.SerializeToString()
-    spec = GraphSpec(id=EMPTY_ID, kernel_id=EMPTY_ID, family=EMPTY_FAMILY, op=EMPTY_FAMILY, params={}, suites=("user",),
+    tag = identity.tag(EMPTY, **({"timing": EVICTED} if evict_bytes else {}))
+    spec = GraphSpec(id=graph_id, kernel_id=graph_id, family=EMPTY_FAMILY, op=EMPTY_FAMILY, params={}, suites=("user",),
                      apps=(identity.model,), pass_name="fwd", form=EMPTY_FAMILY, precision="fp32", flops=0, flops_executed=0,
-                     inputs=(x,), outputs=(y,), seed=default_seed(EMPTY_ID), attrs={PREDICT_ATTR: identity.tag(EMPTY)})
+                     inputs=(x,), outputs=(y,), seed=default_seed(EMPTY_ID),
+                     attrs={PREDICT_ATTR: tag, **({EVICT_ATTR: evict_bytes} if evict_bytes else {})})
     return Item(spec, lambda: (data, None), UNITS)
+
+
+def _weight_bytes(model: onnx.ModelProto, spec: GraphSpec) -> int:
+    """The bytes of the weights a unit graph reads: its initializers and the weights drawn as inputs."""
+    stored = sum(numpy_helper.to_array(t).nbytes if not t.raw_data else len(t.raw_data) for t in model.graph.initializer)
+    return stored + sum(t.nbytes for t in spec.weights)
+
+
+def _io_bytes(spec: GraphSpec) -> int:
+    """The bytes of the values a unit reads from its neighbours and hands on (its activations and outputs)."""
+    return sum(t.nbytes for t in spec.inputs if t.role != "weight") + sum(t.nbytes for t in spec.outputs)
+
+
+def _evicted_twin(item: Item, evict_bytes: int) -> Item:
+    """The same unit graph, timed after the model's traffic between its uses (dbench.worker.evict)."""
+    tag = {**item.spec.attrs[PREDICT_ATTR], "timing": EVICTED, "warm": item.spec.id}
+    graph_id = f"{item.spec.id}.{EVICTED}"
+    spec = replace(item.spec, id=graph_id, kernel_id=graph_id, attrs={**item.spec.attrs, PREDICT_ATTR: tag, EVICT_ATTR: evict_bytes})
+    return Item(spec, item.load, item.contract, item.unsupported)
 
 
 def _ops_text(prepared: Prepared, nodes: tuple[int, ...]) -> str:
@@ -157,7 +181,8 @@ class UnitGraphs:
         names = self.cut.names
         units = [{"graph": graph, "kind": unit.kind, "nodes": [names[i] for i in unit.nodes], "layers": list(unit.layers)}
                  for unit, graph in zip(self.cut.units, self.layout)]
-        return self.identity.tag(MODEL, units=units, graphs=len(self.items) - 1)
+        graphs = sum(1 for item in self.items if tag_of(item)["role"] == UNIT and not tag_of(item).get("timing"))
+        return self.identity.tag(MODEL, units=units, graphs=graphs)
 
 
 def unit_graphs(prepared: Prepared, executed: ExecutedGraph, identity: Identity, precision: str) -> UnitGraphs:
@@ -190,7 +215,7 @@ def unit_graphs(prepared: Prepared, executed: ExecutedGraph, identity: Identity,
             timed_as[key] = f"{layer.op_type} on {CHANNELS_LAST}"
     total = len(groups)
     layout = [""] * len(model_cut.units)
-    items = [empty_item(identity)]
+    items = []
     names = model_cut.names
     for number, (key, indices) in enumerate(groups.items(), start=1):
         first = model_cut.units[indices[0]]
@@ -213,8 +238,32 @@ def unit_graphs(prepared: Prepared, executed: ExecutedGraph, identity: Identity,
             items.append(Item(replace(_unread(graph_id, prepared), precision=precision, attrs={PREDICT_ATTR: tag}), lambda: (b"", None), UNITS,
                               unsupported=str(why)))
             continue
+        spec = replace(spec, attrs={**spec.attrs, PREDICT_ATTR: {**spec.attrs[PREDICT_ATTR], "weight_bytes": _weight_bytes(graph, spec),
+                                                                 "io_bytes": _io_bytes(spec)}})
         items.append(Item(spec, lambda graph=graph: (graph.SerializeToString(), None), UNITS))
-    return UnitGraphs(identity, model_cut, tuple(layout), tuple(items))
+    return UnitGraphs(identity, model_cut, tuple(layout), tuple(_with_evicted(identity, items)))
+
+
+def _with_evicted(identity: Identity, units: list[Item]) -> list[Item]:
+    """The empty graph, then each unit, each followed by its evicted twin; and the evicted empty graph.
+    The eviction reads the model's traffic between two uses of a unit: every weight of the model and
+    every value its units hand on (each occurrence's), recorded in every unit's tag (`evict_bytes`)."""
+    timed = [u for u in units if not u.unsupported]
+    traffic = sum(tag_of(u)["count"] * (tag_of(u)["weight_bytes"] + sum(t.nbytes for t in u.spec.outputs)) for u in timed)
+    items = [empty_item(identity)]
+    for unit in units:
+        if unit.unsupported:
+            items.append(unit)
+            continue
+        warm = Item(replace(unit.spec, attrs={**unit.spec.attrs, PREDICT_ATTR: {**tag_of(unit), "evict_bytes": traffic}}),
+                    unit.load, unit.contract)
+        items += [warm, _evicted_twin(warm, traffic)]
+    return items + ([empty_item(identity, traffic)] if timed else [])
+
+
+def tag_of(item: Item) -> dict[str, Any]:
+    """The item's prediction tag (its role, model, count, ...)."""
+    return item.spec.attrs[PREDICT_ATTR]
 
 
 def model_identity(path: Path, dims: dict[str, int], runtime: str, settings: dict[str, Any]) -> Identity:

@@ -99,6 +99,8 @@ def execute(job: Job, phase: Callable[[str], None] = _no_phase) -> Outcome:
     from dbench.sources.contract import ONNX_REFERENCE, check_model, stored_weights
     from dbench.worker import memory
     from dbench.worker.foreign import verify_foreign
+    from dbench.gen.graph import EVICT_ATTR
+    from dbench.worker.evict import eviction_buffer, measure_evicted
     from dbench.worker.timing import measure
 
     spec = job.spec
@@ -155,7 +157,10 @@ def execute(job: Job, phase: Callable[[str], None] = _no_phase) -> Outcome:
             phase("timing")
             own_s = outcome.inputs_s + outcome.prepare_s if job.round > 1 else None  # a later round pays its own work
             call = slowed(session.run, job.slowdown) if job.slowdown else session.run
-            stats = measure(call, job.timing, session.runtime_latency_us, warmed, own_s)
+            if spec.attrs.get(EVICT_ATTR):  # a unit in the cache state its model leaves it (dbench.worker.evict)
+                stats = measure_evicted(call, job.timing, eviction_buffer(int(spec.attrs[EVICT_ATTR])), session.refresh_inputs)
+            else:
+                stats = measure(call, job.timing, session.runtime_latency_us, warmed, own_s)
             outcome.stats = stats.to_dict()
             _memory_figures(outcome, memory, baseline, peak_resets)
             outcome.device_memory_bytes = session.device_memory()
