@@ -1,5 +1,6 @@
-"""Verify a foreign model against onnx.reference.ReferenceEvaluator (ONNX's own Python implementation
-of every standard op), when it runs every op of the model and the model is small enough for it."""
+"""Verify a foreign model against dbench's foreign reference (onnx.reference's ReferenceEvaluator, ONNX's
+own Python implementation of every standard op, with dbench's corrections: dbench.sources.foreign_reference),
+when it runs every op of the model and the model is small enough for it."""
 
 from __future__ import annotations
 
@@ -53,12 +54,10 @@ def reference_outputs(model: onnx.ModelProto, spec: GraphSpec, feeds: dict[str, 
         return None, f"the model draws random numbers ({', '.join(drawing)}): no reference can reproduce them"
     if spec.flops > FLOP_BUDGET:
         return None, f"{spec.flops / 1e9:.2f} GFLOP is above onnx.reference's budget of {FLOP_BUDGET / 1e9:g} GFLOP"
-    from onnx.reference import ReferenceEvaluator
-
-    from dbench.sources.contrib_reference import CONTRIB_OPS
+    from dbench.sources.foreign_reference import foreign_evaluator
 
     try:
-        evaluator = ReferenceEvaluator(model, new_ops=list(CONTRIB_OPS))
+        evaluator = foreign_evaluator(model)
         results = evaluator.run(None, feeds)
     except Exception as err:  # an op it does not implement, or one of its own failures
         return None, f"onnx.reference cannot run this model ({_first_line(err)})"
