@@ -19,7 +19,7 @@ from __future__ import annotations
 import contextlib
 import io
 import warnings
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -45,9 +45,7 @@ class Case:
     model: onnx.ModelProto
     inputs: dict[str, Any]
     expected: list[Any] | None = None
-    formula: str = ""
-    """Who wrote the expected outputs: 'node test' (onnx's test authors) or 'dbench' (a generator)."""
-    tags: dict[str, str] = field(default_factory=dict)
+    """The spec's outputs: onnx's test authors' numpy (node tests, converted ones) or a generator's formula."""
 
 
 def versions() -> dict[tuple[str, str], list[int]]:
@@ -122,7 +120,7 @@ def node_cases(seed: int) -> list[Case]:
             continue
         inputs, outputs = test.data_sets[0]
         cases.append(Case(f"{node.op_type}-{version}:{test.name}", domain, node.op_type, version, "node test", test.model,
-                          _feeds(test.model, [_array(v) for v in inputs]), [_array(v) for v in outputs], "node test"))
+                          _feeds(test.model, [_array(v) for v in inputs]), [_array(v) for v in outputs]))
     return cases
 
 
@@ -160,7 +158,7 @@ def older_cases(case: Case, history: list[int]) -> list[Case]:
         converted = _converted(case.model, version) if case.domain == "" else None
         if converted is not None and any(n.op_type == case.op for n in converted.graph.node) and _valid(converted):
             older.append(Case(f"{case.op}-{version}:{case.id.split(':', 1)[1]}@converted", case.domain, case.op, version,
-                              "converted", converted, dict(case.inputs), case.expected, case.formula))
+                              "converted", converted, dict(case.inputs), case.expected))
         restamped = _with_opset(case.model, case.domain, version)
         if _valid(restamped):
             older.append(Case(f"{case.op}-{version}:{case.id.split(':', 1)[1]}@restamped", case.domain, case.op, version,
@@ -170,15 +168,16 @@ def older_cases(case: Case, history: list[int]) -> list[Case]:
 
 def one_node_model(op: str, version: int, inputs: list[tuple[str, np.ndarray | None]], outputs: int | list[str],
                    domain: str = "", initializers: dict[str, np.ndarray] | None = None, expected: list[Any] | None = None,
-                   **attributes: Any) -> onnx.ModelProto:
+                   outer: tuple[str, ...] | list[str] = (), **attributes: Any) -> onnx.ModelProto:
     """A model of one `op` node at `version` (the model's opset), its inputs typed and shaped from the
     arrays given (None: an omitted optional input), outputs typed by shape inference (where the op has
     none, as the `expected` arrays, else as the first input's type), and `initializers` among its
-    inputs' names stored in the model."""
+    inputs' names stored in the model; `outer` inputs are graph inputs the node reads only from its
+    subgraphs (outer scope)."""
     from onnx import numpy_helper
 
     initializers = initializers or {}
-    names = [name if array is not None or name in initializers else "" for name, array in inputs]
+    names = [name if array is not None or name in initializers else "" for name, array in inputs if name not in outer]
     while names and not names[-1]:
         names.pop()
     output_names = [f"y{i}" for i in range(outputs)] if isinstance(outputs, int) else outputs

@@ -1105,6 +1105,160 @@ def recurrent(op: str) -> Callable[[np.random.Generator, int], list[Made]]:
     return generate
 
 
+# ---------------------------------------------------------------- control flow, detection, group normalization
+
+
+def _body(nodes: list, inputs: list, outputs: list, name: str) -> onnx.GraphProto:
+    return onnx.helper.make_graph(nodes, name, inputs, outputs)
+
+
+def _float_info(name: str, shape: Any = None) -> onnx.ValueInfoProto:
+    return onnx.helper.make_tensor_value_info(name, onnx.TensorProto.FLOAT, shape)
+
+
+def if_op(rng: np.random.Generator, version: int) -> list[Made]:
+    """If over an outer-scope tensor: the then branch negates it, the else branch takes its absolute value."""
+    from onnx import helper
+
+    made = []
+    x = _normal(rng, (2, 3))
+    then_branch = _body([helper.make_node("Neg", ["x"], ["t"])], [], [_float_info("t", [2, 3])], "then")
+    else_branch = _body([helper.make_node("Abs", ["x"], ["e"])], [], [_float_info("e", [2, 3])], "else")
+    for cond in (True, False):
+        expected = -x if cond else np.abs(x)
+        made.append(Made([("c", np.array(cond)), ("x", x)], {"then_branch": then_branch, "else_branch": else_branch},
+                         expected=[expected], extra={"outer": ["x"]}, label=str(cond)))
+    return made
+
+
+def loop(rng: np.random.Generator, version: int) -> list[Made]:
+    """Loop adding an outer-scope tensor to its carried value M times, emitting each step's value."""
+    from onnx import helper
+
+    x, start = _normal(rng, (3,)), _normal(rng, (3,))
+    body = _body([helper.make_node("Identity", ["cond_in"], ["cond_out"]), helper.make_node("Add", ["v_in", "x"], ["v_out"]),
+                  helper.make_node("Identity", ["v_out"], ["scan"])],
+                 [helper.make_tensor_value_info("i", onnx.TensorProto.INT64, []), helper.make_tensor_value_info("cond_in", onnx.TensorProto.BOOL, []),
+                  _float_info("v_in", [3])],
+                 [helper.make_tensor_value_info("cond_out", onnx.TensorProto.BOOL, []), _float_info("v_out", [3]), _float_info("scan", [3])], "body")
+    made = []
+    for trips in (1, 4):
+        steps = np.stack([start + x * (k + 1) for k in range(trips)]).astype(F32)
+        made.append(Made([("m", np.array(trips, dtype=np.int64)), ("cond", np.array(True)), ("v", start), ("x", x)], {"body": body}, 2,
+                         [steps[-1], steps], extra={"outer": ["x"]}, label=f"{trips} trips"))
+    return made
+
+
+def scan(rng: np.random.Generator, version: int) -> list[Made]:
+    """Scan (9+) summing its sequence into a state, emitting the running sum."""
+    from onnx import helper
+
+    if version < 9:
+        return []  # Scan-8 has a batch axis and sequence_lens: another op
+    body = _body([helper.make_node("Add", ["s_in", "x_t"], ["s_out"]), helper.make_node("Identity", ["s_out"], ["y_t"])],
+                 [_float_info("s_in", [2]), _float_info("x_t", [2])], [_float_info("s_out", [2]), _float_info("y_t", [2])], "body")
+    made = []
+    for reverse in (0, 1):
+        sequence, state = _normal(rng, (4, 2)), _normal(rng, (2,))
+        order = sequence[::-1] if reverse else sequence
+        running = (state + np.cumsum(order.astype(np.float64), axis=0)).astype(F32)
+        emitted = running[::-1] if reverse else running
+        attributes = {"body": body, "num_scan_inputs": 1, "scan_input_directions": [reverse] if reverse else None}
+        made.append(Made([("s", state), ("seq", sequence)], _keep(attributes), 2, [running[-1], emitted], label=f"reverse {reverse}"))
+    return made
+
+
+def roi_align_formula(x, rois, batch, bins, ratio, scale, mode, offset):  # noqa: ANN001, ANN201
+    """RoiAlign by its spec, sample by sample: each bin's grid of bilinearly interpolated samples, averaged or
+    maxed (the max mode is not used as a witness: see the note on RoiAlign in benchmarks/reference_notes.csv)."""
+    channels, height, width = x.shape[1:]
+    out = np.zeros((len(rois), channels, *bins))
+    for r, (x1, y1, x2, y2) in enumerate(rois.astype(np.float64)):
+        start_w, start_h = x1 * scale - offset, y1 * scale - offset
+        roi_w, roi_h = x2 * scale - offset - start_w, y2 * scale - offset - start_h
+        if offset == 0:
+            roi_w, roi_h = max(roi_w, 1.0), max(roi_h, 1.0)
+        bin_h, bin_w = roi_h / bins[0], roi_w / bins[1]
+        grid_h, grid_w = ratio or math.ceil(roi_h / bins[0]), ratio or math.ceil(roi_w / bins[1])
+        image = x[int(batch[r])].astype(np.float64)
+        for i, j in np.ndindex(*bins):
+            samples = []
+            for iy, ix in np.ndindex(grid_h, grid_w):
+                y = start_h + i * bin_h + (iy + 0.5) * bin_h / grid_h
+                xx = start_w + j * bin_w + (ix + 0.5) * bin_w / grid_w
+                if y < -1 or y > height or xx < -1 or xx > width:
+                    samples.append(np.zeros(channels))
+                    continue
+                y, xx = max(y, 0.0), max(xx, 0.0)
+                y_low, x_low = int(y), int(xx)
+                y_high, x_high = (y_low + 1, x_low + 1)
+                if y_low >= height - 1:
+                    y_low = y_high = height - 1
+                    y = float(y_low)
+                if x_low >= width - 1:
+                    x_low = x_high = width - 1
+                    xx = float(x_low)
+                ly, lx = y - y_low, xx - x_low
+                samples.append((1 - ly) * (1 - lx) * image[:, y_low, x_low] + (1 - ly) * lx * image[:, y_low, x_high]
+                               + ly * (1 - lx) * image[:, y_high, x_low] + ly * lx * image[:, y_high, x_high])
+            out[r, :, i, j] = np.max(samples, axis=0) if mode == "max" else np.mean(samples, axis=0)
+    return out
+
+
+def roi_align(rng: np.random.Generator, version: int) -> list[Made]:
+    made = []
+    transforms = [None, "half_pixel", "output_half_pixel"] if version >= 16 else [None]
+    for mode, transform in itertools.product((None, "avg", "max"), transforms):
+        x = _normal(rng, (2, 3, 8, 8))
+        rois = np.sort(rng.uniform(0, 14, size=(4, 2, 2)), axis=1).reshape(4, 4).astype(F32)  # [x1, y1, x2, y2]
+        indices = rng.integers(0, 2, size=4).astype(np.int64)
+        ratio = int(rng.integers(0, 3))
+        attributes = {"mode": mode, "coordinate_transformation_mode": transform, "output_height": 3, "output_width": 2,
+                      "sampling_ratio": ratio, "spatial_scale": 0.5}
+        offset = 0.0 if version < 16 or transform == "output_half_pixel" else 0.5  # version 10 has only output_half_pixel
+        expected = None if mode == "max" else [roi_align_formula(x, rois, indices, (3, 2), ratio, 0.5, "avg", offset).astype(F32)]
+        made.append(Made([("x", x), ("rois", rois), ("batch", indices)], _keep(attributes), expected=expected,
+                         stored=("rois", "batch"), label=f"{mode} {transform}"))
+    return made
+
+
+def group_normalization(rng: np.random.Generator, version: int) -> list[Made]:
+    made = []
+    for groups in (1, 2, 4):
+        x = _normal(rng, (2, 4, 3, 3))
+        scale_shape = (groups,) if version < 21 else (4,)  # version 18: per group; 21: per channel
+        scale, bias = _normal(rng, scale_shape), _normal(rng, scale_shape)
+        epsilon = 1e-3
+        grouped = x.astype(np.float64).reshape(2, groups, -1)
+        normal = ((grouped - grouped.mean(axis=2, keepdims=True)) / np.sqrt(grouped.var(axis=2, keepdims=True) + epsilon)).reshape(x.shape)
+        per_channel = np.repeat(scale, 4 // groups) if version < 21 else scale
+        shift = np.repeat(bias, 4 // groups) if version < 21 else bias
+        y = normal * per_channel.reshape(1, 4, 1, 1) + shift.reshape(1, 4, 1, 1)
+        made.append(Made([("x", x), ("scale", scale), ("bias", bias)], {"num_groups": groups, "epsilon": epsilon}, expected=[y.astype(F32)],
+                         stored=("scale", "bias"), label=f"{groups} groups"))
+    return made
+
+
+def scatter(rng: np.random.Generator, version: int) -> list[Made]:
+    made = []
+    for axis in (None, 0, 1, -1):
+        if axis is not None and axis < 0 and version < 11:
+            continue
+        data, updates = _normal(rng, (3, 4)), _normal(rng, (2, 3))
+        a = 0 if axis is None else axis % 2
+        size = data.shape[a]
+        chosen = np.stack([rng.permutation(size)[:updates.shape[a]] for _ in range(updates.shape[1 - a])], axis=1 - a)
+        indices = chosen - (size if version >= 11 else 0) * (rng.random(chosen.shape) < 0.5)
+        expected = data.copy()
+        for position in np.ndindex(*chosen.shape):
+            target = list(position)
+            target[a] = chosen[position]
+            expected[tuple(target)] = updates[position]
+        made.append(Made([("data", data), ("indices", indices.astype(np.int64)), ("updates", updates)], _keep({"axis": axis}),
+                         expected=[expected], stored=("indices",)))
+    return made
+
+
 # ---------------------------------------------------------------- the registry and the cases
 
 
@@ -1114,7 +1268,8 @@ def _generators() -> dict[str, Callable[[np.random.Generator, int], list[Made]]]
         "Conv": conv, "ConvTranspose": conv_transpose, "Gemm": gemm, "MatMul": matmul, "Reshape": reshape, "Flatten": flatten,
         "Transpose": transpose, "Concat": concat, "Split": split, "Slice": slice_op, "Pad": pad, "Upsample": upsample,
         "Resize": resize, "Gather": gather, "Tile": tile, "Clip": clip, "Dropout": dropout, "PRelu": prelu, "TopK": top_k,
-        "Cast": cast,
+        "Cast": cast, "If": if_op, "Loop": loop, "Scan": scan, "RoiAlign": roi_align, "GroupNormalization": group_normalization,
+        "Scatter": scatter,
     }
     found.update({op: softmax_family(op) for op in ("Softmax", "LogSoftmax", "Hardmax")})
     found.update({op: pool(op) for op in ("MaxPool", "AveragePool", "LpPool")})
@@ -1145,13 +1300,12 @@ def generated_cases(seed: int) -> tuple[list[Case], list[str]]:
                 stored = {name: array for name, array in made.inputs if name in made.stored and array is not None}
                 try:
                     model = one_node_model(op, version, made.inputs, made.outputs, initializers=stored, expected=made.expected,
-                                           **made.attributes)
+                                           outer=made.extra.get("outer", ()), **made.attributes)
                     if ("", op, version) not in old:  # the checker refuses every deprecated version outright
                         onnx.checker.check_model(model, full_check=True)
                 except Exception as err:  # the checker's or shape inference's refusal: the generator's mistake
                     refused.append(f"{case_id}: {str(err).strip().splitlines()[0][:200]}")
                     continue
                 feeds = {name: array for name, array in made.inputs if array is not None and name not in stored}
-                cases.append(Case(case_id, "", op, version, "generated", model, feeds, made.expected,
-                                  "dbench" if made.expected is not None else ""))
+                cases.append(Case(case_id, "", op, version, "generated", model, feeds, made.expected))
     return cases, refused

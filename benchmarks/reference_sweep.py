@@ -254,6 +254,8 @@ class Row:
 
     def detail(self) -> str:
         if not self.cases:
+            if self.op in RANDOM_OPS:
+                return "the op draws random numbers: no two implementations agree on its values"
             return "no graph: no node test reaches this version and no generator makes it"
         parts = []
         by_status: dict[str, list[tuple[Case, str, str]]] = defaultdict(list)
@@ -374,7 +376,7 @@ def corrections_table() -> list[str]:
     return lines + [""]
 
 
-def table(rows: list[Row], seconds: float, cases: int) -> str:
+def table(rows: list[Row], cases: int) -> str:
     """The generated part of docs/foreign-reference.md."""
     by_op: dict[tuple[str, str], list[Row]] = defaultdict(list)
     for row in rows:
@@ -382,8 +384,8 @@ def table(rows: list[Row], seconds: float, cases: int) -> str:
     totals = Counter(row.status for row in rows)
     both = [key for key, rs in by_op.items() if any(r.ort_ran and r.openvino_ran for r in rs)]
     lines = corrections_table() + [f"Made with {_versions_text()} on {datetime.now(timezone.utc):%Y-%m-%d}: {cases} graphs, "
-             f"{len(rows)} (op, version) pairs of {len(by_op)} ops, {seconds / 60:.0f} minutes on one worker process. "
-             f"ONNX Runtime and OpenVINO both ran some version of {len(both)} of these ops.", "",
+             f"{len(rows)} (op, version) pairs of {len(by_op)} ops. ONNX Runtime and OpenVINO both ran some version of "
+             f"{len(both)} of these ops.", "",
              "| status | (op, version) pairs |", "|---|---:|"]
     lines += [f"| {status} | {totals[status]} |" for status in STATUSES if totals[status]]
     lines += ["", "Each version of each op, by the statuses of its graphs: " + ", ".join(f"**{c}** {s}" for s, c in CODES.items())
@@ -476,7 +478,7 @@ def main() -> None:
     if not args.no_write:
         write_csv(rows, args.csv)
         if only is None:
-            write_page(table(rows, seconds, len(cases)), args.page)
+            write_page(table(rows, len(cases)), args.page)
 
 
 if __name__ == "__main__":

@@ -7,7 +7,7 @@ a reference that fails either of them is a false mismatch. Units above onnx.refe
 counted apart: dbench does not verify them with onnx.reference at all.
 
     PYTHONPATH=. python benchmarks/reference_units.py --source light               # onnx's nine light_* CNNs (opset 9)
-    PYTHONPATH=. python benchmarks/reference_units.py --source torch --opsets 7,9,11,12
+    PYTHONPATH=. python benchmarks/reference_units.py --source torch --opsets 7,9,10,11,12
     PYTHONPATH=. python benchmarks/reference_units.py --source converted            # onnx's pytorch-converted tests (opset 6)
 
 Sources: `light` (the structures onnx ships, weights by ConstantOfShape: dbench draws them), `torch`
@@ -35,7 +35,7 @@ import onnx
 ROOT = Path(__file__).resolve().parent.parent
 BUILD = ROOT / "build" / "reference-units"
 RUNTIMES = ("ort-cpu", "openvino")
-TORCH_MODELS = {"resnet18": 96, "mobilenet_v2": 96, "squeezenet": 96, "shufflenet": 96, "densenet": 64, "vgg": 64,
+TORCH_MODELS = {"resnet18": 96, "mobilenet_v2": 96, "squeezenet": 96, "shufflenet": 96, "densenet": 64, "vgg": 96,
                 "kws": None, "unet": 64, "lstm": None, "gru": None, "crnn": None}
 """The modules of benchmarks/predict_corpus.py exported here, and the image side they get (small, so
 that onnx.reference runs their units within its budget)."""
@@ -198,7 +198,7 @@ def units_of(path: Path, runtime: str, tally: Tally, show: bool) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--source", choices=("light", "torch", "converted"), required=True)
-    parser.add_argument("--opsets", default="7,9,11,12", help="opsets of the torch exports")
+    parser.add_argument("--opsets", default="7,9,10,11,12", help="opsets of the torch exports")
     parser.add_argument("--models", help="comma-separated model names (file stems) to keep")
     parser.add_argument("--json", type=Path, help="write every tally here as JSON lines")
     parser.add_argument("--show", action="store_true", help="name every unit a reference fails")

@@ -345,10 +345,12 @@ def test_pad_removes_elements_for_negative_pads(seed, version):
 @pytest.mark.parametrize("version", [9, 11])
 def test_scatter_is_scatter_elements(seed, version):
     rng = np.random.default_rng(seed)
-    data, updates = rng.standard_normal((3, 4)).astype(F32), rng.standard_normal((3, 2)).astype(F32)
-    indices = np.stack([rng.permutation(4)[:2] for _ in range(3)]).astype(np.int64)
+    data, updates = rng.standard_normal((3, 4)).astype(F32), rng.standard_normal((2, 2)).astype(F32)  # indices smaller than data
+    indices = np.stack([rng.permutation(4)[:2] for _ in range(2)]).astype(np.int64)
     expected = data.copy()
-    np.put_along_axis(expected, indices, updates, axis=1)
+    for i in range(2):
+        for j in range(2):
+            expected[i, indices[i, j]] = updates[i, j]
     inputs = {"data": data, "indices": indices, "updates": updates}
     check(one_node("Scatter", version, inputs, axis=1), inputs, [expected])
 
@@ -439,3 +441,16 @@ def test_the_check_of_a_foreign_model_uses_the_corrected_reference(tmp_path, see
     outputs, by = reference_outputs(model, item.spec, feeds)
     assert outputs is not None and close(outputs["y"], coerced(feeds["x"], 1, "Softmax"))
     assert not np.allclose(outputs["y"], 1.0)
+
+
+def test_roi_align_10_uses_the_region_coordinates_unshifted(seed):
+    """Version 10 has only output_half_pixel: a region [x1, y1, x2, y2] of a constant-gradient image
+    (value = column index) averages to the column at the bin's centre, without the half-pixel shift."""
+    rng = np.random.default_rng(seed)
+    x = np.tile(np.arange(8, dtype=F32), (1, 1, 8, 1))  # value = column
+    x1 = float(rng.uniform(1, 3))
+    rois = np.array([[x1, 1.0, x1 + 2.0, 3.0]], dtype=F32)
+    inputs = {"x": x, "rois": rois, "batch": np.zeros(1, dtype=np.int64)}
+    # one bin, 2 x 2 samples at x1 + 0.5 and x1 + 1.5: the mean column is x1 + 1
+    check(one_node("RoiAlign", 10, inputs, stored=("rois", "batch"), output_height=1, output_width=1, sampling_ratio=2),
+          inputs, [np.full((1, 1, 1, 1), x1 + 1.0, dtype=F32)])

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import onnx
 from onnx.reference.op_run import OpRun
 
-from dbench.sources.corrections import convolution, legacy, normalization, pooling, quantization, recurrent, resampling
+from dbench.sources.corrections import convolution, detection, legacy, normalization, pooling, quantization, recurrent, resampling
 
 
 @dataclass(frozen=True)
@@ -57,6 +57,7 @@ CORRECTIONS: tuple[Correction, ...] = (
     Correction("DequantizeLinear", (10, 13), quantization.DequantizeLinearEarly),
     Correction("Upsample", (7, 9, 10), resampling.ResampleAsymmetric),
     Correction("Resize", (10,), resampling.ResampleAsymmetric),
+    Correction("RoiAlign", (10,), detection.RoiAlignOutputHalfPixel),
 )
 """Every correction dbench makes to onnx.reference."""
 

@@ -150,6 +150,7 @@ class ScatterAsElements(VersionedOpRun):
     def _run(self, data, indices, updates, axis=0):  # noqa: ANN001, ANN202
         result = data.copy()
         axis = axis % data.ndim
-        positions = np.where(indices < 0, indices + data.shape[axis], indices).astype(np.int64)
-        np.put_along_axis(result, positions, updates, axis=axis)
+        where = list(np.indices(indices.shape))
+        where[axis] = np.where(indices < 0, indices + data.shape[axis], indices).astype(np.int64)
+        result[tuple(where)] = updates
         return (result,)
