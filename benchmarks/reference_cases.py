@@ -166,6 +166,11 @@ def older_cases(case: Case, history: list[int]) -> list[Case]:
     return older
 
 
+def _element(array: np.ndarray) -> int:
+    """The ONNX element type of an array (numpy's object arrays hold strings)."""
+    return onnx.TensorProto.STRING if array.dtype.kind in "OU" else helper.np_dtype_to_tensor_dtype(array.dtype)
+
+
 def one_node_model(op: str, version: int, inputs: list[tuple[str, np.ndarray | None]], outputs: int | list[str],
                    domain: str = "", initializers: dict[str, np.ndarray] | None = None, expected: list[Any] | None = None,
                    outer: tuple[str, ...] | list[str] = (), **attributes: Any) -> onnx.ModelProto:
@@ -182,7 +187,7 @@ def one_node_model(op: str, version: int, inputs: list[tuple[str, np.ndarray | N
         names.pop()
     output_names = [f"y{i}" for i in range(outputs)] if isinstance(outputs, int) else outputs
     node = helper.make_node(op, names, output_names, domain=domain or None, **attributes)
-    graph_inputs = [helper.make_tensor_value_info(name, helper.np_dtype_to_tensor_dtype(array.dtype), array.shape)
+    graph_inputs = [helper.make_tensor_value_info(name, _element(array), array.shape)
                     for name, array in inputs if array is not None and name not in initializers]
     stored = [numpy_helper.from_array(array, name) for name, array in initializers.items()]
     graph = helper.make_graph([node], f"{op}_{version}", graph_inputs,
@@ -196,6 +201,6 @@ def one_node_model(op: str, version: int, inputs: list[tuple[str, np.ndarray | N
              and v.type.tensor_type.elem_type and v.type.tensor_type.HasField("shape")}
     first = next(array for _, array in inputs if array is not None)
     known = list(expected or []) + [first] * len(output_names)
-    model.graph.output.extend(typed.get(name) or helper.make_tensor_value_info(name, helper.np_dtype_to_tensor_dtype(like.dtype), like.shape)
+    model.graph.output.extend(typed.get(name) or helper.make_tensor_value_info(name, _element(like), like.shape)
                               for name, like in zip(output_names, known) if name)
     return model

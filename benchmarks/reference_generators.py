@@ -1292,20 +1292,23 @@ def generated_cases(seed: int) -> tuple[list[Case], list[str]]:
     rng = np.random.default_rng(seed)
     history = versions()
     cases, refused = [], []
+    from benchmarks.reference_generators_ml import ML_GENERATORS
+
     old = deprecated()
-    for op, generator in _generators().items():
-        for version in history.get(("", op), []):
+    registry = {**{("", op): g for op, g in _generators().items()}, **{("ai.onnx.ml", op): g for op, g in ML_GENERATORS.items()}}
+    for (domain, op), generator in registry.items():
+        for version in history.get((domain, op), []):
             for number, made in enumerate(generator(rng, version)):
                 case_id = f"{op}-{version}:generated{number}" + (f" {made.label}" if made.label else "")
                 stored = {name: array for name, array in made.inputs if name in made.stored and array is not None}
                 try:
-                    model = one_node_model(op, version, made.inputs, made.outputs, initializers=stored, expected=made.expected,
-                                           outer=made.extra.get("outer", ()), **made.attributes)
-                    if ("", op, version) not in old:  # the checker refuses every deprecated version outright
+                    model = one_node_model(op, version, made.inputs, made.outputs, domain=domain, initializers=stored,
+                                           expected=made.expected, outer=made.extra.get("outer", ()), **made.attributes)
+                    if (domain, op, version) not in old:  # the checker refuses every deprecated version outright
                         onnx.checker.check_model(model, full_check=True)
                 except Exception as err:  # the checker's or shape inference's refusal: the generator's mistake
                     refused.append(f"{case_id}: {str(err).strip().splitlines()[0][:200]}")
                     continue
                 feeds = {name: array for name, array in made.inputs if array is not None and name not in stored}
-                cases.append(Case(case_id, "", op, version, "generated", model, feeds, made.expected))
+                cases.append(Case(case_id, domain, op, version, "generated", model, feeds, made.expected))
     return cases, refused

@@ -454,3 +454,21 @@ def test_roi_align_10_uses_the_region_coordinates_unshifted(seed):
     # one bin, 2 x 2 samples at x1 + 0.5 and x1 + 1.5: the mean column is x1 + 1
     check(one_node("RoiAlign", 10, inputs, stored=("rois", "batch"), output_height=1, output_width=1, sampling_ratio=2),
           inputs, [np.full((1, 1, 1, 1), x1 + 1.0, dtype=F32)])
+
+
+def test_label_encoder_1_maps_strings_to_their_index(seed):
+    from onnx.reference import ReferenceEvaluator
+
+    from dbench.sources.foreign_reference import foreign_evaluator
+
+    names = ["cat", "dog", "emu"]
+    x = np.array(np.random.default_rng(seed).choice(names + ["yak"], size=6), dtype=object)
+    node = helper.make_node("LabelEncoder", ["x"], ["y"], domain="ai.onnx.ml", classes_strings=names, default_int64=-7)
+    graph = helper.make_graph([node], "encoder", [helper.make_tensor_value_info("x", TensorProto.STRING, [6])],
+                              [helper.make_tensor_value_info("y", TensorProto.INT64, [6])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("ai.onnx.ml", 1), helper.make_opsetid("", 13)])
+    expected = np.array([names.index(v) if v in names else -7 for v in x], dtype=np.int64)
+    (y,) = foreign_evaluator(model).run(None, {"x": x})
+    assert np.array_equal(y, expected)
+    with pytest.raises(Exception):  # onnx.reference runs version 2's keys/values rule: version 1's attributes cannot feed it
+        ReferenceEvaluator(model).run(None, {"x": x})

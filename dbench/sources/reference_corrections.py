@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import onnx
 from onnx.reference.op_run import OpRun
 
-from dbench.sources.corrections import convolution, detection, legacy, normalization, pooling, quantization, recurrent, resampling
+from dbench.sources.corrections import convolution, detection, legacy, ml, normalization, pooling, quantization, recurrent, resampling
 
 
 @dataclass(frozen=True)
@@ -58,6 +58,7 @@ CORRECTIONS: tuple[Correction, ...] = (
     Correction("Upsample", (7, 9, 10), resampling.ResampleAsymmetric),
     Correction("Resize", (10,), resampling.ResampleAsymmetric),
     Correction("RoiAlign", (10,), detection.RoiAlignOutputHalfPixel),
+    Correction("LabelEncoder", (1,), ml.LabelEncoderByIndex, "ai.onnx.ml"),
 )
 """Every correction dbench makes to onnx.reference."""
 
