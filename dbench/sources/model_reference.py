@@ -1,6 +1,7 @@
-"""Verify a foreign model against onnx.reference.ReferenceEvaluator (ONNX's own Python implementation
-of every standard op), when it runs every op of the model within its budget of FLOPs and seconds; and
-every value it computes, for finding the first node whose outputs a runtime computes otherwise."""
+"""Verify a foreign model against dbench's foreign reference (onnx.reference's ReferenceEvaluator, ONNX's
+own Python implementation of every standard op, with dbench's corrections: dbench.sources.foreign_reference),
+when it runs every op of the model within its budget of FLOPs and seconds; and every value it computes,
+for finding the first node whose outputs a runtime computes otherwise."""
 
 from __future__ import annotations
 
@@ -84,12 +85,10 @@ def _deadline(seconds: float) -> Iterator[None]:
 
 
 def _evaluator(model: onnx.ModelProto):
-    """The evaluator that computes the reference: onnx.reference with dbench's contrib ops."""
-    from onnx.reference import ReferenceEvaluator
+    """The evaluator that computes the reference: onnx.reference with dbench's corrections and contrib ops."""
+    from dbench.sources.foreign_reference import foreign_evaluator
 
-    from dbench.sources.contrib_reference import CONTRIB_OPS
-
-    return ReferenceEvaluator(model, new_ops=list(CONTRIB_OPS))
+    return foreign_evaluator(model)
 
 
 def unrepeatable(model: onnx.ModelProto) -> str:
