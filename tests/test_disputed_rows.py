@@ -43,7 +43,7 @@ DISPUTED_FIELDS = {**DISPUTE, "verified": False}
 
 def test_report_counts_a_disputed_time_and_shows_its_status(tmp_path):
     from dbench.report.build import build_report
-    from dbench.report.load import load
+    from dbench.report.results import load
     from tests.report_fixtures import fake_log
 
     fake_log(tmp_path / "m", "run-a", {"machine_key": "k1"},

@@ -128,7 +128,7 @@ def test_a_foreign_graph_under_load_is_disputed_the_same_way(tmp_path, seed, wro
     """Throughput rows of a foreign graph: the first request checked against the reference and the second
     implementation, every other request against the first."""
     from dbench.sources.model import model_item
-    from dbench.worker.load import Load
+    from dbench.scenario import Load
 
     item = model_item(mb.save(conv_relu(np.random.default_rng(seed)), tmp_path, "conv_relu"), {})
     data, digest = item.load()

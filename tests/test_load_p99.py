@@ -9,7 +9,7 @@ import math
 import numpy as np
 import pytest
 
-from dbench.stats.load import summarize_load
+from dbench.stats.throughput import summarize_load
 from dbench.stats.quantile import (P99, P99_ABOVE, arrivals_for, binomial_cdf, order_ranks, pooled_tail, requests_above,
                                    slowest, tail_interval, tail_percentile, tail_size)
 from dbench.worker.server import MIN_REQUESTS, requests_for

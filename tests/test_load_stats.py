@@ -11,7 +11,7 @@ import pytest
 
 from dbench.stats.arrivals import arrival_rate, poisson_schedule
 from dbench.stats.knee import SweepPoint, find_knee
-from dbench.stats.load import summarize_load
+from dbench.stats.throughput import summarize_load
 from dbench.stats.quantile import slowest
 from dbench.stats.ratesearch import RateSearch, Trial
 from dbench.stats.rounds import round_spread

@@ -19,10 +19,10 @@ from dbench.runtimes.base import ConcurrentSession, RuntimeOptions
 from dbench.runtimes.onnxruntime import OrtConcurrentSession, OrtRuntime
 from dbench.runtimes.openvino import OpenVinoConcurrentSession, _fill
 from dbench.outcome import Status
-from dbench.worker.load import Load
+from dbench.scenario import Load
 from dbench.worker.job import Job
 from dbench.worker.main import execute
-from dbench.stats.load import offered_load
+from dbench.stats.throughput import offered_load
 from dbench.worker.server import serve
 from dbench.worker.streams import keep_busy
 from dbench.worker.timing import QUICK, TimingConfig

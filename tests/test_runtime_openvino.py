@@ -13,7 +13,7 @@ import onnx
 import pytest
 from typer.testing import CliRunner
 
-from dbench.worker.verify import compare
+from dbench.check.verdict import compare
 from dbench.catalog import ConvKernel, GemmKernel, RnnKernel, SparseKernel
 from dbench.catalog.kernels import Origin
 from dbench.cli import app

@@ -31,7 +31,7 @@ from dbench.runtimes.torch_rnn import reorder_gates
 from dbench.store.schema import executed_precision, kernel_time
 from dbench.worker import main as worker
 from dbench.worker.timing import QUICK
-from dbench.worker.verify import compare
+from dbench.check.verdict import compare
 
 torch = pytest.importorskip("torch", reason="torch is not installed: pip install -e '.[test]' installs the CPU build")
 

@@ -30,12 +30,12 @@ from dbench.sources.item import Item
 from dbench.stats.coverage import Coverage
 from dbench.stats.drift import Drift
 from dbench.stats.interleave import rotated
-from dbench.stats.load import summarize_load
+from dbench.stats.throughput import summarize_load
 from dbench.stats.summary import summarize_rounds
 from dbench.store.history import History, config_key
 from dbench.store.log import RunLog, resume_command
 from dbench.store.schema import Row
-from dbench.worker.load import Load
+from dbench.scenario import Load
 from dbench.worker.job import Job
 from dbench.worker.timing import TimingConfig
 

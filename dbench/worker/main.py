@@ -17,7 +17,7 @@ from dbench.gen.graph import GraphSpec
 from dbench.outcome import Outcome, Phase, Status
 from dbench.worker.instance import runtime_for
 from dbench.worker.job import Job
-from dbench.worker.expected import expected_outputs
+from dbench.check.expected import expected_outputs
 from dbench.worker.profiling import (PROFILE_BUDGET_S, best_profile, over_cap, profile_before_timing, profile_first,
                                      profile_runs, separate_pass_s, taken_well)
 from dbench.worker.timing import TimingConfig
@@ -131,7 +131,7 @@ def execute(job: Job, phase: Callable[[str], None] = _no_phase) -> Outcome:
             constants, per_call = split_feeds(spec, feeds, job.weights)
             outcome.inputs_s = time.perf_counter() - t0
             if job.load is not None:  # requests in flight: their own loop, every request verified
-                from dbench.worker.loadjob import run_under_load
+                from dbench.worker.throughput_job import run_under_load
 
                 run_under_load(runtime, model, job, feeds, constants, per_call, outcome, phase,
                                lambda: _memory_figures(outcome, memory, baseline, peak_resets))

@@ -1,7 +1,7 @@
 """Server rounds (MLPerf's Server scenario): requests arrive at a seeded Poisson schedule's times
 (dbench.stats.arrivals) and wait in one FIFO queue for whichever of the session's requests is free;
 a request's latency runs from its scheduled arrival to the end of its run, so queueing counts; the
-runs' own mean time is kept (the load the rate really was follows from it, dbench.stats.load). The
+runs' own mean time is kept (the load the rate really was follows from it, dbench.stats.throughput). The
 dispatcher sleeps until each arrival and sends at once every arrival already due (it never spins: a
 spinning thread would take a core from the runtime); its lag behind the schedule is recorded, and the
 measured arrival rate is what its sends achieved. A row's rounds send enough arrivals together for its
@@ -56,7 +56,7 @@ def requests_for(rate: float, config: TimingConfig, rounds: int) -> int:
 def serve(session: ConcurrentSession, rate: float, count: int, seed: int, bound_us: float | None,
           deadline_s: float | None = None, pooled: int | None = None) -> dict[str, Any]:
     """Send `count` arrivals at `rate` per second (schedule seeded by `seed`) to the session's requests
-    through one queue; the figures of the round as dbench.stats.load reads them, with the slowest
+    through one queue; the figures of the round as dbench.stats.throughput reads them, with the slowest
     latencies a pool of `pooled` requests in all (default `count`) needs for its exact p99 and interval.
     Requests still queued `deadline_s` after the schedule's start (default PATIENCE x its span) are
     abandoned: `unserved`, their latency and wait counted as at least that long."""

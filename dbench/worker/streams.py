@@ -173,7 +173,7 @@ def percentiles_us(latencies: np.ndarray) -> dict[str, float]:
 
 def measure_throughput(session: ConcurrentSession, config: TimingConfig) -> dict[str, Any]:
     """One throughput round: warm up, then the timed closed loop; the round's figures as the row's
-    summary (dbench.stats.load) reads them."""
+    summary (dbench.stats.throughput) reads them."""
     warmup_s = warm_up(session, config)
     busy = sample(session, config)
     if not busy.inferences:

@@ -14,8 +14,8 @@ import numpy as np
 from dbench.runtimes.base import ConcurrentSession, Runtime
 from dbench.outcome import PASSING, Status
 from dbench.sources.contract import ONNX_REFERENCE
-from dbench.worker.expected import expected_outputs, verify_rows
-from dbench.worker.load import SERVER
+from dbench.check.expected import expected_outputs, verify_rows
+from dbench.scenario import SERVER
 from dbench.worker.profiling import best_profile, profile_runs
 
 if TYPE_CHECKING:
@@ -38,7 +38,7 @@ def measure_round(session: ConcurrentSession, job: "Job") -> dict[str, Any]:
 def verify_requests(session: ConcurrentSession, expected: Mapping[str, np.ndarray], rule, rows) -> tuple[dict[str, Any], str]:
     """Every request's outputs against the reference: the worst request's verdict, and a message naming
     the first request that failed (empty when all passed)."""
-    from dbench.worker.verify import compare
+    from dbench.check.verdict import compare
 
     worst, failed = None, ""
     for request in range(session.requests):
@@ -61,7 +61,7 @@ def verify_foreign_requests(session: ConcurrentSession, runtime: Runtime, model,
     against the first's."""
     from dbench.sources.model_reference import tolerance
     from dbench.worker.foreign import verify_foreign
-    from dbench.worker.verify import compare
+    from dbench.check.verdict import compare
 
     first = session.outputs(0)
     found = verify_foreign(job, model, feeds, first, runtime, phase)
