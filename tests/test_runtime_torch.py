@@ -255,7 +255,7 @@ def test_the_worker_times_verifies_and_profiles_a_torch_job():
     outcome = worker.execute(job)
     assert outcome.status == "ok", outcome.message
     assert outcome.verification["ok"] and outcome.verification["by"] == "numpy"
-    assert outcome.stats["median_us"] > 0 and outcome.nodes and outcome.nodes[0]["op_type"] == "aten::lstm"
+    assert outcome.stats.median_us > 0 and outcome.nodes and outcome.nodes[0]["op_type"] == "aten::lstm"
     assert outcome.runtime_options["kernel"]["call"] == "torch.nn.LSTM"
     assert outcome.device_median_us is None and outcome.device_graph_median_us is None and outcome.gpu_state is None
 

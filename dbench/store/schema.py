@@ -291,9 +291,9 @@ class Row:
         """A row from the worker's Outcome (or the parent's, with just status and message, when the
         worker died or the graph never reached it).
         `runtime` holds name, version, device and the options in force; `weights` is the job's mode;
-        `outcome.stats` holds the row's statistics fields, combined over its rounds; `load` the
+        `outcome.figures` holds the row's statistics fields, combined over its rounds; `load` the
         requests in flight of a throughput or server row (its mode comes from it, never from figures)."""
-        stats = outcome.stats or {}
+        stats = outcome.figures or {}
         nodes = outcome.nodes or []
         verification = outcome.verification or {}
         status = outcome.status

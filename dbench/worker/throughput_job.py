@@ -19,11 +19,12 @@ from dbench.scenario import SERVER
 from dbench.worker.profiling import best_profile, profile_runs
 
 if TYPE_CHECKING:
+    from dbench.stats.records import ServerRound, ThroughputRound
     from dbench.outcome import Outcome
     from dbench.worker.job import Job
 
 
-def measure_round(session: ConcurrentSession, job: "Job") -> dict[str, Any]:
+def measure_round(session: ConcurrentSession, job: "Job") -> "ThroughputRound | ServerRound":
     """The round's figures: the closed loop, or the server's arrivals seeded by the graph and round."""
     from dbench.worker.server import measure_server
     from dbench.worker.streams import measure_throughput
@@ -120,7 +121,7 @@ def run_under_load(runtime: Runtime, model, job: "Job", feeds: dict[str, np.ndar
         alone = runtime.prepare(model, spec, constants)
         try:
             alone.bind(per_call)
-            call_us = outcome.stats["latency_p50_us"]
+            call_us = outcome.stats.latency_p50_us
             profile = best_profile(alone, profile_runs(job.profile_runs, call_us), call_us, job.profile_cap_s)
         finally:
             alone.close()
