@@ -33,7 +33,7 @@ from pathlib import Path
 
 from benchmarks.predict_corpus import MODELS, REAL, TORCHVISION_PYTHON, build
 from dbench.report.predictions import BAND, scatter
-from dbench.report.units import format_time
+from dbench.render.numbers import format_time
 from dbench.store.log import RunLog
 from dbench.store.metadata import host_metadata
 from dbench.units.prediction import METHODS, MODEL_STATE, predictions

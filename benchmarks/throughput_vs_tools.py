@@ -68,7 +68,7 @@ from dbench.orchestrator.runner import RunConfig, Runner, RunState, Variant
 from dbench.runtimes.base import RuntimeOptions
 from dbench.runtimes.registry import require
 from dbench.store.log import RunLog
-from dbench.worker.load import Load
+from dbench.scenario import Load
 from dbench.worker.timing import TimingConfig
 
 COMPUTE = ["gemm_m35_n700_k2048_nn", "gemm_m128_n1500_k1280_nn", "gemm_m3072_n1500_k128_nn",

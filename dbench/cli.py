@@ -782,7 +782,7 @@ def report(
 
     require_extras()  # before any import of pandas, and before any work
     from dbench.report.build import build_report
-    from dbench.report.load import load
+    from dbench.report.results import load
     from dbench.report.terminal import terminal_report
     from dbench.report.write import write_report
     from dbench.store.metadata import machine_name
@@ -803,7 +803,8 @@ def peak(
 ) -> None:
     """Measure this machine's ceilings (memory bandwidth, best GEMM rate per runtime and precision, on the
     shapes that reach it, in rounds) for rooflines; peak.json keeps the highest of every measurement."""
-    from dbench.report.peak import check_choices, measure_peaks, save_peaks
+    from dbench.peak.measure import check_choices, measure_peaks
+    from dbench.peak.ceilings import save_peaks
     from dbench.runtimes.registry import RUNTIMES, status
     from dbench.store.log import ensure_writable
     from dbench.store.metadata import machine_name

@@ -6,7 +6,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from dbench.stats.records import RoundStats
 
 
 class Status(str, Enum):
@@ -38,7 +41,11 @@ class Outcome:
 
     status: Status
     message: str = ""
-    stats: dict[str, Any] | None = None
+    stats: "RoundStats | None" = None
+    """What the round measured (a worker's outcome is one round)."""
+    figures: dict[str, Any] | None = None
+    """A graph's row figures over all its rounds: made by the parent when it combines them (dbench.stats.summary,
+    dbench.stats.throughput); None in a round's outcome."""
     verification: dict[str, Any] | None = None
     nodes: list[dict[str, Any]] = field(default_factory=list)
     peak_rss_bytes: int | None = None

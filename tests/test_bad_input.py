@@ -197,7 +197,7 @@ def test_compare_and_report_say_a_log_is_torn(tmp_path):
     result = runner.invoke(app, ["compare", str(a), str(b)])
     assert result.exit_code == 0, result.output
     assert "run-b.jsonl ends in a torn line" in " ".join(result.output.split())
-    from dbench.report.load import load
+    from dbench.report.results import load
 
     notes = load([tmp_path / "m"]).notes
     assert any("run-b.jsonl ends in a torn line" in note and "dbench run --resume run-b" in note for note in notes), notes

@@ -26,7 +26,7 @@ from dbench.sources.contract import NUMPY
 from dbench.gen.feeds import make_feeds
 from dbench.gen.graph import Graph
 from dbench.gen.plan import reference, tolerance
-from dbench.worker.verify import Verdict
+from dbench.check.verdict import Verdict
 from tests.helpers import run_ort
 
 GRAPHS: dict[str, Callable[[], Graph]] = {

@@ -43,7 +43,7 @@ DISPUTED_FIELDS = {**DISPUTE, "verified": False}
 
 def test_report_counts_a_disputed_time_and_shows_its_status(tmp_path):
     from dbench.report.build import build_report
-    from dbench.report.load import load
+    from dbench.report.results import load
     from tests.report_fixtures import fake_log
 
     fake_log(tmp_path / "m", "run-a", {"machine_key": "k1"},
@@ -69,7 +69,7 @@ def test_a_disputed_row_passes_the_run_and_its_line_says_who_agreed():
                      pass_name="fwd", form="model", precision="fp32", flops=1000, flops_executed=1000, inputs=(), outputs=(), seed=1)
     verification = {"ok": False, "error": 0.9, "metric": "rel", "bound": 1e-3, "check": "full", "by": "onnx.reference",
                     "second": DISPUTE["cross_check"], "first_difference": DISPUTE["first_difference"], "outputs": ["y"]}
-    outcome = Outcome(Status.DISPUTED, "disputed: onnx.reference differs", stats={"median_us": 721.0}, verification=verification)
+    outcome = Outcome(Status.DISPUTED, "disputed: onnx.reference differs", figures={"median_us": 721.0}, verification=verification)
     row = Row.build("run", 1, spec, {"name": "ort-cpu", "version": "1", "options": {}}, "const", outcome)
     data = row.to_dict()
     assert (data["status"], data["cross_check"]["runtime"], data["first_difference"]["op"], data["disagreeing_outputs"]) == \

@@ -68,5 +68,5 @@ def test_the_worker_times_a_graph_with_evict_bytes_one_call_at_a_time_and_others
         outcome = execute(job)
         assert outcome.status.value == "ok", outcome.message
         stats[item.spec.id] = outcome.stats
-    assert stats["empty"]["calls_per_sample"] > 1
-    assert stats["empty.evicted"]["calls_per_sample"] == 1 and stats["empty.evicted"]["samples"] == 40
+    assert stats["empty"].calls_per_sample > 1
+    assert stats["empty.evicted"].calls_per_sample == 1 and stats["empty.evicted"].samples == 40

@@ -121,14 +121,14 @@ def test_runtimes_that_agree_against_a_wrong_reference_are_disputed(tmp_path, ru
     assert (first["node"], first["op"], first["opset"], first["output"]) == ("relu1", "Relu", 13, "r1")
     assert outcome.verification["outputs"] == ["y"] and outcome.verification["check"] == "full"
     assert f"{OTHER[runtime]} agrees with this runtime" in outcome.message and "first node that differs: Relu 'relu1'" in outcome.message
-    assert outcome.stats["median_us"] > 0  # timed: a disputed row's time stands
+    assert outcome.stats.median_us > 0  # timed: a disputed row's time stands
 
 
 def test_a_foreign_graph_under_load_is_disputed_the_same_way(tmp_path, seed, wrong_reference):
     """Throughput rows of a foreign graph: the first request checked against the reference and the second
     implementation, every other request against the first."""
     from dbench.sources.model import model_item
-    from dbench.worker.load import Load
+    from dbench.scenario import Load
 
     item = model_item(mb.save(conv_relu(np.random.default_rng(seed)), tmp_path, "conv_relu"), {})
     data, digest = item.load()
@@ -136,7 +136,7 @@ def test_a_foreign_graph_under_load_is_disputed_the_same_way(tmp_path, seed, wro
                           timing=QUICK, verify=True, profile_runs=0, contract=item.contract, load=Load("throughput", 2)))
     assert outcome.status == Status.DISPUTED, outcome.message
     assert outcome.verification["requests_checked"] == 2 and outcome.verification["second"]["runtime"] == "openvino"
-    assert outcome.stats["inferences"] > 0  # timed under load: the disputed time stands
+    assert outcome.stats.inferences > 0  # timed under load: the disputed time stands
 
 
 def test_a_runtime_the_second_implementation_contradicts_is_a_mismatch(tmp_path, seed, monkeypatch):

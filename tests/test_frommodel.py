@@ -102,7 +102,7 @@ def test_shape_arithmetic_is_folded_for_shapes(tmp_path, seed):
     """ONNX inference alone leaves the Reshape's first dim open; folding the shape subgraph resolves it,
     and the shape nodes are still accounted for."""
     from dbench.frommodel.fold import open_shapes
-    from dbench.frommodel.load import load_model
+    from dbench.frommodel.model_file import load_model
 
     path = mb.save(mb.flatten_by_shape_arithmetic(np.random.default_rng(seed)), tmp_path, "flatten")
     loaded = load_model(path, {"seq": 5, "batch": 3}, weights=False)
@@ -116,7 +116,7 @@ def test_shape_arithmetic_rooted_in_constant_nodes_is_folded(tmp_path, seed):
     """PyTorch's TorchScript exporter roots shape arithmetic in Constant nodes (a Mod of two constants
     giving a Slice end): their values are known without inputs, so the Reshape's shape resolves."""
     from dbench.frommodel.fold import open_shapes
-    from dbench.frommodel.load import load_model
+    from dbench.frommodel.model_file import load_model
 
     const = lambda name, value: helper.make_node("Constant", [], [name], name=name,  # noqa: E731
                                                  value=numpy_helper.from_array(np.array(value, dtype=np.int64)))

@@ -13,6 +13,7 @@ import pytest
 
 from dbench.stats.coverage import MIN_FACTOR, MIN_PAIRS, coverage, ratios
 from dbench.stats.rounds import round_spread
+from dbench.stats.records import LatencyRound
 from dbench.stats.summary import summarize_rounds
 from dbench.store.history import History, config_key, read_history
 
@@ -77,7 +78,7 @@ def test_heavy_tailed_shifts_widen_and_outlier_rounds_with_steady_medians_narrow
 
 
 def test_summarize_rounds_scales_both_intervals_and_says_so():
-    rounds = [{"median_us": m, "samples_us": [m], "samples": 1, "calls_per_sample": 1, "timed_s": 0.1}
+    rounds = [LatencyRound(median_us=m, min_us=m, samples_us=[m], samples=1, calls_per_sample=1, timed_s=0.1)
               for m in (100.0, 103.0, 98.0)]
     plain = summarize_rounds(rounds, (50.0,), 0.05)
     widened = summarize_rounds(rounds, (50.0,), 0.05, coverage=coverage([2.5] * 30 + [0.1] * 10))

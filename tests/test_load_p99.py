@@ -9,7 +9,8 @@ import math
 import numpy as np
 import pytest
 
-from dbench.stats.load import summarize_load
+from dbench.stats.records import ServerRound, round_from_dict
+from dbench.stats.throughput import summarize_load
 from dbench.stats.quantile import (P99, P99_ABOVE, arrivals_for, binomial_cdf, order_ranks, pooled_tail, requests_above,
                                    slowest, tail_interval, tail_percentile, tail_size)
 from dbench.worker.server import MIN_REQUESTS, requests_for
@@ -86,13 +87,14 @@ def test_the_order_statistic_interval_covers_a_known_p99_at_least_95_percent_of_
     assert interval == pytest.approx((np.sort(sample)[low - 1], np.sort(sample)[high - 1]), abs=5e-4)
 
 
-def server_round(latencies: np.ndarray, pooled: int) -> dict:
+def server_round(latencies: np.ndarray, pooled: int) -> ServerRound:
     count = latencies.size
-    return {"mode": "server", "streams": 1, "rate": 100.0, "requests": count, "inferences": count, "unserved": 0,
-            "wall_s": count / 100.0, "per_stream": [count], "latency_us": list(latencies[:1000]),
-            "latency_tail_us": slowest(latencies, pooled), "latency_p99_us": float(np.percentile(latencies, 99)),
-            "over_bound": 0, "latency_bound_us": None, "arrival_span_s": (count - 1) / 100.0, "queue_p99_us": 1.0,
-            "dispatch_lag_p99_us": 1.0, "search": None}
+    return ServerRound(streams=1, streams_executed=1, rate=100.0, requests=count, inferences=count, unserved=0,
+                       wall_s=count / 100.0, per_stream=[count], latency_us=list(latencies[:1000]),
+                       latency_tail_us=slowest(latencies, pooled), latency_p50_us=float(np.percentile(latencies, 50)),
+                       latency_p90_us=float(np.percentile(latencies, 90)), latency_p99_us=float(np.percentile(latencies, 99)),
+                       over_bound=0, latency_bound_us=None, arrival_span_s=(count - 1) / 100.0, arrival_rate=100.0,
+                       queue_p99_us=1.0, dispatch_lag_p99_us=1.0, search=None)
 
 
 def test_a_server_row_holds_the_exact_p99_its_interval_and_what_it_rests_on(seed):
@@ -113,10 +115,11 @@ def test_rounds_logged_without_their_tail_resume_with_the_pooled_p99(seed):
     """Rounds logged by an older dbench keep no slowest latencies: a resumed row pools the kept ones as
     before and claims no order-statistic interval."""
     rng = np.random.default_rng(seed)
-    rounds = [server_round(np.round(rng.exponential(100.0, 200), 3), 600) for _ in range(3)]
-    for r in rounds:
+    logged = [server_round(np.round(rng.exponential(100.0, 200), 3), 600).to_dict() for _ in range(3)]
+    for r in logged:
         del r["latency_tail_us"]
+    rounds = [round_from_dict(r) for r in logged]
     row = summarize_load(rounds, (50.0, 99.0), 0.05)
-    kept = np.concatenate([r["latency_us"] for r in rounds])
+    kept = np.concatenate([r.latency_us for r in rounds])
     assert row["latency_p99_us"] == pytest.approx(np.percentile(kept, 99))
     assert "latency_p99_ci_low_us" not in row or row["latency_p99_ci_low_us"] is None

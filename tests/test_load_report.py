@@ -12,7 +12,7 @@ import pytest
 from typer.testing import CliRunner
 
 from dbench.cli import app
-from dbench.render.load import knee_lines, load_line, load_warnings
+from dbench.render.throughput import knee_lines, load_line, load_warnings
 from dbench.store.sweeps import find_sweeps
 from tests.helpers import write_csv
 
@@ -114,7 +114,7 @@ def test_load_tables_keep_every_number_whole(width):
     """At 80 columns only graph ids fold; no figure is cut short."""
     from rich.console import Console
 
-    from dbench.render.load import server_table, throughput_table
+    from dbench.render.throughput import server_table, throughput_table
 
     long_id = "conv_w112_h112_c64_n1_k64_s1_r1_pw0_ph0_sw1_sh1.fwd.conv.fp32"
     throughput = [row(long_id, "openvino streams=16 threads=1", 16, 123456.7, 120000.0, status="unsupported",

@@ -4,6 +4,8 @@ row's figures and intervals from its rounds (the same interval rule as latency r
 
 from __future__ import annotations
 
+import dataclasses
+
 import math
 
 import numpy as np
@@ -11,7 +13,8 @@ import pytest
 
 from dbench.stats.arrivals import arrival_rate, poisson_schedule
 from dbench.stats.knee import SweepPoint, find_knee
-from dbench.stats.load import summarize_load
+from dbench.stats.records import ServerRound, ThroughputRound, round_from_dict
+from dbench.stats.throughput import summarize_load
 from dbench.stats.quantile import slowest
 from dbench.stats.ratesearch import RateSearch, Trial
 from dbench.stats.rounds import round_spread
@@ -97,11 +100,12 @@ def test_search_uses_a_known_result():
     assert search.next_rate() == pytest.approx(65.0)
 
 
-def throughput_round(inferences: int, wall_s: float, streams: int = 2) -> dict:
+def throughput_round(inferences: int, wall_s: float, streams: int = 2) -> ThroughputRound:
     latencies = list(np.random.default_rng(inferences).uniform(90, 110, inferences))
-    return {"mode": "throughput", "streams": streams, "streams_executed": streams, "inferences": inferences,
-            "wall_s": wall_s, "per_stream": [inferences // streams] * streams, "latency_us": latencies,
-            "warmup_s": 0.01}
+    p50, p90, p99 = np.percentile(latencies, [50, 90, 99])
+    return ThroughputRound(streams=streams, streams_executed=streams, inferences=inferences, wall_s=wall_s,
+                           per_stream=[inferences // streams] * streams, latency_us=latencies, latency_p50_us=p50,
+                           latency_p90_us=p90, latency_p99_us=p99, warmup_s=0.01)
 
 
 def test_throughput_row_pools_rounds_and_takes_its_interval_from_them():
@@ -125,14 +129,14 @@ def test_one_round_has_no_throughput_interval():
     assert row["inferences_per_s_low"] is None and row["rerun_rel"] is None and "1 round" in row["interval_note"]
 
 
-def server_round(p99: float, over: int, span: float = 1.0, search: dict | None = None, service_us: float = 5000.0) -> dict:
+def server_round(p99: float, over: int, span: float = 1.0, search: dict | None = None, service_us: float = 5000.0) -> ServerRound:
     latencies = np.linspace(10, p99, 101)
-    return {"mode": "server", "streams": 1, "rate": 100.0, "requests": 101, "inferences": 101, "unserved": 0,
-            "service_mean_us": service_us,
-            "wall_s": 1.05, "per_stream": [101], "latency_tail_us": slowest(latencies, 3 * 101),
-            "latency_us": list(latencies), "latency_p99_us": p99, "over_bound": over,
-            "latency_bound_us": 50.0, "arrival_span_s": span, "queue_p99_us": 3.0, "dispatch_lag_p99_us": 2.0,
-            "search": search}
+    return ServerRound(streams=1, streams_executed=1, rate=100.0, requests=101, inferences=101, unserved=0,
+                       service_mean_us=service_us, wall_s=1.05, per_stream=[101], latency_tail_us=slowest(latencies, 3 * 101),
+                       latency_us=list(latencies), latency_p50_us=float(np.median(latencies)),
+                       latency_p90_us=float(np.percentile(latencies, 90)), latency_p99_us=p99, over_bound=over,
+                       latency_bound_us=50.0, arrival_span_s=span, arrival_rate=100.0, queue_p99_us=3.0,
+                       dispatch_lag_p99_us=2.0, search=search)
 
 
 def test_server_row_gives_shares_rates_and_the_p99_interval():
@@ -152,7 +156,7 @@ def test_server_row_gives_the_load_its_rate_was_at_its_runs_own_time():
     rounds = [server_round(60.0, 0, service_us=us) for us in (5000.0, 6000.0, 7000.0)]
     row = summarize_load(rounds, (50.0, 99.0), 0.05)
     assert row["round_utilization"] == pytest.approx([0.5, 0.6, 0.7]) and row["utilization"] == pytest.approx(0.6)
-    uneven = summarize_load([{**rounds[0], "inferences": 303}, rounds[2]], (50.0, 99.0), 0.05)
+    uneven = summarize_load([dataclasses.replace(rounds[0], inferences=303), rounds[2]], (50.0, 99.0), 0.05)
     assert uneven["utilization"] == pytest.approx(100.0 * (5000.0 * 3 + 7000.0) / 4 / 1e6), "weighted by runs served"
-    old = [{k: v for k, v in r.items() if k != "service_mean_us"} for r in rounds]
+    old = [round_from_dict({k: v for k, v in r.to_dict().items() if k != "service_mean_us"}) for r in rounds]
     assert summarize_load(old, (50.0, 99.0), 0.05)["utilization"] is None

@@ -16,13 +16,14 @@ import pytest
 from dbench.catalog import GemmKernel
 from dbench.gen import gemm
 from dbench.runtimes.base import ConcurrentSession, RuntimeOptions
+from dbench.stats.records import ThroughputRound
 from dbench.runtimes.onnxruntime import OrtConcurrentSession, OrtRuntime
 from dbench.runtimes.openvino import OpenVinoConcurrentSession, _fill
 from dbench.outcome import Status
-from dbench.worker.load import Load
+from dbench.scenario import Load
 from dbench.worker.job import Job
 from dbench.worker.main import execute
-from dbench.stats.load import offered_load
+from dbench.stats.throughput import offered_load
 from dbench.worker.server import serve
 from dbench.worker.streams import keep_busy
 from dbench.worker.timing import QUICK, TimingConfig
@@ -41,10 +42,10 @@ def test_throughput_job_keeps_every_request_busy_and_verifies_each(runtime):
     outcome = execute(job(runtime, Load("throughput", 2)))
     assert outcome.status == Status.OK, outcome.message
     stats = outcome.stats
-    assert stats["mode"] == "throughput" and stats["streams"] == 2 and stats["streams_executed"] == 2
-    assert len(stats["per_stream"]) == 2 and min(stats["per_stream"]) >= 1 and sum(stats["per_stream"]) == stats["inferences"]
-    assert stats["inferences"] >= 2 * QUICK.per_round().min_samples and stats["wall_s"] > 0
-    assert 0 < stats["latency_p50_us"] <= stats["latency_p99_us"]
+    assert isinstance(stats, ThroughputRound) and stats.streams == 2 and stats.streams_executed == 2
+    assert len(stats.per_stream) == 2 and min(stats.per_stream) >= 1 and sum(stats.per_stream) == stats.inferences
+    assert stats.inferences >= 2 * QUICK.per_round().min_samples and stats.wall_s > 0
+    assert 0 < stats.latency_p50_us <= stats.latency_p99_us
     assert outcome.verification["ok"] and outcome.verification["requests_checked"] == 2
     assert outcome.nodes and {n["precision"] for n in outcome.nodes if n["precision"]} == {"fp32"}, "profiled alone"
     described = outcome.runtime_options
@@ -165,16 +166,16 @@ def test_server_latency_counts_from_arrival_and_grows_with_queueing(seed):
     light = serve(ServiceTime(1, 0.002), 50.0, 60, seed, 20_000.0)
     heavy = serve(ServiceTime(1, 0.002), 450.0, 200, seed, 20_000.0)
     for result in (light, heavy):
-        assert result["inferences"] == sum(result["per_stream"]) and result["latency_p50_us"] >= 2000
-    assert light["arrival_rate"] == pytest.approx(50.0, rel=0.25) and heavy["arrival_rate"] == pytest.approx(450.0, rel=0.25)
-    assert heavy["queue_p99_us"] > light["queue_p99_us"] and heavy["latency_p99_us"] > light["latency_p99_us"]
-    assert 0 <= heavy["over_bound"] <= heavy["inferences"]
+        assert result.inferences == sum(result.per_stream) and result.latency_p50_us >= 2000
+    assert light.arrival_rate == pytest.approx(50.0, rel=0.25) and heavy.arrival_rate == pytest.approx(450.0, rel=0.25)
+    assert heavy.queue_p99_us > light.queue_p99_us and heavy.latency_p99_us > light.latency_p99_us
+    assert 0 <= heavy.over_bound <= heavy.inferences
     two = serve(ServiceTime(2, 0.002), 450.0, 200, seed, 20_000.0)  # a second stream drains the queue
-    assert min(two["per_stream"]) > 0 and two["queue_p99_us"] < heavy["queue_p99_us"]
+    assert min(two.per_stream) > 0 and two.queue_p99_us < heavy.queue_p99_us
     for result, rate, requests in ((light, 50.0, 1), (heavy, 450.0, 1), (two, 450.0, 2)):
-        assert 2000 <= result["service_mean_us"] < 4000, "the runs' own time: a 2 ms sleep and its wake-up"
-        assert offered_load(rate, result["service_mean_us"], requests) == pytest.approx(rate * result["service_mean_us"] / 1e6 / requests)
-    load = {name: offered_load(rate, r["service_mean_us"], n) for name, r, rate, n in
+        assert 2000 <= result.service_mean_us < 4000, "the runs' own time: a 2 ms sleep and its wake-up"
+        assert offered_load(rate, result.service_mean_us, requests) == pytest.approx(rate * result.service_mean_us / 1e6 / requests)
+    load = {name: offered_load(rate, r.service_mean_us, n) for name, r, rate, n in
             (("light", light, 50.0, 1), ("heavy", heavy, 450.0, 1), ("two", two, 450.0, 2))}
     assert load["light"] < 0.2 and load["heavy"] > 0.9 and 0.45 < load["two"] < 0.9
 
@@ -185,10 +186,10 @@ def test_an_overloaded_server_abandons_what_it_cannot_serve_and_ends_by_itself(s
     started = time.perf_counter()
     result = serve(ServiceTime(1, 0.01), 1000.0, 100, seed, 5_000.0)
     assert time.perf_counter() - started < 1.0, "not the 1 s that serving every request would take"
-    assert result["requests"] == 100 and 0 < result["inferences"] < 50 and result["unserved"] == 100 - result["inferences"]
+    assert result.requests == 100 and 0 < result.inferences < 50 and result.unserved == 100 - result.inferences
     span_us = 99 / 1000.0 * 1e6  # the schedule's span; the deadline is twice it, so the last arrival waits at least one span
-    assert result["latency_p99_us"] >= span_us, "an abandoned request counts as waiting until the deadline"
-    assert result["over_bound"] >= result["unserved"]
+    assert result.latency_p99_us >= span_us, "an abandoned request counts as waiting until the deadline"
+    assert result.over_bound >= result.unserved
 
 
 def test_server_round_searches_within_its_budget_and_only_in_round_one():
@@ -200,9 +201,9 @@ def test_server_round_searches_within_its_budget_and_only_in_round_one():
     started = time.perf_counter()
     first = measure_server(session, timing, load.rate, load.latency_bound_us, load.search_s, 5)
     elapsed = time.perf_counter() - started
-    search = first["search"]
+    search = first.search
     assert search and 1 <= len(search["trials"]) <= 10 and search["stop"]
     assert all(t["rate"] < search["ceiling"] for t in search["trials"])
     assert elapsed < 0.2 + 1.0 + load.search_s + 1.0, "the search stops by itself within its budget"
     later = measure_server(session, timing, load.rate, load.latency_bound_us, 0.0, 6)
-    assert later["search"] is None
+    assert later.search is None

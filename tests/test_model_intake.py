@@ -247,7 +247,7 @@ def test_executed_precision_is_that_of_arithmetic():
 
 def test_degenerate_outputs_make_a_weak_verification():
     from dbench.gen.tolerance import Tolerance
-    from dbench.worker.verify import compare
+    from dbench.check.verdict import compare
 
     rule = Tolerance("rel", 1e-3)
     rich = np.linspace(-1, 1, 64).reshape(8, 8)
@@ -272,7 +272,7 @@ def test_nan_where_the_reference_has_nan_agrees(tmp_path):
     assert (outcome.status, outcome.verification["ok"]) == ("ok", True), outcome.message
 
     from dbench.gen.tolerance import Tolerance
-    from dbench.worker.verify import compare
+    from dbench.check.verdict import compare
 
     ref = np.array([np.nan, 1.0, np.inf])
     assert not compare({"y": np.array([0.0, 1.0, np.inf])}, {"y": ref}, Tolerance("rel", 1e-3)).ok

@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 
 from dbench.errors import DbenchError
-from dbench.report.peak import ceilings, device_kind, merge_peaks, roof_fraction
+from dbench.peak.ceilings import ceilings, device_kind, merge_peaks, roof_fraction
 from dbench.runtimes.registry import RUNTIMES
 
 HOST_TRIAD, GPU_TRIAD = 20.0, 4000.0
@@ -139,7 +139,7 @@ def _torch_cuda() -> None:
 
 
 def test_without_a_gpu_the_device_bandwidth_says_why():
-    from dbench.report.peak import torch_device_bandwidth
+    from dbench.peak.measure import torch_device_bandwidth
 
     torch = pytest.importorskip("torch", reason="the check of PyTorch without CUDA needs PyTorch")
     if torch.cuda.is_available():
@@ -152,7 +152,7 @@ def test_without_a_gpu_the_device_bandwidth_says_why():
 @pytest.mark.parametrize("runtime,library", [("torch-cuda", "torch"), ("ort-cuda", "cupy")])
 def test_a_gpu_runtime_s_bandwidth_is_measured_on_the_gpu(runtime, library):
     """Through the library each adapter uses: far above a host's ~20 GB/s (an H200 gives ~4000)."""
-    from dbench.report.peak import GPU_ARRAY_FLOOR, measure_device_bandwidth
+    from dbench.peak.measure import GPU_ARRAY_FLOOR, measure_device_bandwidth
 
     _torch_cuda()
     pytest.importorskip(library, reason=f"{runtime}'s bandwidth is measured through {library}")

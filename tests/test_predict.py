@@ -394,7 +394,7 @@ def test_a_prediction_run_resumes_with_its_own_command(tmp_path, seed):
 def test_report_shows_predicted_vs_measured_and_profiles_on_request(tmp_path, seed):
     """The predictions, the top units beside the DeepBench kernel each holds (timed alone by a run of
     `gen --from-model`'s graphs), the scatter; the per-node profiles only with --profile."""
-    from dbench.report.units import format_time
+    from dbench.render.numbers import format_time
 
     path = mb.save(small_cnn(np.random.default_rng(seed)), tmp_path, "small")
     assert invoke("predict", path, "--dim", "batch=1", *QUICK, "--out", tmp_path / "out").exit_code == 0

@@ -102,11 +102,11 @@ def test_the_worker_profiles_a_slow_graph_before_timing_and_a_fast_one_after(gra
     outcome = execute(job)
     assert outcome.status.value == "ok" and outcome.verification["ok"], outcome.message
     assert [n["op_type"] for n in outcome.nodes] == ["Gemm"] and outcome.profile_s > 0
-    median_s = outcome.stats["median_us"] / 1e6
+    median_s = outcome.stats.median_us / 1e6
     if first:  # the profile's calls warmed the session: the round's own warm-up made no call
-        assert outcome.stats["warmup_s"] < median_s / 2
+        assert outcome.stats.warmup_s < median_s / 2
     else:  # the round warmed up itself (QUICK: one call at least)
-        assert outcome.stats["warmup_s"] > 0
+        assert outcome.stats.warmup_s > 0
 
 
 def _job(graph, cap_s: float | None) -> Job:

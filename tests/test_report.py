@@ -17,7 +17,7 @@ from typer.testing import CliRunner
 
 from dbench.cli import app
 from dbench.report.build import build_report
-from dbench.report.load import load
+from dbench.report.results import load
 from dbench.report.terminal import terminal_report
 from tests.report_fixtures import fake_log, two_runtimes  # noqa: F401 (fixture)
 
@@ -147,7 +147,7 @@ def test_pngs_have_content(two_runtimes, tmp_path):
 
 def test_roofline_draws_ceilings_from_dbench_peak(two_runtimes, tmp_path):
     from dbench.report import plots
-    from dbench.report.peak import gemm_rates, measure_bandwidth
+    from dbench.peak.measure import gemm_rates, measure_bandwidth
 
     frame = load([two_runtimes]).kernels
     machine = frame.machine[0]
@@ -263,7 +263,7 @@ def test_report_modules_do_not_import_matplotlib_until_plotting():
 def test_peak_gemm_rate_is_a_verified_fp32_rate_in_rounds(runtime):
     """`dbench peak`'s GEMM ceiling goes through the adapter, verifies, checks the precision it ran,
     and takes its rounds in fresh sessions; the ceiling is the best sample, above every round's median."""
-    from dbench.report.peak import PEAK_ROUNDS, gemm_rates
+    from dbench.peak.measure import PEAK_ROUNDS, gemm_rates
 
     measured = gemm_rates(runtime, "fp32", (64, 48, 32))
     assert measured["shape"] == [64, 48, 32] and len(measured["round_tflops"]) == PEAK_ROUNDS
@@ -271,7 +271,7 @@ def test_peak_gemm_rate_is_a_verified_fp32_rate_in_rounds(runtime):
 
 
 def test_peak_measures_the_suite_s_largest_gemm_beside_the_squares():
-    from dbench.report.peak import GEMM_SQUARES, gemm_shapes
+    from dbench.peak.measure import GEMM_SQUARES, gemm_shapes
 
     shapes = gemm_shapes()
     assert shapes[:len(GEMM_SQUARES)] == [(n, n, n) for n in GEMM_SQUARES] and shapes[-1] == (8448, 6000, 2816)
@@ -295,7 +295,7 @@ def test_peak_refuses_bad_input_and_keeps_the_measured_ceiling(args, phrase, tmp
 
 
 def test_a_new_peak_keeps_the_highest_ceiling_and_what_it_did_not_measure():
-    from dbench.report.peak import merge_peaks
+    from dbench.peak.ceilings import merge_peaks
 
     old = {"machine_key": "m", "taken_at": "t0", "copy_gbps": 20.0, "triad_gbps": 15.0, "skipped": {"openvino bf16": "no bf16"},
            "gemm_tflops": {"ort-cpu": {"fp32": 0.20}, "openvino": {"fp32": 0.30}},
@@ -315,7 +315,7 @@ def test_a_new_peak_keeps_the_highest_ceiling_and_what_it_did_not_measure():
 def test_report_sets_each_whole_model_beside_the_sum_of_its_kernels(tmp_path):
     """The committed from-model runs: ResNet-18, an encoder and an LSTM, each timed whole and as kernels."""
     from dbench.report.build import build_report, display_models
-    from dbench.report.load import load
+    from dbench.report.results import load
     from dbench.report.write import write_report
 
     report = build_report(load([REPO / "docs/measurements/reference-results/vm-epyc-2core/models"]))
@@ -330,7 +330,7 @@ def test_report_sets_each_whole_model_beside_the_sum_of_its_kernels(tmp_path):
 def test_spreads_read_as_people_read_them_and_absurd_ones_are_capped():
     """±1 decimal below 100 %, whole percents above, and past ±1000 % (two rounds on t with one degree of
     freedom, one of them on a busy machine: a real row showed ±23185429 %) only that it is past it."""
-    from dbench.report.units import format_spread
+    from dbench.render.numbers import format_spread
     from dbench.render.warnings import run_warnings
 
     assert [format_spread(r) for r in (0.0123, 0.999, 0.9996, 1.234, 10.0, 2318.5)] == ["±1.2%", "±99.9%", "±100%", "±123%", "±1000%", "±>1000%"]

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from dbench.report.build import build_report
-from dbench.report.load import load
+from dbench.report.results import load
 from dbench.report.write import write_report
 from tests.report_fixtures import two_runtimes  # noqa: F401 (fixture)
 

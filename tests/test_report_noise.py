@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 
 from dbench.cli import app
 from dbench.report.build import build_report
-from dbench.report.load import load
+from dbench.report.results import load
 from tests.helpers import write_csv
 
 runner = CliRunner()

@@ -11,7 +11,7 @@ from typer.testing import CliRunner
 
 from dbench.cli import app
 from dbench.report.build import build_report
-from dbench.report.load import load
+from dbench.report.results import load
 from dbench.report.markdown import to_markdown
 from dbench.report.vendor import ratio_sentence, ratio_title
 from tests.helpers import write_csv

@@ -7,11 +7,13 @@ import dataclasses
 
 from dbench.orchestrator.runner import another_round, round_cost_s
 from dbench.outcome import Outcome, Status
+from dbench.stats.records import LatencyRound
 from dbench.worker.timing import QUICK, TimingConfig
 
 
 def _round(inputs_s: float, prepare_s: float, warmup_s: float, median_us: float = 10.0) -> Outcome:
-    stats = {"median_us": median_us, "timed_s": 0.01, "warmup_s": warmup_s}
+    stats = LatencyRound(median_us=median_us, min_us=median_us, samples=1, calls_per_sample=1, timed_s=0.01, samples_us=[median_us],
+                         warmup_s=warmup_s)
     return Outcome(Status.OK, stats=stats, inputs_s=inputs_s, prepare_s=prepare_s)
 
 

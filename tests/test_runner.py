@@ -496,7 +496,7 @@ def test_memory_is_reported_only_when_the_peak_could_be_reset(resets, monkeypatc
     job = worker.Job(spec=graph.spec, model=graph.model.SerializeToString(), sha256=None, runtime="ort-cpu",
                      options=RuntimeOptions(threads=1), timing=QUICK, profile_runs=2)
     outcome = worker.execute(job)
-    assert outcome.status == "ok" and outcome.stats["median_us"] > 0
+    assert outcome.status == "ok" and outcome.stats.median_us > 0
     if resets:
         assert outcome.peak_rss_bytes > 0 and outcome.memory_bytes is not None
     else:

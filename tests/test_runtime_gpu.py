@@ -248,4 +248,4 @@ def test_every_family_runs_verified_and_device_timed(name, family):
     assert outcome.device_median_us > 0 and outcome.nodes
     assert outcome.runtime_options["gpu"]["uuid"]
     assert outcome.device_memory_bytes is None or outcome.device_memory_bytes > 0
-    assert np.isfinite(outcome.stats["median_us"])
+    assert np.isfinite(outcome.stats.median_us)

@@ -13,7 +13,7 @@ import onnx
 import pytest
 from typer.testing import CliRunner
 
-from dbench.worker.verify import compare
+from dbench.check.verdict import compare
 from dbench.catalog import ConvKernel, GemmKernel, RnnKernel, SparseKernel
 from dbench.catalog.kernels import Origin
 from dbench.cli import app
@@ -57,6 +57,14 @@ def execute(graph: Graph, seed: int, weights: str = "const", **options) -> tuple
 
 def precision_of(nodes: list[NodeProfile]) -> str:
     return executed_precision([vars(n) for n in nodes])
+
+
+def arithmetic_precision(nodes: list[NodeProfile]) -> str:
+    """The precision of the graph's one arithmetic layer (the convolution or GEMM): on these shrunk shapes
+    it takes about a microsecond, as long as the conversions around it, so the slowest layer, which the
+    row's `precision_executed` names, can be either of them from one run to the next."""
+    (layer,) = [n for n in nodes if n.op_type in ("Convolution", "FullyConnected", "MatMul")]
+    return layer.precision
 
 
 def compute(nodes: list[NodeProfile]) -> list[NodeProfile]:
@@ -109,7 +117,7 @@ def test_fp32_request_runs_f32_although_the_cpu_default_is_bf16(seed):
     runtime, nodes, verdict = execute(graph, seed, allow_runtime_precision=True)
     assert runtime.describe()["device_default_precision"] == {"CPU": "bf16"}
     assert runtime.describe()["compiled"]["INFERENCE_PRECISION_HINT"] == "bf16"
-    assert precision_of(nodes) == "bf16" and any(n.kernel.endswith("_bf16") for n in compute(nodes))
+    assert arithmetic_precision(nodes) == "bf16" and any(n.kernel.endswith("_bf16") for n in compute(nodes))
     pinned, nodes, verdict = execute(graph, seed)
     assert verdict.ok and verdict.error < 1e-5  # bf16 arithmetic would be ~1e-3 off
     assert precision_of(nodes) == "fp32" and not any("bf16" in n.kernel for n in nodes)
@@ -124,7 +132,7 @@ def test_bf16_graph_runs_bf16_kernels_or_is_unsupported(seed):
         return
     _, nodes, verdict = execute(graph, seed)
     assert verdict.ok, verdict
-    assert precision_of(nodes) == "bf16"
+    assert arithmetic_precision(nodes) == "bf16"
 
 
 def test_fp16_without_f16_hardware_is_unsupported_unless_the_runtime_may_choose(seed):
@@ -133,14 +141,14 @@ def test_fp16_without_f16_hardware_is_unsupported_unless_the_runtime_may_choose(
     graph = conv.build(CONV, "fp16", "fwd")
     if "FP16" in capabilities():
         _, nodes, verdict = execute(graph, seed)
-        assert verdict.ok and precision_of(nodes) == "fp16"
+        assert verdict.ok and arithmetic_precision(nodes) == "fp16"
         return
     with pytest.raises(UnsupportedError, match="does not execute fp16.*--allow-runtime-precision"):
         execute(graph, seed)
     runtime, nodes, verdict = execute(graph, seed, allow_runtime_precision=True)
     assert verdict.ok, verdict
     chosen = runtime.describe()["compiled"]["INFERENCE_PRECISION_HINT"]
-    assert chosen != "f16" and precision_of(nodes) == KERNEL_PRECISION[chosen]
+    assert chosen != "f16" and arithmetic_precision(nodes) == KERNEL_PRECISION[chosen]
 
 
 def test_auto_device_pins_the_precision_of_the_device_it_picks(seed):

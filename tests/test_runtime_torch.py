@@ -31,7 +31,7 @@ from dbench.runtimes.torch_rnn import reorder_gates
 from dbench.store.schema import executed_precision, kernel_time
 from dbench.worker import main as worker
 from dbench.worker.timing import QUICK
-from dbench.worker.verify import compare
+from dbench.check.verdict import compare
 
 torch = pytest.importorskip("torch", reason="torch is not installed: pip install -e '.[test]' installs the CPU build")
 
@@ -255,7 +255,7 @@ def test_the_worker_times_verifies_and_profiles_a_torch_job():
     outcome = worker.execute(job)
     assert outcome.status == "ok", outcome.message
     assert outcome.verification["ok"] and outcome.verification["by"] == "numpy"
-    assert outcome.stats["median_us"] > 0 and outcome.nodes and outcome.nodes[0]["op_type"] == "aten::lstm"
+    assert outcome.stats.median_us > 0 and outcome.nodes and outcome.nodes[0]["op_type"] == "aten::lstm"
     assert outcome.runtime_options["kernel"]["call"] == "torch.nn.LSTM"
     assert outcome.device_median_us is None and outcome.device_graph_median_us is None and outcome.gpu_state is None
 

@@ -11,6 +11,7 @@ import pytest
 
 from dbench.orchestrator.resolve import Resolver
 from dbench.outcome import Outcome, Status
+from dbench.stats.records import LatencyRound
 from dbench.stats import sequential
 from dbench.stats.student import t_quantile
 
@@ -76,7 +77,8 @@ def test_rounds_to_reach_is_the_first_round_within_the_target():
 
 
 def _outcomes(medians: list[float]) -> list[Outcome]:
-    return [Outcome(Status.OK, stats={"median_us": m}) for m in medians]
+    return [Outcome(Status.OK, stats=LatencyRound(median_us=m, min_us=m, samples=1, calls_per_sample=1, timed_s=m / 1e6,
+                                                  samples_us=[m])) for m in medians]
 
 
 def test_a_graph_is_settled_when_its_paired_interval_is_within_the_target():

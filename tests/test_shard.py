@@ -66,7 +66,7 @@ def test_parts_run_merge_into_one_run_in_report_and_compare(tmp_path):
     assert graphs[0] | graphs[1] == {item.spec.id for item in items} and not graphs[0] & graphs[1]
     assert {h["shard"]["label"] for h in headers} == {"nightly"} and sorted(h["shard"]["index"] for h in headers) == [1, 2]
 
-    from dbench.report.load import load
+    from dbench.report.results import load
 
     loaded = load([out])
     assert [(run.run_id, len(run.parts)) for run in loaded.runs] == [("nightly", 2)]
@@ -126,7 +126,7 @@ def test_the_sbatch_template_runs_the_parts_of_one_run(tmp_path):
         done = subprocess.run(["bash", str(script)], env={**env, "SLURM_ARRAY_TASK_ID": task}, capture_output=True,
                               text=True, timeout=300, cwd=tmp_path)
         assert done.returncode == 0, done.stderr
-    from dbench.report.load import load
+    from dbench.report.results import load
 
     loaded = load([tmp_path / "res"])
     assert [(run.run_id, len(run.parts)) for run in loaded.runs] == [("slurm-4242", 2)]

@@ -20,7 +20,7 @@ from dbench.worker.timing import DEFAULT_PERCENTILES, QUICK, TimingConfig, measu
 
 def rows_of_rounds(rounds: list[list[float]]) -> dict:
     """A row's statistics from per-round sample lists in µs."""
-    return summarize_rounds([summarize([1000.0 * v for v in r], 1).to_dict() for r in rounds], DEFAULT_PERCENTILES, 0.05)
+    return summarize_rounds([summarize([1000.0 * v for v in r], 1) for r in rounds], DEFAULT_PERCENTILES, 0.05)
 
 
 def test_one_sample_has_no_spread_and_no_interval():

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from dbench.worker.timing import TimingConfig, measure
-from dbench.worker.verify import compare
+from dbench.check.verdict import compare
 from dbench.gen.tolerance import Tolerance
 
 

@@ -14,7 +14,7 @@ from dbench.cache.keys import entry_key
 from dbench.cache.store import ReferenceCache
 from dbench.gen.graph import GraphSpec
 from dbench.gen.tolerance import Tolerance
-from dbench.worker.verify import Verdict, compare
+from dbench.check.verdict import Verdict, compare
 
 FullReference = Callable[[np.ndarray | None], tuple[dict[str, np.ndarray] | None, str, Tolerance]]
 """rows -> (expected outputs, what computed them, tolerance rule); None outputs when it cannot run."""

@@ -14,7 +14,7 @@ import onnx
 from dbench.gen.graph import GraphSpec, TensorSpec
 from dbench.gen.precision import DTYPES, ONNX_TYPES
 from dbench.gen.tolerance import Tolerance
-from dbench.worker.verify import compare
+from dbench.check.verdict import compare
 
 MAX_EXPOSED_BYTES = 1 << 30
 """The most bytes of intermediate values one side may hold; a larger graph is not localised."""

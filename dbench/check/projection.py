@@ -16,8 +16,8 @@ from dbench.check.full import FullReference, Unverified, full_check
 from dbench.check.linear import ConvBackwardData, ConvBackwardFilter, ConvForward, GemmOutput, LinearOutput, abs_max, gamma
 from dbench.gen.graph import GraphSpec
 from dbench.gen.tolerance import Tolerance
-from dbench.worker.expected import VERIFY_ROWS, verify_rows
-from dbench.worker.verify import Verdict, compare, degenerate
+from dbench.check.expected import VERIFY_ROWS, verify_rows
+from dbench.check.verdict import Verdict, compare, degenerate
 
 EXACT_MIN_BITS = 4
 """Fewer random bits per exact probe than this (huge integer sums near float64's 2^53) and the full check is used."""

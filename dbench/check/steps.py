@@ -26,7 +26,7 @@ from dbench.catalog.kernels import RnnKernel
 from dbench.gen.graph import GraphSpec
 from dbench.gen.rnn_math import step
 from dbench.gen.tolerance import Tolerance
-from dbench.worker.verify import Verdict, degenerate
+from dbench.check.verdict import Verdict, degenerate
 
 
 @dataclass(frozen=True)

@@ -22,8 +22,8 @@ from dbench.check.projection import exact_usable, linear_output, projection_chec
 from dbench.check.steps import steps_check
 from dbench.gen.graph import GraphSpec
 from dbench.sources.contract import NUMPY
-from dbench.worker.expected import verify_rows
-from dbench.worker.verify import Verdict
+from dbench.check.expected import verify_rows
+from dbench.check.verdict import Verdict
 
 
 def choose(spec: GraphSpec, model: bytes, feeds: dict[str, np.ndarray], cache: ReferenceCache, reference: str = NUMPY) -> str:

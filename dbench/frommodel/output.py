@@ -13,7 +13,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from dbench.catalog.load import FAMILY_COLUMN, OPTIONAL, SCHEMAS
+from dbench.catalog.kernel_files import FAMILY_COLUMN, OPTIONAL, SCHEMAS
 from dbench.errors import InputError
 from dbench.frommodel.walk import Extraction, ModelKernel
 from dbench.gen.plan import GraphRequest, build

@@ -7,9 +7,9 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from dbench.catalog.kernels import Kernel, Origin
-from dbench.catalog.load import USER_SUITE
+from dbench.catalog.kernel_files import USER_SUITE
 from dbench.frommodel.extract import Found, NotExpressed, Shapes, node_kernel, node_names
-from dbench.frommodel.load import LoadedModel
+from dbench.frommodel.model_file import LoadedModel
 
 
 @dataclass(frozen=True)
@@ -86,6 +86,6 @@ def extract(loaded: LoadedModel) -> Extraction:
 
 def model_kernels(path, dims: dict[str, int]) -> Extraction:
     """Load a model (shapes only, no weight data) and extract its kernels."""
-    from dbench.frommodel.load import load_model
+    from dbench.frommodel.model_file import load_model
 
     return extract(load_model(path, dims, weights=False))

@@ -124,7 +124,7 @@ def _from_row(row: dict[str, Any]) -> GraphCost:
 def least_call_s(spec, runtime: str, threads: int) -> float:
     """A call's least time on a CPU runtime (dbench.worker.profiling.least_cpu_call_s); 0 on a GPU, or in
     a precision without such a bound."""
-    from dbench.report.peak import device_kind
+    from dbench.peak.ceilings import device_kind
     from dbench.worker.profiling import least_cpu_call_s
 
     least = least_cpu_call_s(spec, threads) if device_kind(runtime) == "cpu" else None
@@ -132,7 +132,7 @@ def least_call_s(spec, runtime: str, threads: int) -> float:
 
 
 def _from_roofline(spec, runtime: str, peaks: dict[str, Any] | None, threads: int) -> GraphCost:
-    from dbench.report.peak import ceilings
+    from dbench.peak.ceilings import ceilings
 
     tflops, gbps = ceilings(peaks, spec.precision, runtime)
     weights = sum(t.nbytes for t in spec.weights)
@@ -156,7 +156,7 @@ class Earlier:
 
     @classmethod
     def read(cls, folder: Path, wanted: set[tuple[str, str]]) -> "Earlier":
-        from dbench.report.peak import read_peak_file
+        from dbench.peak.ceilings import read_peak_file
 
         if not folder.is_dir():
             return cls({}, None)

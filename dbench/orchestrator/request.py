@@ -19,7 +19,7 @@ from dbench.orchestrator.slowdown import injected
 from dbench.runtimes.base import Runtime, RuntimeOptions
 from dbench.sources.resolve import CATALOG, source_kind
 from dbench.store.history import HISTORY_RUNS
-from dbench.worker.load import SCENARIOS, SERVER, THROUGHPUT, Load
+from dbench.scenario import SCENARIOS, SERVER, THROUGHPUT, Load
 from dbench.worker.timing import QUICK, TimingConfig
 
 GEN_DEFAULTS: dict[str, Any] = dict(precision="fp32", passes=[], gemm_form="gemm", rnn_form="op",

@@ -105,7 +105,7 @@ class Resolver:
             return Settled(self.target, False, {}, "")
         if self.target is None:
             return None if more and not budget_out else Settled(None, False, {}, "")
-        medians = {label: [o.stats["median_us"] for o in runs] for label, runs in outcomes.items()}
+        medians = {label: [o.stats.median_us for o in runs] for label, runs in outcomes.items()}
         halves = self.halves(medians)
         widest = halves[next(iter(halves))]
         rounds = min(len(m) for m in medians.values())

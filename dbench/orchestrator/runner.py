@@ -30,12 +30,13 @@ from dbench.sources.item import Item
 from dbench.stats.coverage import Coverage
 from dbench.stats.drift import Drift
 from dbench.stats.interleave import rotated
-from dbench.stats.load import summarize_load
+from dbench.stats.records import LOAD_ROUNDS, LatencyRound, round_from_dict
+from dbench.stats.throughput import summarize_load
 from dbench.stats.summary import summarize_rounds
 from dbench.store.history import History, config_key
 from dbench.store.log import RunLog, resume_command
 from dbench.store.schema import Row
-from dbench.worker.load import Load
+from dbench.scenario import Load
 from dbench.worker.job import Job
 from dbench.worker.timing import TimingConfig
 
@@ -114,14 +115,16 @@ class RunObserver(Protocol):
 
 
 def outcome_record(outcome: Outcome) -> dict[str, Any]:
-    """An Outcome as a JSON-ready dict (a round line of the log)."""
-    return {**dataclasses.asdict(outcome), "status": outcome.status.value}
+    """A round's Outcome as a JSON-ready dict (a round line of the log), its statistics with their kind."""
+    return {**dataclasses.asdict(outcome), "status": outcome.status.value,
+            "stats": outcome.stats.to_dict() if outcome.stats is not None else None}
 
 
 def outcome_from_record(record: dict[str, Any]) -> Outcome:
     """The Outcome a round line holds."""
     names = {f.name for f in dataclasses.fields(Outcome)}
-    return Outcome(**{**{k: v for k, v in record.items() if k in names}, "status": Status(record["status"])})
+    stats = round_from_dict(record["stats"]) if record.get("stats") else None
+    return Outcome(**{**{k: v for k, v in record.items() if k in names}, "status": Status(record["status"]), "stats": stats})
 
 
 @dataclass
@@ -161,12 +164,12 @@ def combine(outcomes: list[Outcome], timing: TimingConfig, drift: Drift | None =
         return sum(values) if values else None
 
     summary = None
-    if stats and stats[0].get("mode"):  # requests in flight: their own statistics
+    if stats and isinstance(stats[0], LOAD_ROUNDS):  # requests in flight: their own statistics
         summary = summarize_load(stats, timing.percentiles, timing.unstable_above)
     elif stats:
         summary = summarize_rounds(stats, timing.percentiles, timing.unstable_above, drift, coverage)
     return dataclasses.replace(
-        first, stats=summary,
+        first, stats=None, figures=summary,
         peak_rss_bytes=largest("peak_rss_bytes"), memory_bytes=largest("memory_bytes"),
         device_memory_bytes=largest("device_memory_bytes"), inputs_s=total("inputs_s"), prepare_s=total("prepare_s"),
         device_median_us=device[len(device) // 2] if device else None)
@@ -174,7 +177,7 @@ def combine(outcomes: list[Outcome], timing: TimingConfig, drift: Drift | None =
 
 def round_cost_s(outcome: Outcome) -> float:
     """What a round cost outside its sampling: drawing the inputs, preparing, and the warm-up."""
-    return (outcome.inputs_s or 0.0) + (outcome.prepare_s or 0.0) + ((outcome.stats or {}).get("warmup_s") or 0.0)
+    return (outcome.inputs_s or 0.0) + (outcome.prepare_s or 0.0) + (outcome.stats.warmup_s if outcome.stats else 0.0)
 
 
 def another_round(outcomes: list[Outcome], timing: TimingConfig) -> bool:
@@ -189,9 +192,8 @@ def another_round(outcomes: list[Outcome], timing: TimingConfig) -> bool:
         return False
     if timing.iterations is not None or timing.share_rounds is not None:
         return True
-    sampled = sum(o.stats["timed_s"] for o in outcomes)
-    last = outcomes[-1].stats
-    call_s = (last.get("median_us") or last["latency_p50_us"]) / 1e6  # a latency round's median, or a load round's
+    sampled = sum(o.stats.timed_s for o in outcomes)
+    call_s = outcomes[-1].stats.call_us / 1e6
     return sampled + max(timing.min_time / timing.rounds, call_s) <= timing.max_time * (1 + 1e-9)
 
 
@@ -244,7 +246,7 @@ class Runner:
         outcome = combine(outcomes, self.config.timing, drift, coverage)
         last = outcomes[-1]
         if len(outcomes) > 1 and last.status != Status.OK:
-            outcome = dataclasses.replace(outcome, status=last.status, stats=None,
+            outcome = dataclasses.replace(outcome, status=last.status, figures=None,
                                           message=f"round {len(outcomes)} of {self.config.timing.rounds}: {last.message}")
         row = Row.build(self.run_id, self.seq, item.spec, {**info, "options": options}, weights, outcome, variant.label,
                         variant.load)
@@ -261,7 +263,7 @@ class Runner:
                     outcomes: list[Outcome]) -> tuple[Drift | None, Coverage | None]:
         """The drift this machine's earlier runs measured for a latency row of this graph and configuration,
         and how well such rows' intervals held later runs there (dbench.store.history)."""
-        medians = [o.stats["median_us"] for o in outcomes if o.stats and not o.stats.get("mode")]
+        medians = [o.stats.median_us for o in outcomes if isinstance(o.stats, LatencyRound)]
         if self.history is None or variant.load is not None or not medians:
             return None, None
         info = self.runtime_info[variant.label]

@@ -1,1 +1,2 @@
-"""Terminal rendering (rich tables, progress, per-graph lines, warnings) used only by the CLI."""
+"""Terminal rendering for the CLI (rich tables, progress, per-graph lines, warnings), and the number formats
+(`numbers`) the report's tables share."""

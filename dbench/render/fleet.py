@@ -13,7 +13,7 @@ from rich.progress import BarColumn, Progress, TaskID, TextColumn, TimeRemaining
 from rich.table import Table
 
 from dbench.fleet.driver import FleetPlan, FleetResult, Machine
-from dbench.report.units import format_time
+from dbench.render.numbers import format_time
 
 STATE_STYLE = {"finished": "green", "running": "cyan", "waiting": "", "dropped": "yellow", "lost": "red",
                "failed": "red", "refused": "red", "stopped": "yellow"}

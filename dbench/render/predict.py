@@ -8,7 +8,7 @@ from __future__ import annotations
 from rich.markup import escape
 from rich.table import Table
 
-from dbench.report.units import format_time
+from dbench.render.numbers import format_time
 from dbench.units.prediction import Prediction, UnitLine
 
 NODES_SHOWN = 3

@@ -9,7 +9,7 @@ from typing import Any
 from rich.markup import escape
 from rich.table import Table
 
-from dbench.report.units import format_time
+from dbench.render.numbers import format_time
 
 
 def profile_table(row: dict[str, Any]) -> Table | None:

@@ -12,11 +12,11 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, Ti
 
 from dbench.orchestrator.estimate import duration
 from dbench.orchestrator.run import PlannedRun, RunResult
-from dbench.render.load import knee_lines, load_line, load_warnings, server_table, throughput_table
+from dbench.render.throughput import knee_lines, load_line, load_warnings, server_table, throughput_table
 from dbench.render.tables import results_table, speedup_table
 from dbench.render.warnings import peak_line, run_warnings
-from dbench.report.peak import read_peak_file
-from dbench.report.units import format_spread, format_time, significant
+from dbench.peak.ceilings import read_peak_file
+from dbench.render.numbers import format_spread, format_time, significant
 from dbench.sources.item import Item
 from dbench.store.derived import sparse_speedups
 from dbench.render.warnings import disputed_note

@@ -9,7 +9,7 @@ from rich.markup import escape
 from rich import box
 from rich.table import Table
 
-from dbench.report.units import format_spread, format_time, significant
+from dbench.render.numbers import format_spread, format_time, significant
 
 
 def kernels_table(rows: list[dict[str, Any]], selection) -> Table:

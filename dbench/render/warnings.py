@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from dbench.report.units import format_spread
+from dbench.render.numbers import format_spread
 from dbench.store.metadata import BUSY_LOAD_PER_CORE, is_busy, own_load
 from dbench.worker.timing import TimingConfig
 
@@ -80,7 +80,7 @@ def disputed_note(row: dict[str, Any]) -> str:
 def peak_line(rows: list[dict[str, Any]], peaks: dict[str, Any] | None) -> str:
     """Where the verified rows sit against their own device's roofline on this machine (`dbench peak`: a
     GPU runtime's rows against the GPU's ceilings, a CPU runtime's against the host's), or how to get one."""
-    from dbench.report.peak import roof_fraction
+    from dbench.peak.ceilings import roof_fraction
 
     if not peaks:
         return "no ceilings measured for this machine: run dbench peak to see rows as a fraction of peak"

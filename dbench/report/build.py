@@ -12,10 +12,10 @@ from dbench.frommodel.predict import model_vs_kernels
 from dbench.report.frames import (Group, allreduce_table, baseline_group, groups, runtime_summary, side_by_side,
                                   support_matrix)
 from dbench.report.noise import calibration_frame
-from dbench.report.load import Results
-from dbench.report.loadtables import LoadTables, load_tables
+from dbench.report.results import Results
+from dbench.report.throughput_tables import LoadTables, load_tables
 from dbench.report.verdicts import speedups, winners
-from dbench.report.units import format_ratio, format_time, significant
+from dbench.render.numbers import format_ratio, format_time, significant
 from dbench.report.vendor import ratio_title
 
 WINNER = "★"
@@ -41,7 +41,7 @@ class Report:
     models: pd.DataFrame = field(default_factory=pd.DataFrame)
     """Each timed whole model beside the sum of its kernels' times (`dbench gen --from-model`)."""
     load: LoadTables = field(default_factory=LoadTables)
-    """Throughput rows, stream-sweep knees and server rows: their own tables (dbench.report.loadtables)."""
+    """Throughput rows, stream-sweep knees and server rows: their own tables (dbench.report.throughput_tables)."""
     predictions: list = field(default_factory=list)
     """`dbench predict`'s predictions (dbench.units.prediction.Prediction), and their display frames."""
     prediction_table: pd.DataFrame = field(default_factory=pd.DataFrame)

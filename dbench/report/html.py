@@ -10,7 +10,7 @@ import html
 import pandas as pd
 
 from dbench.report.build import LEGEND, Report, display_allreduce, display_models, display_family, display_summary
-from dbench.report.loadtables import load_sections
+from dbench.report.throughput_tables import load_sections
 from dbench.report.noise import CAPTION, SECTION, calibration_answers
 from dbench.report.vendor import ratio_sentence
 

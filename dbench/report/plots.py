@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 
 from dbench.report.frames import Group
-from dbench.report.peak import ceilings, device_bandwidth, device_kind
+from dbench.peak.ceilings import ceilings, device_bandwidth, device_kind
 
 FAMILY_COLOURS = {"gemm": "#1f77b4", "conv": "#ff7f0e", "rnn": "#2ca02c", "sparse": "#d62728"}
 MARKERS = "os^Dv<>pP*X"

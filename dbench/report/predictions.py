@@ -9,7 +9,7 @@ from typing import Any
 
 import pandas as pd
 
-from dbench.report.units import format_time
+from dbench.render.numbers import format_time
 from dbench.units.prediction import MODEL, Prediction, predictions, tag
 
 TOP_UNITS = 10

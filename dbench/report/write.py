@@ -8,7 +8,7 @@ from pathlib import Path
 
 from dbench.report.build import Report
 from dbench.report.extras import require_extras
-from dbench.report.load import read_peaks
+from dbench.report.results import read_peaks
 from dbench.store.log import ensure_writable
 
 
@@ -29,15 +29,15 @@ def _slug(text: str) -> str:
 
 def plot_load(report: Report) -> dict[str, bytes]:
     """The throughput and server plots as PNG bytes by title (verified rows only)."""
-    from dbench.report import loadplots, plots
+    from dbench.report import plots, throughput_plots
 
     figures = {}
     for frame in (report.results.throughput, report.results.server):
         if not frame.empty and frame.counts.any():
             if frame is report.results.throughput:
-                figures.update({**loadplots.throughput_vs_streams(frame), **loadplots.latency_vs_throughput(frame)})
+                figures.update({**throughput_plots.throughput_vs_streams(frame), **throughput_plots.latency_vs_throughput(frame)})
             else:
-                figures.update(loadplots.server_search(frame))
+                figures.update(throughput_plots.server_search(frame))
     return {title: plots.png(figure) for title, figure in figures.items()}
 
 

@@ -11,7 +11,7 @@ import onnx
 
 from dbench.errors import InputError, UnsupportedError
 from dbench.frommodel.dims import check_dims_used, symbolic_names
-from dbench.frommodel.load import check_fits, load_model
+from dbench.frommodel.model_file import check_fits, load_model
 from dbench.frommodel.walk import extract
 from dbench.gen.manifest import confined_file
 from dbench.gen.feeds import default_seed

@@ -12,7 +12,7 @@ from onnx import TensorProto
 
 from dbench.errors import UnsupportedError
 from dbench.frommodel.dims import graph_inputs
-from dbench.frommodel.load import LoadedModel
+from dbench.frommodel.model_file import LoadedModel
 from dbench.frommodel.walk import Extraction
 from dbench.gen.feeds import default_seed
 from dbench.gen.graph import MODEL_FAMILY, GraphSpec, TensorSpec

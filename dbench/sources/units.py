@@ -19,7 +19,7 @@ from onnx import helper, numpy_helper
 
 from dbench.errors import UnsupportedError
 from dbench.executed import CHANNELS_LAST, ExecutedGraph
-from dbench.frommodel.load import LoadedModel, load_model
+from dbench.frommodel.model_file import LoadedModel, load_model
 from dbench.frommodel.walk import extract
 from dbench.gen.feeds import default_seed
 from dbench.gen.graph import EVICT_ATTR, IR_VERSION, OPSET, GraphSpec, TensorSpec

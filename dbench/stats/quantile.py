@@ -86,7 +86,7 @@ def tail_size(n: int, percentile: float, confidence: float = CONFIDENCE) -> int:
 
 def slowest(values: np.ndarray, n: int, percentile: float = P99) -> list[float]:
     """The slowest values, descending, rounded to ns, as many as a pool of `n` values in all needs
-    (dbench.stats.load pools the rounds' tails)."""
+    (dbench.stats.throughput pools the rounds' tails)."""
     count = min(values.size, tail_size(n, percentile))
     return [round(float(v), 3) for v in np.sort(values)[::-1][:count]]
 

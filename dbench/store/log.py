@@ -25,7 +25,7 @@ SCHEMA_VERSION = 3
 READABLE_VERSIONS = (1, 2, 3)
 RESULT_KEYS = {"allreduce": ("implementation", "dtype", "status")}
 """Per run kind, the text fields every reader of its result rows keys on; other kinds' rows are kernel
-rows (dbench.store.schema.Row), with KERNEL_RESULT_KEYS (the report reads more: dbench.report.load)."""
+rows (dbench.store.schema.Row), with KERNEL_RESULT_KEYS (the report reads more: dbench.report.results)."""
 KERNEL_RESULT_KEYS = ("graph_id", "status")
 
 

@@ -15,7 +15,7 @@ from dbench.store.invariants import ARITHMETIC_PRECISIONS, violations
 from dbench.store.metadata import load_average
 
 if TYPE_CHECKING:
-    from dbench.worker.load import Load
+    from dbench.scenario import Load
 
 STAT_FIELDS = ("median_us", "p10_us", "p90_us", "p99_us", "min_us", "mean_us", "std_us", "cv", "spread", "mad_us",
                "ci_low_us", "ci_high_us", "ci_rel", "samples", "calls_per_sample", "unstable", "timed_s", "warmup_s",
@@ -28,7 +28,7 @@ LOAD_FIELDS = ("streams_executed", "inferences", "inferences_per_s", "inferences
                "latency_p99_us", "latency_percentiles_us", "arrival_rate", "round_p99_us", "latency_p99_low_us",
                "latency_p99_high_us", "latency_p99_ci_low_us", "latency_p99_ci_high_us", "latency_p99_above", "over_bound",
                "queue_p99_us", "dispatch_lag_p99_us", "search", "requests", "unserved", "utilization", "round_utilization")
-"""The fields a throughput or server row takes from its rounds (dbench.stats.load); a latency row has none."""
+"""The fields a throughput or server row takes from its rounds (dbench.stats.throughput); a latency row has none."""
 
 
 def executed_precision(nodes: list[dict[str, Any]]) -> str:
@@ -291,9 +291,9 @@ class Row:
         """A row from the worker's Outcome (or the parent's, with just status and message, when the
         worker died or the graph never reached it).
         `runtime` holds name, version, device and the options in force; `weights` is the job's mode;
-        `outcome.stats` holds the row's statistics fields, combined over its rounds; `load` the
+        `outcome.figures` holds the row's statistics fields, combined over its rounds; `load` the
         requests in flight of a throughput or server row (its mode comes from it, never from figures)."""
-        stats = outcome.stats or {}
+        stats = outcome.figures or {}
         nodes = outcome.nodes or []
         verification = outcome.verification or {}
         status = outcome.status

@@ -15,7 +15,8 @@ from typing import Callable
 
 import numpy as np
 
-from dbench.worker.stats import Stats, summarize
+from dbench.stats.records import LatencyRound
+from dbench.worker.stats import summarize
 from dbench.worker.timing import TimingConfig
 
 WARMUP_CALLS = 2
@@ -28,7 +29,7 @@ def eviction_buffer(size: int) -> np.ndarray:
 
 
 def measure_evicted(call: Callable[[], None], config: TimingConfig, buffer: np.ndarray,
-                    refresh: Callable[[], None]) -> Stats:
+                    refresh: Callable[[], None]) -> LatencyRound:
     """One round of single calls, each after reading `buffer` and calling `refresh` (the inputs back in
     the caches), both untimed; sampling stops as `measure`'s does (the round's share of --min-time and
     samples, capped by its share of --max-time, or exactly --iterations calls), the untimed work counted

@@ -26,7 +26,7 @@ from dbench.gen.graph import GraphSpec
 from dbench.gen.tolerance import Tolerance
 from dbench.outcome import Status
 from dbench.sources.verify_weights import ForVerification, for_verification
-from dbench.worker.verify import Verdict, compare
+from dbench.check.verdict import Verdict, compare
 
 CROSS_RUNTIME = "cross-runtime"
 """The check of a row verified against a second runtime's outputs (the reference could not run)."""

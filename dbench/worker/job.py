@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from dbench.gen.graph import GraphSpec
 from dbench.runtimes.base import RuntimeOptions
 from dbench.sources.contract import Contract
-from dbench.worker.load import Load
+from dbench.scenario import Load
 from dbench.worker.timing import TimingConfig
 
 
@@ -38,7 +38,7 @@ class Job:
     share of the row's arrivals and keeps the slowest latencies their pool needs."""
     contract: Contract = Contract()
     load: Load | None = None
-    """Requests in flight (a throughput or server job, dbench.worker.loadjob); None: one at a time."""
+    """Requests in flight (a throughput or server job, dbench.worker.throughput_job); None: one at a time."""
     slowdown: float = 0.0
     """For benchmarks of dbench only (DBENCH_BENCHMARK_SLOWDOWN, dbench.orchestrator.slowdown): each timed
     call is followed, inside its timed interval, by a busy wait of this fraction of its own time: a real,

@@ -10,23 +10,23 @@ import signal
 import sys
 import time
 import traceback
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Callable
 
-from dbench.gen.graph import GraphSpec
 from dbench.outcome import Outcome, Phase, Status
 from dbench.worker.instance import runtime_for
 from dbench.worker.job import Job
-from dbench.worker.expected import expected_outputs
 from dbench.worker.profiling import (PROFILE_BUDGET_S, best_profile, over_cap, profile_before_timing, profile_first,
                                      profile_runs, separate_pass_s, taken_well)
 from dbench.worker.timing import TimingConfig
 
 if TYPE_CHECKING:
     import numpy as np
+    import onnx
 
-    from dbench.gen.tolerance import Tolerance
-    from dbench.runtimes.base import Profile
+    from dbench.runtimes.base import Profile, Runtime, Session
+    from dbench.stats.records import LatencyRound
+    from dbench.worker.timing import Warmed
 
 
 def _no_phase(name: str) -> None:
@@ -84,130 +84,202 @@ def _settle_profile(session, job: Job, outcome: Outcome, median_us: float, first
         outcome.message = "; ".join(m for m in (outcome.message, skipped) if m)
 
 
-def execute(job: Job, phase: Callable[[str], None] = _no_phase) -> Outcome:
-    """Run one job in this process (the worker loop calls this; tests may call it directly), calling
-    `phase` with each phase's name as it begins."""
+@dataclass
+class Inputs:
+    """A job's drawn inputs: every feed (the model's stored weights included), those made constants at
+    prepare, and those bound for every call."""
+
+    feeds: dict[str, "np.ndarray"]
+    constants: dict[str, "np.ndarray"]
+    per_call: dict[str, "np.ndarray"]
+
+
+@dataclass
+class Prepared:
+    """A prepared, bound session, and what a profile taken before timing left: the profile (None where it
+    was not taken, or cost too much), the calls it made (they warm the session up), and why it is missing."""
+
+    session: "Session"
+    profile: "Profile | None" = None
+    warmed: "Warmed | None" = None
+    skipped: str = ""
+
+
+def _checked_model(job: Job) -> "tuple[onnx.ModelProto | None, Outcome | None]":
+    """The job's graph parsed and held to its description (bytes, fed inputs, memory it needs), or the
+    outcome that refuses it before any runtime starts."""
     import onnx
 
-    from dbench.cache.store import open_cache
-    from dbench.check.full import Unverified
-    from dbench.check.verify import verify
-    from dbench.errors import DbenchError, OutOfMemory, RuntimeSetupError, UnsupportedError
-    from dbench.gen.feeds import make_feeds
     from dbench.gen.manifest import sha256
-    from dbench.gen.weights import split_feeds
-    from dbench.sources.contract import ONNX_REFERENCE, check_model, stored_weights
+    from dbench.sources.contract import check_model
     from dbench.worker import memory
-    from dbench.worker.foreign import verify_foreign
+
+    try:
+        model = onnx.load_model_from_string(job.model)
+    except Exception as err:  # protobuf raises DecodeError and friends
+        return None, Outcome(Status.FAILED, f"cannot load the graph: {_first_line(err)}")
+    if job.sha256 and sha256(job.model) != job.sha256:
+        return None, Outcome(Status.FAILED, f"the graph file does not match its manifest (sha256 differs); {job.contract.remedy}")
+    mismatch = check_model(model, job.spec)
+    if mismatch:
+        return None, Outcome(Status.FAILED, f"{mismatch} in {job.contract.described_by}; {job.contract.remedy}")
+    need = _estimate_bytes(job.spec, job.verify, job.weights == "const", job.load.streams if job.load else 1)
+    if need > memory.available():
+        return None, Outcome(Status.OOM, f"needs at least {need / 2**30:.1f} GiB, {memory.available() / 2**30:.1f} GiB "
+                                         "available; skipped before allocating")
+    return model, None
+
+
+def _make_inputs(job: Job, model: "onnx.ModelProto", outcome: Outcome, phase: Callable[[str], None]) -> Inputs:
+    """Draw the spec's seeded inputs and the model's stored weights, split by the weights mode."""
+    from dbench.gen.feeds import make_feeds
+    from dbench.gen.weights import split_feeds
+    from dbench.sources.contract import stored_weights
+
+    phase("making inputs")
+    t0 = time.perf_counter()
+    feeds = {**make_feeds(job.spec), **stored_weights(model, job.weights)}
+    constants, per_call = split_feeds(job.spec, feeds, job.weights)
+    outcome.inputs_s = time.perf_counter() - t0
+    return Inputs(feeds, constants, per_call)
+
+
+def _prepare(job: Job, runtime: "Runtime", model: "onnx.ModelProto", inputs: Inputs, outcome: Outcome,
+             phase: Callable[[str], None]) -> Prepared:
+    """Prepare and bind the session; a slow graph is profiled in it before its timed calls (those calls
+    are its warm-up), unless that costs more than --quick allows."""
+    phase("preparing")
+    t0 = time.perf_counter()
+    first = job.profile_runs > 0 and profile_first(job.spec, runtime.options.thread_count)
+    profiled = runtime.prepare_profiling(model, job.spec, inputs.constants) if first else None
+    prepared = Prepared(profiled or runtime.prepare(model, job.spec, inputs.constants))
+    prepared.session.bind(inputs.per_call)
+    outcome.prepare_s = time.perf_counter() - t0
+    outcome.runtime_options = runtime.describe()  # after prepare: includes what the runtime read back
+    if profiled is not None:
+        phase("profiling")
+        t0 = time.perf_counter()
+        prepared.profile, prepared.warmed = profile_before_timing(prepared.session, job.profile_runs, job.profile_cap_s)
+        outcome.profile_s = time.perf_counter() - t0
+        if prepared.profile is None:  # over --quick's cap: the warm-up stands, the profile is left out
+            best_us = prepared.warmed.best_ns / 1e3
+            prepared.skipped = over_cap(best_us / 1e6 * profile_runs(job.profile_runs, best_us), job.profile_cap_s)
+    return prepared
+
+
+def _time(job: Job, prepared: Prepared, outcome: Outcome, phase: Callable[[str], None]) -> "LatencyRound":
+    """The round's timed calls (a later round pays its own work out of its share), then the device's own
+    times and state where the runtime has them."""
     from dbench.gen.graph import EVICT_ATTR
     from dbench.worker.evict import eviction_buffer, measure_evicted
     from dbench.worker.timing import measure
 
-    spec = job.spec
-    try:
-        model = onnx.load_model_from_string(job.model)
-    except Exception as err:  # protobuf raises DecodeError and friends
-        return Outcome(Status.FAILED, f"cannot load the graph: {_first_line(err)}")
-    if job.sha256 and sha256(job.model) != job.sha256:
-        return Outcome(Status.FAILED, f"the graph file does not match its manifest (sha256 differs); {job.contract.remedy}")
-    mismatch = check_model(model, spec)
-    if mismatch:
-        return Outcome(Status.FAILED, f"{mismatch} in {job.contract.described_by}; {job.contract.remedy}")
-    need = _estimate_bytes(spec, job.verify, job.weights == "const", job.load.streams if job.load else 1)
-    if need > memory.available():
-        return Outcome(Status.OOM, f"needs at least {need / 2**30:.1f} GiB, {memory.available() / 2**30:.1f} GiB available; skipped before allocating")
+    session = prepared.session
+    gpu_start = session.gpu_state()
+    phase("timing")
+    own_s = outcome.inputs_s + outcome.prepare_s if job.round > 1 else None
+    call = slowed(session.run, job.slowdown) if job.slowdown else session.run
+    if job.spec.attrs.get(EVICT_ATTR):  # a unit in the cache state its model leaves it (dbench.worker.evict)
+        stats = measure_evicted(call, job.timing, eviction_buffer(int(job.spec.attrs[EVICT_ATTR])), session.refresh_inputs)
+    else:
+        stats = measure(call, job.timing, session.runtime_latency_us, prepared.warmed, own_s)
+    outcome.stats = stats
+    outcome.device_memory_bytes = session.device_memory()
+    device_runs = _device_iterations(stats.median_us, job.timing)
+    outcome.device_median_us = session.device_time_us(device_runs)
+    outcome.device_graph_median_us = session.device_graph_time_us(device_runs)
+    outcome.gpu_state = {"start": gpu_start, "end": session.gpu_state()} if gpu_start is not None else None
+    return stats
 
+
+def _verify(job: Job, model: "onnx.ModelProto", inputs: Inputs, session: "Session", runtime: "Runtime", outcome: Outcome,
+            phase: Callable[[str], None]) -> None:
+    """The outputs against the graph's reference: a foreign graph's through the checked foreign reference
+    (a second runtime before any `mismatch`), a generated graph's by the check its family allows."""
+    from dbench.cache.store import open_cache
+    from dbench.check.expected import expected_outputs
+    from dbench.check.full import Unverified
+    from dbench.check.verify import verify
+    from dbench.sources.contract import ONNX_REFERENCE
+    from dbench.worker.foreign import verify_foreign
+
+    phase("verifying")
+    t0 = time.perf_counter()
+    if job.contract.reference == ONNX_REFERENCE:
+        found = verify_foreign(job, model, inputs.feeds, session.outputs(), runtime, phase)
+        outcome.status, outcome.verification = found.status, found.verification
+        outcome.message = "; ".join(m for m in (outcome.message, found.message) if m)
+    else:
+        spec = job.spec
+        verdict = verify(spec, job.model, inputs.feeds, session.outputs(), job.contract.reference,
+                         lambda rows: expected_outputs(model, spec, inputs.feeds, rows, job.contract.reference), open_cache())
+        if isinstance(verdict, Unverified):  # no reference can run: said plainly
+            outcome.verification = {"ok": None, "by": None}
+            outcome.message = f"unverified: {verdict.reason}"
+        else:
+            outcome.verification = verdict.to_dict()
+            if not verdict.ok:
+                outcome.status = Status.MISMATCH
+                outcome.message = f"{verdict.detail}: error {verdict.error:.3g} > {verdict.metric} tolerance {verdict.bound:g}"
+            elif verdict.weak:  # verified, but agreement on such outputs proves little: said so
+                outcome.message = f"weak verification: the expected outputs are degenerate ({verdict.weak})"
+    outcome.verify_s = time.perf_counter() - t0
+
+
+def _refused(err: BaseException) -> Outcome:
+    """The outcome of a job the runtime or the machine refused, by what was raised."""
+    from dbench.errors import DbenchError, OutOfMemory, RuntimeSetupError, UnsupportedError
+
+    if isinstance(err, RuntimeSetupError):
+        return Outcome(Status.FAILED, str(err), aborts_run=True)
+    if isinstance(err, UnsupportedError):
+        return Outcome(Status.UNSUPPORTED, str(err))
+    if isinstance(err, OutOfMemory):
+        return Outcome(Status.OOM, str(err))
+    if isinstance(err, MemoryError):  # numpy or Python itself, e.g. under --memory-limit
+        return Outcome(Status.OOM, _first_line(err))
+    if isinstance(err, DbenchError):
+        return Outcome(Status.FAILED, str(err))
+    # an error no adapter classified: record it, keep the worker alive
+    return Outcome(Status.FAILED, _first_line(err) + " | " + traceback.format_exc(limit=3).replace("\n", " ")[-400:])
+
+
+def execute(job: Job, phase: Callable[[str], None] = _no_phase) -> Outcome:
+    """Run one job in this process (the worker loop calls this; tests may call it directly), phase by
+    phase, calling `phase` with each phase's name as it begins: the graph checked, then in the runtime's
+    error context its inputs made, the session prepared, timed, verified and profiled."""
+    from dbench.worker import memory
+
+    model, refused = _checked_model(job)
+    if refused is not None:
+        return refused
     outcome = Outcome(Status.OK)
-    session = None
+    prepared = None
     try:
         runtime = runtime_for(job.runtime, job.options)
         with runtime.errors():
             memory.trim()
             baseline = memory.current_rss()
             peak_resets = memory.reset_peak()  # else the peak would be an earlier kernel's: not reported
-            phase("making inputs")
-            t0 = time.perf_counter()
-            feeds = {**make_feeds(spec), **stored_weights(model, job.weights)}
-            constants, per_call = split_feeds(spec, feeds, job.weights)
-            outcome.inputs_s = time.perf_counter() - t0
+            inputs = _make_inputs(job, model, outcome, phase)
             if job.load is not None:  # requests in flight: their own loop, every request verified
-                from dbench.worker.loadjob import run_under_load
+                from dbench.worker.throughput_job import run_under_load
 
-                run_under_load(runtime, model, job, feeds, constants, per_call, outcome, phase,
+                run_under_load(runtime, model, job, inputs.feeds, inputs.constants, inputs.per_call, outcome, phase,
                                lambda: _memory_figures(outcome, memory, baseline, peak_resets))
                 return outcome
-            phase("preparing")
-            t0 = time.perf_counter()
-            first = job.profile_runs > 0 and profile_first(spec, runtime.options.thread_count)
-            profiled = runtime.prepare_profiling(model, spec, constants) if first else None
-            session = profiled or runtime.prepare(model, spec, constants)
-            session.bind(per_call)
-            outcome.prepare_s = time.perf_counter() - t0
-            outcome.runtime_options = runtime.describe()  # after prepare: includes what the runtime read back
-            profile = warmed = None
-            skipped = ""
-            if profiled is not None:  # a slow graph's profile before its timed calls, in the same session (its calls warm it up)
-                phase("profiling")
-                t0 = time.perf_counter()
-                profile, warmed = profile_before_timing(session, job.profile_runs, job.profile_cap_s)
-                outcome.profile_s = time.perf_counter() - t0
-                if profile is None:  # over --quick's cap: the warm-up stands, the profile is left out
-                    skipped = over_cap(warmed.best_ns / 1e9 * profile_runs(job.profile_runs, warmed.best_ns / 1e3), job.profile_cap_s)
-            gpu_start = session.gpu_state()
-            phase("timing")
-            own_s = outcome.inputs_s + outcome.prepare_s if job.round > 1 else None  # a later round pays its own work
-            call = slowed(session.run, job.slowdown) if job.slowdown else session.run
-            if spec.attrs.get(EVICT_ATTR):  # a unit in the cache state its model leaves it (dbench.worker.evict)
-                stats = measure_evicted(call, job.timing, eviction_buffer(int(spec.attrs[EVICT_ATTR])), session.refresh_inputs)
-            else:
-                stats = measure(call, job.timing, session.runtime_latency_us, warmed, own_s)
-            outcome.stats = stats.to_dict()
+            prepared = _prepare(job, runtime, model, inputs, outcome, phase)
+            stats = _time(job, prepared, outcome, phase)
             _memory_figures(outcome, memory, baseline, peak_resets)
-            outcome.device_memory_bytes = session.device_memory()
-            device_runs = _device_iterations(stats.median_us, job.timing)
-            outcome.device_median_us = session.device_time_us(device_runs)
-            outcome.device_graph_median_us = session.device_graph_time_us(device_runs)
-            outcome.gpu_state = {"start": gpu_start, "end": session.gpu_state()} if gpu_start is not None else None
-            if job.verify and job.contract.reference == ONNX_REFERENCE:  # a foreign graph: the reference is checked too
-                phase("verifying")
-                t0 = time.perf_counter()
-                found = verify_foreign(job, model, feeds, session.outputs(), runtime, phase)
-                outcome.status, outcome.verification = found.status, found.verification
-                outcome.message = "; ".join(m for m in (outcome.message, found.message) if m)
-                outcome.verify_s = time.perf_counter() - t0
-            elif job.verify:
-                phase("verifying")
-                t0 = time.perf_counter()
-                verdict = verify(spec, job.model, feeds, session.outputs(), job.contract.reference,
-                                 lambda rows: expected_outputs(model, spec, feeds, rows, job.contract.reference), open_cache())
-                if isinstance(verdict, Unverified):  # no reference can run: said plainly
-                    outcome.verification = {"ok": None, "by": None}
-                    outcome.message = f"unverified: {verdict.reason}"
-                else:
-                    outcome.verification = verdict.to_dict()
-                    if not verdict.ok:
-                        outcome.status = Status.MISMATCH
-                        outcome.message = f"{verdict.detail}: error {verdict.error:.3g} > {verdict.metric} tolerance {verdict.bound:g}"
-                    elif verdict.weak:  # verified, but agreement on such outputs proves little: said so
-                        outcome.message = f"weak verification: the expected outputs are degenerate ({verdict.weak})"
-                outcome.verify_s = time.perf_counter() - t0
+            if job.verify:
+                _verify(job, model, inputs, prepared.session, runtime, outcome, phase)
             if job.profile_runs:
-                _settle_profile(session, job, outcome, stats.median_us, profile, skipped, phase)
-    except RuntimeSetupError as err:
-        return Outcome(Status.FAILED, str(err), aborts_run=True)
-    except UnsupportedError as err:
-        return Outcome(Status.UNSUPPORTED, str(err))
-    except OutOfMemory as err:
-        return Outcome(Status.OOM, str(err))
-    except MemoryError as err:  # numpy or Python itself, e.g. under --memory-limit
-        return Outcome(Status.OOM, _first_line(err))
-    except DbenchError as err:
-        return Outcome(Status.FAILED, str(err))
-    except Exception as err:  # an error no adapter classified: record it, keep the worker alive
-        return Outcome(Status.FAILED, _first_line(err) + " | " + traceback.format_exc(limit=3).replace("\n", " ")[-400:])
+                _settle_profile(prepared.session, job, outcome, stats.median_us, prepared.profile, prepared.skipped, phase)
+    except Exception as err:
+        return _refused(err)
     finally:
-        if session is not None:
-            session.close()
+        if prepared is not None:
+            prepared.session.close()
     return outcome
 
 

@@ -1,7 +1,7 @@
 """Server rounds (MLPerf's Server scenario): requests arrive at a seeded Poisson schedule's times
 (dbench.stats.arrivals) and wait in one FIFO queue for whichever of the session's requests is free;
 a request's latency runs from its scheduled arrival to the end of its run, so queueing counts; the
-runs' own mean time is kept (the load the rate really was follows from it, dbench.stats.load). The
+runs' own mean time is kept (the load the rate really was follows from it, dbench.stats.throughput). The
 dispatcher sleeps until each arrival and sends at once every arrival already due (it never spins: a
 spinning thread would take a core from the runtime); its lag behind the schedule is recorded, and the
 measured arrival rate is what its sends achieved. A row's rounds send enough arrivals together for its
@@ -11,6 +11,7 @@ for the highest rate whose p99 keeps it (dbench.stats.ratesearch), within a time
 
 from __future__ import annotations
 
+import dataclasses
 import gc
 import math
 import queue
@@ -24,6 +25,7 @@ from dbench.runtimes.base import ConcurrentSession
 from dbench.stats.arrivals import arrival_rate, poisson_schedule
 from dbench.stats.quantile import P99, P99_ABOVE, arrivals_for, slowest
 from dbench.stats.ratesearch import RateSearch, Trial
+from dbench.stats.records import ServerRound
 from dbench.stats.samples import kept
 from dbench.worker.streams import capacity, percentiles_us, warm_up
 from dbench.worker.timing import TimingConfig
@@ -54,9 +56,9 @@ def requests_for(rate: float, config: TimingConfig, rounds: int) -> int:
 
 
 def serve(session: ConcurrentSession, rate: float, count: int, seed: int, bound_us: float | None,
-          deadline_s: float | None = None, pooled: int | None = None) -> dict[str, Any]:
+          deadline_s: float | None = None, pooled: int | None = None) -> ServerRound:
     """Send `count` arrivals at `rate` per second (schedule seeded by `seed`) to the session's requests
-    through one queue; the figures of the round as dbench.stats.load reads them, with the slowest
+    through one queue; the figures of the round as dbench.stats.throughput reads them, with the slowest
     latencies a pool of `pooled` requests in all (default `count`) needs for its exact p99 and interval.
     Requests still queued `deadline_s` after the schedule's start (default PATIENCE x its span) are
     abandoned: `unserved`, their latency and wait counted as at least that long."""
@@ -112,17 +114,17 @@ def serve(session: ConcurrentSession, rate: float, count: int, seed: int, bound_
     due = base + scheduled
     latencies = (ends - due) / 1e3
     service_us = float(((ends - starts)[~unserved] / 1e3).mean()) if (~unserved).any() else None
-    return {"mode": "server", "streams": session.requests, "streams_executed": session.streams_executed(),
-            "rate": rate, "requests": count, "inferences": int((~unserved).sum()), "unserved": int(unserved.sum()),
-            "wall_s": (int(ends.max()) - base) / 1e9,
-            "per_stream": np.bincount(served_by[~unserved], minlength=session.requests).tolist(),
-            "latency_us": kept(latencies), "latency_tail_us": slowest(latencies, pooled or count),
-            **percentiles_us(latencies), "latency_bound_us": bound_us,
-            "over_bound": int((latencies > bound_us).sum()) if bound_us else 0,
-            "arrival_span_s": (int(arrived[-1]) - int(arrived[0])) / 1e9, "arrival_rate": arrival_rate(arrived / 1e9),
-            "service_mean_us": service_us,
-            "queue_p99_us": float(np.percentile((starts - due) / 1e3, 99)),
-            "dispatch_lag_p99_us": float(np.percentile((arrived - due) / 1e3, 99))}
+    return ServerRound(streams=session.requests, streams_executed=session.streams_executed(),
+                       rate=rate, requests=count, inferences=int((~unserved).sum()), unserved=int(unserved.sum()),
+                       wall_s=(int(ends.max()) - base) / 1e9,
+                       per_stream=np.bincount(served_by[~unserved], minlength=session.requests).tolist(),
+                       latency_us=kept(latencies), latency_tail_us=slowest(latencies, pooled or count),
+                       **percentiles_us(latencies), latency_bound_us=bound_us,
+                       over_bound=int((latencies > bound_us).sum()) if bound_us else 0,
+                       arrival_span_s=(int(arrived[-1]) - int(arrived[0])) / 1e9, arrival_rate=arrival_rate(arrived / 1e9),
+                       service_mean_us=service_us,
+                       queue_p99_us=float(np.percentile((starts - due) / 1e3, 99)),
+                       dispatch_lag_p99_us=float(np.percentile((arrived - due) / 1e3, 99)))
 
 
 def search_max_rate(session: ConcurrentSession, first: Trial, bound_us: float, budget_s: float, seed: int) -> dict[str, Any]:
@@ -139,13 +141,12 @@ def search_max_rate(session: ConcurrentSession, first: Trial, bound_us: float, b
             break  # the trial could last that long before abandoning its queue
         trial_seed = seed + 100 * (len(search.trials) + 1)  # apart from the rounds' own schedules (seed + round)
         result = serve(session, rate, count, trial_seed, bound_us)  # abandons an overload by itself
-        search.record(Trial(rate, result["latency_p99_us"], result["latency_p99_us"] <= bound_us, count,
-                            result["arrival_rate"]))
+        search.record(Trial(rate, result.latency_p99_us, result.latency_p99_us <= bound_us, count, result.arrival_rate))
     return search.to_dict()
 
 
 def measure_server(session: ConcurrentSession, config: TimingConfig, rate: float, bound_us: float | None,
-                   search_s: float, seed: int, rounds: int = 1) -> dict[str, Any]:
+                   search_s: float, seed: int, rounds: int = 1) -> ServerRound:
     """One of `rounds` server rounds: warm up, serve the round's arrivals at `rate`, then (with a bound
     and a search budget, first round only) search for the highest rate that keeps the bound."""
     warmup_s = warm_up(session, config)
@@ -154,6 +155,6 @@ def measure_server(session: ConcurrentSession, config: TimingConfig, rate: float
                    pooled=count * rounds)
     search = None
     if bound_us and search_s > 0:
-        first = Trial(rate, result["latency_p99_us"], result["latency_p99_us"] <= bound_us, count, result["arrival_rate"])
+        first = Trial(rate, result.latency_p99_us, result.latency_p99_us <= bound_us, count, result.arrival_rate)
         search = search_max_rate(session, first, bound_us, search_s, seed)
-    return {**result, "warmup_s": warmup_s, "timed_s": result["wall_s"], "search": search}
+    return dataclasses.replace(result, warmup_s=warmup_s, search=search)

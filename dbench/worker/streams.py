@@ -19,6 +19,7 @@ import numpy as np
 
 from dbench.errors import DbenchError
 from dbench.runtimes.base import ConcurrentSession
+from dbench.stats.records import ThroughputRound
 from dbench.stats.samples import kept
 from dbench.worker.timing import TimingConfig
 
@@ -171,17 +172,17 @@ def percentiles_us(latencies: np.ndarray) -> dict[str, float]:
     return {"latency_p50_us": p50, "latency_p90_us": p90, "latency_p99_us": p99}
 
 
-def measure_throughput(session: ConcurrentSession, config: TimingConfig) -> dict[str, Any]:
+def measure_throughput(session: ConcurrentSession, config: TimingConfig) -> ThroughputRound:
     """One throughput round: warm up, then the timed closed loop; the round's figures as the row's
-    summary (dbench.stats.load) reads them."""
+    summary (dbench.stats.throughput) reads them."""
     warmup_s = warm_up(session, config)
     busy = sample(session, config)
     if not busy.inferences:
         raise DbenchError("no request finished within the round's time; raise --max-time")
     latencies = busy.latencies_us()
-    return {"mode": "throughput", "streams": session.requests, "streams_executed": session.streams_executed(),
-            "inferences": busy.inferences, "wall_s": busy.wall_s, "per_stream": list(busy.counts),
-            "latency_us": kept(latencies), **percentiles_us(latencies), "warmup_s": warmup_s, "timed_s": busy.wall_s}
+    return ThroughputRound(streams=session.requests, streams_executed=session.streams_executed(),
+                           inferences=busy.inferences, wall_s=busy.wall_s, per_stream=list(busy.counts),
+                           latency_us=kept(latencies), **percentiles_us(latencies), warmup_s=warmup_s)
 
 
 def capacity(session: ConcurrentSession, seconds: float) -> float:

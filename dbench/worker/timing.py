@@ -18,7 +18,8 @@ from typing import Callable
 
 import numpy as np
 
-from dbench.worker.stats import Stats, summarize
+from dbench.stats.records import LatencyRound
+from dbench.worker.stats import summarize
 
 DEFAULT_PERCENTILES = (50.0, 90.0, 99.0)
 
@@ -130,7 +131,7 @@ def warm_up(call: Callable[[], None], config: TimingConfig, before: Warmed | Non
 
 def measure(call: Callable[[], None], config: TimingConfig,
             runtime_clock: Callable[[], float | None] | None = None, before: Warmed | None = None,
-            paying_s: float | None = None) -> Stats:
+            paying_s: float | None = None) -> LatencyRound:
     """One round: warm up (counting the calls `before` it), then collect per-call samples; the garbage
     collector is off while sampling. `runtime_clock` (the runtime's latency of its last call, µs) is
     read after each sample, between two timed intervals, so it adds no work inside them; a batched

@@ -10,7 +10,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from dbench.render.tables import NARROW, STATUS_STYLE
-from dbench.report.units import format_spread, format_time, load_text, significant, time_interval
+from dbench.render.numbers import format_spread, format_time, load_text, significant, time_interval
 from dbench.stats.knee import NO_INTERVAL_TOLERANCE
 from dbench.stats.quantile import P99_ABOVE
 from dbench.store.sweeps import find_sweeps

@@ -14,16 +14,17 @@ import numpy as np
 from dbench.runtimes.base import ConcurrentSession, Runtime
 from dbench.outcome import PASSING, Status
 from dbench.sources.contract import ONNX_REFERENCE
-from dbench.worker.expected import expected_outputs, verify_rows
-from dbench.worker.load import SERVER
+from dbench.check.expected import expected_outputs, verify_rows
+from dbench.scenario import SERVER
 from dbench.worker.profiling import best_profile, profile_runs
 
 if TYPE_CHECKING:
+    from dbench.stats.records import ServerRound, ThroughputRound
     from dbench.outcome import Outcome
     from dbench.worker.job import Job
 
 
-def measure_round(session: ConcurrentSession, job: "Job") -> dict[str, Any]:
+def measure_round(session: ConcurrentSession, job: "Job") -> "ThroughputRound | ServerRound":
     """The round's figures: the closed loop, or the server's arrivals seeded by the graph and round."""
     from dbench.worker.server import measure_server
     from dbench.worker.streams import measure_throughput
@@ -38,7 +39,7 @@ def measure_round(session: ConcurrentSession, job: "Job") -> dict[str, Any]:
 def verify_requests(session: ConcurrentSession, expected: Mapping[str, np.ndarray], rule, rows) -> tuple[dict[str, Any], str]:
     """Every request's outputs against the reference: the worst request's verdict, and a message naming
     the first request that failed (empty when all passed)."""
-    from dbench.worker.verify import compare
+    from dbench.check.verdict import compare
 
     worst, failed = None, ""
     for request in range(session.requests):
@@ -61,7 +62,7 @@ def verify_foreign_requests(session: ConcurrentSession, runtime: Runtime, model,
     against the first's."""
     from dbench.sources.model_reference import tolerance
     from dbench.worker.foreign import verify_foreign
-    from dbench.worker.verify import compare
+    from dbench.check.verdict import compare
 
     first = session.outputs(0)
     found = verify_foreign(job, model, feeds, first, runtime, phase)
@@ -120,7 +121,7 @@ def run_under_load(runtime: Runtime, model, job: "Job", feeds: dict[str, np.ndar
         alone = runtime.prepare(model, spec, constants)
         try:
             alone.bind(per_call)
-            call_us = outcome.stats["latency_p50_us"]
+            call_us = outcome.stats.latency_p50_us
             profile = best_profile(alone, profile_runs(job.profile_runs, call_us), call_us, job.profile_cap_s)
         finally:
             alone.close()

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
-from dbench.report.units import format_time, load_text, significant, time_interval
+from dbench.render.numbers import format_time, load_text, significant, time_interval
 from dbench.store.sweeps import configuration, find_sweeps
 
 
