@@ -2,7 +2,7 @@
 `dbench predict` would cut from a model (each runtime's own cut, as its unit graphs, with the inputs
 dbench draws for them), run on ONNX Runtime CPU (graph optimizations off), on OpenVINO CPU (f32
 pinned), on onnx.reference as it is and on dbench's corrected foreign reference, and judged as the
-worker judges a row (dbench.worker.verify.compare, the unit's tolerance). Where the two runtimes agree,
+worker judges a row (dbench.check.verdict.compare, the unit's tolerance). Where the two runtimes agree,
 a reference that fails either of them is a false mismatch. Units above onnx.reference's FLOP budget are
 counted apart: dbench does not verify them with onnx.reference at all.
 
@@ -136,7 +136,7 @@ def units_of(path: Path, runtime: str, tally: Tally, show: bool) -> None:
     from dbench.sources.model_reference import FLOP_BUDGET, tolerance
     from dbench.sources.units import model_identity, named_model_item, prepare, unit_graphs
     from dbench.worker.execution import ExecutionJob, describe_execution
-    from dbench.worker.verify import compare
+    from dbench.check.verdict import compare
 
     item = named_model_item(path, {})
     if item.unsupported:
