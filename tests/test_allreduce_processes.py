@@ -109,8 +109,11 @@ def test_leftover_check_finds_an_orphan_by_the_session_mark():
     with process_tree(["sh", "-c", "sleep 60 &"], {**os.environ, SESSION_MARK: session}) as shell:
         shell.wait(TIMEOUT)
         deadline = time.monotonic() + TIMEOUT
-        while not (found := leftover_processes(session, set())) and time.monotonic() < deadline:
+        # The background child is named sh until it has exec'd sleep: on a loaded machine the check can see it first.
+        found = leftover_processes(session, set())
+        while [p.name() for p in found] != ["sleep"] and time.monotonic() < deadline:
             time.sleep(0.05)
+            found = leftover_processes(session, set())
         assert [p.name() for p in found] == ["sleep"] and found[0].ppid() != os.getpid()
         assert leftover_processes("another-session", set()) == []
 
