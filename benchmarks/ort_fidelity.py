@@ -22,7 +22,6 @@ import tempfile
 import time
 from pathlib import Path
 
-import numpy as np
 
 from dbench.sources.generated import items_from_requests
 from dbench.orchestrator.runner import RunConfig, Runner, RunState, Variant

@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from dbench.errors import DbenchError, InputError
+from dbench.errors import InputError
 
 GPU_HELP = "pip install 'dbench[gpu]'"
 

@@ -13,6 +13,7 @@ from typing import Any, Callable
 
 from dbench.errors import DbenchError, UsageError
 from dbench.executed import ExecutedGraph, ExecutedLayer
+from dbench.run_options import REQUEST_FLAGS
 from dbench.orchestrator.request import RunRequest, check_resume, validate
 from dbench.orchestrator.run import PREDICT_KIND, PlannedRun, new_run, resume_run
 from dbench.orchestrator.runner import RunConfig, Variant, weights_for
@@ -176,8 +177,8 @@ def units_run_predictions(model: Path, request: RunRequest, log: RunLog) -> list
     return predictions(mine)
 
 
-RUN_FLAGS = {"threads": "--threads", "device": "--device", "graph_optimization": "--graph-opt",
-             "allow_runtime_precision": "--allow-runtime-precision"}
+RUN_FLAGS = {name: REQUEST_FLAGS[name] for name in ("threads", "device", "graph_optimization", "allow_runtime_precision")}
+"""The runtime settings a board's run of the units must repeat, and their flags (dbench.run_options)."""
 PACKAGES = {"ort-cpu": "onnxruntime", "openvino": "openvino"}
 
 

@@ -12,10 +12,12 @@ from pathlib import Path
 from typing import Any
 
 from dbench.affinity import available_cpus, parse_cpus
-from dbench.errors import DbenchError, InputError, UsageError
+from dbench.errors import InputError, UsageError
 from dbench.orchestrator.resolve import DEFAULT_MAX_ROUNDS, MIN_ROUNDS as RESOLVE_MIN_ROUNDS
 from dbench.orchestrator.runner import WEIGHT_MODES, RunConfig, Variant
 from dbench.orchestrator.slowdown import injected
+from dbench.option_values import counts, fraction, gen_fields, ids, numbers, only_model, pairs, split
+from dbench.run_options import GEN_FLAGS, REQUEST_FLAGS
 from dbench.runtimes.base import Runtime, RuntimeOptions
 from dbench.sources.resolve import CATALOG, source_kind
 from dbench.store.history import HISTORY_RUNS
@@ -25,20 +27,6 @@ from dbench.worker.timing import QUICK, TimingConfig
 GEN_DEFAULTS: dict[str, Any] = dict(precision="fp32", passes=[], gemm_form="gemm", rnn_form="op",
                                     gru_activation="tanh", int8_form=None, int8_pad=True, batch=[])
 """The generation fields as the CLI gives them when no generation option is used."""
-FLAGS = {
-    "suite": "--suite", "ops": "--ops", "apps": "--app", "pattern": "--id", "kernels": "--kernels", "graphs": "--graphs",
-    "runtime": "--runtime", "device": "--device", "threads": "--threads", "weights": "--weights",
-    "graph_optimization": "--graph-opt", "allow_runtime_precision": "--allow-runtime-precision", "extra": "--option",
-    "quick": "--quick", "min_time": "--min-time", "max_time": "--max-time", "warmup": "--warmup", "verify": "--no-verify",
-    "profile_runs": "--profile-runs", "timeout": "--timeout", "memory_limit": "--memory-limit", "dims": "--dim",
-    "cpus": "--cpus", "rounds": "--rounds", "iterations": "--iterations", "warmup_calls": "--warmup-calls",
-    "percentiles": "--percentiles", "scenario": "--scenario", "streams": "--streams", "rate": "--rate",
-    "latency_bound": "--latency-bound", "search_time": "--search-time", "budget": "--budget", "history": "--history",
-    "shard": "--shard", "shard_label": "--shard-label",
-    "resolve": "--resolve",
-}
-GEN_FLAGS = {"precision": "--precision", "passes": "--pass", "gemm_form": "--gemm-form", "rnn_form": "--rnn-form",
-             "gru_activation": "--gru-activation", "int8_form": "--int8-form", "int8_pad": "--no-pad", "batch": "--batch"}
 ADDED_LATER = {"cpus": None, "dims": {}, "rounds": 1, "iterations": None, "warmup_calls": None, "percentiles": None,
                "scenario": None, "streams": None, "rate": None, "latency_bound": None, "search_time": None, "budget": None,
                "history": 0, "shard": None, "shard_label": None, "resolve": None}
@@ -245,8 +233,41 @@ class RunRequest:
     def changed(self) -> list[str]:
         """The flags whose values differ from their defaults."""
         default = RunRequest()
-        flags = [flag for name, flag in FLAGS.items() if getattr(self, name) != getattr(default, name)]
+        flags = [flag for name, flag in REQUEST_FLAGS.items() if getattr(self, name) != getattr(default, name)]
         return flags + [flag for name, flag in GEN_FLAGS.items() if self.gen.get(name, GEN_DEFAULTS[name]) != GEN_DEFAULTS[name]]
+
+
+def request_from_options(values: dict[str, Any]) -> RunRequest:
+    """The RunRequest that `dbench run`'s parsed options ask for (named as in dbench.run_options), each
+    value read as its field needs it; one UsageError line where options contradict each other."""
+    from dbench.frommodel.dims import parse_dims
+    from dbench.orchestrator.estimate import parse_duration
+
+    v = values
+    if v["model"] and v["graphs"]:
+        raise UsageError("--model runs one model file and --graphs a folder; give one of them")
+    if v["model"]:
+        only_model("--model", suite=v["suite"], ops=v["ops"], app=v["app_"], id=v["pattern"], kernels=v["kernels"],
+                   batch=v["batch"])
+    if v["no_profile"] and v["profile_runs"]:
+        raise UsageError(f"--no-profile and --profile-runs {v['profile_runs']} contradict each other; give one of them")
+    graphs = v["model"] or v["graphs"]
+    profile = {"profile_runs": 0} if v["no_profile"] else {} if v["profile_runs"] is None else {"profile_runs": v["profile_runs"]}
+    return RunRequest(
+        suite=v["suite"], ops=split(v["ops"], "--ops"), apps=split(v["app_"], "--app"), pattern=ids(v["pattern"]),
+        kernels=str(v["kernels"]) if v["kernels"] else None, graphs=str(graphs) if graphs else None,
+        gen=gen_fields(v["precision"], v["passes"], v["gemm_form"], v["rnn_form"], v["gru_activation"], v["int8_form"],
+                       v["no_pad"], v["batch"]),
+        runtime=v["runtime"], device=v["device"], threads=counts(v["threads"], "--threads"), weights=v["weights"],
+        graph_optimization=v["graph_opt"], allow_runtime_precision=v["allow_runtime_precision"], extra=pairs(v["option"]),
+        quick=v["quick"], min_time=v["min_time"], max_time=v["max_time"], warmup=v["warmup"], verify=not v["no_verify"],
+        timeout=v["timeout"], memory_limit=memory_limit_bytes(v["memory_limit"]), dims=parse_dims(v["dim"] or []),
+        cpus=v["cpus"], rounds=v["rounds"], iterations=v["iterations"], warmup_calls=v["warmup_calls"], history=v["history"],
+        percentiles=numbers(v["percentiles"], "--percentiles") if v["percentiles"] is not None else None,
+        scenario=v["scenario"], streams=counts(v["streams"], "--streams"), rate=v["rate"], latency_bound=v["latency_bound"],
+        search_time=v["search_time"], budget=parse_duration(v["budget"]) if v["budget"] is not None else None,
+        resolve=fraction(v["resolve"], "--resolve") if v["resolve"] is not None else None,
+        shard=v["shard"], shard_label=v["shard_label"], **profile)
 
 
 def memory_limit_bytes(gib: float | None) -> int | None:
@@ -374,7 +395,7 @@ def check_combinations(request: RunRequest) -> None:
     """Only the options that apply to the run's graph source: selectors where it can select, generation
     options where it generates, --dim where it sizes inputs; --suite user needs --kernels."""
     kind = source_kind(request.graphs)
-    selectors = [flag for name, flag in FLAGS.items() if name in ("suite", "ops", "apps", "pattern") and getattr(request, name)]
+    selectors = [flag for name, flag in REQUEST_FLAGS.items() if name in ("suite", "ops", "apps", "pattern") and getattr(request, name)]
     if selectors and not kind.selectable:
         raise UsageError(f"{request.graphs} holds foreign models, run whole; {', '.join(selectors)} cannot select in them; drop them")
     fixed = (["--kernels"] if request.kernels else []) + [

@@ -18,11 +18,9 @@ best CPU runtime's GEMM rate, GPU runtimes against the GPU's."""
 from __future__ import annotations
 
 import functools
-import json
 import time
 from dataclasses import asdict, dataclass
 from datetime import datetime, timezone
-from pathlib import Path
 from typing import Any
 
 import numpy as np

@@ -10,7 +10,7 @@ from rich.text import Text
 
 from dbench.report.build import LEGEND, Report, display_allreduce, display_models, display_cell, display_summary
 from dbench.report.throughput_tables import load_sections
-from dbench.report.noise import CAPTION, SECTION, calibration_answers
+from dbench.report.noise import SECTION, calibration_answers
 from dbench.report.vendor import ratio_sentence, ratio_title
 
 

@@ -21,10 +21,10 @@ from dbench.affinity import available_cpus, format_cpus
 from dbench.errors import UnsupportedError, UsageError
 from dbench.executed import ExecutedGraph
 from dbench.gen.graph import GraphSpec
+from dbench.run_options import REQUEST_FLAGS
 
-OPTION_FLAGS = {"threads": "--threads", "device": "--device", "graph_optimization": "--graph-opt",
-                "allow_runtime_precision": "--allow-runtime-precision", "extra": "--option"}
-"""Each RuntimeOptions field and the `dbench run` flag that sets it (for one-line refusals)."""
+OPTION_FLAGS = {name: REQUEST_FLAGS[name] for name in ("threads", "device", "graph_optimization", "allow_runtime_precision", "extra")}
+"""Each RuntimeOptions field and the `dbench run` flag that sets it (for one-line refusals; dbench.run_options)."""
 
 
 @dataclass(frozen=True)
