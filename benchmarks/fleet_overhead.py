@@ -22,6 +22,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from dbench.stats.interleave import rotated
+
 START_TIMEOUT_S = 90.0
 
 
@@ -79,7 +81,7 @@ def main() -> None:
                 local = [*dbench, "--out", str(out / "local")]
                 fleet = [*dbench, "--fleet", address, "--out", str(out / "fleet")]
                 walls = {}
-                for name, command in (("local", local), ("fleet", fleet)) if rep % 2 == 0 else (("fleet", fleet), ("local", local)):
+                for name, command in rotated((("local", local), ("fleet", fleet)), rep):
                     walls[name] = timed(command)
                 record = json.loads(next((out / "fleet" / "fleets").glob("*.json")).read_text())
                 machine = record["machines"]["bench-node"]

@@ -65,6 +65,7 @@ from dbench.orchestrator.slowdown import VARIABLE
 from dbench.stats.coverage import coverage, ratios
 from dbench.store.calibration import read_calibration
 from dbench.store.compare import Side, compare_sides
+from dbench.stats.interleave import rotated
 
 MIN_POWER_US = 100.0
 """Kernels at least this slow count for the power figures (the goal speaks of kernels >= 0.1 ms)."""
@@ -238,10 +239,10 @@ def a_a(run: list[dict]) -> None:
 
 
 def a_a_by_rounds(common: list[str], runtime: str, counts: list[int], repeat: int, out: Path) -> None:
-    """Interleaved A/A runs at each rounds count, alternating the order between repetitions, each judged
-    by the paired test as it ends (wall time beside it)."""
+    """Interleaved A/A runs at each rounds count, the order rotated between repetitions, each judged by
+    the paired test as it ends (wall time beside it)."""
     for rep in range(repeat):
-        for rounds in counts if rep % 2 == 0 else counts[::-1]:
+        for rounds in rotated(counts, rep):
             log, wall = dbench_run([*common, "--runtime", f"{runtime},{runtime}", "--rounds", str(rounds)], out)
             print(f"repetition {rep + 1}, --rounds {rounds}: {log.stem}, {wall:.0f} s wall ({verifying_s(log):.0f} s verifying)")
             a_a(rows(log))

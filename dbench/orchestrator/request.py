@@ -54,9 +54,9 @@ LATENCY = "latency"
 COMPARE_ROUNDS = 5
 """Rounds per graph of a latency run that interleaves variants and names no --rounds: its paired test's
 power grows with the rounds (A/A runs of the default device suite on the 2-core VM found a 10 % change in
-73-93 % of kernels at 3 rounds, 85-98 % at 5, a 5 % change in 61-63 % and 71-73 %; docs/report.md). The
-price there: 12 % more wall time than 3 rounds, since graphs of long calls sample by count and cannot
-pay a round's own work from its time."""
+73-93 % of kernels at 3 rounds, 85-98 % at 5, a 5 % change in 61-63 % and 71-73 %;
+docs/measurements/2026-11-26-judge.md). The price there: 12 % more wall time than 3 rounds, since graphs
+of long calls sample by count and cannot pay a round's own work from its time."""
 MODES = (LATENCY, *SCENARIOS)
 SEARCH_TIME_S = 20.0
 """Seconds the server scenario's max-rate search may take per graph (first round), by default."""

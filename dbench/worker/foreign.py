@@ -1,5 +1,5 @@
 """How a foreign graph's outputs are verified (`--model`, foreign `--graphs`, predict's units; rules in
-docs/method.md, "Foreign graphs: the reference overruled"). The reference is onnx.reference (with
+docs/method.md, "Foreign graphs: the reference checked"). The reference is onnx.reference (with
 dbench's corrections), and it is itself checked: a runtime is never blamed on its word alone.
 
 1. A structure-only model (constant-filled weights) is verified on a copy with seeded random weights
