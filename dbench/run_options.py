@@ -188,7 +188,16 @@ def option(name: str) -> Opt:
     return next(o for o in RUN_OPTIONS if o.name == name)
 
 
-REQUEST_FLAGS: dict[str, str] = {o.field: o.flag for o in reversed(RUN_OPTIONS) if o.field and not o.field.startswith("gen.")}
-"""RunRequest field -> the flag that sets it, the first option that fills it (generation fields apart)."""
-GEN_FLAGS: dict[str, str] = {o.field[4:]: o.flag for o in reversed(RUN_OPTIONS) if o.field and o.field.startswith("gen.")}
+def _flags(generation: bool) -> dict[str, str]:
+    """Field -> the first option that fills it, in --help's order (messages list flags in that order)."""
+    flags: dict[str, str] = {}
+    for o in RUN_OPTIONS:
+        if o.field and o.field.startswith("gen.") == generation:
+            flags.setdefault(o.field.removeprefix("gen."), o.flag)
+    return flags
+
+
+REQUEST_FLAGS: dict[str, str] = _flags(generation=False)
+"""RunRequest field -> the flag that sets it (generation fields apart)."""
+GEN_FLAGS: dict[str, str] = _flags(generation=True)
 """Generation field -> the flag that sets it."""
