@@ -32,6 +32,9 @@ PASSING = frozenset({Status.OK, Status.UNSUPPORTED, Status.DISPUTED})
 """Statuses of an honest run: measured and verified, refused by the runtime with its reason, or
 measured with the reference overruled (two independent runtimes agree with each other against it:
 the time is valid and the row says which implementations agreed)."""
+MEASURED = frozenset({Status.OK, Status.DISPUTED})
+"""Statuses whose time stands: a disputed graph was measured like an ok one (only its reference was
+overruled), so it gets every round an ok graph gets."""
 
 
 @dataclass

@@ -34,3 +34,12 @@ def test_default_settings_have_no_cap():
     assert another_round([_round(30.0, 30.0, 1.0, median_us=1000.0)], TimingConfig())
     uncapped = dataclasses.replace(QUICK, round_cost_cap=None)
     assert another_round([_round(30.0, 30.0, 0.001)], uncapped)
+
+
+def test_a_disputed_graph_gets_every_round_an_ok_one_gets():
+    """A disputed graph's time stands (only its reference was overruled): its rounds go on, so its row
+    has an interval like any other; a failed one stops."""
+    disputed = dataclasses.replace(_round(0.01, 0.02, 0.001), status=Status.DISPUTED)
+    assert another_round([disputed], TimingConfig())
+    assert another_round([disputed, _round(0.01, 0.02, 0.001)], TimingConfig())
+    assert not another_round([dataclasses.replace(disputed, status=Status.MISMATCH)], TimingConfig())

@@ -4,6 +4,7 @@ the level the code keeps, and a broken boundary (Student's t looked at after eve
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import numpy as np
@@ -105,6 +106,16 @@ def test_a_graph_out_of_reach_is_given_up_and_says_what_it_would_need():
     assert not capped.resolved and "--rounds 4 at most" in capped.note
     budget = Resolver(0.02, 60, 10.0).settle("g", {"a": _outcomes(a[:3]), "b": _outcomes(b[:3])}, more=True, budget_out=True)
     assert "--budget ran out" in budget.note
+
+
+def test_a_disputed_graph_is_resolved_like_an_ok_one():
+    """Its first round disputed (the reference overruled), its time stands: it is judged on its rounds."""
+    rng = np.random.default_rng(3)
+    a = list(1000 * np.exp(rng.normal(0, 0.05, 30)))
+    tight = [m * 1.1 * math.exp(e) for m, e in zip(a, rng.normal(0, 0.005, 30))]
+    first, *rest = _outcomes(a[:12])
+    runs = {"a": [dataclasses.replace(first, status=Status.DISPUTED), *rest], "b": _outcomes(tight[:12])}
+    assert Resolver(0.05, 60, None).settle("g", runs, more=True).resolved
 
 
 def test_a_single_run_resolves_on_its_own_rounds():

@@ -23,7 +23,7 @@ from typing import Callable
 
 import numpy as np
 
-from dbench.outcome import Outcome, Status
+from dbench.outcome import MEASURED, Outcome
 from dbench.stats.sequential import mean_half_width, paired_half_width, rounds_to_reach
 
 MIN_ROUNDS = 3
@@ -101,7 +101,7 @@ class Resolver:
         """The graph's Settled once it is done, None while it should get another round. `more`: the run
         loop would give it one (none failed, its rounds below the budget); `budget_out`: the run's
         --budget cannot."""
-        if any(o.status != Status.OK or not o.stats for runs in outcomes.values() for o in runs):
+        if any(o.status not in MEASURED or not o.stats for runs in outcomes.values() for o in runs):
             return Settled(self.target, False, {}, "")
         if self.target is None:
             return None if more and not budget_out else Settled(None, False, {}, "")

@@ -21,7 +21,7 @@ from typing import Any, Callable, Mapping, Protocol
 
 from dbench.errors import DbenchError, RuntimeSetupError
 from dbench.gen.graph import GraphSpec
-from dbench.outcome import Outcome, Status
+from dbench.outcome import MEASURED, Outcome, Status
 from dbench.orchestrator.lock import TimingLock
 from dbench.orchestrator.resolve import Resolver, Settled
 from dbench.orchestrator.worker_process import WorkerProcess
@@ -186,7 +186,7 @@ def another_round(outcomes: list[Outcome], timing: TimingConfig) -> bool:
     --resolve, where the rounds' count is the budget) its sampling so far plus one more round's share, or
     one more call where a call is longer, stays within --max-time, so that a graph whose one call takes
     seconds is not timed rounds times over (it then says how many rounds it got)."""
-    if len(outcomes) >= timing.rounds or any(o.status != Status.OK or not o.stats for o in outcomes):
+    if len(outcomes) >= timing.rounds or any(o.status not in MEASURED or not o.stats for o in outcomes):
         return False
     if timing.round_too_costly(round_cost_s(outcomes[-1])):
         return False
@@ -245,7 +245,7 @@ class Runner:
         drift, coverage = self._history_of(item, variant, options, weights, outcomes)
         outcome = combine(outcomes, self.config.timing, drift, coverage)
         last = outcomes[-1]
-        if len(outcomes) > 1 and last.status != Status.OK:
+        if len(outcomes) > 1 and last.status not in MEASURED:
             outcome = dataclasses.replace(outcome, status=last.status, figures=None,
                                           message=f"round {len(outcomes)} of {self.config.timing.rounds}: {last.message}")
         row = Row.build(self.run_id, self.seq, item.spec, {**info, "options": options}, weights, outcome, variant.label,
