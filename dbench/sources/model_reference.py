@@ -87,9 +87,9 @@ def _evaluator(model: onnx.ModelProto):
     """The evaluator that computes the reference: onnx.reference with dbench's contrib ops."""
     from onnx.reference import ReferenceEvaluator
 
-    from dbench.sources.contrib_reference import CONTRIB_OPS
+    from dbench.sources.contrib_reference import contrib_ops
 
-    return ReferenceEvaluator(model, new_ops=list(CONTRIB_OPS))
+    return ReferenceEvaluator(model, new_ops=list(contrib_ops(model)))
 
 
 def unrepeatable(model: onnx.ModelProto) -> str:
