@@ -155,7 +155,7 @@ def test_a_layer_the_runtime_inserted_timed_as_a_unit_counts_whole_in_the_predic
     lines = {u.graph: u for u in p.units}
     assert "Reorder" not in lines and lines["m.u003.ReorderOutput"].kind == "inserted"
     assert lines["m.u003.ReorderOutput"].isolated_us == pytest.approx(7.0) and lines["m.u003.ReorderOutput"].reorders_us == 0.0
-    assert lines["m.u003.ReorderOutput"].in_model_us == pytest.approx(10.0)
+    assert lines["m.u003.ReorderOutput"].in_model_us is None  # the runtime's names for them change from session to session
     assert p.inserted_us == pytest.approx(10.0) and p.untimed_inserted_us == 0.0 and p.reorders_us == 0.0
     gap = p.gap
     assert gap["units alone"] == pytest.approx(100.0) and gap["inserted layers alone"] == pytest.approx(12.0)

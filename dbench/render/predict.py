@@ -75,8 +75,8 @@ def units_table(p: Prediction, top: int | None = None) -> Table:
     lines = sorted(p.units, key=lambda u: -(u.in_model_us if u.in_model_us is not None else (u.isolated_us or 0.0)))
     shown = lines[:top] if top else lines
     caption = ("isolated = count x (median - empty) x kept, reorders: the rest (the layout reorders at the unit's boundaries, "
-               "left out); in model: the unit's layers in the runtime's profile of the whole model; ≠: isolation and the "
-               "model disagree (beyond ×1.25 and 2% of the model)")
+               "left out); in model: the unit's layers in the runtime's profile of the whole model (an inserted layer timed as a "
+               "unit: only their sum, in the row above); ≠: isolation and the model disagree (beyond ×1.25 and 2% of the model)")
     if top and len(lines) > top:
         caption += f"; {len(lines) - top} more units not shown (--top)"
     table = Table(title=f"units of {p.model} on {p.runtime}", caption=caption)

@@ -88,7 +88,8 @@ class UnitLine:
     reorders_us: float | None = None
     """count x (median - empty) x (1 - kept): its boundary reorders, left out of the prediction."""
     in_model_us: float | None = None
-    """Its layers' time in the runtime's profile of the whole model, over every occurrence."""
+    """Its layers' time in the runtime's profile of the whole model, over every occurrence (None for a
+    layer the runtime inserted, timed as a unit: its name in the profile is not stable, see inserted_us)."""
     share: float | None = None
     """in_model_us over the profile's total."""
     kernels: tuple[str, ...] = ()
@@ -134,7 +135,7 @@ class Prediction:
     rounds: int = 0
     interval_note: str = ""
     inserted_us: float | None = None
-    """The layers the runtime inserted (reorders, conversions): their time inside the model."""
+    """The layers the runtime inserted (reorders, conversions): their time inside the model, in all."""
     untimed_inserted_us: float | None = None
     """Those of them no unit times (no graph expresses them: OpenVINO's Reorder): their time inside the
     model, outside the prediction."""
@@ -311,7 +312,10 @@ def _unit_lines(model: dict[str, Any] | None, sides: Sides | None, units: list[d
         info = tag(row)
         occurrences = info.get("occurrences") or [{"nodes": [], "layers": []}]
         layers = tuple(name for o in occurrences for name in o["layers"])
-        inside = in_model(layers)
+        # A layer the runtime inserted has no time of its own in the model's profile that can be trusted: ONNX
+        # Runtime numbers its reorders anew in every session (its ReorderOutput_token_N of the session that reported
+        # the plan is another reorder in the profiled one), so only their sum over the model is shown (inserted_us).
+        inside = None if info.get("kind") == INSERTED else in_model(layers)
         counted = _ok(row) and sides is not None
         effective = sides.effective(row) if counted else None
         net = info["count"] * (effective - empty_us) if counted else None
@@ -415,9 +419,9 @@ def _prediction(run_id: str, variant: str, members: list[dict[str, Any]], method
         note = f"{len(untimed)} units left out: no interval"
     lines = _unit_lines(model, sides, units, measured_us or predicted_us)
     profile = _profile(model)
-    inserted = [line for line in lines if line.kind == INSERTED and line.in_model_us is not None]
-    inserted_us = sum(line.in_model_us for line in inserted) if profile else None
-    untimed_inserted_us = sum(line.in_model_us for line in inserted if not line.status) if profile else None
+    inserted = [u for u in (tag(model).get("units") or []) if u["kind"] == INSERTED] if model else []
+    inserted_us = sum(profile.get(name, 0.0) for u in inserted for name in u["layers"]) if profile else None
+    untimed_inserted_us = sum(profile.get(name, 0.0) for u in inserted if not u["graph"] for name in u["layers"]) if profile else None
     left = [line for line in lines if line.status and line.status not in CHECKED]
     left_out_us = sum(line.in_model_us or 0.0 for line in left) if profile and left else None
     if untimed:
