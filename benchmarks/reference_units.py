@@ -114,11 +114,11 @@ def _outputs(run, model: onnx.ModelProto, feeds: dict[str, np.ndarray], names: l
 def _reference(model: onnx.ModelProto, feeds: dict[str, np.ndarray], names: list[str], corrected: bool):  # noqa: ANN202
     from onnx.reference import ReferenceEvaluator
 
-    from dbench.sources.contrib_reference import CONTRIB_OPS
+    from dbench.sources.contrib_reference import contrib_ops
     from dbench.sources.foreign_reference import foreign_evaluator
 
     def run(m, f):  # noqa: ANN001, ANN202
-        evaluator = foreign_evaluator(m) if corrected else ReferenceEvaluator(m, new_ops=list(CONTRIB_OPS))
+        evaluator = foreign_evaluator(m) if corrected else ReferenceEvaluator(m, new_ops=list(contrib_ops(m)))
         with warnings.catch_warnings(), np.errstate(all="ignore"):
             warnings.simplefilter("ignore")
             return evaluator.run(None, f)

@@ -9,6 +9,14 @@ from typing import Any
 
 CHANNELS_LAST = "NHWC"
 """A layer's `layout` when it reads and writes channels-last copies of the model's NCHW tensors."""
+NCHWC = "NCHWc"
+"""A layer's `layout` where one side of it is ONNX Runtime's blocked NCHWc layout, followed by the block
+(`NCHWc16`: the channels in blocks of 16, the last one padded with zeros; the CPU's block, which ONNX
+Runtime's own reorder reports): its ReorderInput and ReorderOutput."""
+NCHWC_DOMAIN = "com.microsoft.nchwc"
+"""ONNX Runtime's domain of its NCHWc layers."""
+NCHWC_BLOCK_KEY = "dbench.nchwc_block"
+"""A graph's metadata key holding the NCHWc block its reorders were cut with (the reference check reads it)."""
 TO_CHANNELS_LAST = (0, 2, 3, 1)
 TO_CHANNELS_FIRST = (0, 3, 1, 2)
 """The axis permutations between NCHW and NHWC (numpy's transpose, ONNX's Transpose perm)."""
@@ -26,8 +34,10 @@ class ExecutedLayer:
     output holds the same values. `executes`: it runs on every call (False: constants, parameters,
     results). `layout`: CHANNELS_LAST where the layer reads and writes channels-last copies of the
     model's NCHW tensors, a layout only the model's other layers give it (ONNX Runtime's NhwcMaxPool
-    after an NHWC QLinearConv); `attributes` then holds its node's ONNX attributes as (name, value)
-    pairs, so that the layer itself can be timed (dbench.units.graph.executed_model)."""
+    after an NHWC QLinearConv), NCHWC and its block where one side is the blocked NCHWc layout.
+    `attributes`: its node's ONNX attributes as (name, value) pairs, where the layer itself can be
+    timed (a channels-last layer: dbench.units.graph.executed_model; a layer the runtime inserts that
+    copies its input into another layout or type: dbench.units.graph.inserted_model)."""
 
     name: str
     op_type: str
@@ -38,6 +48,11 @@ class ExecutedLayer:
     executes: bool = True
     layout: str = ""
     attributes: tuple[tuple[str, Any], ...] = ()
+
+
+def nchwc_block(layout: str) -> int | None:
+    """The NCHWc block of a layer's `layout` (`NCHWc16` -> 16), None for any other layout."""
+    return int(layout[len(NCHWC):]) if layout.startswith(NCHWC) and layout[len(NCHWC):].isdigit() else None
 
 
 @dataclass(frozen=True)

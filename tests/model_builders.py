@@ -54,6 +54,25 @@ def cnn(rng) -> onnx.ModelProto:
     return model(nodes, [value("x", ["n", 8, 12, 12])], [value("y", ["n", 4, 24, 24])], inits, "cnn")
 
 
+def squeeze_excite(rng) -> onnx.ModelProto:
+    """Conv 3x3 (8 -> 20 channels) -> Relu, scaled by its squeeze-excitation (GlobalAveragePool, Conv 1x1,
+    Sigmoid, Mul), -> Conv 3x3: ONNX Runtime runs the convolutions in its blocked NCHWc layout and the
+    Mul planar, so it inserts a ReorderOutput before the Mul and a ReorderInput after it (20 channels:
+    the last block padded)."""
+    nodes = [
+        helper.make_node("Conv", ["x", "w1"], ["c1"], name="conv1", kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
+        helper.make_node("Relu", ["c1"], ["r1"], name="relu1"),
+        helper.make_node("GlobalAveragePool", ["r1"], ["g"], name="squeeze"),
+        helper.make_node("Conv", ["g", "ws", "bs"], ["e"], name="excite", kernel_shape=[1, 1]),
+        helper.make_node("Sigmoid", ["e"], ["s"], name="gate"),
+        helper.make_node("Mul", ["r1", "s"], ["m"], name="scale"),
+        helper.make_node("Conv", ["m", "w2"], ["y"], name="conv2", kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
+    ]
+    inits = [weight("w1", (20, 8, 3, 3), rng), weight("ws", (20, 20, 1, 1), rng), weight("bs", (20,), rng),
+             weight("w2", (20, 20, 3, 3), rng)]
+    return model(nodes, [value("x", [1, 8, 10, 10])], [value("y", [1, 20, 10, 10])], inits, "se")
+
+
 def lstm(rng) -> onnx.ModelProto:
     """Two stacked LSTM layers (T 5, batch 2, hidden 16): one kernel, two copies."""
     h, g = 16, 4

@@ -137,6 +137,37 @@ def test_no_prediction_without_the_empty_graph():
     assert p.predicted_us is None and p.error is None and any("empty graph" in n for n in p.notes)
 
 
+def test_a_layer_the_runtime_inserted_timed_as_a_unit_counts_whole_in_the_prediction():
+    """The Reorder inside the model, timed as a unit of its own: all of its time net of the empty graph
+    counts (its own profile is that one reorder, which is no boundary of it); it leaves the inserted
+    layers no unit times, and the gap says what it adds."""
+    from dbench.render.predict import disagreements, gap_lines, inserted_text
+
+    rows = hand_rows()
+    rows[0]["attrs"]["predict"]["units"][3]["graph"] = "m.u003.ReorderOutput"
+    rows[0]["attrs"]["predict"]["graphs"] = 3
+    rows.append(row("unit", "m.u003.ReorderOutput", 12.0, [12.0, 13.0, 11.0], count=1, graphs=3, kind="inserted",
+                    occurrences=[{"nodes": [], "layers": ["Reorder"]}],
+                    nodes=[{"name": "Reorder", "op_type": "ReorderOutput", "time_us": 7.0}]))
+    (p,) = predictions(rows)
+    assert p.predicted_us == pytest.approx(5 + 2 * (30 - 5) + (40 - 5) + (12 - 5))
+    assert (p.units_timed, p.units_total) == (3, 3)
+    lines = {u.graph: u for u in p.units}
+    assert "Reorder" not in lines and lines["m.u003.ReorderOutput"].kind == "inserted"
+    assert lines["m.u003.ReorderOutput"].isolated_us == pytest.approx(7.0) and lines["m.u003.ReorderOutput"].reorders_us == 0.0
+    assert lines["m.u003.ReorderOutput"].in_model_us is None  # the runtime's names for them change from session to session
+    assert p.inserted_us == pytest.approx(10.0) and p.untimed_inserted_us == 0.0 and p.reorders_us == 0.0
+    gap = p.gap
+    assert gap["units alone"] == pytest.approx(100.0) and gap["inserted layers alone"] == pytest.approx(12.0)
+    assert gap["per-call overhead"] == pytest.approx(-3 * 5) and gap["inserted layers not timed"] == 0.0
+    assert gap["predicted"] + gap["unexplained"] == pytest.approx(100.0)
+    assert "inserted layers timed as units +12" in gap_lines(p)[0] and "no unit times" not in gap_lines(p)[0]
+    assert not any("timed in no unit" in line for line in disagreements(p)) and inserted_text(p) == "10.0 µs"
+    (before,) = predictions(hand_rows())  # the same Reorder untimed: beside the prediction, not in it
+    assert before.untimed_inserted_us == pytest.approx(10.0) and "untimed" in inserted_text(before)
+    assert any("1 layers the runtime inserted" in line for line in disagreements(before))
+
+
 def test_a_units_run_alone_predicts_without_a_measurement():
     (p,) = predictions([r for r in hand_rows() if r["graph_id"] != "m"])
     assert p.predicted_us == pytest.approx(90.0) and p.measured_us is None and p.error is None
@@ -184,7 +215,7 @@ def test_each_unit_takes_its_weight_share_of_the_evicted_excess():
     assert p.error_low == pytest.approx((1 + p.error) * math.exp(-half) - 1)
     gap = p.gap
     assert gap["units alone"] == pytest.approx(2 * 30 + 40) and gap["per-call overhead"] == pytest.approx(-2 * 5)
-    assert gap["cache"] == pytest.approx(2 * (a - 30) + (b - 40)) and gap["reorders inserted in the model"] == 10.0
+    assert gap["cache"] == pytest.approx(2 * (a - 30) + (b - 40)) and gap["inserted layers not timed"] == 10.0
     assert gap["predicted"] + 10.0 + gap["unexplained"] == pytest.approx(100.0)
     (warm,) = predictions(evicted_rows(), method="warm")
     (cold,) = predictions(evicted_rows(), method="evicted")
@@ -273,8 +304,8 @@ def test_predict_runs_the_model_its_units_and_an_empty_graph_in_one_run(tmp_path
     assert shown["error"] == pytest.approx(model_state(rows) / model - 1)
     assert shown["units_timed"] == shown["units_total"] == len(warm) and shown["nodes_total"] == 8
     gap = shown["gap"]
-    assert gap["units alone"] + gap["per-call overhead"] + gap["units' boundary reorders"] + gap["cache"] == pytest.approx(gap["predicted"])
-    assert gap["predicted"] + gap.get("reorders inserted in the model", 0.0) + gap["unexplained"] == pytest.approx(model)
+    assert gap["units alone"] + gap["inserted layers alone"] + gap["per-call overhead"] + gap["units' boundary reorders"] + gap["cache"] == pytest.approx(gap["predicted"])
+    assert gap["predicted"] + gap.get("inserted layers not timed", 0.0) + gap["unexplained"] == pytest.approx(model)
     assert shown["rounds"] == 3
     if shown["error_low"] is None:  # one round's units came out below its empty graph (OpenVINO's units are near it)
         assert "no interval on a non-positive prediction" in shown["interval_note"], shown["interval_note"]
@@ -317,6 +348,10 @@ def test_units_run_predicts_from_a_boards_unit_rows_without_running_the_model(bo
     assert shown["predicted_us"] == pytest.approx(model_state(rows)) and shown["measured_us"] is None
     assert shown["method"] == "model-state" and not shown["notes"], shown["notes"]
     assert shown["units_timed"] == shown["units_total"] == sum(1 for r in rows if r["graph_id"].endswith(".evicted")) - 1
+    # The bundle carries the reorder ONNX Runtime inserts inside the model, as a unit the board times and verifies.
+    inserted = [r for r in rows if r["attrs"]["predict"].get("kind") == "inserted" and not r["attrs"]["predict"].get("timing")]
+    assert inserted and all(r["graph_id"].split(".")[-1] in ("ReorderInput", "ReorderOutput") for r in inserted)
+    assert shown["gap"]["inserted layers alone"] == pytest.approx(sum(r["median_us"] for r in inserted))
 
 
 def refusal(result, *words: str) -> None:

@@ -15,6 +15,7 @@ from onnx import TensorProto, helper
 
 from dbench.executed import ExecutedGraph, ExecutedLayer
 from dbench.runtimes.base import RuntimeOptions
+from dbench.sources.item import Item
 from dbench.sources.units import model_identity, named_model_item, prepare, unit_graphs
 from dbench.units.cut import EXECUTED, FOLDED, INSERTED, cut
 from dbench.units.graph import unit_model, value_types
@@ -53,7 +54,7 @@ def twin_blocks(rng) -> onnx.ModelProto:
 
 
 MODELS = {"conv_relu": conv_relu, "chain": unfused_chain, "twins": twin_blocks, "mlp": mb.mlp, "cnn": mb.cnn,
-          "lstm": mb.lstm, "attention": mb.attention, "int8": mb.int8_qdq, "int8_pool": mb.int8_pool}
+          "lstm": mb.lstm, "attention": mb.attention, "int8": mb.int8_qdq, "int8_pool": mb.int8_pool, "se": mb.squeeze_excite}
 DIMS = {"mlp": {"batch": 4}, "cnn": {"n": 1}, "lstm": {"seq": 5}}
 
 
@@ -113,6 +114,119 @@ def test_layers_the_runtime_inserts_are_units_of_their_own(tmp_path, seed, runti
     assert inserted and all(not unit.nodes and len(unit.layers) == 1 for unit in inserted)
     kinds = {layer.name: layer.op_type for layer in graph.layers}
     assert any("Reorder" in kinds[unit.layers[0]] for unit in inserted)
+
+
+def _timed_inserted(prepared, graph, model_cut, path) -> list[tuple[ExecutedLayer, onnx.ModelProto, Item]]:
+    """Each inserted layer the cut times as a unit: the layer, its unit graph, the graph's item."""
+    graphs = unit_graphs(prepared, graph, model_identity(path, {}, graph.runtime, {"threads": 1}), "fp32")
+    items = {item.spec.id: item for item in graphs.items if not item.spec.attrs["predict"].get("timing")}
+    layers = {layer.name: layer for layer in graph.layers}
+    found = []
+    for unit, graph_id in zip(model_cut.units, graphs.layout):
+        if unit.kind == INSERTED and graph_id:
+            found.append((layers[unit.layers[0]], onnx.load_model_from_string(items[graph_id].load()[0]), items[graph_id]))
+    return found
+
+
+def test_the_nchwc_reorders_onnx_runtime_inserts_are_timed_as_units_of_their_own(tmp_path, seed):
+    """ONNX Runtime runs a squeeze-excitation's convolutions in its blocked NCHWc layout and the Mul
+    planar, inserting reorders between them (no node of the model). Each is a unit graph of its one layer
+    at the shapes it has inside the model (the blocked side padded to the CPU's block, which the report
+    carries): fed the model's value (or its NCHWc layout), ONNX Runtime gives the model's value (or its
+    NCHWc layout), and the reference check (onnx.reference with dbench's reorders) agrees with it."""
+    import onnxruntime as ort
+
+    from dbench.gen.feeds import make_feeds
+    from dbench.runtimes.ort_execution import nchwc_block_size
+    from dbench.sources.contrib_reference import to_nchwc
+    from dbench.sources.model_reference import reference_outputs
+
+    prepared, graph, model_cut, path, _ = cut_of(tmp_path, "se", seed, "ort-cpu")
+    block = nchwc_block_size()
+    reorders = [layer for layer in graph.layers if "Reorder" in layer.op_type]
+    assert {layer.op_type for layer in reorders} == {"com.microsoft.nchwc:ReorderInput", "com.microsoft.nchwc:ReorderOutput"}
+    assert all(layer.layout == f"NCHWc{block}" for layer in reorders)
+    timed = _timed_inserted(prepared, graph, model_cut, path)
+    assert sorted(layer.name for layer, _, _ in timed) == sorted(layer.name for layer in reorders)
+    model = prepared.loaded.model
+    types = {**value_types(model), **value_types(prepared.loaded.shapes)}
+    values = _all_values(model, types, {"x": np.random.default_rng(seed).uniform(-1, 1, (1, 8, 10, 10)).astype(np.float32)})
+    for layer, unit_graph, item in timed:  # identical reorders are one graph (the first's names), counted
+        assert [(n.domain, n.op_type) for n in unit_graph.graph.node] == [tuple(layer.op_type.split(":"))]
+        assert item.spec.attrs["predict"]["kind"] == INSERTED and item.spec.attrs["predict"]["weight_bytes"] == 0
+        session = ort.InferenceSession(unit_graph.SerializeToString(), providers=["CPUExecutionProvider"])
+        source = unit_graph.graph.input[0].name
+        if layer.op_type.endswith("ReorderInput"):
+            planar = values[layer.inputs[0]]
+            (got,) = session.run(None, {source: planar})
+            assert planar.shape[1] == 20 and got.shape[1] == -(-20 // block) * block
+            assert np.array_equal(got, to_nchwc(planar, block))
+        else:
+            planar = values[layer.outputs[0]]
+            (got,) = session.run(None, {source: to_nchwc(planar, block)})
+            assert np.array_equal(got, planar)
+        feeds = make_feeds(item.spec)
+        expected, by = reference_outputs(unit_graph, item.spec, feeds)
+        assert by == "onnx.reference" and np.array_equal(expected[unit_graph.graph.output[0].name], session.run(None, feeds)[0])
+
+
+def test_the_transposes_onnx_runtime_inserts_around_its_channels_last_layers_are_units(tmp_path, seed):
+    """The NHWC transformer's Transposes (into and out of the NhwcMaxPool) are units of their one node with
+    the runtime's permutation; the model's value in gives its transpose out."""
+    import onnxruntime as ort
+
+    prepared, graph, model_cut, path, _ = cut_of(tmp_path, "int8_pool", seed, "ort-cpu")
+    timed = _timed_inserted(prepared, graph, model_cut, path)
+    assert sorted(dict(layer.attributes)["perm"] for layer, _, _ in timed) == [(0, 2, 3, 1), (0, 3, 1, 2)]
+    model = prepared.loaded.model
+    types = {**value_types(model), **value_types(prepared.loaded.shapes)}
+    values = _all_values(model, types, {"x": np.random.default_rng(seed).uniform(-1, 1, (1, 8, 32, 32)).astype(np.float32)})
+    for layer, unit_graph, _ in timed:
+        known = layer.inputs[0] if layer.inputs[0] in values else layer.outputs[0]
+        perm = dict(layer.attributes)["perm"]
+        value = values[known] if known == layer.inputs[0] else np.transpose(values[known], np.argsort(perm))
+        session = ort.InferenceSession(unit_graph.SerializeToString(), providers=["CPUExecutionProvider"])
+        (got,) = session.run(None, {unit_graph.graph.input[0].name: value})
+        assert np.array_equal(got, np.transpose(value, perm))
+
+
+def test_openvinos_inserted_reorders_stay_untimed(tmp_path, seed):
+    """No ONNX op expresses OpenVINO's Reorder layers: they stay units without a graph (their time inside
+    the model is shown beside the prediction)."""
+    prepared, graph, model_cut, path, _ = cut_of(tmp_path, "se", seed, "openvino")
+    assert any(unit.kind == INSERTED for unit in model_cut.units)
+    assert _timed_inserted(prepared, graph, model_cut, path) == []
+
+
+def test_an_inserted_layer_is_a_graph_where_its_shapes_can_be_told():
+    """The side that is a tensor of the model gives the other: the NCHWc block's padding of a reorder (either
+    layout), a Transpose's permutation backwards; a view (Reshape), a reorder reported without its block
+    (an older run's report), a Transpose without its permutation or a layer between two tensors the model
+    does not know stay without a graph."""
+    from dbench.units.graph import inserted_model
+
+    base = mb.model([helper.make_node("Identity", ["a"], ["b"])], [mb.value("a", [1])], [mb.value("b", [1])])
+    types = {v.name: v for v in [mb.value("y", [1, 20, 5, 5]), mb.value("yl", [1, 5, 5, 20]), mb.value("xl", [1, 5, 5, 12]),
+                                 mb.value("t", [1, 4, 4, 8], TensorProto.UINT8)]}
+
+    def dims(layer):
+        found = inserted_model(base, types, layer)
+        if found is None:
+            return None
+        onnx.checker.check_model(found)
+        shape = lambda v: [d.dim_value for d in v.type.tensor_type.shape.dim]  # noqa: E731
+        return shape(found.graph.input[0]), shape(found.graph.output[0])
+
+    out = "com.microsoft.nchwc:ReorderOutput"
+    assert dims(ExecutedLayer("r", out, (), ("b0",), ("y",), layout="NCHWc16", attributes=(("channels", 20),))) == ([1, 32, 5, 5], [1, 20, 5, 5])
+    assert dims(ExecutedLayer("r", out, (), ("b0",), ("yl",), layout="NCHWc8", attributes=(("channels", 20), ("channels_last", 1))))         == ([1, 24, 5, 5], [1, 5, 5, 20])
+    assert dims(ExecutedLayer("r", "com.microsoft.nchwc:ReorderInput", (), ("xl",), ("b1",), layout="NCHWc8",
+                              attributes=(("channels_last", 1),))) == ([1, 5, 5, 12], [1, 16, 5, 5])
+    assert dims(ExecutedLayer("t", "Transpose", (), ("t0",), ("t",), attributes=(("perm", (0, 3, 1, 2)),))) == ([1, 4, 8, 4], [1, 4, 4, 8])
+    assert dims(ExecutedLayer("r", out, (), ("b0",), ("y",), attributes=(("channels", 20),))) is None
+    assert dims(ExecutedLayer("t", "Transpose", (), ("t0",), ("t",))) is None
+    assert dims(ExecutedLayer("v", "Reshape", (), ("y", "shape"), ("v0",), moves_data=True)) is None
+    assert dims(ExecutedLayer("t", "Transpose", (), ("t0",), ("t1",), attributes=(("perm", (0, 3, 1, 2)),))) is None
 
 
 def _all_values(model: onnx.ModelProto, types: dict, feeds: dict) -> dict[str, np.ndarray]:
@@ -216,7 +330,8 @@ def test_a_layer_runs_as_itself_only_where_it_is_one_channels_last_layer_over_on
 
 
 def test_a_stored_report_gives_back_the_channels_last_layers_attributes():
-    """--resume cuts again from the run header's JSON: the layer's layout and attributes survive it."""
+    """--resume cuts again from the run header's JSON: the layers' layouts (channels-last, NCHWc with its
+    block) and attributes survive it."""
     import dataclasses
     import json
 
@@ -224,6 +339,9 @@ def test_a_stored_report_gives_back_the_channels_last_layers_attributes():
 
     report = ExecutedGraph("ort-cpu", (ExecutedLayer("pool_token_1", "com.microsoft:NhwcMaxPool", ("pool",), ("h",), ("p",),
                                                      layout="NHWC", attributes=(("auto_pad", "NOTSET"), ("pads", (1, 1, 1, 1)))),
+                                       ExecutedLayer("ReorderOutput", "com.microsoft.nchwc:ReorderOutput", ("ReorderOutput",),
+                                                     ("reorder_token_1",), ("h2",), moves_data=True, layout="NCHWc16",
+                                                     attributes=(("channels", 20), ("channels_last", 0))),
                                        ExecutedLayer("conv", "Conv", ("conv",), ("x", "w"), ("h",))), tensor_names=True)
     assert executed_from_header(json.loads(json.dumps(dataclasses.asdict(report)))) == report
 
@@ -232,16 +350,20 @@ def test_identical_units_are_one_graph_with_a_count_and_keep_their_kernel_id(tmp
     path = mb.save(twin_blocks(np.random.default_rng(seed)), tmp_path, "twins")
     graph = executed(path, {}, "ort-cpu")
     graphs = unit_graphs(prepare(path, {}), graph, model_identity(path, {}, "ort-cpu", {"threads": 1}), "fp32")
-    units = [item for item in graphs.items if item.spec.family == "unit" and not item.spec.attrs["predict"].get("timing")]
+    timed = [item for item in graphs.items if item.spec.family == "unit" and not item.spec.attrs["predict"].get("timing")]
+    units = [item for item in timed if item.spec.attrs["predict"]["kind"] == EXECUTED]
     assert len(units) == 1
     tag = units[0].spec.attrs["predict"]
     assert tag["count"] == 2 and [o["nodes"] for o in tag["occurrences"]] == [["conv1", "relu1"], ["conv2", "relu2"]]
     assert tag["kernels"] == ["conv_w12_h12_c16_n1_k16_s3_r3_pw1_ph1_sw1_sh1"]
     # Its evicted twin: the same graph, read after the model's traffic (both occurrences' weights and outputs).
-    (twin,) = [item for item in graphs.items if item.spec.attrs["predict"].get("timing") == "evicted" and item.spec.family == "unit"]
+    (twin,) = [item for item in graphs.items if item.spec.attrs["predict"].get("timing") == "evicted" and item.spec.id.startswith(units[0].spec.id)]
     assert twin.spec.id == units[0].spec.id + ".evicted" and twin.load() == units[0].load()
     assert tag["weight_bytes"] == 16 * 16 * 3 * 3 * 4 and tag["io_bytes"] == 2 * 16 * 12 * 12 * 4
-    assert twin.spec.attrs["evict_bytes"] == tag["evict_bytes"] == 2 * (tag["weight_bytes"] + 16 * 12 * 12 * 4)
+    # The traffic also holds what the layers ONNX Runtime inserts write (its NCHWc reorders, timed as units too).
+    inserted = sum(item.spec.attrs["predict"]["count"] * sum(t.nbytes for t in item.spec.outputs) for item in timed
+                   if item.spec.attrs["predict"]["kind"] == INSERTED)
+    assert twin.spec.attrs["evict_bytes"] == tag["evict_bytes"] == 2 * (tag["weight_bytes"] + 16 * 12 * 12 * 4) + inserted
 
 
 # The cut's rules, on reports made by hand.

@@ -29,7 +29,8 @@ def predictions_table(predictions: list[Prediction]) -> Table:
                   caption="predicted = empty + Σ count x (unit median - empty) x kept (kept: the unit's profile less the layout "
                           "reorders at its boundaries; unit median, model-state: warm + its weight share of the evicted excess); "
                           "error = predicted / measured - 1, [its 95% interval from the paired rounds]; "
-                          "reorders left out: those boundary reorders; inserted layers: the model's own, inside it; "
+                          "reorders left out: those boundary reorders; inserted layers: the layers the runtime inserts between the "
+                          "model's, their time inside it (timed as units where a graph expresses them; the rest untimed); "
                           "left out: units that did not run ok, their share of the model's profile")
     for column in ("model", "runtime", "method", "predicted", "measured", "error", "units timed", "nodes", "empty graph",
                    "reorders left out", "inserted layers", "left out"):
@@ -37,8 +38,18 @@ def predictions_table(predictions: list[Prediction]) -> Table:
     for p in predictions:
         table.add_row(escape(p.model), p.runtime, p.method, format_time(p.predicted_us), format_time(p.measured_us) or "not run",
                       error_text(p), f"{p.units_timed}/{p.units_total}", f"{p.nodes_timed}/{p.nodes_total}",
-                      format_time(p.empty_us), format_time(p.reorders_us), format_time(p.inserted_us), left_out_text(p))
+                      format_time(p.empty_us), format_time(p.reorders_us), inserted_text(p), left_out_text(p))
     return table
+
+
+def inserted_text(p: Prediction) -> str:
+    """The inserted layers' time inside the model, and how much of it no unit times (`480 µs (12 µs untimed)`)."""
+    text = format_time(p.inserted_us)
+    if p.untimed_inserted_us and p.inserted_us and p.untimed_inserted_us < p.inserted_us:
+        text += f" ({format_time(p.untimed_inserted_us)} untimed)"
+    elif p.untimed_inserted_us:
+        text += " (untimed)"
+    return text
 
 
 def left_out_text(p: Prediction) -> str:
@@ -64,8 +75,8 @@ def units_table(p: Prediction, top: int | None = None) -> Table:
     lines = sorted(p.units, key=lambda u: -(u.in_model_us if u.in_model_us is not None else (u.isolated_us or 0.0)))
     shown = lines[:top] if top else lines
     caption = ("isolated = count x (median - empty) x kept, reorders: the rest (the layout reorders at the unit's boundaries, "
-               "left out); in model: the unit's layers in the runtime's profile of the whole model; ≠: isolation and the "
-               "model disagree (beyond ×1.25 and 2% of the model)")
+               "left out); in model: the unit's layers in the runtime's profile of the whole model (an inserted layer timed as a "
+               "unit: only their sum, in the row above); ≠: isolation and the model disagree (beyond ×1.25 and 2% of the model)")
     if top and len(lines) > top:
         caption += f"; {len(lines) - top} more units not shown (--top)"
     table = Table(title=f"units of {p.model} on {p.runtime}", caption=caption)
@@ -87,10 +98,10 @@ def disagreements(p: Prediction, limit: int = 5) -> list[str]:
     lines = sorted((u for u in p.units if u.disagrees), key=lambda u: -abs((u.isolated_us or 0) - (u.in_model_us or 0)))
     said = [f"{u.graph}: {format_time(u.isolated_us)} in isolation (x{u.count}) against {format_time(u.in_model_us)} inside "
             f"the model" for u in lines[:limit]]
-    inserted = [u for u in p.units if u.kind == "inserted" and u.in_model_us]
-    if inserted:
-        said.append(f"{len(inserted)} layers the runtime inserted (reorders, conversions) take "
-                    f"{format_time(sum(u.in_model_us for u in inserted))} inside the model and are timed in no unit")
+    untimed = [u for u in p.units if u.kind == "inserted" and u.in_model_us and not u.status]
+    if untimed:
+        said.append(f"{len(untimed)} layers the runtime inserted (reorders, conversions) take "
+                    f"{format_time(sum(u.in_model_us for u in untimed))} inside the model and are timed in no unit")
     return said
 
 
@@ -99,14 +110,16 @@ def gap_lines(p: Prediction) -> list[str]:
     if not p.gap:
         return []
     gap = p.gap
-    parts = [f"units alone (each call its own) {format_time(gap['units alone'])}",
-             f"per-call overhead {_signed(gap['per-call overhead'])}",
-             "their boundary reorders " + _signed(gap["units' boundary reorders"]),
-             f"cache (the model's state) {_signed(gap['cache'])}",
-             f"= predicted {format_time(gap['predicted'])}"]
+    parts = [f"units alone (each call its own) {format_time(gap['units alone'])}"]
+    if gap.get("inserted layers alone"):
+        parts.append(f"inserted layers timed as units {_signed(gap['inserted layers alone'])}")
+    parts += [f"per-call overhead {_signed(gap['per-call overhead'])}",
+              "their boundary reorders " + _signed(gap["units' boundary reorders"]),
+              f"cache (the model's state) {_signed(gap['cache'])}",
+              f"= predicted {format_time(gap['predicted'])}"]
     if "measured" in gap:
-        if "reorders inserted in the model" in gap:
-            parts.append(f"reorders the runtime inserts in the model {_signed(gap['reorders inserted in the model'])}")
+        if gap.get("inserted layers not timed"):
+            parts.append(f"inserted layers no unit times (in the model) {_signed(gap['inserted layers not timed'])}")
         parts.append(f"unexplained {_signed(gap['unexplained'])} = measured {format_time(gap['measured'])}")
     return ["; ".join(parts)]
 

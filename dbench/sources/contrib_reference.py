@@ -1,15 +1,21 @@
 """onnx.reference implementations of the ONNX Runtime contrib ops dbench itself puts into graphs (a unit
-timed as the layer ONNX Runtime executes, dbench.units.graph.executed_model): each one is the standard
-op computed on the standard layout, so the layer is verified against what the model's own nodes compute.
-Imported only by the reference check (it imports onnx.reference)."""
+timed as the layer ONNX Runtime executes, dbench.units.graph.executed_model; a layer it inserts,
+dbench.units.graph.inserted_model): each one is the standard op computed on the standard layout, or the
+layout transform ONNX Runtime defines, so the layer is verified against what the model's own nodes
+compute. Imported only by the reference check (it imports onnx.reference)."""
 
 from __future__ import annotations
 
 import numpy as np
+import onnx
 from onnx import TensorProto, helper
 from onnx.reference.op_run import OpRun
 
-from dbench.executed import TO_CHANNELS_FIRST, TO_CHANNELS_LAST
+from dbench.executed import NCHWC_BLOCK_KEY, NCHWC_DOMAIN, TO_CHANNELS_FIRST, TO_CHANNELS_LAST
+
+
+def _attributes(op: OpRun) -> dict:
+    return {a.name: helper.get_attribute_value(a) for a in op.onnx_node.attribute}
 
 
 class NhwcMaxPool(OpRun):
@@ -18,11 +24,10 @@ class NhwcMaxPool(OpRun):
 
     op_domain = "com.microsoft"
 
-    def _run(self, x, **_attributes):  # noqa: ANN001, ANN202 (onnx.reference's calling convention)
+    def _run(self, x, **_unused):  # noqa: ANN001, ANN202 (onnx.reference's calling convention)
         from dbench.sources.foreign_reference import foreign_evaluator  # the standard MaxPool as dbench corrects it
 
-        attributes = {a.name: helper.get_attribute_value(a) for a in self.onnx_node.attribute}
-        node = helper.make_node("MaxPool", ["x"], ["y"], **attributes)
+        node = helper.make_node("MaxPool", ["x"], ["y"], **_attributes(self))
         graph = helper.make_graph([node], "max_pool", [helper.make_tensor_value_info("x", TensorProto.DOUBLE, None)],
                                   [helper.make_tensor_value_info("y", TensorProto.DOUBLE, None)])
         model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 12)])
@@ -32,4 +37,51 @@ class NhwcMaxPool(OpRun):
 
 
 CONTRIB_OPS = (NhwcMaxPool,)
-"""Every contrib op above, as ReferenceEvaluator's `new_ops` takes them."""
+"""The contrib ops every graph may hold, as ReferenceEvaluator's `new_ops` takes them."""
+
+
+def to_nchwc(planar: np.ndarray, block: int) -> np.ndarray:
+    """A 4-d NCHW tensor in ONNX Runtime's NCHWc layout, as its [N, C padded to the block, H, W] tensor
+    holds it: the channels in blocks of `block`, each block's channels innermost (N, C/block, H, W,
+    block), the last block's padding zeros."""
+    n, c, h, w = planar.shape
+    padded = np.zeros((n, -(-c // block) * block, h, w), dtype=planar.dtype)
+    padded[:, :c] = planar
+    blocked = padded.reshape(n, padded.shape[1] // block, block, h, w).transpose(0, 1, 3, 4, 2)
+    return np.ascontiguousarray(blocked).reshape(padded.shape)
+
+
+def from_nchwc(blocked: np.ndarray, block: int, channels: int) -> np.ndarray:
+    """The NCHW tensor of `channels` channels an NCHWc tensor holds (its padding dropped)."""
+    n, padded, h, w = blocked.shape
+    planar = np.ascontiguousarray(blocked).reshape(n, padded // block, h, w, block).transpose(0, 1, 4, 2, 3)
+    return np.ascontiguousarray(planar.reshape(n, padded, h, w)[:, :channels])
+
+
+def nchwc_ops(block: int) -> tuple[type[OpRun], ...]:
+    """com.microsoft.nchwc's ReorderInput (NCHW, or NHWC with channels_last, to NCHWc) and ReorderOutput
+    (NCHWc to `channels` channels of NCHW, or NHWC with channels_last) for the CPU's block."""
+
+    class ReorderInput(OpRun):
+        op_domain = NCHWC_DOMAIN
+
+        def _run(self, x, **_unused):  # noqa: ANN001, ANN202 (onnx.reference's calling convention)
+            planar = np.transpose(x, TO_CHANNELS_FIRST) if _attributes(self).get("channels_last", 0) else x
+            return (to_nchwc(planar, block),)
+
+    class ReorderOutput(OpRun):
+        op_domain = NCHWC_DOMAIN
+
+        def _run(self, x, **_unused):  # noqa: ANN001, ANN202
+            attributes = _attributes(self)
+            planar = from_nchwc(x, block, int(attributes["channels"]))
+            return (np.ascontiguousarray(np.transpose(planar, TO_CHANNELS_LAST)) if attributes.get("channels_last", 0) else planar,)
+
+    return ReorderInput, ReorderOutput
+
+
+def contrib_ops(model: onnx.ModelProto) -> tuple[type[OpRun], ...]:
+    """The contrib ops `model` may hold, as ReferenceEvaluator's `new_ops` takes them: CONTRIB_OPS, and
+    the NCHWc reorders at the block the graph records (NCHWC_BLOCK_KEY) where it records one."""
+    block = next((int(p.value) for p in model.metadata_props if p.key == NCHWC_BLOCK_KEY), None)
+    return CONTRIB_OPS + (nchwc_ops(block) if block else ())

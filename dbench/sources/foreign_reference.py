@@ -12,7 +12,7 @@ import onnx
 from onnx.reference import ReferenceEvaluator
 from onnx.reference.op_run import OpRun
 
-from dbench.sources.contrib_reference import CONTRIB_OPS
+from dbench.sources.contrib_reference import contrib_ops
 from dbench.sources.reference_corrections import correction_for
 
 
@@ -32,5 +32,5 @@ class ForeignReference(ReferenceEvaluator):
 
 def foreign_evaluator(model: onnx.ModelProto, new_ops: list[type[OpRun]] | None = None) -> ReferenceEvaluator:
     """The evaluator dbench verifies a foreign graph against: onnx.reference, corrected, with the
-    contrib ops dbench puts into unit graphs (and any `new_ops` a caller adds)."""
-    return ForeignReference(model, new_ops=[*(new_ops or []), *CONTRIB_OPS])
+    contrib ops dbench puts into unit graphs that `model` may hold (and any `new_ops` a caller adds)."""
+    return ForeignReference(model, new_ops=[*(new_ops or []), *contrib_ops(model)])

@@ -1,7 +1,8 @@
 """A model's execution units as graphs (`dbench predict`): the whole model with dbench's node names
 (so the runtime names its layers after them), an empty graph (one Identity: the runtime's cost per
 call), and one graph per distinct unit the runtime executes, cut from the runtime's own report of
-its layers (dbench.units.cut). Identical units are one graph with a count. Every graph carries
+its layers (dbench.units.cut), the layers it inserts between the model's included where a graph can
+express them (ONNX Runtime's NCHWc reorders and Transposes). Identical units are one graph with a count. Every graph carries
 `attrs.predict`: its role, the model (name, file hash, --dim) and the runtime settings it was cut for,
 and for a unit its count and the nodes and layers of each occurrence, so the prediction is made
 from result rows alone, on this machine or from a board's run of an exported bundle."""
@@ -18,7 +19,7 @@ import onnx
 from onnx import helper, numpy_helper
 
 from dbench.errors import UnsupportedError
-from dbench.executed import CHANNELS_LAST, ExecutedGraph
+from dbench.executed import CHANNELS_LAST, ExecutedGraph, ExecutedLayer
 from dbench.frommodel.model_file import LoadedModel, load_model
 from dbench.frommodel.walk import extract
 from dbench.gen.feeds import default_seed
@@ -28,8 +29,8 @@ from dbench.sources.contract import ONNX_REFERENCE, Contract
 from dbench.sources.item import Item
 from dbench.sources.model import model_item
 from dbench.sources.model_spec import RANDOM_WEIGHTS, foreign_spec, random_weights
-from dbench.units.cut import EXECUTED, UNMATCHED, Cut, cut
-from dbench.units.graph import executed_model, shaped, unit_model, value_types
+from dbench.units.cut import EXECUTED, INSERTED, UNMATCHED, Cut, Unit, cut
+from dbench.units.graph import executed_model, inserted_model, shaped, unit_model, value_types
 from dbench.units.prediction import EMPTY, EVICTED, MODEL, PREDICT_ATTR, UNIT
 from dbench.units.same import signature
 from dbench.units.structure import Structure, name_nodes
@@ -39,7 +40,8 @@ EMPTY_FAMILY = "empty"
 EMPTY_ID = "empty"
 EVICTED_EMPTY_ID = "empty.evicted"
 TIMED_KINDS = (EXECUTED, UNMATCHED)
-"""The unit kinds timed in isolation; inserted layers and folded values are not graphs of their own."""
+"""The unit kinds of the model's nodes timed in isolation; folded values are not graphs of their own, and
+a layer the runtime inserted is one where a graph can express it (dbench.units.graph.inserted_model)."""
 UNITS = Contract(reference=ONNX_REFERENCE, described_by="the unit as cut when the run started",
                  remedy="the model changed during the run; run dbench predict again")
 NAMED_MODEL = Contract(reference=ONNX_REFERENCE, described_by="the model as read when the run started",
@@ -133,8 +135,10 @@ def _evicted_twin(item: Item, evict_bytes: int) -> Item:
     return Item(spec, item.load, item.contract, item.unsupported)
 
 
-def _ops_text(prepared: Prepared, nodes: tuple[int, ...]) -> str:
-    ops = list(dict.fromkeys(prepared.structure.nodes[i].op_type for i in nodes))
+def _ops_text(prepared: Prepared, unit: Unit, layers: dict[str, ExecutedLayer]) -> str:
+    """The unit's first ops (its nodes', or an inserted layer's own), as its graph id shows them."""
+    ops = list(dict.fromkeys(prepared.structure.nodes[i].op_type for i in unit.nodes)) or \
+        [layers[name].op_type.rpartition(":")[2] for name in unit.layers]
     text = "-".join(ops[:OPS_IN_ID]) + (f"+{len(ops) - OPS_IN_ID}" if len(ops) > OPS_IN_ID else "")
     return re.sub(r"[^A-Za-z0-9_+-]", "_", text)
 
@@ -186,8 +190,8 @@ class UnitGraphs:
 
 
 def unit_graphs(prepared: Prepared, executed: ExecutedGraph, identity: Identity, precision: str) -> UnitGraphs:
-    """Cut the model by the runtime's layers and make one graph per distinct timed unit, each in the
-    model's `precision`."""
+    """Cut the model by the runtime's layers and make one graph per distinct timed unit (the model's
+    nodes, or a layer the runtime inserted as itself), each in the model's `precision`."""
     model_cut = cut(prepared.structure, executed)
     layers = {layer.name: layer for layer in executed.layers}
     types = {**value_types(prepared.loaded.model), **value_types(prepared.loaded.shapes)}
@@ -197,6 +201,13 @@ def unit_graphs(prepared: Prepared, executed: ExecutedGraph, identity: Identity,
     failures: dict[int, str] = {}
     timed_as: dict[str, str] = {}
     for index, unit in enumerate(model_cut.units):
+        if unit.kind == INSERTED:  # timed as itself where a graph can express it, else shown with its time in the model
+            inserted = inserted_model(prepared.loaded.model, types, layers[unit.layers[0]])
+            if inserted is not None:
+                key = signature(inserted)
+                groups.setdefault(key, []).append(index)
+                models.setdefault(key, inserted)
+            continue
         if unit.kind not in TIMED_KINDS:
             continue
         try:
@@ -219,7 +230,7 @@ def unit_graphs(prepared: Prepared, executed: ExecutedGraph, identity: Identity,
     names = model_cut.names
     for number, (key, indices) in enumerate(groups.items(), start=1):
         first = model_cut.units[indices[0]]
-        graph_id = f"{identity.model}.u{number:03d}.{_ops_text(prepared, first.nodes)}"
+        graph_id = f"{identity.model}.u{number:03d}.{_ops_text(prepared, first, layers)}"
         for index in indices:
             layout[index] = graph_id
         occurrences = [{"nodes": [names[i] for i in model_cut.units[i].nodes], "layers": list(model_cut.units[i].layers)}

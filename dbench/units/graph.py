@@ -10,7 +10,7 @@ import onnx
 from onnx import helper
 
 from dbench.errors import UnsupportedError
-from dbench.executed import CHANNELS_LAST, TO_CHANNELS_LAST, ExecutedLayer
+from dbench.executed import CHANNELS_LAST, NCHWC_BLOCK_KEY, TO_CHANNELS_LAST, ExecutedLayer, nchwc_block
 from dbench.frommodel.dims import FIRST_IR_WITHOUT_INPUT_INITIALIZERS
 from dbench.units.cut import Unit
 from dbench.units.structure import Structure
@@ -97,6 +97,81 @@ def executed_model(unit_graph: onnx.ModelProto, layer: ExecutedLayer) -> onnx.Mo
     model = helper.make_model(executed, opset_imports=opsets, producer_name="dbench units")
     model.ir_version = unit_graph.ir_version
     return model
+
+
+Shape = tuple[int, list[int]]
+"""A tensor's ONNX element type and dimensions."""
+
+
+def _known(name: str, types: dict[str, onnx.ValueInfoProto]) -> Shape | None:
+    """A value's element type and dimensions where the model's shape inference knows them all."""
+    value = types.get(name)
+    tensor = value.type.tensor_type if value is not None and value.type.HasField("tensor_type") else None
+    if tensor is None or not tensor.elem_type or not tensor.HasField("shape") or \
+            not all(d.HasField("dim_value") for d in tensor.shape.dim):
+        return None
+    return tensor.elem_type, [d.dim_value for d in tensor.shape.dim]
+
+
+def _blocked(planar: list[int], channels_last: bool, block: int, channels: int | None = None) -> list[int]:
+    """The NCHWc tensor of a planar 4-d tensor (NCHW, or NHWC where `channels_last`): [N, C padded to
+    the block, H, W] (`channels`: C where the planar side is not known)."""
+    n, spatial = planar[0], (planar[1:3] if channels_last else planar[2:])
+    c = channels if channels is not None else (planar[3] if channels_last else planar[1])
+    return [n, -(-c // block) * block, *spatial]
+
+
+def _inserted_shapes(layer: ExecutedLayer, types: dict[str, onnx.ValueInfoProto]) -> tuple[Shape, Shape] | None:
+    """The input's and output's type and dimensions of a layer the runtime inserted: the side that is
+    a tensor of the model as shape inference gives it, the other side from the op (the NCHWc block
+    padding of a reorder, a Transpose's permutation, a Cast's type); None where neither can be told."""
+    source, target = _known(layer.inputs[0], types), _known(layer.outputs[0], types)
+    attributes = dict(layer.attributes)
+    op = layer.op_type.rpartition(":")[2]
+    block = nchwc_block(layer.layout)
+    channels_last = bool(attributes.get("channels_last", 0))
+    if op == "ReorderInput" and block and source and len(source[1]) == 4:
+        return source, (source[0], _blocked(source[1], channels_last, block))
+    if op == "ReorderOutput" and block and target and len(target[1]) == 4:
+        return (target[0], _blocked(target[1], channels_last, block, int(attributes["channels"]))), target
+    if op == "Transpose" and (source or target) and "perm" in attributes:  # a report without it kept no attributes
+        perm = list(attributes["perm"])
+        if source:
+            return source, (source[0], [source[1][p] for p in perm])
+        dims = [0] * len(perm)
+        for axis, p in enumerate(perm):
+            dims[p] = target[1][axis]
+        return (target[0], dims), target
+    if op == "Cast" and source and "to" in attributes:
+        return source, (int(attributes["to"]), source[1])
+    return None
+
+
+def inserted_model(model: onnx.ModelProto, types: dict[str, onnx.ValueInfoProto], layer: ExecutedLayer) -> onnx.ModelProto | None:
+    """A layer the runtime inserted between the model's layers (ONNX Runtime's NCHWc ReorderInput and
+    ReorderOutput, the NHWC transformer's Transposes, a Cast), as a graph of its one node with the
+    runtime's attributes, reading and writing its tensors at the shapes they have inside the model; an
+    NCHWc reorder's graph records the block (NCHWC_BLOCK_KEY) for the reference check. None where the
+    layer is not one input copied to one output whose shapes can be told (dbench.runtimes.ort_execution.COPIES
+    lists those reported with their attributes): it is then shown with its time inside the model only."""
+    if len(layer.inputs) != 1 or len(layer.outputs) != 1:
+        return None
+    shapes = _inserted_shapes(layer, types)
+    if shapes is None:
+        return None
+    (in_type, in_dims), (out_type, out_dims) = shapes
+    domain, _, op_type = layer.op_type.rpartition(":")
+    node = helper.make_node(op_type, [layer.inputs[0]], [layer.outputs[0]], name=layer.name, domain=domain or None,
+                            **dict(layer.attributes))
+    graph = helper.make_graph([node], layer.name, [helper.make_tensor_value_info(layer.inputs[0], in_type, in_dims)],
+                              [helper.make_tensor_value_info(layer.outputs[0], out_type, out_dims)])
+    opsets = [o for o in model.opset_import if not domain or o.domain != domain] + ([helper.make_opsetid(domain, 1)] if domain else [])
+    inserted = helper.make_model(graph, opset_imports=opsets, producer_name="dbench units")
+    inserted.ir_version = max(model.ir_version, FIRST_IR_WITHOUT_INPUT_INITIALIZERS)
+    block = nchwc_block(layer.layout)
+    if block:
+        inserted.metadata_props.add(key=NCHWC_BLOCK_KEY, value=str(block))
+    return inserted
 
 
 def shaped(model: onnx.ModelProto, types: dict[str, onnx.ValueInfoProto]) -> onnx.ModelProto:

@@ -26,7 +26,12 @@ are warm inside the model, just written or about to be read):
     in the model's state = warm + f x (evicted net of the evicted empty - warm net of the empty),
     f = weight bytes / (weight bytes + bytes of its inputs and outputs)
 
-METHODS names the three ways, so a run's rows give each (the benchmark sets them side by side)."""
+METHODS names the three ways, so a run's rows give each (the benchmark sets them side by side).
+
+A layer the runtime inserts between the model's layers (ONNX Runtime's NCHWc reorders) is part of the
+model's execution plan, read before any timing: where a graph expresses it, it is a unit of its own
+(kind `inserted`), counted whole (its profile is that one layer, no boundary of a unit); the others
+(OpenVINO's Reorder) stay outside, their time in the model's profile shown beside the prediction."""
 
 from __future__ import annotations
 
@@ -38,6 +43,7 @@ import numpy as np
 
 from dbench.stats.student import t_quantile
 from dbench.store.invariants import PROFILE_EVENT_US
+from dbench.units.cut import INSERTED
 
 PREDICT_ATTR = "predict"
 """GraphSpec.attrs key of every graph of a prediction (dbench.sources.units writes it)."""
@@ -82,7 +88,8 @@ class UnitLine:
     reorders_us: float | None = None
     """count x (median - empty) x (1 - kept): its boundary reorders, left out of the prediction."""
     in_model_us: float | None = None
-    """Its layers' time in the runtime's profile of the whole model, over every occurrence."""
+    """Its layers' time in the runtime's profile of the whole model, over every occurrence (None for a
+    layer the runtime inserted, timed as a unit: its name in the profile is not stable, see inserted_us)."""
     share: float | None = None
     """in_model_us over the profile's total."""
     kernels: tuple[str, ...] = ()
@@ -128,7 +135,10 @@ class Prediction:
     rounds: int = 0
     interval_note: str = ""
     inserted_us: float | None = None
-    """The layers the runtime inserted (reorders, conversions): their time inside the model."""
+    """The layers the runtime inserted (reorders, conversions): their time inside the model, in all."""
+    untimed_inserted_us: float | None = None
+    """Those of them no unit times (no graph expresses them: OpenVINO's Reorder): their time inside the
+    model, outside the prediction."""
     reorders_us: float | None = None
     """The units' boundary reorders left out of the prediction (Σ of the units' reorders_us)."""
     profiled_us: float | None = None
@@ -161,6 +171,7 @@ class Prediction:
                 "interval_note": self.interval_note,
                 "empty_us": self.empty_us, "units_timed": self.units_timed, "units_total": self.units_total,
                 "nodes_timed": self.nodes_timed, "nodes_total": self.nodes_total, "inserted_us": self.inserted_us,
+                "untimed_inserted_us": self.untimed_inserted_us,
                 "reorders_us": self.reorders_us, "method": self.method, "evicted_empty_us": self.evicted_empty_us,
                 "left_out": list(self.left_out), "left_out_us": self.left_out_us, "left_out_share": self.left_out_share,
                 "flagged": list(self.flagged), "gap": dict(self.gap),
@@ -203,7 +214,10 @@ def in_model_state(warm: float, empty: float, evicted: float, evicted_empty: flo
 
 def kept(row: dict[str, Any]) -> float | None:
     """The share of a unit's own profile that is not a boundary reorder (BOUNDARY_REORDERS), or None
-    when no profile was taken (`profile_call_us` says one was)."""
+    when no profile was taken (`profile_call_us` says one was); all of it for a layer the runtime
+    inserted (a reorder timed as itself is no boundary of a unit: the model runs it)."""
+    if tag(row).get("kind") == INSERTED:
+        return 1.0
     layers = [n for n in row.get("nodes") or [] if not n.get("container")]
     total = sum(float(n["time_us"]) for n in layers)
     if not total:  # a profile without timed layers (OpenVINO's in-place Flatten or Concat) leaves nothing out
@@ -298,7 +312,10 @@ def _unit_lines(model: dict[str, Any] | None, sides: Sides | None, units: list[d
         info = tag(row)
         occurrences = info.get("occurrences") or [{"nodes": [], "layers": []}]
         layers = tuple(name for o in occurrences for name in o["layers"])
-        inside = in_model(layers)
+        # A layer the runtime inserted has no time of its own in the model's profile that can be trusted: ONNX
+        # Runtime numbers its reorders anew in every session (its ReorderOutput_token_N of the session that reported
+        # the plan is another reorder in the profiled one), so only their sum over the model is shown (inserted_us).
+        inside = None if info.get("kind") == INSERTED else in_model(layers)
         counted = _ok(row) and sides is not None
         effective = sides.effective(row) if counted else None
         net = info["count"] * (effective - empty_us) if counted else None
@@ -316,29 +333,31 @@ def _unit_lines(model: dict[str, Any] | None, sides: Sides | None, units: list[d
     for unit in (tag(model).get("units") or []) if model else []:
         if unit["graph"]:
             continue
-        inside = in_model(unit["layers"]) if unit["kind"] == "inserted" else 0.0
-        lines.append(UnitLine(unit["layers"][0] if unit["kind"] == "inserted" and unit["layers"] else unit["kind"],
+        inside = in_model(unit["layers"]) if unit["kind"] == INSERTED else 0.0
+        lines.append(UnitLine(unit["layers"][0] if unit["kind"] == INSERTED and unit["layers"] else unit["kind"],
                               unit["kind"], tuple(unit["nodes"]), 1, "", None, None, None, inside, share(inside), (),
                               tuple(unit["layers"])))
     return lines
 
 
-def gap_by_cause(sides: Sides, measured_us: float | None, inserted_us: float | None) -> dict[str, float]:
-    """The units alone as called (every call its own), and what turns that into the prediction and the
-    measurement, by cause: each call's cost per call beyond the model's one, the units' own boundary
-    reorders, the model's cache state; then the layout reorders the runtime inserts inside the model
-    (its profile), and what is left (the measurement less all of the above)."""
+def gap_by_cause(sides: Sides, measured_us: float | None, untimed_inserted_us: float | None) -> dict[str, float]:
+    """The units alone as called (every call its own: the model's units, then the layers the runtime
+    inserted that are timed as units), and what turns that into the prediction and the measurement, by
+    cause: each call's cost per call beyond the model's one, the units' own boundary reorders, the
+    model's cache state; then the inserted layers no unit times (their time in the model's profile),
+    and what is left (the measurement less all of the above)."""
     empty = sides.empty["median_us"]
     calls = sum(tag(u)["count"] for u in sides.units)
-    alone = sum(tag(u)["count"] * u["median_us"] for u in sides.units)
-    gap = {"units alone": alone, "per-call overhead": -(calls - 1) * empty,
+    alone = lambda inserted: sum(tag(u)["count"] * u["median_us"] for u in sides.units  # noqa: E731
+                                 if (tag(u).get("kind") == INSERTED) == inserted)
+    gap = {"units alone": alone(False), "inserted layers alone": alone(True), "per-call overhead": -(calls - 1) * empty,
            "units' boundary reorders": -sum(tag(u)["count"] * (u["median_us"] - empty) * (1 - _share(u)) for u in sides.units),
            "cache": sum(tag(u)["count"] * (sides.effective(u) - u["median_us"]) * _share(u) for u in sides.units)}
     gap["predicted"] = sides.predicted()
     if measured_us is not None:
-        if inserted_us is not None:
-            gap["reorders inserted in the model"] = inserted_us
-        gap["unexplained"] = measured_us - gap["predicted"] - (inserted_us or 0.0)
+        if untimed_inserted_us is not None:
+            gap["inserted layers not timed"] = untimed_inserted_us
+        gap["unexplained"] = measured_us - gap["predicted"] - (untimed_inserted_us or 0.0)
         gap["measured"] = measured_us
     return gap
 
@@ -400,8 +419,9 @@ def _prediction(run_id: str, variant: str, members: list[dict[str, Any]], method
         note = f"{len(untimed)} units left out: no interval"
     lines = _unit_lines(model, sides, units, measured_us or predicted_us)
     profile = _profile(model)
-    inserted = [line.in_model_us for line in lines if line.kind == "inserted" and line.in_model_us is not None]
-    inserted_us = sum(inserted) if profile else None
+    inserted = [u for u in (tag(model).get("units") or []) if u["kind"] == INSERTED] if model else []
+    inserted_us = sum(profile.get(name, 0.0) for u in inserted for name in u["layers"]) if profile else None
+    untimed_inserted_us = sum(profile.get(name, 0.0) for u in inserted if not u["graph"] for name in u["layers"]) if profile else None
     left = [line for line in lines if line.status and line.status not in CHECKED]
     left_out_us = sum(line.in_model_us or 0.0 for line in left) if profile and left else None
     if untimed:
@@ -426,7 +446,7 @@ def _prediction(run_id: str, variant: str, members: list[dict[str, Any]], method
         units=tuple(lines), notes=tuple(notes), dims=dict(info.get("dims") or {}), method=sides.method if sides else method,
         evicted_empty_us=sides.evicted_empty["median_us"] if sides and sides.evicted_empty else None,
         left_out=tuple(untimed), left_out_us=left_out_us, flagged=flagged,
-        gap=gap_by_cause(sides, measured_us, inserted_us) if sides else {})
+        untimed_inserted_us=untimed_inserted_us, gap=gap_by_cause(sides, measured_us, untimed_inserted_us) if sides else {})
 
 
 def predictions(rows: list[dict[str, Any]], method: str = MODEL_STATE) -> list[Prediction]:
