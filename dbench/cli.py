@@ -58,7 +58,7 @@ def friendly(func: F) -> F:
 def _python_type(opt: Opt) -> Any:
     """The Python type typer reads an option as: optional unless it has a default."""
     base = {"text": str, "texts": list[str], "path": Path, "int": int, "float": float, "flag": bool}[opt.kind]
-    return base if opt.kind == "flag" or opt.default is not None else Optional[base]
+    return base if opt.kind == "flag" or opt.default is not None else base | None
 
 
 def _default(opt: Opt) -> Any:
