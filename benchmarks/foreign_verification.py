@@ -42,7 +42,8 @@ def run_goal(paths: list[Path], out: Path) -> list[dict]:
 
 
 def goal_table(rows: list[dict]) -> list[str]:
-    lines = ["| model | GFLOP | runtime | status | check | by | second implementation | first node that differs | random weights | verify s |",
+    lines = ["| model | GFLOP | runtime | status | check | by | second implementation | first node that differs | "
+             "random weights | verify s |",
              "|---|---:|---|---|---|---|---|---|---:|---:|"]
     for r in rows:
         second = r.get("cross_check") or {}
@@ -56,7 +57,8 @@ def goal_table(rows: list[dict]) -> list[str]:
         lines.append(f"| {r['graph_id']} | {r['flops'] / 1e9:.2f} | {r['runtime']} | {r['status']} | {check} | "
                      f"{r.get('verified_by') or '—'} | {word} | {where} | {r.get('verify_random_weights') or '—'} | "
                      f"{r['verify_s']:.1f} |" if r.get("verify_s") is not None else
-                     f"| {r['graph_id']} | {r['flops'] / 1e9:.2f} | {r['runtime']} | {r['status']} | — | — | — | — | — | — |")
+                     f"| {r['graph_id']} | {r['flops'] / 1e9:.2f} | {r['runtime']} | {r['status']} | — | — | — | — | "
+                     "— | — |")
     counts: dict[str, int] = {}
     for r in rows:
         counts[r["status"]] = counts.get(r["status"], 0) + 1
@@ -78,7 +80,8 @@ def costs(paths: list[Path], rounds: int) -> list[str]:
     from dbench.sources.verify_weights import for_verification
     from dbench.worker.second import OutputsJob, outputs_elsewhere
 
-    lines = ["| model | GFLOP | onnx.reference s | ort-cpu (optimizations off) in a child s | openvino in a child s | rounds |",
+    lines = ["| model | GFLOP | onnx.reference s | ort-cpu (optimizations off) in a child s | openvino in a child s | "
+             "rounds |",
              "|---|---:|---:|---:|---:|---:|"]
     for path in paths:
         item = model_item(path, {})

@@ -85,7 +85,7 @@ def node_cases(corpus: Corpus, limit: int | None) -> None:
     for case in sorted(cases, key=lambda c: c.name):
         op = case.model.graph.node[0].op_type if case.model.graph.node else case.name
         first.setdefault(op, case)
-    for op, case in list(sorted(first.items()))[:limit]:
+    for _op, case in list(sorted(first.items()))[:limit]:
         inputs = {}
         if case.data_sets:
             names = [i.name for i in case.model.graph.input]

@@ -204,19 +204,24 @@ def main() -> None:
         for heavy in (False, True):
             covered, held = row_coverage(rng, args.trials, rounds, heavy)
             welch_false, paired_false = verdict_rates(rng, args.trials // 2, rounds, heavy)
-            print(f"{rounds:>6} {'heavy' if heavy else 'normal':>6} {covered:>17.1%} {held:>22.1%} {welch_false:>12.1%} {paired_false:>13.1%}")
+            print(f"{rounds:>6} {'heavy' if heavy else 'normal':>6} {covered:>17.1%} {held:>22.1%} "
+                  f"{welch_false:>12.1%} {paired_false:>13.1%}")
     raw, controlled = table_rates(rng, max(100, args.trials // 20), 100, 3)
     print(f"\nA-vs-A tables of 100 kernels, 3 rounds a side: any verdict {raw:.0%} with per-kernel 5 % tests, "
           f"{controlled:.1%} with the false-discovery control")
-    print(f"old interval (pooled samples of one session, n=200) holds a re-run's median: {old_interval_coverage(rng, args.trials):.1%}")
+    print("old interval (pooled samples of one session, n=200) holds a re-run's median: "
+          f"{old_interval_coverage(rng, args.trials):.1%}")
     for n in (2, 3, 5):
-        print(f"old Moses interval at n={n} a side holds 1 on identical sets: {old_moses_coverage(rng, args.trials, n):.1%}")
+        print(f"old Moses interval at n={n} a side holds 1 on identical sets: "
+              f"{old_moses_coverage(rng, args.trials, n):.1%}")
     print("\nruns that move as a whole (run-wide SD 5 %, rounds 1 %, 3 rounds), drift from H earlier runs of 20 graphs:")
-    print(f"{'H':>3} {'re-run holds: rounds alone':>27} {'with drift':>11} {'Welch false: rounds alone':>26} {'with drift':>11}")
+    print(f"{'H':>3} {'re-run holds: rounds alone':>27} {'with drift':>11} {'Welch false: rounds alone':>26} "
+          f"{'with drift':>11}")
     for history_runs in (2, 3, 5, 10):
         held_alone, held_drift, false_alone, false_drift = drift_rates(rng, args.trials // 4, history_runs)
         print(f"{history_runs:>3} {held_alone:>27.1%} {held_drift:>11.1%} {false_alone:>26.1%} {false_drift:>11.1%}")
-    print("\nheavy-tailed whole-run shifts (4 runs in 5 within SD 3 %, 1 in 5 SD 12 %; rounds 1 %), 10 graphs, H earlier runs:")
+    print("\nheavy-tailed whole-run shifts (4 runs in 5 within SD 3 %, 1 in 5 SD 12 %; rounds 1 %), 10 graphs, H "
+          "earlier runs:")
     print(f"{'H':>3} {'re-run holds: with the drift':>29} {'and widened by its history':>27} {'median factor':>14}")
     for history_runs in (4, 6, 10):
         held, widened, factor = widening_rates(rng, max(20, args.trials // 40), history_runs)

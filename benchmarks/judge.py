@@ -124,7 +124,8 @@ def a_vs_a(runs: list[list[dict]]) -> None:
         clean_tables += changed == 0
     judged = sum(verdicts.values())
     print(f"A-vs-A over {tables} pairs of identical runs: " + ", ".join(f"{n} {v}" for v, n in sorted(verdicts.items())))
-    print(f"  per-kernel verdicts 'same': {verdicts.get('same', 0) / judged:.1%}; tables with 0 changed: {clean_tables}/{tables}")
+    print(f"  per-kernel verdicts 'same': {verdicts.get('same', 0) / judged:.1%}; tables with 0 changed: "
+          f"{clean_tables}/{tables}")
 
 
 def calibration(runs: list[list[dict]]) -> None:
@@ -151,11 +152,13 @@ def calibration(runs: list[list[dict]]) -> None:
     if every:
         held = coverage([f for *_, f in every])
         print(f"calibration over {held.pairs} (row, later run) pairs: a later median inside the row's re-run interval "
-              f"{held.inside / held.pairs:.1%}, inside its interval of the median {sum(p[1] for p in every) / len(every):.1%}; "
+              f"{held.inside / held.pairs:.1%}, inside its interval of the median "
+              f"{sum(p[1] for p in every) / len(every):.1%}; "
               f"the factor that would have made 95 % hold: {held.factor:.2f}")
     for carried, found in pairs.items():
         if found:
-            print(f"  rows {'with the drift between runs' if carried else 'from their rounds alone'}: {len(found)} pairs, "
+            print(f"  rows {'with the drift between runs' if carried else 'from their rounds alone'}: {len(found)} "
+                  "pairs, "
                   f"re-run interval {sum(p[0] for p in found) / len(found):.1%}, interval of the median "
                   f"{sum(p[1] for p in found) / len(found):.1%}")
     if drifts:
@@ -244,7 +247,8 @@ def a_a_by_rounds(common: list[str], runtime: str, counts: list[int], repeat: in
     for rep in range(repeat):
         for rounds in rotated(counts, rep):
             log, wall = dbench_run([*common, "--runtime", f"{runtime},{runtime}", "--rounds", str(rounds)], out)
-            print(f"repetition {rep + 1}, --rounds {rounds}: {log.stem}, {wall:.0f} s wall ({verifying_s(log):.0f} s verifying)")
+            print(f"repetition {rep + 1}, --rounds {rounds}: {log.stem}, {wall:.0f} s wall ({verifying_s(log):.0f} "
+                  "s verifying)")
             a_a(rows(log))
             print(flush=True)
 
@@ -293,7 +297,8 @@ def resolved(run: list[dict], log: Path) -> None:
     header = json.loads(log.read_text().split("\n", 1)[0])
     started = datetime.fromisoformat(header["host"]["taken_at"])
     ended = max(datetime.fromisoformat(r["finished_at"]) for r in run)
-    print(f"  the run's wall time {(ended - started).total_seconds():.0f} s against its plan's {header.get('estimate_s')} s "
+    print(f"  the run's wall time {(ended - started).total_seconds():.0f} s against its plan's "
+          f"{header.get('estimate_s')} s "
           "(each graph's rounds as the calibration predicted them)")
 
 
@@ -375,7 +380,8 @@ def identical_runs(common: list[str], runs: int, out: Path) -> None:
     means = {kind: sum(v) / len(v) for kind, v in net.items()}
     print(f"  net of verification (references computed anew after a change to dbench): default runs "
           f"{min(net['default']):.0f}-{max(net['default']):.0f} s, one-round runs "
-          f"{', '.join(f'{w:.0f}' for w in net['one-round'])} s: rounds cost {means['default'] / means['one-round'] - 1:+.0%}")
+          f"{', '.join(f'{w:.0f}' for w in net['one-round'])} s: rounds cost "
+          f"{means['default'] / means['one-round'] - 1:+.0%}")
 
 
 def judge(runs: list[list[dict]], interleaved: list[dict] | None, one: list[dict] | None, two: list[dict] | None,

@@ -174,7 +174,8 @@ def main() -> None:
         elif row["list"] == "ok":
             row["run"], row["message"] = "no row", ""
 
-    print(f"\n| model | source | list --from-model | run ({args.runtime}) | FLOPs dbench / spec | kernel nodes not expressed |")
+    print(f"\n| model | source | list --from-model | run ({args.runtime}) | FLOPs dbench / spec | kernel nodes not "
+          "expressed |")
     print("|---|---|---|---|---|---|")
     for name, row in sorted(table.items()):
         flops = row.get("flops", {})

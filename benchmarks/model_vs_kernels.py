@@ -65,7 +65,8 @@ def main() -> None:
     print(f"machine: {host['cpu_model']}, {host['cpu_count']} cores; --threads {args.threads}; "
           f"load average at start {os.getloadavg()[0]:.1f}\n")
     print("| model | --dim | runtime | model median µs (cv) | Σ kernel median x copies µs (median cv) | share | "
-          "model min µs | Σ kernel min x copies µs | share of min | kernels ok | nodes covered | model check | runs (kernels, model) |")
+          "model min µs | Σ kernel min x copies µs | share of min | kernels ok | nodes covered | model check | runs "
+          "(kernels, model) |")
     print("|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|---|")
     for model in args.models.split(","):
         for runtime in args.runtimes.split(","):

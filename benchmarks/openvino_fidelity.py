@@ -1,8 +1,9 @@
 """Does dbench time OpenVINO as OpenVINO's own `benchmark_app` does?
 
-For GEMM and convolution inference kernels, both tools time the same .onnx file made by `dbench gen` (sync API, LATENCY hint, one stream,
-f32, same threads), interleaved kernel by kernel and round by round; prints each tool's median of
-medians and their ratio as a Markdown table (target: within 5% for kernels of 0.1 ms or more).
+For GEMM and convolution inference kernels, both tools time the same .onnx file made by `dbench gen`
+(sync API, LATENCY hint, one stream, f32, same threads), interleaved kernel by kernel and round by
+round; prints each tool's median of medians and their ratio as a Markdown table (target: within 5% for
+kernels of 0.1 ms or more).
 
 Weights: `dbench gen` files hold no weights (every weight is a graph input). With `--weights const`
 (default) each file gets its seeded weights embedded as initializers and that file goes to both tools
@@ -137,7 +138,8 @@ def measure(chosen: list[Entry], graphs: Path, files: dict[str, Path], args, wor
 
 
 def print_table(chosen: list[Entry], ours: dict[str, list[float]], theirs: dict[str, list[float]]) -> None:
-    print("| kernel | GFLOP | dbench ms | benchmark_app ms | difference µs | ratio | within 5% | round spread dbench / app |")
+    print("| kernel | GFLOP | dbench ms | benchmark_app ms | difference µs | ratio | within 5% | round spread "
+          "dbench / app |")
     print("|---|---:|---:|---:|---:|---:|:-:|---:|")
     inside = counted = 0
     for entry in chosen:

@@ -123,16 +123,19 @@ def main() -> None:
         ratios.append(statistics.median(paired))
         spreads.append((max(loop[kid]) - min(loop[kid])) / statistics.median(loop[kid]))
         rounds = " ".join(f"{r:.3f}({v:.1f})" for r, v in zip(paired, loop[kid]))
-        print(f"{kid:<52}{statistics.median(ours[kid]):>11.1f}{statistics.median(loop[kid]):>10.1f}{ratios[-1]:>7.3f}  {rounds}")
+        print(f"{kid:<52}{statistics.median(ours[kid]):>11.1f}{statistics.median(loop[kid]):>10.1f}"
+              f"{ratios[-1]:>7.3f}  {rounds}")
     within = sum(abs(r - 1) <= 0.03 for r in ratios)
     steady = sum(s <= 0.03 for s in spreads)
     print(f"within 3%: {within} of {len(ratios)}; median ratio {statistics.median(ratios):.3f}; "
           f"the loop's own sessions agreed within 3% on {steady} of {len(ratios)} kernels")
     smallest = min(KERNELS, key=lambda kid: kernels[kid].flops())
     print(f"overhead on the smallest kernel ({smallest}): "
-          f"{statistics.median(a - b for a, b in zip(ours[smallest], loop[smallest])):+.2f} µs per call (median of the rounds' differences)")
+          f"{statistics.median(a - b for a, b in zip(ours[smallest], loop[smallest])):+.2f} µs per call (median of "
+          "the rounds' differences)")
     empty = measure(lambda: None, TimingConfig(min_time=0.5))
-    print(f"timing loop around an empty call: {empty.median_us * 1e3:.0f} ns per call ({empty.calls_per_sample} calls per sample)")
+    print(f"timing loop around an empty call: {empty.median_us * 1e3:.0f} ns per call ({empty.calls_per_sample} "
+          "calls per sample)")
 
 
 if __name__ == "__main__":

@@ -8,7 +8,8 @@ counted apart: dbench does not verify them with onnx.reference at all.
 
     PYTHONPATH=. python benchmarks/reference_units.py --source light               # onnx's nine light_* CNNs (opset 9)
     PYTHONPATH=. python benchmarks/reference_units.py --source torch --opsets 7,9,10,11,12
-    PYTHONPATH=. python benchmarks/reference_units.py --source converted            # onnx's pytorch-converted tests (opset 6)
+    PYTHONPATH=. python benchmarks/reference_units.py --source converted            \
+# onnx's pytorch-converted tests (opset 6)
 
 Sources: `light` (the structures onnx ships, weights by ConstantOfShape: dbench draws them), `torch`
 (modules of benchmarks/predict_corpus.py exported by PyTorch's TorchScript exporter at old opsets,
@@ -191,7 +192,8 @@ def units_of(path: Path, runtime: str, tally: Tally, show: bool) -> None:
                 tally.raw_false += 1
                 tally.false_ops[ops] += 1
             if wrong and show:
-                print(f"    {'corrected' if corrected else 'raw'} reference fails {unit.spec.id} ({len(outputs)} runtime(s))", file=sys.stderr)
+                print(f"    {'corrected' if corrected else 'raw'} reference fails {unit.spec.id} ({len(outputs)} "
+                      "runtime(s))", file=sys.stderr)
 
 
 def main() -> None:
@@ -222,8 +224,10 @@ def main() -> None:
             tally = Tally(name, runtime)
             units_of(path, runtime, tally, args.show)
             tallies.append(tally)
-            print(f"{name:42s} {runtime:9s} units {tally.units:4d}  over budget {tally.over_budget:3d}  runtimes disagree "
-                  f"{tally.runtimes_disagree:3d}  one runtime {tally.one_runtime:3d}  raw: false {tally.raw_false:3d} unverified {tally.raw_unverified:3d}  "
+            print(f"{name:42s} {runtime:9s} units {tally.units:4d}  over budget {tally.over_budget:3d}  runtimes "
+                  "disagree "
+                  f"{tally.runtimes_disagree:3d}  one runtime {tally.one_runtime:3d}  raw: false "
+                  f"{tally.raw_false:3d} unverified {tally.raw_unverified:3d}  "
                   f"corrected: false {tally.corrected_false:3d} unverified {tally.corrected_unverified:3d}", flush=True)
     totals = Counter()
     for tally in tallies:
@@ -233,13 +237,16 @@ def main() -> None:
     print(f"\n{len(tallies)} model x runtime cuts, {time.monotonic() - began:.0f} s: {totals['units']} units, "
           f"{totals['over_budget']} above the FLOP budget, {totals['runtimes_disagree']} where the runtimes disagree, "
           f"{totals['one_runtime']} only one runtime runs, "
-          f"{judged} judged: onnx.reference alone {totals['raw_false']} false mismatches and {totals['raw_unverified']} unverified; "
-          f"dbench's reference {totals['corrected_false']} false mismatches and {totals['corrected_unverified']} unverified")
+          f"{judged} judged: onnx.reference alone {totals['raw_false']} false mismatches and "
+          f"{totals['raw_unverified']} unverified; "
+          f"dbench's reference {totals['corrected_false']} false mismatches and {totals['corrected_unverified']} "
+          "unverified")
     raw_ops, left_ops = Counter(), Counter()
     single = Counter()
     for tally in tallies:
         single.update(tally.one_runtime_differs)
-    print(f"units only one runtime runs: onnx.reference alone differs from it on {single['raw']}, dbench's reference on {single['corrected']}")
+    print(f"units only one runtime runs: onnx.reference alone differs from it on {single['raw']}, dbench's "
+          f"reference on {single['corrected']}")
     for tally in tallies:
         raw_ops.update(tally.false_ops)
         left_ops.update(tally.remaining_ops)

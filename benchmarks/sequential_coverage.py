@@ -85,13 +85,15 @@ def main() -> None:
     args = parser.parse_args()
     rng = np.random.default_rng(args.seed)
     print(f"{args.trials} simulated graphs a line; rounds {START} to {MOST}; a true change of twice the target for power")
-    print(f"{'tail':>6} {'pair SD':>7} {'target':>6} {'A/A changed: anytime':>21} {'t peeking':>10} {'2x target found':>16} "
+    print(f"{'tail':>6} {'pair SD':>7} {'target':>6} {'A/A changed: anytime':>21} {'t peeking':>10} "
+          f"{'2x target found':>16} "
           f"{'interval covers':>16} {'rounds: median':>15} {'p90':>4} {'at true SD':>10} {'calibrate within 2x':>20}")
     for heavy in (False, True):
         for sd in (0.02, 0.05, 0.10):
             for target in (0.02, 0.05, 0.10):
                 r = cell(rng, args.trials, sd, target, heavy)
-                print(f"{'heavy' if heavy else 'normal':>6} {sd:>7.0%} {target:>6.0%} {r['aa_any']:>21.1%} {r['aa_naive']:>10.1%} "
+                print(f"{'heavy' if heavy else 'normal':>6} {sd:>7.0%} {target:>6.0%} {r['aa_any']:>21.1%} "
+                      f"{r['aa_naive']:>10.1%} "
                       f"{r['found']:>16.1%} {r['covered']:>16.1%} {r['median']:>15} {r['p90']:>4} {r['expected']:>10} "
                       f"{r['within']:>20.1%}")
 

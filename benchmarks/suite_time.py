@@ -6,8 +6,10 @@ family and by check. The runtimes share one fresh reference cache (a temporary f
 --cache-dir), so the first pays for the references and the next ones show what a cached run costs.
 Default: the inference suite's GEMM and convolution kernels in fp32 on ort-cpu, default settings.
 
-    python benchmarks/suite_time.py --suite inference --ops gemm,conv,rnn,sparse --runtime ort-cpu,openvino -- --quick --timeout 1800
-    python benchmarks/suite_time.py --suite inference --ops gemm,conv,rnn,sparse --runtime ort-cpu,openvino --keep suite.jsonl
+    python benchmarks/suite_time.py --suite inference --ops gemm,conv,rnn,sparse --runtime ort-cpu,openvino \
+-- --quick --timeout 1800
+    python benchmarks/suite_time.py --suite inference --ops gemm,conv,rnn,sparse --runtime ort-cpu,openvino \
+--keep suite.jsonl
     python benchmarks/suite_time.py --suite inference-device --ops gemm --id 'gemm_m64_*' -- --quick   # smoke
 
 Its figures go to dated pages under docs/measurements/ (the last: 2026-11-26-suite-time-quick-caps.md);
@@ -105,7 +107,8 @@ def report(runtime: str, wall: float, rows: list[dict]) -> None:
               f"{100 * (1 - timed / others_wall):.1f} % outside timed calls")
     slowest = sorted(rows, key=outside, reverse=True)[:3]
     print("  most time outside timed calls: " + "; ".join(
-        f"{r['graph_id']} {outside(r):.1f} s (verify {r.get('verify_s') or 0:.1f}, profile {r.get('profile_s') or 0:.1f})" for r in slowest))
+        f"{r['graph_id']} {outside(r):.1f} s (verify {r.get('verify_s') or 0:.1f}, profile "
+        f"{r.get('profile_s') or 0:.1f})" for r in slowest))
 
 
 def main() -> None:

@@ -296,7 +296,8 @@ def print_fidelity(kernels: list[str], results: dict, rows: dict, args) -> None:
             applies = kid in GEMV or p50 >= 1000
             counted += 2 * applies
             inside += applies * ((abs(ort_ratio - 1) <= TARGET) + (abs(ov_ratio - 1) <= TARGET))
-            print(f"| {kid} | {streams}x{args.threads} | {p50 / 1e3:.3f} ms | {median['dbench ort-cpu']:.1f} | {median['loop']:.1f} | "
+            print(f"| {kid} | {streams}x{args.threads} | {p50 / 1e3:.3f} ms | {median['dbench ort-cpu']:.1f} | "
+                  f"{median['loop']:.1f} | "
                   f"{ort_ratio:.3f} | {net_ratio(results, kid, streams, 'dbench ort-cpu', 'loop')} | "
                   f"{median['dbench openvino']:.1f} | {median['benchmark_app']:.1f} | {ov_ratio:.3f} | "
                   f"{net_ratio(results, kid, streams, 'dbench openvino', 'benchmark_app')} |")
@@ -309,7 +310,8 @@ def print_cpp(kernels: list[str], results: dict, rows: dict, args) -> None:
     """OpenVINO's sides against the C++ loops of the same compiled model: dbench against the sync loop,
     benchmark_app against the async one."""
     print("\nOpenVINO against the C++ loops (same compiled configuration, no Python on their path):")
-    print("| kernel | streams | C++ sync inf/s | C++ async inf/s | dbench openvino / C++ sync | benchmark_app / C++ async |")
+    print("| kernel | streams | C++ sync inf/s | C++ async inf/s | dbench openvino / C++ sync | benchmark_app / C++ "
+          "async |")
     print("|---|---:|---:|---:|---:|---:|")
     inside = counted = 0
     for kid in kernels:

@@ -45,7 +45,8 @@ def parse_cpus(text: str) -> tuple[int, ...]:
     available = available_cpus()
     missing = cpus - available
     if missing:
-        raise UsageError(f"--cpus {text!r}: CPU {format_cpus(missing)} not available here (this process may use {format_cpus(available)})")
+        raise UsageError(f"--cpus {text!r}: CPU {format_cpus(missing)} not available here (this process may use "
+                         f"{format_cpus(available)})")
     return tuple(sorted(cpus))
 
 

@@ -58,7 +58,7 @@ def friendly(func: F) -> F:
 def _python_type(opt: Opt) -> Any:
     """The Python type typer reads an option as: optional unless it has a default."""
     base = {"text": str, "texts": list[str], "path": Path, "int": int, "float": float, "flag": bool}[opt.kind]
-    return base if opt.kind == "flag" or opt.default is not None else Optional[base]
+    return base if opt.kind == "flag" or opt.default is not None else base | None
 
 
 def _default(opt: Opt) -> Any:
@@ -313,7 +313,8 @@ def export(
     int8_form: Int8FormOpt = None,
     no_pad: NoPadOpt = False,
     batch: BatchOpt = None,
-    units: Annotated[Optional[Path], typer.Option("--units", metavar="MODEL", parser=given_path, help="Export MODEL's execution units as --runtime cuts them here (with an empty graph), for dbench predict --units-run.")] = None,
+    units: Annotated[Optional[Path], typer.Option("--units", metavar="MODEL", parser=given_path, help="Export MODEL's execution units as --runtime cuts them here (with an empty graph), for dbench "
+                                                                                                      "predict --units-run.")] = None,
     dim: DimOpt = None,
     runtime: annotated(option("runtime"), metavar='RUNTIME', help='With --units: the runtime whose layers cut the model.') = "ort-cpu",
     threads: annotated(option("threads"), kind="int", metavar='N', help='With --units: the intra-op threads the board will run them with.') = None,
@@ -335,7 +336,8 @@ def export(
     selection, requests = _planned("export", suite, ops, app_, pattern, kernels,
                                    gen_fields(precision, passes, gemm_form, rnn_form, gru_activation, int8_form, no_pad, batch))
     exported = export_bundle(requests, selection.suite, out_path)
-    out.print(f"{exported.path}: {exported.graphs} graphs + manifest, SHA256SUMS, README.txt; run with: dbench run --graphs {exported.path.name}", highlight=False)
+    out.print(f"{exported.path}: {exported.graphs} graphs + manifest, SHA256SUMS, README.txt; run with: dbench run "
+              f"--graphs {exported.path.name}", highlight=False)
     for reason, n in exported.skipped.items():
         out.print(f"[yellow]skipped {n}:[/] {escape(reason)}")
 
@@ -484,7 +486,8 @@ def predict(
     min_time: MinTimeOpt = None,
     max_time: MaxTimeOpt = None,
     warmup: WarmupOpt = None,
-    rounds: annotated(option("rounds"), help='Rounds per graph; the model, its units and the empty graph share them, so the error gets a paired interval (default 3).') = None,
+    rounds: annotated(option("rounds"), help='Rounds per graph; the model, its units and the empty graph share them, so the error gets a '
+                                             'paired interval (default 3).') = None,
     no_verify: annotated(option("no_verify"), help='Skip verifying the model and its units against onnx.reference.') = False,
     profile_runs: annotated(option("profile_runs"), default=10, help="Runs of the profiling pass (the units' times inside the model come from the model's).") = 10,
     timeout: annotated(option("timeout"), help='Seconds a graph may spend in one phase before its worker is killed as hung.') = 600.0,
@@ -492,7 +495,8 @@ def predict(
     memory_limit: annotated(option("memory_limit"), help='Address-space limit of the worker in GiB.') = None,
     out_dir: annotated(option("out_dir")) = Path("results"),
     resume: annotated(option("resume"), help='Complete an interrupted prediction run by its id.') = None,
-    units_run: Annotated[Optional[str], typer.Option("--units-run", metavar="RUN-ID", parser=given, help="Predict from a run of the model's exported units (dbench export --units) on another machine, without running the model there.")] = None,
+    units_run: Annotated[Optional[str], typer.Option("--units-run", metavar="RUN-ID", parser=given, help="Predict from a run of the model's exported units (dbench export --units) on another machine, "
+                                                                                                         "without running the model there.")] = None,
     wait: WaitOpt = False,
     overlap: OverlapOpt = False,
     top: Annotated[int, typer.Option("--top", metavar="N", help="Units shown, by their time inside the model (0: all).")] = 20,
@@ -625,7 +629,8 @@ def calibrate(
 @app.command()
 @friendly
 def compare(
-    runs: Annotated[list[str], typer.Argument(metavar="RUN...", parser=given, help="Runs by id (globs like 'run-20261125-*' work) or .jsonl path: one interleaved run, two runs, or side a before --vs.")],
+    runs: Annotated[list[str], typer.Argument(metavar="RUN...", parser=given, help="Runs by id (globs like 'run-20261125-*' work) or .jsonl path: one interleaved run, two runs, or "
+                                                                                   "side a before --vs.")],
     versus: Annotated[Optional[list[str]], typer.Option("--vs", metavar="RUN", parser=given, help="Side b: runs to compare side a with (repeat, or glob); several a side use the runs' spread.")] = None,
     fmt: Annotated[str, typer.Option("--format", "-f", metavar="table|csv|json", parser=given, help="table | csv | json (one row per kernel: ratio, interval, verdict, rounds, resolvable change).")] = "table",
     fdr: Annotated[float, typer.Option("--fdr", metavar="RATE", help="False-discovery rate the table's verdicts control.")] = 0.05,
@@ -683,7 +688,8 @@ def compare(
 def report(
     results: Annotated[list[Path], typer.Argument(metavar="RESULTS", parser=given_path, help="Run logs (.jsonl) or folders of them: any runs, runtimes, machines.")],
     out_dir: annotated(option("out_dir"), default='report', help='Folder for report.md/.html/.xlsx, CSVs and PNGs.') = Path("report"),
-    baseline: Annotated[Optional[str], typer.Option("--baseline", metavar="GROUP", parser=given, help="Column group (or runtime name) speedups are relative to; default the first group measured on this machine (your own runs), else the first.")] = None,
+    baseline: Annotated[Optional[str], typer.Option("--baseline", metavar="GROUP", parser=given, help="Column group (or runtime name) speedups are relative to; default the first group measured on "
+                                                                                                      "this machine (your own runs), else the first.")] = None,
     profile: Annotated[bool, typer.Option("--profile", help="Also every row's per-node profile (layer, op, kernel, precision, time, share), as benchmark_app -pc.")] = False,
 ) -> None:
     """Side-by-side tables, summary, support matrix, predictions, plots; terminal, Markdown, CSV, xlsx and HTML."""

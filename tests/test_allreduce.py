@@ -279,7 +279,8 @@ def test_verdict_names_the_failed_rank_and_passes_exit_codes():
 def test_the_module_imports_neither_onnx_nor_mpi4py_nor_a_runtime():
     """Every module of dbench.allreduce (but __main__, which runs the command) imported in a fresh interpreter."""
     code = ("import importlib, pkgutil, sys, dbench.allreduce as package; "
-            "names = [m.name for m in pkgutil.iter_modules(package.__path__, 'dbench.allreduce.') if m.name != 'dbench.allreduce.__main__']; "
+            "names = [m.name for m in pkgutil.iter_modules(package.__path__, 'dbench.allreduce.') if m.name != "
+            "'dbench.allreduce.__main__']; "
             "[importlib.import_module(n) for n in names]; "
             "bad = [m for m in ('onnx', 'mpi4py', 'onnxruntime', 'openvino', 'tensorrt', 'cupy', 'dbench.gen') "
             "if m in sys.modules]; print(len(names), bad); sys.exit(1 if bad or len(names) < 8 else 0)")

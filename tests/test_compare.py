@@ -90,7 +90,8 @@ def test_an_interleaved_table_too_noisy_for_10_percent_says_how_many_rounds_woul
     needed = sorted(p.rounds_to_resolve for p in noisy)
     text = " ".join(" ".join(compare_summary(comparison)).split())
     median = needed[len(needed) // 2]
-    assert (f"to resolve a 10% change on the {len(noisy)} too noisy, an interleaved run needs about {median} rounds as long "
+    assert (f"to resolve a 10% change on the {len(noisy)} too noisy, an interleaved run needs about {median} rounds "
+            "as long "
             "as these") in text and "for the noisiest), from the noise its 5 rounds measured" in text
     assert f"--rounds {median} with --min-time raised {median}/5-fold" in text
     tight = [[row(f"g{i}", list(100 * drift[i] * np.exp(0.002 * rng.standard_normal(5)))) for i in range(6)] for _ in range(2)]

@@ -23,7 +23,8 @@ def test_core_imports_no_runtime():
 def test_gen_runs_with_runtimes_hidden(tmp_path):
     """`dbench gen` and `dbench list` with onnxruntime, openvino and mpi4py made unimportable."""
     code = ("import sys\nfor m in ('onnxruntime', 'openvino', 'mpi4py'): sys.modules[m] = None\n"
-            "from dbench.cli import app\nsys.argv = ['dbench', 'gen', '--suite', 'inference-device', '--out', sys.argv[1]]\n"
+            "from dbench.cli import app\nsys.argv = ['dbench', 'gen', '--suite', 'inference-device', '--out', "
+            "sys.argv[1]]\n"
             "app()")
     done = subprocess.run([sys.executable, "-c", code, str(tmp_path)], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stdout + done.stderr

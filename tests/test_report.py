@@ -9,8 +9,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
-REPO = Path(__file__).resolve().parent.parent
 from rich.console import Console
 from typer.testing import CliRunner
 
@@ -19,6 +17,8 @@ from dbench.report.build import build_report
 from dbench.report.results import load
 from dbench.report.terminal import terminal_report
 from tests.report_fixtures import fake_log, two_runtimes  # noqa: F401 (fixture)
+
+REPO = Path(__file__).resolve().parent.parent
 
 pytestmark = pytest.mark.slow
 

@@ -27,7 +27,8 @@ needs_chromium = pytest.mark.skipif(CHROMIUM is None, reason="chromium is not in
 
 PROBE = """<script>
 window.__errors = [];
-window.addEventListener('error', e => window.__errors.push(String(e.message || (e.target && e.target.tagName) || e.type)), true);
+window.addEventListener('error',
+    e => window.__errors.push(String(e.message || (e.target && e.target.tagName) || e.type)), true);
 const original = console.error;
 console.error = (...args) => { window.__errors.push(args.join(' ')); original(...args); };
 window.addEventListener('load', () => document.documentElement.setAttribute('data-check', JSON.stringify({

@@ -78,7 +78,8 @@ CASES = [
 
 
 def _command(args: list[str], tmp_path: Path) -> list[str]:
-    """The command line with {K} a one-kernel CSV, {H} a header-only CSV, {G} a folder whose manifest lists no graphs."""
+    """The command line with {K} a one-kernel CSV, {H} a header-only CSV, {G} a folder whose manifest lists
+    no graphs."""
     folder = tmp_path / "g"
     folder.mkdir()
     write_manifest(folder, [])

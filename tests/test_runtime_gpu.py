@@ -79,7 +79,8 @@ def test_the_provider_libraries_missing_sonames_are_named():
 
 def test_driver_probe_says_no_driver_when_libcuda_cannot_load():
     assert gpu.driver_problem("libcuda-not-here.so.1") == (
-        "no NVIDIA driver: libcuda-not-here.so.1 not found (install the NVIDIA driver; a container needs the GPU passed through)")
+        "no NVIDIA driver: libcuda-not-here.so.1 not found (install the NVIDIA driver; a container needs the GPU "
+        "passed through)")
 
 
 def test_probes_on_this_machine_are_truthful():

@@ -17,7 +17,8 @@ DEFAULT = Arguments()
 
 
 def command(
-    np_: Annotated[Optional[int], typer.Option("--np", metavar="N", help="Start this many ranks (2 or more) with the mpiexec of this environment. Leave out when already started by mpiexec/srun.")] = None,
+    np_: Annotated[Optional[int], typer.Option("--np", metavar="N", help="Start this many ranks (2 or more) with the mpiexec of this environment. Leave out when already "
+                                                                         "started by mpiexec/srun.")] = None,
     sizes: Annotated[Optional[str], typer.Option("--sizes", metavar="SIZES", parser=given, help="deepbench (its 7 sizes, the default) or element counts, e.g. 100000,4M (K/M/G = 2^10/2^20/2^30).")] = DEFAULT.sizes,
     begin: Annotated[Optional[str], typer.Option("-b", "--minbytes", metavar="BYTES", parser=given, help="Sweep like nccl-tests: first message size in bytes (e.g. 8, 1K, 1M).")] = DEFAULT.begin,
     end: Annotated[Optional[str], typer.Option("-e", "--maxbytes", metavar="BYTES", parser=given, help="Sweep: last message size in bytes.")] = DEFAULT.end,

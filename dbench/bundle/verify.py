@@ -32,7 +32,8 @@ def _check_checksums(members: dict[str, bytes], where: str) -> None:
     for name, expected in sorted(sums.items()):
         check_name(name, f"{where}: {CHECKSUMS}")
         if digest(members[name]) != expected:
-            raise InputError(f"{where}: {name!r} does not match its checksum in {CHECKSUMS} (changed or damaged since export); {REEXPORT}")
+            raise InputError(f"{where}: {name!r} does not match its checksum in {CHECKSUMS} (changed or damaged since export); "
+                             f"{REEXPORT}")
 
 
 def _check_manifest(members: dict[str, bytes], where: str) -> None:
@@ -60,7 +61,8 @@ def _check_graphs(members: dict[str, bytes], where: str) -> None:
         for location in external_locations(model):
             check_name(location, f"{where}: {name} external data")
             if location not in members:
-                raise InputError(f"{where}: {name!r} reads external data from {location!r}, which is not a file of the bundle; {REEXPORT}")
+                raise InputError(f"{where}: {name!r} reads external data from {location!r}, which is not a file of the bundle; "
+                                 f"{REEXPORT}")
 
 
 def verify_members(members: dict[str, bytes], where: str) -> None:

@@ -138,9 +138,11 @@ def _detect_family(header: list[str], path: str) -> type[Kernel]:
 
 def _check_fits(kernel: ConvKernel, path: str, row: int) -> None:
     if kernel.extent_w > kernel.w + 2 * kernel.pad_w:
-        raise KernelFileError(path, row, "s", f"filter width {kernel.extent_w} (dilated) is larger than the padded input width {kernel.w + 2 * kernel.pad_w}")
+        raise KernelFileError(path, row, "s", f"filter width {kernel.extent_w} (dilated) is larger than the padded input width "
+                                              f"{kernel.w + 2 * kernel.pad_w}")
     if kernel.extent_h > kernel.h + 2 * kernel.pad_h:
-        raise KernelFileError(path, row, "r", f"filter height {kernel.extent_h} (dilated) is larger than the padded input height {kernel.h + 2 * kernel.pad_h}")
+        raise KernelFileError(path, row, "r", f"filter height {kernel.extent_h} (dilated) is larger than the padded input height "
+                                              f"{kernel.h + 2 * kernel.pad_h}")
     for column, channels in (("c", kernel.c), ("k", kernel.k)):
         if channels % kernel.groups:
             raise KernelFileError(path, row, "groups", f"{column}={channels} is not a multiple of groups={kernel.groups}")

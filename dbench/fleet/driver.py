@@ -44,7 +44,8 @@ class Machine:
     path: Path
     member: Member | None = None
     status: str = "waiting"
-    """waiting | running | dropped (left; may come back) | finished | failed | refused | stopped | lost (never came back)"""
+    """waiting | running | dropped (left; may come back) | finished | failed | refused | stopped
+    | lost (never came back)"""
     message: str = ""
     attempt: int = 0
     future: Any = None

@@ -46,5 +46,6 @@ def connect(address: str, timeout_s: float = CONNECT_TIMEOUT_S) -> Any:
             return distributed.Client(scheduler_file=str(path), timeout=timeout_s, set_as_default=False)
         return distributed.Client(address, timeout=timeout_s, set_as_default=False)
     except (OSError, TimeoutError, ValueError) as err:
-        raise InputError(f"cannot reach a Dask scheduler at {address} ({str(err).splitlines()[0] if str(err) else type(err).__name__}); "
+        raise InputError(f"cannot reach a Dask scheduler at {address} ("
+                         f"{str(err).splitlines()[0] if str(err) else type(err).__name__}); "
                          "start one with `dask scheduler` and give its address (tcp://HOST:8786) or its --scheduler-file") from None

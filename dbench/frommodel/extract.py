@@ -211,7 +211,8 @@ def _transpose_pads(attrs: dict, x: tuple[int, ...], kernel: tuple[int, ...], y:
     totals = [st * (xi - 1) + op + d * (k - 1) + 1 - yi
               for st, xi, op, d, k, yi in zip(strides, x, output_padding, dilations, kernel, y)]
     if any(t < 0 for t in totals):
-        raise NotExpressed(f"ConvTranspose output {list(y)} is larger than its input and kernel produce: not one convolution's transpose")
+        raise NotExpressed(f"ConvTranspose output {list(y)} is larger than its input and kernel produce: not one convolution's "
+                           "transpose")
     if auto == "SAME_UPPER":
         begin, end = [t // 2 for t in totals], [t - t // 2 for t in totals]
     else:
@@ -245,7 +246,8 @@ def _rnn(node, shapes: Shapes) -> Found:
     if int(attrs.get("layout", 0)) != 0:
         raise NotExpressed(f"{node.op_type} layout=1 (batch first): dbench's rnn kernels are sequence first")
     if width != hidden:
-        raise NotExpressed(f"{node.op_type} input width {width} != hidden {hidden}: dbench's rnn kernels take input width = hidden (DeepBench's)")
+        raise NotExpressed(f"{node.op_type} input width {width} != hidden {hidden}: dbench's rnn kernels take input width = "
+                           "hidden (DeepBench's)")
     if inputs[4] or (cell == "lstm" and inputs[7]):
         raise NotExpressed(f"{node.op_type} with sequence_lens or peepholes: dbench's rnn kernels have neither")
     if "clip" in attrs or attrs.get("input_forget", 0):
@@ -256,7 +258,8 @@ def _rnn(node, shapes: Shapes) -> Found:
     if cell == "vanilla" and not activations:
         raise NotExpressed("RNN with the default Tanh activation: dbench's vanilla RNN is DeepBench's ReLU RNN")
     if cell == "gru" and not attrs.get("linear_before_reset", 0):
-        raise NotExpressed("GRU with linear_before_reset=0: dbench's GRU applies the reset gate after the recurrent product (=1, cuDNN's and PyTorch's)")
+        raise NotExpressed("GRU with linear_before_reset=0: dbench's GRU applies the reset gate after the recurrent product (=1, "
+                           "cuDNN's and PyTorch's)")
     directions = 2 if _text(attrs.get("direction", "forward")) == "bidirectional" else 1
     return Found(RnnKernel(cell=cell, hidden=hidden, batch=n, timesteps=t),
                  _float_precision(shapes, node.input[0], node.op_type), form="op", repeat=directions)

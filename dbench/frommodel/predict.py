@@ -17,8 +17,9 @@ def _model_tag(row: dict[str, Any]) -> dict[str, Any]:
 
 def model_vs_kernels(model_rows: list[dict[str, Any]], kernel_rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """One row per timed model and runtime: measured median, predicted sum over its kernels, their
-    ratio (`share`); the same over minimum times (`share_of_min`: less sensitive to a busy machine), and how many kernels (and model nodes) the sum covers; kernels that did not run ok
-    are named, never counted as zero."""
+    ratio (`share`); the same over minimum times (`share_of_min`: less sensitive to a busy machine), and
+    how many kernels (and model nodes) the sum covers; kernels that did not run ok are named, never
+    counted as zero."""
     table = []
     for model in (r for r in model_rows if r.get("family") == MODEL_FAMILY):
         name, runtime = model["kernel_id"], model["runtime"]

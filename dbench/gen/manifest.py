@@ -38,7 +38,8 @@ def confined_file(folder: Path, name: str) -> Path:
     """`folder/name` when `name` is a plain file name whose path, links resolved, stays inside
     `folder`; a one-line error otherwise (graph folders travel between machines: never read outside)."""
     if not isinstance(name, str) or not name or name in (".", "..") or "/" in name or "\\" in name or "\0" in name:
-        raise InputError(f"{folder / MANIFEST} names graph file {name!r}, which is not a plain file name inside the folder; regenerate the folder with `dbench gen`")
+        raise InputError(f"{folder / MANIFEST} names graph file {name!r}, which is not a plain file name inside the folder; "
+                         "regenerate the folder with `dbench gen`")
     path = folder / name
     if path.is_symlink() and not path.resolve().is_relative_to(folder.resolve()):
         raise InputError(f"{path} is a link to {path.resolve()}, outside the graph folder; replace it with the file itself")

@@ -45,8 +45,9 @@ def _family(name: str, precision: str) -> Family:
 
 def plan(kernels: Iterable[Kernel], suite_tags: Iterable[str], options: GenOptions) -> list[GraphRequest]:
     """Every graph the kernels yield: the forward pass, and the backward passes for kernels selected
-    through the train suite, each at every `--batch` size if any. Nothing is built yet. A kernel with no graph in the precision gets one
-    request whose build raises UnsupportedError, so a run records it as `unsupported`."""
+    through the train suite, each at every `--batch` size if any. Nothing is built yet. A kernel with no
+    graph in the precision gets one request whose build raises UnsupportedError, so a run records it as
+    `unsupported`."""
     tags = set(suite_tags)
     requests = []
     for kernel in with_batches(kernels, options.batch):

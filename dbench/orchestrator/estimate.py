@@ -245,7 +245,8 @@ def fit_budget(budget_s: float, costs: dict[tuple[str, str], GraphCost], keys: l
                 mid = (low + high) / 2
                 low, high = (mid, high) if total(mid, with_profile) <= budget_s else (low, mid)
             fitted = dataclasses.replace(timing, min_time=round(timing.min_time * low, 3), max_time=round(timing.max_time * low, 3))
-            gave_up = [f"sampling cut to {fitted.min_time:g} s per graph (from {timing.min_time:g} s; at most {fitted.max_time:g} s): "
+            gave_up = [f"sampling cut to {fitted.min_time:g} s per graph (from {timing.min_time:g} s; at most "
+                       f"{fitted.max_time:g} s): "
                        "fewer samples a round, so wider intervals"]
             if profile and not with_profile:
                 gave_up.append("no per-node profile (no kernel names, kernel time or executed precision)")

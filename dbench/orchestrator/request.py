@@ -301,7 +301,8 @@ def check_numbers(request: RunRequest) -> None:
             raise UsageError(f"--threads {threads} is out of range; use 1 to {MAX_THREADS_PER_CORE * cores} "
                              f"({cores} cores here), or leave it out for every core")
     if request.rounds is not None and not 1 <= request.rounds <= MAX_ROUNDS:
-        raise UsageError(f"--rounds {request.rounds} is out of range; use 1 to {MAX_ROUNDS} (3 or more give an interval a verdict can use)")
+        raise UsageError(f"--rounds {request.rounds} is out of range; use 1 to {MAX_ROUNDS} (3 or more give an interval a "
+                         "verdict can use)")
     if request.resolve is not None:
         check_resolve(request)
     if request.history is not None and not 0 <= request.history <= MAX_HISTORY_RUNS:
@@ -323,7 +324,8 @@ def check_numbers(request: RunRequest) -> None:
         raise UsageError(f"--warmup {request.warmup:g} must be 0 or more seconds, at most {MAX_SECONDS:g} (a day)")
     timing = request.timing()
     if timing.max_time < timing.min_time:
-        raise UsageError(f"--max-time {timing.max_time:g} is below --min-time {timing.min_time:g}; raise --max-time or lower --min-time")
+        raise UsageError(f"--max-time {timing.max_time:g} is below --min-time {timing.min_time:g}; raise --max-time or lower "
+                         "--min-time")
     if not 0 <= request.profile_runs <= MAX_PROFILE_RUNS:
         raise UsageError(f"--profile-runs {request.profile_runs} must be 0 (no profile) to {MAX_PROFILE_RUNS}")
     if request.memory_limit is not None and request.memory_limit <= 0:

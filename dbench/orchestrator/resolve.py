@@ -125,6 +125,7 @@ class Resolver:
         median = float(np.median([m for ms in medians.values() for m in ms]))
         calibrated = self.predicted(graph_id, median)
         own = ("not measured" if sd is None else
-               f"(SD {sd:.1%} a round) needs {f'about {needed}' if needed else 'more than 1000'} rounds for ±{self.target:.0%}")
+               f"(SD {sd:.1%} a round) needs {f'about {needed}' if needed else 'more than 1000'} rounds for "
+               f"±{self.target:.0%}")
         return Settled(self.target, False, halves, f"not resolved: {reached} after {rounds} rounds ({why}); its own noise "
                        f"{own}" + (f", this machine's calibration about {calibrated}" if calibrated else ""))

@@ -22,7 +22,8 @@ def device_kind(runtime: str) -> str | None:
 
 
 def _keep_highest(old: dict[str, Any], new: dict[str, Any]) -> dict[str, Any]:
-    """`new` with each of its copy and triad bandwidths that `old` beat replaced by `old`'s, and when that was measured."""
+    """`new` with each of its copy and triad bandwidths that `old` beat replaced by `old`'s, and when that was
+    measured."""
     merged = dict(new)
     for field in ("copy_gbps", "triad_gbps"):
         if (old.get(field) or 0) > new[field]:

@@ -240,7 +240,8 @@ def measure_peaks(runtimes: list[str], precisions: list[str], log=print) -> dict
     check_choices(runtimes, precisions)
     host = host_metadata()
     if host["busy_start"]:
-        log(f"warning: machine busy (1-minute load {host['load_start'][0]}): ceilings measured now are low; re-run on a quiet machine")
+        log(f"warning: machine busy (1-minute load {host['load_start'][0]}): ceilings measured now are low; "
+            "re-run on a quiet machine")
     caches = cache_sizes()
     bandwidth = measure_bandwidth(max(caches.values(), default=32 * 2**20))
     log(f"memory: copy {bandwidth.copy_gbps:.1f} GB/s, triad {bandwidth.triad_gbps:.1f} GB/s")
@@ -257,7 +258,8 @@ def measure_peaks(runtimes: list[str], precisions: list[str], log=print) -> dict
             log(f"{runtime} bandwidth: skipped ({skipped[f'{runtime} bandwidth']})")
             continue
         devices[runtime] = {**asdict(measured), "taken_at": taken_at}
-        log(f"{runtime}: {measured.device} memory: copy {measured.copy_gbps:.1f} GB/s, triad {measured.triad_gbps:.1f} GB/s "
+        log(f"{runtime}: {measured.device} memory: copy {measured.copy_gbps:.1f} GB/s, triad "
+            f"{measured.triad_gbps:.1f} GB/s "
             f"({measured.array_bytes / 2**30:.2f} GiB arrays)")
     for runtime in runtimes:
         for precision in precisions:
@@ -270,7 +272,8 @@ def measure_peaks(runtimes: list[str], precisions: list[str], log=print) -> dict
             best = max(measured, key=lambda m: m["best_tflops"])
             gemm.setdefault(runtime, {})[precision] = best["best_tflops"]
             shapes.setdefault(runtime, {})[precision] = measured
-            log(f"{runtime} {precision}: GEMM {best['best_tflops']:.3f} TFLOP/s (at {'x'.join(map(str, best['shape']))}; "
+            log(f"{runtime} {precision}: GEMM {best['best_tflops']:.3f} TFLOP/s (at "
+                f"{'x'.join(map(str, best['shape']))}; "
                 f"round medians {', '.join(f'{r:.3f}' for r in best['round_tflops'])})")
     return {"machine_key": host["machine_key"], "taken_at": taken_at, "load_start": host["load_start"],
             "busy_start": host["busy_start"], "caches": caches, "copy_gbps": bandwidth.copy_gbps,

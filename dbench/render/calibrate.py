@@ -29,7 +29,8 @@ def calibration_table(entry: Entry) -> Table:
                           "compare and --resolve meet); round: SD of one copy's round; drift: SD of a run's time beyond its "
                           "rounds, from this machine's earlier runs; finds: the change a fixed interleaved run of N rounds "
                           "finds 80% of the time; --resolve: rounds until the anytime-valid 95% interval is within ±X; "
-                          "held: earlier rows' re-run intervals, made as now, that held a later run's median (×: the factor dbench scales them by)",
+                          "held: earlier rows' re-run intervals, made as now, that held a later run's median (×: the factor dbench "
+                          "scales them by)",
                   box=box.SIMPLE_HEAD)
     for column in ("class", "kernels", "pairs", "pair SD", "(noisiest)", "round SD", "drift",
                    *(f"finds @{n}" for n in FIXED_ROUNDS), *(f"±{t:.0%}" for t in TARGETS), "held"):

@@ -40,7 +40,8 @@ def not_expressed_table(extraction: Extraction, caption: str = "") -> Table:
 def prediction_table(rows: list[dict]) -> Table:
     """`model_vs_kernels` rows: measured model median beside the sum of its kernels and the share explained."""
     table = Table(title="whole model vs the sum of its kernels",
-                  caption="kernels µs = Σ kernel median x copies; share = kernels µs / model µs; share of min: the same over minimum times")
+                  caption="kernels µs = Σ kernel median x copies; share = kernels µs / model µs; share of min: the same "
+                          "over minimum times")
     for column in ("model", "runtime", "model µs", "kernels µs", "share", "share of min", "kernels ok", "nodes covered", "model check"):
         table.add_column(column, justify="left" if column in ("model", "runtime", "model check") else "right")
     for r in rows:

@@ -19,7 +19,8 @@ def profile_table(row: dict[str, Any]) -> Table | None:
         return None
     total = sum(n["time_us"] for n in nodes if not n.get("container"))
     caption = (f"layers sum to {format_time(total)} per call in the profiling pass "
-               f"({format_time(row.get('profile_call_us'))} per profiled call); timed median {format_time(row.get('median_us'))}")
+               f"({format_time(row.get('profile_call_us'))} per profiled call); timed median "
+               f"{format_time(row.get('median_us'))}")
     table = Table(title=f"profile · {row['graph_id']} · {row.get('variant') or row['runtime']}", caption=caption)
     for column in ("layer", "op", "kernel", "precision", "time", "share"):
         table.add_column(column, justify="right" if column in ("time", "share") else "left", overflow="fold")

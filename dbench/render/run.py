@@ -48,10 +48,13 @@ def intervals_line(planned: PlannedRun) -> str:
     machine's earlier runs measured."""
     history = planned.history
     if history is None:
-        return "from the rounds alone (--history 0, or a run begun before dbench read earlier runs): a re-run may move further"
+        return ("from the rounds alone (--history 0, or a run begun before dbench read earlier runs): a re-run may "
+                "move further")
     if not history.graphs_with_runs():
-        return "from the rounds alone: no graph here ran twice before with these settings, so the drift between runs is unmeasured"
-    return f"the rounds and the drift between runs, from up to {history.per_graph} earlier runs a graph ({history.logs} logs here)"
+        return ("from the rounds alone: no graph here ran twice before with these settings, so the drift between "
+                "runs is unmeasured")
+    return (f"the rounds and the drift between runs, from up to {history.per_graph} earlier runs a graph "
+            f"({history.logs} logs here)")
 
 
 def shard_line(part: dict) -> str:
@@ -83,7 +86,8 @@ def noise_plan_lines(planned: PlannedRun) -> list[str]:
     elif lock.get("waited_s"):
         lines.append(f"waited {duration(lock['waited_s'])} for another dbench to finish timing on this machine (--wait)")
     for label, fraction in (planned.header.get("injected_slowdown") or {}).items():
-        lines.append(f"warning: {label} is slowed by {fraction:.0%} on purpose (DBENCH_BENCHMARK_SLOWDOWN): for benchmarks of dbench only")
+        lines.append(f"warning: {label} is slowed by {fraction:.0%} on purpose (DBENCH_BENCHMARK_SLOWDOWN): for benchmarks "
+                     "of dbench only")
     return lines
 
 

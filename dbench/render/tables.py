@@ -56,7 +56,8 @@ def results_table(rows: list[dict[str, Any]], title: str, width: int = 200, unst
     (adaptive units) and where a re-run's median should fall, p90, p99, the cold first call, TFLOP/s
     and GB/s. Numbers never wrap; only the graph id folds."""
     broken = sum(1 for r in rows if r.get("invariant_violations"))
-    caption = (f"±: where 95% of re-runs' medians should fall (from the rounds); !: unstable (wider than ±{unstable_above:.0%}); "
+    caption = ("±: where 95% of re-runs' medians should fall (from the rounds); !: unstable (wider than "
+               f"±{unstable_above:.0%}); "
                "N rd: N rounds, no interval; =: round medians identical (quantised clock)")
     scaled = [r["history_factor"] for r in rows if _scaled(r)]
     if scaled:
@@ -107,7 +108,8 @@ def speedup_table(speedups) -> Table:
     run), with the 95 % interval from the two graphs' rounds and whether it can tell them apart."""
     variants = len({variant for variant, _ in speedups}) > 1
     table = Table(title="sparse GEMM: dense / sparse time",
-                  caption="interval: 95 %, Welch's t over the two graphs' rounds; sparse faster, slower, or the same within noise")
+                  caption="interval: 95 %, Welch's t over the two graphs' rounds; sparse faster, slower, or the same within "
+                          "noise")
     if variants:
         table.add_column("variant", no_wrap=True)
     table.add_column("kernel", no_wrap=True)
@@ -133,7 +135,8 @@ def compare_table(comparison, width: int = 200) -> Table:
                f"verdicts: {comparison.method}, false-discovery rate {comparison.fdr:.0%}")
     throughput = comparison.mode == "throughput"
     if throughput:
-        caption += "\nthroughput rows: a and b in inferences/s; b/a is the ratio of times per inference (0.50: twice the throughput)"
+        caption += ("\nthroughput rows: a and b in inferences/s; b/a is the ratio of times per inference (0.50: "
+                    "twice the throughput)")
     elif comparison.mode == "server":
         caption += "\nserver rows: a and b are p99 latencies from arrival, queueing included; b/a their ratio"
     table = Table(title=f"a = {escape(comparison.a.label)}\nb = {escape(comparison.b.label)}", caption=caption,
@@ -199,7 +202,8 @@ def compare_summary(comparison, names: tuple[str, str] = ("a", "b")) -> list[str
         def about(n: int | None) -> str:
             return f"about {n}" if n else f"more than {MAX_ROUNDS_TO_RESOLVE}"
 
-        advice = (f"--rounds {median} with --min-time raised {median}/{measured}-fold (the noise was measured on rounds this long) on them"
+        advice = (f"--rounds {median} with --min-time raised {median}/{measured}-fold (the noise was measured on rounds "
+                  "this long) on them"
                   if median else "more rounds will not do it here")
         lines.append(f"to resolve a {comparison.resolution:.0%} change on the {len(noisy_pairs)} too noisy, an interleaved run "
                      f"needs {about(median)} rounds as long as these (median over them; {about(most)} for the noisiest), from "
@@ -212,6 +216,7 @@ def compare_summary(comparison, names: tuple[str, str] = ("a", "b")) -> list[str
         lines.append(f"this machine's calibration ({comparison.a.calibration})")
     mean = comparison.geomean()
     tested = sum(1 for p in comparison.pairs if p.difference and p.verdict in (*CHANGED, "same"))
-    lines.append(f"geometric-mean time ratio b/a {mean.ratio:.3f} (95% interval {mean.low:.3f}–{mean.high:.3f}) over {tested} graphs"
+    lines.append(f"geometric-mean time ratio b/a {mean.ratio:.3f} (95% interval {mean.low:.3f}–{mean.high:.3f}) over "
+                 f"{tested} graphs"
                  if mean else "no graph could be tested on both sides")
     return lines

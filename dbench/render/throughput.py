@@ -91,7 +91,8 @@ def server_table(rows: list[dict[str, Any]], title: str, width: int = 200) -> Ta
         title = f"{title} · arrivals at {rate(rates.pop())}"
     caption = ("latency from the scheduled arrival, queueing included;\n±: where 95% of re-runs' p99 should fall; "
                "CI: the true p99's 95% interval from the requests' order statistics;\n"
-               ">bound: share over --latency-bound; max rate: the highest rate whose p99 kept the bound - the lowest that did not")
+               ">bound: share over --latency-bound; max rate: the highest rate whose p99 kept the bound - the lowest "
+               "that did not")
     narrow = width < NARROW  # the measured rate moves to the warnings (named there when it falls short)
     columns = ["graph", "status", "streams"] + ([] if narrow else ["measured"]) + ["p50", "p99", ">bound", "max rate"]
     table = _table(title, caption, columns, width)
@@ -121,7 +122,8 @@ def knee_lines(rows: list[dict[str, Any]]) -> list[str]:
         p99 = f"p99 {format_time(knee.latency_p99_us)}" + (f" (x{knee.p99_ratio:.2f})" if knee.p99_ratio else "")
         best = "" if knee.best_streams == knee.streams else \
             f"; best {knee.best_streams} streams at {significant(knee.best_throughput)}/s"
-        lines.append(f"{sweep.graph_id} [{sweep.configuration}]: saturates at {knee.streams} stream{'s' if knee.streams > 1 else ''}, "
+        lines.append(f"{sweep.graph_id} [{sweep.configuration}]: saturates at {knee.streams} "
+                     f"stream{'s' if knee.streams > 1 else ''}, "
                      f"{significant(knee.throughput)}/s = x{knee.gain:.2f} of {knee.first_streams} stream"
                      f"{'s' if knee.first_streams > 1 else ''}{best}; {p50}, {p99} against {knee.first_streams}"
                      + (f" (the best count's re-run interval reaches {knee.best_margin:.0%} below it: too wide to place "
@@ -145,7 +147,8 @@ def load_warnings(rows: list[dict[str, Any]]) -> list[str]:
               and r["arrival_rate"] < r["rate"] * (1 - ARRIVAL_TOLERANCE)]
     if behind:
         r = min(behind, key=lambda r: r["arrival_rate"] / r["rate"])
-        lines.append(f"{len(behind)} server rows sent arrivals slower than asked (e.g. {r['graph_id']}: {rate(r['arrival_rate'])} "
+        lines.append(f"{len(behind)} server rows sent arrivals slower than asked (e.g. {r['graph_id']}: "
+                     f"{rate(r['arrival_rate'])} "
                      f"of {rate(r['rate'])}, dispatch lag p99 {format_time(r.get('dispatch_lag_p99_us'))}): the dispatcher "
                      "could not keep up, so their latencies are of a lower rate; lower --rate or free the machine")
     dropped = [r for r in rows if r.get("unserved") and r["unserved"] > UNSERVED_SHARE * r["requests"]]

@@ -19,11 +19,13 @@ def run_warnings(rows: list[dict[str, Any]], host: dict[str, Any], timing: dict[
         worst = max(unstable, key=lambda r: width[id(r)])
         figure = {"throughput": "throughput", "server": "p99"}.get(worst.get("mode") or "latency", "median")
         lines.append(f"{len(unstable)} rows unstable (a re-run's {figure} could land more than ±{threshold:.0%} away), worst "
-                     f"{worst['graph_id']} at {format_spread(width[id(worst)])}: its rounds disagree; re-run them on a quiet machine "
+                     f"{worst['graph_id']} at {format_spread(width[id(worst)])}: its rounds disagree; re-run them on a "
+                     "quiet machine "
                      "with more rounds (e.g. --rounds 10 --id '<pattern>') before publishing")
     few = [r for r in rows if r.get("status") in ("ok", "disputed") and r.get("rounds") and r.get("rerun_rel") is None]
     if few:
-        lines.append(f"{len(few)} rows have no interval (e.g. {few[0]['graph_id']}: {few[0].get('interval_note') or 'too few rounds'}); "
+        lines.append(f"{len(few)} rows have no interval (e.g. {few[0]['graph_id']}: "
+                     f"{few[0].get('interval_note') or 'too few rounds'}); "
                      "a verdict needs 3 rounds: raise --max-time for slow graphs, or --rounds")
     cores = host.get("cpu_affinity") or host.get("cpu_count")
     end = [rows[-1]["load_1m"]] if rows and rows[-1].get("load_1m") is not None else None
@@ -32,12 +34,14 @@ def run_warnings(rows: list[dict[str, Any]], host: dict[str, Any], timing: dict[
         if is_busy(load, cores, mine):
             lines.append(f"machine busy at the {moment} of the run: 1-minute load {load[0]} on {cores} cores"
                          + (f", at most {mine:.1f} of it this run's own threads" if mine else "")
-                         + f" (flagged above {BUSY_LOAD_PER_CORE} per core of other work): stop other work and re-run for numbers to publish")
+                         + f" (flagged above {BUSY_LOAD_PER_CORE} per core of other work): stop other work and re-run for "
+                           "numbers to publish")
     resolving = [r for r in rows if r.get("resolve_target") is not None and r.get("status") == "ok"]
     unresolved = [r for r in resolving if not r.get("resolved")]
     if unresolved:
         graphs = list(dict.fromkeys(r["graph_id"] for r in unresolved))
-        lines.append(f"--resolve {unresolved[0]['resolve_target']:.0%}: {len(graphs)} of {len({r['graph_id'] for r in resolving})} "
+        lines.append(f"--resolve {unresolved[0]['resolve_target']:.0%}: {len(graphs)} of "
+                     f"{len({r['graph_id'] for r in resolving})} "
                      f"graphs did not get there; e.g. {graphs[0]}: {unresolved[0].get('resolve_note')}")
     overlapped = [r for r in rows if r.get("overlapped")]
     if overlapped:
@@ -57,7 +61,8 @@ def run_warnings(rows: list[dict[str, Any]], host: dict[str, Any], timing: dict[
     unchecked = [r for r in rows if r.get("status") == "mismatch" and (r.get("cross_check") or {}).get("why")]
     if unchecked:
         lines.append(f"{len(unchecked)} mismatch rows rest on onnx.reference alone (e.g. {unchecked[0]['graph_id']}: "
-                     f"{unchecked[0]['cross_check']['why']}): install the other CPU runtime (pip install 'dbench[cpu,openvino]') "
+                     f"{unchecked[0]['cross_check']['why']}): install the other CPU runtime (pip install "
+                     "'dbench[cpu,openvino]') "
                      "so that a second implementation can confirm or overrule it")
     fallback = [r for r in rows if r.get("precision_fallback")]
     if fallback:
@@ -97,5 +102,6 @@ def peak_line(rows: list[dict[str, Any]], peaks: dict[str, Any] | None) -> str:
         line += f"median {values[len(values) // 2]:.0%} of the roof over {len(values)} rows, best {best[0]:.0%} ({best[1]})"
     if above:
         line += (f"{'; ' if fractions else ''}{len(above)} rows ran above the measured ceiling (e.g. {above[0][1]} at "
-                 f"{above[0][0]:.0%}): the ceiling is low, so no fraction is given for them; re-run dbench peak on a quiet machine")
+                 f"{above[0][0]:.0%}): the ceiling is low, so no fraction is given for them; re-run dbench peak on a "
+                 "quiet machine")
     return line

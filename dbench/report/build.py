@@ -21,7 +21,8 @@ from dbench.report.vendor import ratio_title
 WINNER = "★"
 TIE = "≈"
 LEGEND = (f"in brackets its 95% interval; ± after a median: where 95% of re-runs' medians should fall (w, n: widened or "
-          f"narrowed to what this machine's history showed re-runs to need); N runs a–b: N runs of the configuration measured it, their "
+          "narrowed to what this machine's history showed re-runs to need); N runs a–b: N runs of the configuration "
+          "measured it, their "
           f"medians from a to b, the latest shown; {WINNER} = fastest, separated from the next by the test; "
           f"{TIE} after a median: fastest but within noise of the next; {TIE} after a speedup: same as the baseline within "
           "noise; ? = no interval (too few rounds); only verified rows have times.")
@@ -111,7 +112,8 @@ def repeated_runs_notes(frame: pd.DataFrame, all_groups: list[Group]) -> list[st
         ids = list(dict.fromkeys(i for text in repeated.runs_ids for i in str(text).split()))
         latest = sorted(repeated.run_id.unique())
         sds = sorted(float(v) for v in repeated.runs_sd.dropna())
-        spread = (f"; their medians spread by SD {sds[len(sds) // 2]:.1%} at the median kernel ({sds[0]:.1%} to {sds[-1]:.1%})"
+        spread = (f"; their medians spread by SD {sds[len(sds) // 2]:.1%} at the median kernel ({sds[0]:.1%} to "
+                  f"{sds[-1]:.1%})"
                   if sds else "")
         named = ", ".join(ids) if len(ids) <= 6 else f"{', '.join(ids[:2])} ... {', '.join(ids[-2:])}"
         notes.append(f"{group.label}: {len(ids)} runs of one configuration measured {len(repeated)} kernels ({named}); "

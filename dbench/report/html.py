@@ -57,8 +57,10 @@ def _legend(report: Report, names: dict[str, str]) -> str:
     for run in report.results.runs:
         hosts.setdefault(run.machine, run.header.get("host", {}))
     rows = "".join(
-        f"<tr><td>{html.escape(name)}</td><td>{html.escape(machine)}</td><td>{html.escape(str(hosts[machine].get('cpu_model') or ''))}</td>"
-        f"<td>{html.escape(str(hosts[machine].get('cpu_affinity') or ''))}</td><td>{html.escape(', '.join(hosts[machine].get('gpus') or []))}</td></tr>"
+        f"<tr><td>{html.escape(name)}</td><td>{html.escape(machine)}</td><td>"
+        f"{html.escape(str(hosts[machine].get('cpu_model') or ''))}</td>"
+        f"<td>{html.escape(str(hosts[machine].get('cpu_affinity') or ''))}</td><td>"
+        f"{html.escape(', '.join(hosts[machine].get('gpus') or []))}</td></tr>"
         for machine, name in names.items())
     return ('<table class="legend" data-caption="machines"><thead><tr><th>name</th><th>machine key</th><th>CPU</th>'
             f"<th>cores</th><th>GPUs</th></tr></thead><tbody>{rows}</tbody></table>")

@@ -15,7 +15,8 @@ def calibration_frame(calibrations: dict[str, list]) -> pd.DataFrame:
         for entry in entries:
             for c in sorted(entry.classes, key=lambda c: c.class_us):
                 records.append({
-                    "calibrated": f"{machine} · {entry.runtime} {entry.version} · {entry.threads} threads · {entry.taken_at}",
+                    "calibrated": f"{machine} · {entry.runtime} {entry.version} · {entry.threads} threads · "
+                                  f"{entry.taken_at}",
                     "class": class_name(c.class_us), "kernels": len(c.kernels), "pair SD": f"{c.pair_sd:.1%}",
                     "round SD": f"{c.round_sd:.1%}", "drift": "" if c.drift_sd is None else f"{c.drift_sd:.1%}",
                     **{f"finds @{n}": f"{c.finds(n):.1%}" for n in FIXED_ROUNDS},

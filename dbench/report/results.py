@@ -126,7 +126,8 @@ def load(paths: list[Path]) -> Results:
             if not any(r.run_id == run.run_id and r.machine == machine for r in runs):  # a part's machine once
                 runs.append(run)
             if not run.has_samples and kind == "kernels":
-                notes.append(f"{header['run_id']} is a schema-1 run: no per-sample times, so its intervals come from the stored statistics")
+                notes.append(f"{header['run_id']} is a schema-1 run: no per-sample times, so its intervals come from the "
+                             "stored statistics")
             notes += warnings_of(log) if kind != "allreduce" else filter(None, [log.torn_note()])  # a torn log named
             target = allreduce_rows if kind == "allreduce" else kernel_rows
             for row in log.rows():

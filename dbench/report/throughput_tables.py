@@ -76,7 +76,8 @@ def knee_table(frame: pd.DataFrame) -> pd.DataFrame:
                         "inferences/s": significant(knee.throughput), "gain": f"×{knee.gain:.2f} of {knee.first_streams}",
                         "p50 paid": f"{_time(knee.latency_p50_us)}" + (f" (×{knee.p50_ratio:.2f})" if knee.p50_ratio else ""),
                         "p99 paid": f"{_time(knee.latency_p99_us)}" + (f" (×{knee.p99_ratio:.2f})" if knee.p99_ratio else ""),
-                        "best": f"{knee.best_streams}: {significant(knee.best_throughput)}/s, interval to -{knee.best_margin:.0%}"})
+                        "best": f"{knee.best_streams}: {significant(knee.best_throughput)}/s, interval to "
+                                f"-{knee.best_margin:.0%}"})
     return pd.DataFrame(records).set_index("kernel") if records else pd.DataFrame()
 
 

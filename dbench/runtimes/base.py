@@ -242,7 +242,8 @@ class Runtime(ABC):
         for name, flag in OPTION_FLAGS.items():
             if name not in cls.supported_options and getattr(options, name) != getattr(defaults, name):
                 raise UsageError(f"{flag} is not supported by runtime {cls.name}; leave it out "
-                                 f"(this runtime honours: {', '.join(OPTION_FLAGS[n] for n in OPTION_FLAGS if n in cls.supported_options) or 'none'})")
+                                 "(this runtime honours: "
+                                 f"{', '.join(OPTION_FLAGS[n] for n in OPTION_FLAGS if n in cls.supported_options) or 'none'})")
         cls.validate_values(options)
 
     @classmethod

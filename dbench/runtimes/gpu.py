@@ -69,7 +69,8 @@ def library_fix(soname: str) -> str:
     """What installs `soname`, as the one-line fix a probe prints."""
     if soname.startswith(("libnvinfer", "libnvonnxparser")):
         major = soname.rsplit(".so.", 1)[-1]
-        return f"TensorRT {major}: pip install 'dbench[tensorrt{major}]' (TensorRT's wheels come from NVIDIA's package index)"
+        return (f"TensorRT {major}: pip install 'dbench[tensorrt{major}]' (TensorRT's wheels come from NVIDIA's "
+                "package index)")
     if soname.startswith("libcudnn"):
         return "cuDNN 9: pip install 'dbench[gpu]'"
     return "the CUDA runtime libraries: pip install 'dbench[gpu]'"
@@ -89,14 +90,16 @@ def driver_problem(library: str = DRIVER_LIBRARY, cuda_major: int | None = None)
     try:
         driver = ctypes.CDLL(library)
     except OSError:
-        return f"no NVIDIA driver: {library} not found (install the NVIDIA driver; a container needs the GPU passed through)"
+        return (f"no NVIDIA driver: {library} not found (install the NVIDIA driver; a container needs the GPU "
+                "passed through)")
     err = driver.cuInit(0)
     if err:
         return f"the NVIDIA driver did not initialise: cuInit error {err} ({CUDA_ERRORS.get(err, 'see cudaError_enum')})"
     version, count = ctypes.c_int(0), ctypes.c_int(0)
     driver.cuDriverGetVersion(ctypes.byref(version))
     if cuda_major is not None and version.value // 1000 < cuda_major:
-        return f"the NVIDIA driver supports CUDA {version.value // 1000}.{version.value % 1000 // 10}, this stack needs CUDA {cuda_major}: update the driver"
+        return (f"the NVIDIA driver supports CUDA {version.value // 1000}.{version.value % 1000 // 10}, this stack "
+                f"needs CUDA {cuda_major}: update the driver")
     driver.cuDeviceGetCount(ctypes.byref(count))
     if count.value == 0:
         visible = os.environ.get("CUDA_VISIBLE_DEVICES")

@@ -388,7 +388,8 @@ class OpenVino(Runtime):
                                  "AUTO or AUTO:GPU,CPU (also MULTI:, HETERO:, BATCH:)")
         for key, value in options.extra.items():
             if key not in OPTION_VALUES:
-                raise UsageError(f"--option {key} is not an OpenVINO property dbench knows; known: {', '.join(sorted(OPTION_VALUES))}")
+                raise UsageError(f"--option {key} is not an OpenVINO property dbench knows; known: "
+                                 f"{', '.join(sorted(OPTION_VALUES))}")
             valid = OPTION_VALUES[key]
             if valid is None or (INTEGER in valid and value.isdigit()) or value.upper() in (v.upper() for v in valid):
                 continue

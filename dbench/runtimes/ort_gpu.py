@@ -111,7 +111,8 @@ def provider_probe(cls: type["OrtCuda"]) -> str | None:
         session = runtime.make_session(tiny_model(), {}, profiling=False)
         result = session.run(None, {"X": np.ones(4, np.float32)})[0]
     except Exception as err:  # any failure here is the reason the runtime is unusable
-        return f"a test session on the GPU failed: {str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__}"
+        return ("a test session on the GPU failed: "
+                f"{str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__}")
     return None if np.array_equal(result, np.full(4, 2, np.float32)) else "a test session on the GPU returned wrong values"
 
 

@@ -29,7 +29,8 @@ from dbench.runtimes.tensorrt_options import TensorrtOptions, parse_tensorrt_opt
 
 DISTRIBUTIONS = {"tensorrt-cu13": 13, "tensorrt-cu12": 12, "tensorrt": 13}
 """TensorRT's pip distributions and the CUDA major each is built for."""
-INSTALL = "pip install 'dbench[tensorrt10]' (beside 'dbench[gpu]') or 'dbench[tensorrt11]' (TensorRT's wheels come from NVIDIA's package index)"
+INSTALL = ("pip install 'dbench[tensorrt10]' (beside 'dbench[gpu]') or 'dbench[tensorrt11]' (TensorRT's wheels "
+           "come from NVIDIA's package index)")
 OOM_WORDS = ("out of memory", "outofmemory", "cudaerrormemoryallocation", "failed to allocate")
 
 
@@ -131,7 +132,8 @@ class Tensorrt(Runtime):
             if problem is None:
                 _tensorrt()
         except Exception as err:  # a TensorRT that does not load says why in its own words
-            problem = f"tensorrt does not load: {str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__}"
+            problem = ("tensorrt does not load: "
+                       f"{str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__}")
         return problem is None, problem or ""
 
     @classmethod

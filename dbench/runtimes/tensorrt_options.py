@@ -77,7 +77,8 @@ def parse_cuda_options(extra: Mapping[str, str], allow_runtime_precision: bool) 
             raise UsageError(f"--option {key} is not an ort-cuda option; known: {', '.join(known)}")
     search = extra.get("cudnn_conv_algo_search", "EXHAUSTIVE").upper()
     if search not in CUDNN_ALGO_SEARCH:
-        raise UsageError(f"--option cudnn_conv_algo_search={extra['cudnn_conv_algo_search']}: use one of {', '.join(CUDNN_ALGO_SEARCH)}")
+        raise UsageError(f"--option cudnn_conv_algo_search={extra['cudnn_conv_algo_search']}: use one of "
+                         f"{', '.join(CUDNN_ALGO_SEARCH)}")
     tf32 = _flag("use_tf32", extra.get("use_tf32", "0"))
     if tf32 and not allow_runtime_precision:
         raise UsageError("--option use_tf32=1 runs fp32 graphs' matrix math in TF32: add --allow-runtime-precision to allow it")

@@ -340,7 +340,8 @@ class TorchCuda(TorchCpu):
             "cudnn_benchmark": bool(cudnn.benchmark), "cudnn_deterministic": bool(cudnn.deterministic),
             "cudnn_algorithm": "chosen by cuDNN (the profile's kernel names show it)",
             "libraries": {"cuda_runtime": torch.version.cuda, "cudnn": cudnn.version()},
-            "device_time": "CUDA events around back-to-back calls; device_graph_median_us: the same call replayed as a CUDA graph",
+            "device_time": "CUDA events around back-to-back calls; device_graph_median_us: the same call replayed "
+                           "as a CUDA graph",
             "gpu": gpu.gpu_metadata(self.device),
             "kernel": self.kernel_description,
         }
@@ -370,7 +371,8 @@ def torch_cuda_problem(driver_library: str = gpu.DRIVER_LIBRARY, package: Path |
     cuda = installed_cuda_version(package)
     if cuda is None:
         version = importlib.metadata.version("torch")
-        return f"the installed torch {version} is a CPU build: install a CUDA build of PyTorch (pip install 'dbench[torch-cuda]')"
+        return (f"the installed torch {version} is a CPU build: install a CUDA build of PyTorch (pip install "
+                "'dbench[torch-cuda]')")
     problem = gpu.driver_problem(driver_library, int(cuda.split(".")[0]))
     if problem:
         return problem

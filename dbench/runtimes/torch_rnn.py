@@ -134,7 +134,8 @@ class Recurrence(TorchKernel):
         return {"Y": self.y}
 
     def describe(self) -> dict[str, Any]:
-        return {"call": "eager PyTorch ops per step (torch.addmm + the cell's gates): no library call takes pre-projected inputs"}
+        return {"call": "eager PyTorch ops per step (torch.addmm + the cell's gates): no library call takes "
+                        "pre-projected inputs"}
 
 
 class Backprop(TorchKernel):

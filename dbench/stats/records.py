@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
-from typing import Any, ClassVar, Union
+from typing import Any, ClassVar
 
 
 @dataclass(frozen=True)
@@ -122,7 +122,7 @@ class ServerRound:
         return {"kind": self.KIND, **dataclasses.asdict(self)}
 
 
-RoundStats = Union[LatencyRound, ThroughputRound, ServerRound]
+RoundStats = LatencyRound | ThroughputRound | ServerRound
 LOAD_ROUNDS = (ThroughputRound, ServerRound)
 """Rounds with requests in flight: their rows have their own figures (dbench.stats.throughput)."""
 _BY_KIND = {cls.KIND: cls for cls in (LatencyRound, ThroughputRound, ServerRound)}

@@ -238,7 +238,8 @@ class Comparison:
     def method(self) -> str:
         if self.interleaved:
             if any(p.difference and "anytime" in p.difference.method for p in self.pairs):
-                return ("paired over the rounds of an interleaved run (drift cancels), anytime-valid: --resolve stopped each "
+                return ("paired over the rounds of an interleaved run (drift cancels), anytime-valid: --resolve "
+                        "stopped each "
                         "graph as its interval narrowed, so a confidence sequence keeps the level")
             moderated = any(p.difference and "moderated" in p.difference.method for p in self.pairs)
             return "paired t over the rounds of an interleaved run (drift cancels)" + (

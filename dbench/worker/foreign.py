@@ -127,7 +127,8 @@ def _localise(job, runtime, checked: ForVerification, feeds: dict[str, np.ndarra
         other = second_implementation(job.runtime, job.options.threads)
         computed = outputs_elsewhere(OutputsJob(spec, model.SerializeToString(), other.runtime, other.options, feeds, job.weights))
         if isinstance(computed, str):
-            return {"why": f"not localised: neither runtime can run the graph with every value an output ({err}; {computed})"}
+            return {"why": f"not localised: neither runtime can run the graph with every value an output ({err}; "
+                           f"{computed})"}
         by = other.runtime
     found = first_disagreement(checked.model, values, computed, rule, targets)
     if found is None:
@@ -169,7 +170,8 @@ def verify_foreign(job, model: onnx.ModelProto, feeds: dict[str, np.ndarray], ou
             key_bytes = checked.model.SerializeToString()
             notes = {"random_weights": len(checked.replaced), "exposed": list(checked.exposed)}
             logits = f" and its Softmax's input {', '.join(checked.exposed)} as an output" if checked.exposed else ""
-            said = (f"checked on the graph with seeded random weights in place of its {len(checked.replaced)} constant-filled "
+            said = (f"checked on the graph with seeded random weights in place of its {len(checked.replaced)} "
+                    "constant-filled "
                     f"ones{logits} (the timed graph keeps its own)")
         except DbenchError as err:  # the copy will not run: its own outputs are checked, weakly, and the row says why
             checked = ForVerification(model, spec)
