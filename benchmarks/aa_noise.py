@@ -21,8 +21,8 @@ from __future__ import annotations
 import argparse
 import math
 from collections import defaultdict
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 import numpy as np
 
@@ -31,8 +31,11 @@ from dbench.stats.student import t_quantile
 from dbench.store.log import RunLog
 
 STATISTICS: dict[str, Callable[[np.ndarray], float]] = {
-    "median": np.median, "mean": np.mean, "min": np.min,
-    "p10": lambda x: float(np.percentile(x, 10)), "p25": lambda x: float(np.percentile(x, 25)),
+    "median": np.median,
+    "mean": np.mean,
+    "min": np.min,
+    "p10": lambda x: float(np.percentile(x, 10)),
+    "p25": lambda x: float(np.percentile(x, 25)),
 }
 ROUND_EFFECT = "median less the round's effect"
 
@@ -74,7 +77,9 @@ def resolvable_by_statistic(kernels) -> dict[str, list[tuple[float, float, int]]
 
 def resolvable_without_round_effect(kernels) -> tuple[list[tuple[float, float, int]], float]:
     """Each kernel's resolvable change once each round's shared shift is taken out, and that shift's SD."""
-    logs = {g: {r: math.log(np.median(b[r]) / np.median(a[r])) for r in rounds} for g, (rounds, a, b) in kernels.items()}
+    logs = {
+        g: {r: math.log(np.median(b[r]) / np.median(a[r])) for r in rounds} for g, (rounds, a, b) in kernels.items()
+    }
     by_round: dict[int, list[float]] = defaultdict(list)
     for per_round in logs.values():
         for r, d in per_round.items():
@@ -88,7 +93,9 @@ def resolvable_without_round_effect(kernels) -> tuple[list[tuple[float, float, i
         if df < 1:
             continue
         sd = float(np.sqrt(((d - d.mean()) ** 2).sum() / df))
-        out.append((math.exp((t_quantile(1 - ALPHA / 2, df) + t_quantile(POWER, df)) * sd / math.sqrt(d.size)) - 1, sd, d.size))
+        out.append(
+            (math.exp((t_quantile(1 - ALPHA / 2, df) + t_quantile(POWER, df)) * sd / math.sqrt(d.size)) - 1, sd, d.size)
+        )
     return out, float(np.std(list(effect.values()), ddof=1))
 
 
@@ -99,8 +106,10 @@ def summary(name: str, kernels: list[tuple[float, float, int]]) -> str:
     change, sd, pairs = min(kernels, key=lambda k: abs(k[0] - p90))  # the kernel nearest the 90th percentile
     test = Difference(1.0, 1.0, 1.0, 1.0, pairs - 1, sd / math.sqrt(pairs), "paired", change)  # what the estimate reads
     needed = paired_rounds_to_resolve(test, pairs, 0.10)
-    return (f"  {name:32s} {np.median(resolvable) * 100:16.1f} % {p90 * 100:6.1f} % "
-            f"{np.mean(resolvable <= 0.10) * 100:13.0f} % {needed if needed else '>1000':>29}")
+    return (
+        f"  {name:32s} {np.median(resolvable) * 100:16.1f} % {p90 * 100:6.1f} % "
+        f"{np.mean(resolvable <= 0.10) * 100:13.0f} % {needed if needed else '>1000':>29}"
+    )
 
 
 def main() -> None:
@@ -116,10 +125,14 @@ def main() -> None:
             print(f"{path.name}: no kernel of {args.min_us:g} µs or more in 3 common rounds")
             continue
         pairs = sorted(len(k[0]) for k in kernels.values())
-        print(f"{path.name}: {labels[0]} vs {labels[1]}, {len(kernels)} kernels >= {args.min_us:g} µs, "
-              f"{pairs[0]}-{pairs[-1]} paired rounds (median {pairs[len(pairs) // 2]})")
-        print(f"  {'per-round statistic':32s} {'resolvable: median':>18s} {'p90':>8s} {'resolving 10 %':>15s} "
-              f"{'rounds for 10 % (p90 kernel)':>29s}")
+        print(
+            f"{path.name}: {labels[0]} vs {labels[1]}, {len(kernels)} kernels >= {args.min_us:g} µs, "
+            f"{pairs[0]}-{pairs[-1]} paired rounds (median {pairs[len(pairs) // 2]})"
+        )
+        print(
+            f"  {'per-round statistic':32s} {'resolvable: median':>18s} {'p90':>8s} {'resolving 10 %':>15s} "
+            f"{'rounds for 10 % (p90 kernel)':>29s}"
+        )
         for name, found in resolvable_by_statistic(kernels).items():
             print(summary(name, found))
         without, effect_sd = resolvable_without_round_effect(kernels)

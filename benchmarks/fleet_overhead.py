@@ -35,8 +35,24 @@ def cluster(folder: Path, procs: list[subprocess.Popen]) -> str:
     """A scheduler and one node (key bench-node) on the loopback; their processes go into `procs`."""
     file = folder / "scheduler.json"
     env = {**os.environ, "DBENCH_MACHINE_KEY": "bench-node", "DBENCH_FLEET_LOCK_DIR": str(folder)}
-    procs.append(start([sys.executable, "-m", "distributed.cli.dask_scheduler", "--host", "127.0.0.1", "--port", "0",
-                        "--no-dashboard", "--scheduler-file", str(file)], env, folder / "scheduler.log"))
+    procs.append(
+        start(
+            [
+                sys.executable,
+                "-m",
+                "distributed.cli.dask_scheduler",
+                "--host",
+                "127.0.0.1",
+                "--port",
+                "0",
+                "--no-dashboard",
+                "--scheduler-file",
+                str(file),
+            ],
+            env,
+            folder / "scheduler.log",
+        )
+    )
     deadline = time.monotonic() + START_TIMEOUT_S
     while not file.is_file() or not file.read_text().strip():
         if time.monotonic() > deadline:
@@ -44,9 +60,27 @@ def cluster(folder: Path, procs: list[subprocess.Popen]) -> str:
         time.sleep(0.1)
     time.sleep(0.2)
     address = json.loads(file.read_text())["address"]
-    procs.append(start([sys.executable, "-m", "distributed.cli.dask_worker", address, "--nworkers", "1", "--nthreads", "1",
-                        "--no-dashboard", "--host", "127.0.0.1", "--local-directory", str(folder / "node")], env,
-                       folder / "node.log"))
+    procs.append(
+        start(
+            [
+                sys.executable,
+                "-m",
+                "distributed.cli.dask_worker",
+                address,
+                "--nworkers",
+                "1",
+                "--nthreads",
+                "1",
+                "--no-dashboard",
+                "--host",
+                "127.0.0.1",
+                "--local-directory",
+                str(folder / "node"),
+            ],
+            env,
+            folder / "node.log",
+        )
+    )
     from distributed import Client
 
     with Client(address, timeout=30, set_as_default=False) as client:
@@ -86,18 +120,32 @@ def main() -> None:
                 record = json.loads(next((out / "fleet" / "fleets").glob("*.json")).read_text())
                 machine = record["machines"]["bench-node"]
                 graphs = machine["rows"]
-                rows.append((walls["local"] / graphs, walls["fleet"] / graphs, machine["send_s"] / graphs,
-                             machine["messages"] / graphs, machine["wall_s"] / graphs))
+                rows.append(
+                    (
+                        walls["local"] / graphs,
+                        walls["fleet"] / graphs,
+                        machine["send_s"] / graphs,
+                        machine["messages"] / graphs,
+                        machine["wall_s"] / graphs,
+                    )
+                )
                 local_g, fleet_g, send_g, messages_g, node_g = rows[-1]
-                print(f"rep {rep + 1}: {graphs} graphs; per graph: local dbench run {local_g * 1e3:.0f} ms, fleet "
-                      f"{fleet_g * 1e3:.0f} ms (node's own run {node_g * 1e3:.0f} ms); dispatch {send_g * 1e3:.2f} ms in "
-                      f"{messages_g:.1f} messages = {send_g / local_g:.2%} of a local --quick graph", flush=True)
+                print(
+                    f"rep {rep + 1}: {graphs} graphs; per graph: local dbench run {local_g * 1e3:.0f} ms, fleet "
+                    f"{fleet_g * 1e3:.0f} ms (node's own run {node_g * 1e3:.0f} ms); dispatch {send_g * 1e3:.2f} ms in "
+                    f"{messages_g:.1f} messages = {send_g / local_g:.2%} of a local --quick graph",
+                    flush=True,
+                )
             shares = [send / local for local, _, send, _, _ in rows]
             extra = [(fleet - local) / local for local, fleet, _, _, _ in rows]
-            print(f"dispatch share of a --quick graph: median {statistics.median(shares):.2%} "
-                  f"(range {min(shares):.2%} to {max(shares):.2%}) over {len(rows)} reps")
-            print(f"whole command, fleet vs local, per graph: median {statistics.median(extra):+.1%} "
-                  f"(range {min(extra):+.1%} to {max(extra):+.1%}); includes connecting and the node's start of each run")
+            print(
+                f"dispatch share of a --quick graph: median {statistics.median(shares):.2%} "
+                f"(range {min(shares):.2%} to {max(shares):.2%}) over {len(rows)} reps"
+            )
+            print(
+                f"whole command, fleet vs local, per graph: median {statistics.median(extra):+.1%} "
+                f"(range {min(extra):+.1%} to {max(extra):+.1%}); includes connecting and the node's start of each run"
+            )
         finally:
             for proc in reversed(procs):
                 try:

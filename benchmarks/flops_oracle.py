@@ -18,8 +18,19 @@ import numpy as np
 import onnx
 from onnx import helper
 
-KERNEL_OPS = {"MatMul", "MatMulInteger", "QLinearMatMul", "Gemm", "Conv", "ConvInteger", "QLinearConv",
-              "ConvTranspose", "RNN", "GRU", "LSTM"}
+KERNEL_OPS = {
+    "MatMul",
+    "MatMulInteger",
+    "QLinearMatMul",
+    "Gemm",
+    "Conv",
+    "ConvInteger",
+    "QLinearConv",
+    "ConvTranspose",
+    "RNN",
+    "GRU",
+    "LSTM",
+}
 GATES = {"RNN": 1, "GRU": 3, "LSTM": 4}
 STANDARD = ("", "ai.onnx")
 
@@ -55,8 +66,13 @@ def node_flops(node: onnx.NodeProto, shape) -> int:
 
 
 def _kernel_values(model: onnx.ModelProto) -> list[str]:
-    names = [n for node in model.graph.node if node.op_type in KERNEL_OPS and node.domain in STANDARD
-             for n in [*node.input, *node.output] if n]
+    names = [
+        n
+        for node in model.graph.node
+        if node.op_type in KERNEL_OPS and node.domain in STANDARD
+        for n in [*node.input, *node.output]
+        if n
+    ]
     return list(dict.fromkeys(names))
 
 

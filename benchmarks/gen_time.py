@@ -22,8 +22,24 @@ def main() -> None:
     for precision in ("fp32", "fp16", "bf16"):
         with tempfile.TemporaryDirectory() as out:
             start = time.perf_counter()
-            subprocess.run([sys.executable, "-m", "dbench", "gen", "--suite", "all", "--ops", "gemm,conv",
-                            "--precision", precision, "--out", out], check=True, capture_output=True)
+            subprocess.run(
+                [
+                    sys.executable,
+                    "-m",
+                    "dbench",
+                    "gen",
+                    "--suite",
+                    "all",
+                    "--ops",
+                    "gemm,conv",
+                    "--precision",
+                    precision,
+                    "--out",
+                    out,
+                ],
+                check=True,
+                capture_output=True,
+            )
             seconds = time.perf_counter() - start
             files = list(Path(out, "all").glob("*.onnx"))
             size = sum(f.stat().st_size for f in Path(out, "all").iterdir()) / 1e6

@@ -32,8 +32,25 @@ from onnx import TensorProto, helper, numpy_helper
 
 DIMS = {"batch": 2, "seq": 8}
 """The sizes every symbolic dimension of the exported models takes (the run's --dim)."""
-IR_OF_OPSET = {7: 3, 8: 3, 9: 4, 10: 5, 11: 6, 12: 7, 13: 7, 14: 7, 15: 8, 16: 8, 17: 8, 18: 8, 19: 9, 20: 9,
-               21: 10, 22: 10, 23: 11}
+IR_OF_OPSET = {
+    7: 3,
+    8: 3,
+    9: 4,
+    10: 5,
+    11: 6,
+    12: 7,
+    13: 7,
+    14: 7,
+    15: 8,
+    16: 8,
+    17: 8,
+    18: 8,
+    19: 9,
+    20: 9,
+    21: 10,
+    22: 10,
+    23: 11,
+}
 """The IR version onnx released with each opset (the oldest IR a file of that opset can have)."""
 TORCH_OPSETS = (7, 9, 11, 13, 17, 20)
 CONVERT_OPSETS = (7, 8, 10, 12, 14, 16, 18, 19, 21, 22, 23)
@@ -89,16 +106,22 @@ def node_cases(corpus: Corpus, limit: int | None) -> None:
         inputs = {}
         if case.data_sets:
             names = [i.name for i in case.model.graph.input]
-            inputs = {n: v for n, v in zip(names, case.data_sets[0][0])
-                      if isinstance(v, np.ndarray) and v.dtype.kind in "biufc"}  # tensors of numbers only
+            inputs = {
+                n: v
+                for n, v in zip(names, case.data_sets[0][0])
+                if isinstance(v, np.ndarray) and v.dtype.kind in "biufc"
+            }  # tensors of numbers only
         corpus.add(f"node__{case.name[5:]}", case.model, "node", inputs)
 
 
 def shipped(corpus: Corpus, limit: int | None) -> None:
     """The models onnx and onnxruntime ship as files: old PyTorch exports, simple models, real structures."""
     root = Path(onnx.__file__).parent / "backend" / "test" / "data"
-    for folder, source, prefix in (("pytorch-converted", "pytorch", "ptconv"), ("pytorch-operator", "pytorch", "ptop"),
-                                   ("simple", "simple", "simple")):
+    for folder, source, prefix in (
+        ("pytorch-converted", "pytorch", "ptconv"),
+        ("pytorch-operator", "pytorch", "ptop"),
+        ("simple", "simple", "simple"),
+    ):
         for model_path in sorted(root.glob(f"{folder}/*/model.onnx"))[:limit]:
             model = onnx.load(str(model_path))
             name = f"{prefix}__{model_path.parent.name[5:]}"
@@ -118,9 +141,18 @@ def _torch_modules():
     class Cnn(nn.Module):
         def __init__(self) -> None:
             super().__init__()
-            self.body = nn.Sequential(nn.Conv2d(3, 16, 3, padding=1), nn.BatchNorm2d(16), nn.ReLU(), nn.MaxPool2d(2),
-                                      nn.Conv2d(16, 16, 3, padding=1, groups=4), nn.ReLU(), nn.Conv2d(16, 32, 1),
-                                      nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(32, 10))
+            self.body = nn.Sequential(
+                nn.Conv2d(3, 16, 3, padding=1),
+                nn.BatchNorm2d(16),
+                nn.ReLU(),
+                nn.MaxPool2d(2),
+                nn.Conv2d(16, 16, 3, padding=1, groups=4),
+                nn.ReLU(),
+                nn.Conv2d(16, 32, 1),
+                nn.AdaptiveAvgPool2d(1),
+                nn.Flatten(),
+                nn.Linear(32, 10),
+            )
 
         def forward(self, x):
             return self.body(x)
@@ -136,8 +168,11 @@ def _torch_modules():
     class Decoder(nn.Module):
         def __init__(self) -> None:
             super().__init__()
-            self.up = nn.Sequential(nn.ConvTranspose2d(16, 8, 4, stride=2, padding=1), nn.ReLU(),
-                                    nn.ConvTranspose2d(8, 4, 3, stride=2, padding=1, output_padding=1))
+            self.up = nn.Sequential(
+                nn.ConvTranspose2d(16, 8, 4, stride=2, padding=1),
+                nn.ReLU(),
+                nn.ConvTranspose2d(8, 4, 3, stride=2, padding=1, output_padding=1),
+            )
 
         def forward(self, x):
             return self.up(x)
@@ -148,8 +183,11 @@ def _torch_modules():
         "cnn": (Cnn().eval(), torch.randn(2, 3, 16, 16), {0: "batch"}),
         "lstm": (Rnn(nn.LSTM(16, 16, num_layers=2)), torch.randn(8, 2, 16), {0: "seq", 1: "batch"}),
         "gru": (Rnn(nn.GRU(16, 16, bidirectional=True)), torch.randn(8, 2, 16), {0: "seq", 1: "batch"}),
-        "encoder": (nn.TransformerEncoderLayer(32, 4, 64, dropout=0.0, batch_first=True).eval(), torch.randn(2, 8, 32),
-                    {0: "batch", 1: "seq"}),
+        "encoder": (
+            nn.TransformerEncoderLayer(32, 4, 64, dropout=0.0, batch_first=True).eval(),
+            torch.randn(2, 8, 32),
+            {0: "batch", 1: "seq"},
+        ),
         "decoder": (Decoder(), torch.randn(2, 16, 6, 6), {0: "batch"}),
     }
 
@@ -176,11 +214,21 @@ def torch_exports(corpus: Corpus, limit: int | None) -> None:
                 try:
                     with warnings.catch_warnings():
                         warnings.simplefilter("ignore")
-                        torch.onnx.export(module, (example,), buffer, opset_version=opset, dynamo=False, input_names=["x"],
-                                          dynamic_axes={"x": axes}, keep_initializers_as_inputs=as_inputs,
-                                          do_constant_folding=not as_inputs)
+                        torch.onnx.export(
+                            module,
+                            (example,),
+                            buffer,
+                            opset_version=opset,
+                            dynamo=False,
+                            input_names=["x"],
+                            dynamic_axes={"x": axes},
+                            keep_initializers_as_inputs=as_inputs,
+                            do_constant_folding=not as_inputs,
+                        )
                 except Exception as err:  # an op this opset cannot express: the exporter says so
-                    corpus.skipped.append(f"torch {name} opset {opset}: {type(err).__name__}: {str(err).splitlines()[0][:120]}")
+                    corpus.skipped.append(
+                        f"torch {name} opset {opset}: {type(err).__name__}: {str(err).splitlines()[0][:120]}"
+                    )
                     continue
                 model = onnx.load_from_string(buffer.getvalue())
                 label = f"torch__{name}_op{opset}_{'inputs' if as_inputs else 'consts'}"
@@ -195,28 +243,46 @@ def _base_models() -> dict[str, onnx.ModelProto]:
     rng = np.random.default_rng(0)
     w = lambda name, shape: numpy_helper.from_array((rng.standard_normal(shape) * 0.2).astype(np.float32), name)
     mlp = helper.make_graph(
-        [helper.make_node("MatMul", ["x", "w1"], ["h"], name="fc1"), helper.make_node("Add", ["h", "b1"], ["hb"], name="bias1"),
-         helper.make_node("Relu", ["hb"], ["r"], name="relu"), helper.make_node("Gemm", ["r", "w2", "b2"], ["y"], name="fc2", transB=1)],
-        "mlp", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 24])],
+        [
+            helper.make_node("MatMul", ["x", "w1"], ["h"], name="fc1"),
+            helper.make_node("Add", ["h", "b1"], ["hb"], name="bias1"),
+            helper.make_node("Relu", ["hb"], ["r"], name="relu"),
+            helper.make_node("Gemm", ["r", "w2", "b2"], ["y"], name="fc2", transB=1),
+        ],
+        "mlp",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 24])],
         [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", 10])],
-        [w("w1", (24, 48)), w("b1", (48,)), w("w2", (10, 48)), w("b2", (10,))])
+        [w("w1", (24, 48)), w("b1", (48,)), w("w2", (10, 48)), w("b2", (10,))],
+    )
     cnn = helper.make_graph(
-        [helper.make_node("Conv", ["x", "c1", "cb1"], ["a"], kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
-         helper.make_node("Relu", ["a"], ["ar"]),
-         helper.make_node("Conv", ["ar", "c2"], ["b"], kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1], group=2),
-         helper.make_node("GlobalAveragePool", ["b"], ["g"]), helper.make_node("Flatten", ["g"], ["f"]),
-         helper.make_node("Gemm", ["f", "d", "db"], ["y"], transB=1)],
-        "cnn", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 4, 12, 12])],
+        [
+            helper.make_node("Conv", ["x", "c1", "cb1"], ["a"], kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
+            helper.make_node("Relu", ["a"], ["ar"]),
+            helper.make_node(
+                "Conv", ["ar", "c2"], ["b"], kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1], group=2
+            ),
+            helper.make_node("GlobalAveragePool", ["b"], ["g"]),
+            helper.make_node("Flatten", ["g"], ["f"]),
+            helper.make_node("Gemm", ["f", "d", "db"], ["y"], transB=1),
+        ],
+        "cnn",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 4, 12, 12])],
         [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", 5])],
-        [w("c1", (8, 4, 3, 3)), w("cb1", (8,)), w("c2", (8, 4, 3, 3)), w("d", (5, 8)), w("db", (5,))])
-    return {name: helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]) for name, graph in
-            (("mlp", mlp), ("cnn", cnn))}
+        [w("c1", (8, 4, 3, 3)), w("cb1", (8,)), w("c2", (8, 4, 3, 3)), w("d", (5, 8)), w("db", (5,))],
+    )
+    return {
+        name: helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+        for name, graph in (("mlp", mlp), ("cnn", cnn))
+    }
 
 
 def _as_inputs(model: onnx.ModelProto) -> onnx.ModelProto:
     declared = {i.name for i in model.graph.input}
-    model.graph.input.extend(helper.make_tensor_value_info(t.name, t.data_type, list(t.dims))
-                             for t in model.graph.initializer if t.name not in declared)
+    model.graph.input.extend(
+        helper.make_tensor_value_info(t.name, t.data_type, list(t.dims))
+        for t in model.graph.initializer
+        if t.name not in declared
+    )
     return model
 
 
@@ -231,7 +297,9 @@ def converted(corpus: Corpus, limit: int | None) -> None:
             try:
                 model = version_converter.convert_version(base, opset)
             except Exception as err:
-                corpus.skipped.append(f"convert {name} to opset {opset}: {type(err).__name__}: {str(err).splitlines()[0][:120]}")
+                corpus.skipped.append(
+                    f"convert {name} to opset {opset}: {type(err).__name__}: {str(err).splitlines()[0][:120]}"
+                )
                 continue
             model.ir_version = IR_OF_OPSET[opset]
             if model.ir_version < 4 or opset in (14, 21):
@@ -268,10 +336,15 @@ def int8(corpus: Corpus, limit: int | None, work: Path) -> None:
         for dim, size in zip(fixed.graph.input[0].type.tensor_type.shape.dim, shape):
             dim.dim_value = size
         onnx.save(fixed, str(source))
-        variants = [("qdq", dict(quant_format=QuantFormat.QDQ)), ("qoperator", dict(quant_format=QuantFormat.QOperator)),
-                    ("qdq_perchannel", dict(quant_format=QuantFormat.QDQ, per_channel=True)),
-                    ("qoperator_u8s8", dict(quant_format=QuantFormat.QOperator, activation_type=QuantType.QUInt8,
-                                            weight_type=QuantType.QInt8))]
+        variants = [
+            ("qdq", dict(quant_format=QuantFormat.QDQ)),
+            ("qoperator", dict(quant_format=QuantFormat.QOperator)),
+            ("qdq_perchannel", dict(quant_format=QuantFormat.QDQ, per_channel=True)),
+            (
+                "qoperator_u8s8",
+                dict(quant_format=QuantFormat.QOperator, activation_type=QuantType.QUInt8, weight_type=QuantType.QInt8),
+            ),
+        ]
         for label, options in variants:
             if limit is not None and count >= limit:
                 return

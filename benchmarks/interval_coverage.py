@@ -88,8 +88,12 @@ def table_rates(rng, tables: int, kernels: int, rounds: int) -> tuple[float, flo
     """Share of A-vs-A tables with any verdict: per-kernel 5 % tests alone, and with BH at 5 %."""
     raw = controlled = 0
     for _ in range(tables):
-        p = [welch(np.exp(draw(rng, 1, rounds, 0.05, 0.01, False)[0]), np.exp(draw(rng, 1, rounds, 0.05, 0.01, False)[0])).p
-             for _ in range(kernels)]
+        p = [
+            welch(
+                np.exp(draw(rng, 1, rounds, 0.05, 0.01, False)[0]), np.exp(draw(rng, 1, rounds, 0.05, 0.01, False)[0])
+            ).p
+            for _ in range(kernels)
+        ]
         raw += any(v <= ALPHA for v in p)
         controlled += any(q <= 0.05 for q in bh_adjusted(p))
     return raw / tables, controlled / tables
@@ -144,8 +148,15 @@ def history_rows(runs: list[list[list[float]]]):
     earlier runs measured (dbench.store.history.History, as read at that run's start)."""
     from dbench.store.history import History
 
-    config = {"runtime": "r", "runtime_version": "1", "device": "d", "runtime_options": {}, "weights": "const",
-              "mode": "latency", "status": "ok"}
+    config = {
+        "runtime": "r",
+        "runtime_version": "1",
+        "device": "d",
+        "runtime_options": {},
+        "weights": "const",
+        "mode": "latency",
+        "status": "ok",
+    }
     made: list[dict] = []
     for graphs in runs:
         history = History()
@@ -155,9 +166,18 @@ def history_rows(runs: list[list[list[float]]]):
             key = history.runs and next(iter(history.runs))
             drift = history.drift(key, f"g{g}", medians) if key else None
             spread = round_spread(float(np.median(medians)), medians, drift=drift)
-            made.append({**config, "graph_id": f"g{g}", "median_us": float(np.median(medians)), "round_medians_us": medians,
-                         "rerun_high_us": spread.rerun[1], "rerun_low_us": spread.rerun[0],
-                         "drift_sd": drift.sd if drift else None, "drift_df": drift.df if drift else None})
+            made.append(
+                {
+                    **config,
+                    "graph_id": f"g{g}",
+                    "median_us": float(np.median(medians)),
+                    "round_medians_us": medians,
+                    "rerun_high_us": spread.rerun[1],
+                    "rerun_low_us": spread.rerun[0],
+                    "drift_sd": drift.sd if drift else None,
+                    "drift_df": drift.df if drift else None,
+                }
+            )
     history = History()
     for row in reversed(made):
         history.add(row)
@@ -171,8 +191,10 @@ def widening_rates(rng, trials: int, history_runs: int) -> tuple[float, float, f
     factors = []
     total = 0
     for _ in range(trials):
-        runs = [[list(300.0 * (1 + 0.2 * g) * np.exp(heavy_shift_run + 0.01 * rng.standard_normal(3))) for g in range(10)]
-                for heavy_shift_run in [heavy_shift(rng) for _ in range(history_runs + 2)]]
+        runs = [
+            [list(300.0 * (1 + 0.2 * g) * np.exp(heavy_shift_run + 0.01 * rng.standard_normal(3))) for g in range(10)]
+            for heavy_shift_run in [heavy_shift(rng) for _ in range(history_runs + 2)]
+        ]
         history = history_rows(runs[:history_runs])
         key = next(iter(history.runs))
         later = runs[-1]
@@ -198,30 +220,46 @@ def main() -> None:
     args = parser.parse_args()
     rng = np.random.default_rng(args.seed)
     print(f"{args.trials} simulated runs per cell; between-round SD 5 %, in-round 1 %; heavy: one round in ten 3x out")
-    print(f"{'rounds':>6} {'tail':>6} {'median CI covers':>17} {'re-run interval holds':>22} "
-          f"{'Welch false':>12} {'paired false':>13}")
+    print(
+        f"{'rounds':>6} {'tail':>6} {'median CI covers':>17} {'re-run interval holds':>22} "
+        f"{'Welch false':>12} {'paired false':>13}"
+    )
     for rounds in (3, 5, 10):
         for heavy in (False, True):
             covered, held = row_coverage(rng, args.trials, rounds, heavy)
             welch_false, paired_false = verdict_rates(rng, args.trials // 2, rounds, heavy)
-            print(f"{rounds:>6} {'heavy' if heavy else 'normal':>6} {covered:>17.1%} {held:>22.1%} "
-                  f"{welch_false:>12.1%} {paired_false:>13.1%}")
+            print(
+                f"{rounds:>6} {'heavy' if heavy else 'normal':>6} {covered:>17.1%} {held:>22.1%} "
+                f"{welch_false:>12.1%} {paired_false:>13.1%}"
+            )
     raw, controlled = table_rates(rng, max(100, args.trials // 20), 100, 3)
-    print(f"\nA-vs-A tables of 100 kernels, 3 rounds a side: any verdict {raw:.0%} with per-kernel 5 % tests, "
-          f"{controlled:.1%} with the false-discovery control")
-    print("old interval (pooled samples of one session, n=200) holds a re-run's median: "
-          f"{old_interval_coverage(rng, args.trials):.1%}")
+    print(
+        f"\nA-vs-A tables of 100 kernels, 3 rounds a side: any verdict {raw:.0%} with per-kernel 5 % tests, "
+        f"{controlled:.1%} with the false-discovery control"
+    )
+    print(
+        "old interval (pooled samples of one session, n=200) holds a re-run's median: "
+        f"{old_interval_coverage(rng, args.trials):.1%}"
+    )
     for n in (2, 3, 5):
-        print(f"old Moses interval at n={n} a side holds 1 on identical sets: "
-              f"{old_moses_coverage(rng, args.trials, n):.1%}")
-    print("\nruns that move as a whole (run-wide SD 5 %, rounds 1 %, 3 rounds), drift from H earlier runs of 20 graphs:")
-    print(f"{'H':>3} {'re-run holds: rounds alone':>27} {'with drift':>11} {'Welch false: rounds alone':>26} "
-          f"{'with drift':>11}")
+        print(
+            f"old Moses interval at n={n} a side holds 1 on identical sets: "
+            f"{old_moses_coverage(rng, args.trials, n):.1%}"
+        )
+    print(
+        "\nruns that move as a whole (run-wide SD 5 %, rounds 1 %, 3 rounds), drift from H earlier runs of 20 graphs:"
+    )
+    print(
+        f"{'H':>3} {'re-run holds: rounds alone':>27} {'with drift':>11} {'Welch false: rounds alone':>26} "
+        f"{'with drift':>11}"
+    )
     for history_runs in (2, 3, 5, 10):
         held_alone, held_drift, false_alone, false_drift = drift_rates(rng, args.trials // 4, history_runs)
         print(f"{history_runs:>3} {held_alone:>27.1%} {held_drift:>11.1%} {false_alone:>26.1%} {false_drift:>11.1%}")
-    print("\nheavy-tailed whole-run shifts (4 runs in 5 within SD 3 %, 1 in 5 SD 12 %; rounds 1 %), 10 graphs, H "
-          "earlier runs:")
+    print(
+        "\nheavy-tailed whole-run shifts (4 runs in 5 within SD 3 %, 1 in 5 SD 12 %; rounds 1 %), 10 graphs, H "
+        "earlier runs:"
+    )
     print(f"{'H':>3} {'re-run holds: with the drift':>29} {'and widened by its history':>27} {'median factor':>14}")
     for history_runs in (4, 6, 10):
         held, widened, factor = widening_rates(rng, max(20, args.trials // 40), history_runs)

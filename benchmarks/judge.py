@@ -63,9 +63,9 @@ from pathlib import Path
 from dbench.calibrate.analyse import kernel_noise
 from dbench.orchestrator.slowdown import VARIABLE
 from dbench.stats.coverage import coverage, ratios
+from dbench.stats.interleave import rotated
 from dbench.store.calibration import read_calibration
 from dbench.store.compare import Side, compare_sides
-from dbench.stats.interleave import rotated
 
 MIN_POWER_US = 100.0
 """Kernels at least this slow count for the power figures (the goal speaks of kernels >= 0.1 ms)."""
@@ -78,8 +78,13 @@ def dbench(command: str, args: list[str], out: Path, env: dict | None = None) ->
     """Run `dbench COMMAND ARGS --out OUT`; return its new log and wall seconds."""
     before = set(out.glob("*/*.jsonl"))
     start = time.perf_counter()
-    done = subprocess.run([sys.executable, "-m", "dbench", command, *args, "--out", str(out)], stdout=subprocess.DEVNULL,
-                          stderr=subprocess.PIPE, text=True, env={**os.environ, **(env or {})})
+    done = subprocess.run(
+        [sys.executable, "-m", "dbench", command, *args, "--out", str(out)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, **(env or {})},
+    )
     wall = time.perf_counter() - start
     if done.returncode not in (0, 3):
         sys.exit(f"dbench {command} {' '.join(args)} failed: {done.stderr.strip().splitlines()[-1:]}")
@@ -107,8 +112,12 @@ def side(label: str, *logs_rows: list[dict]) -> Side:
 
 def slowed(run: list[dict], factor: float) -> list[dict]:
     """A run's rows with every round median and median multiplied by `factor` (a known change)."""
-    return [{**r, "median_us": r["median_us"] * factor, "round_medians_us": [m * factor for m in r["round_medians_us"]]}
-            if r.get("round_medians_us") else r for r in run]
+    return [
+        {**r, "median_us": r["median_us"] * factor, "round_medians_us": [m * factor for m in r["round_medians_us"]]}
+        if r.get("round_medians_us")
+        else r
+        for r in run
+    ]
 
 
 def a_vs_a(runs: list[list[dict]]) -> None:
@@ -123,9 +132,13 @@ def a_vs_a(runs: list[list[dict]]) -> None:
             changed += pair.verdict in ("faster", "slower")
         clean_tables += changed == 0
     judged = sum(verdicts.values())
-    print(f"A-vs-A over {tables} pairs of identical runs: " + ", ".join(f"{n} {v}" for v, n in sorted(verdicts.items())))
-    print(f"  per-kernel verdicts 'same': {verdicts.get('same', 0) / judged:.1%}; tables with 0 changed: "
-          f"{clean_tables}/{tables}")
+    print(
+        f"A-vs-A over {tables} pairs of identical runs: " + ", ".join(f"{n} {v}" for v, n in sorted(verdicts.items()))
+    )
+    print(
+        f"  per-kernel verdicts 'same': {verdicts.get('same', 0) / judged:.1%}; tables with 0 changed: "
+        f"{clean_tables}/{tables}"
+    )
 
 
 def calibration(runs: list[list[dict]]) -> None:
@@ -137,8 +150,10 @@ def calibration(runs: list[list[dict]]) -> None:
     drifts, widened = [], []
     for i, earlier in enumerate(runs):
         drifts += [r["drift_sd"] for r in earlier if r.get("drift_sd") is not None]
-        widened += [r["history_factor"] for r in earlier if r.get("history_factor") and abs(r["history_factor"] - 1) >= 0.005]
-        for later in runs[i + 1:]:
+        widened += [
+            r["history_factor"] for r in earlier if r.get("history_factor") and abs(r["history_factor"] - 1) >= 0.005
+        ]
+        for later in runs[i + 1 :]:
             by_id = {r["graph_id"]: r for r in later if r.get("median_us")}
             for row in earlier:
                 other = by_id.get(row["graph_id"])
@@ -147,39 +162,53 @@ def calibration(runs: list[list[dict]]) -> None:
                 half = math.log(row["rerun_high_us"] / row["median_us"])
                 (found,) = ratios([(row["median_us"], half), (other["median_us"], None)])
                 pairs[row.get("drift_sd") is not None].append(
-                    (found <= 1.0, row["ci_low_us"] <= other["median_us"] <= row["ci_high_us"], found))
+                    (found <= 1.0, row["ci_low_us"] <= other["median_us"] <= row["ci_high_us"], found)
+                )
     every = pairs[True] + pairs[False]
     if every:
         held = coverage([f for *_, f in every])
-        print(f"calibration over {held.pairs} (row, later run) pairs: a later median inside the row's re-run interval "
-              f"{held.inside / held.pairs:.1%}, inside its interval of the median "
-              f"{sum(p[1] for p in every) / len(every):.1%}; "
-              f"the factor that would have made 95 % hold: {held.factor:.2f}")
+        print(
+            f"calibration over {held.pairs} (row, later run) pairs: a later median inside the row's re-run interval "
+            f"{held.inside / held.pairs:.1%}, inside its interval of the median "
+            f"{sum(p[1] for p in every) / len(every):.1%}; "
+            f"the factor that would have made 95 % hold: {held.factor:.2f}"
+        )
     for carried, found in pairs.items():
         if found:
-            print(f"  rows {'with the drift between runs' if carried else 'from their rounds alone'}: {len(found)} "
-                  "pairs, "
-                  f"re-run interval {sum(p[0] for p in found) / len(found):.1%}, interval of the median "
-                  f"{sum(p[1] for p in found) / len(found):.1%}")
+            print(
+                f"  rows {'with the drift between runs' if carried else 'from their rounds alone'}: {len(found)} "
+                "pairs, "
+                f"re-run interval {sum(p[0] for p in found) / len(found):.1%}, interval of the median "
+                f"{sum(p[1] for p in found) / len(found):.1%}"
+            )
     if drifts:
         drifts.sort()
-        print(f"  the drift between runs the rows carried: median SD {drifts[len(drifts) // 2]:.1%}, "
-              f"range {drifts[0]:.1%}-{drifts[-1]:.1%}")
+        print(
+            f"  the drift between runs the rows carried: median SD {drifts[len(drifts) // 2]:.1%}, "
+            f"range {drifts[0]:.1%}-{drifts[-1]:.1%}"
+        )
     rows_with_interval = sum(1 for run in runs for r in run if r.get("rerun_low_us") is not None)
     if widened:
         widened.sort()
-        print(f"  rows whose intervals this machine's history scaled: {len(widened)} of {rows_with_interval}, by "
-              f"x{widened[0]:.2f}-{widened[-1]:.2f} (median x{widened[len(widened) // 2]:.2f})")
+        print(
+            f"  rows whose intervals this machine's history scaled: {len(widened)} of {rows_with_interval}, by "
+            f"x{widened[0]:.2f}-{widened[-1]:.2f} (median x{widened[len(widened) // 2]:.2f})"
+        )
     if every:
         needed = sorted(f for *_, f in every)
-        print(f"  the factor each interval needed to hold its later median: median {needed[len(needed) // 2]:.2f}, "
-              f"95th percentile {needed[int(0.95 * (len(needed) - 1))]:.2f} (below 1: wider than a 95 % interval needs)")
+        print(
+            f"  the factor each interval needed to hold its later median: median {needed[len(needed) // 2]:.2f}, "
+            f"95th percentile {needed[int(0.95 * (len(needed) - 1))]:.2f} (below 1: wider than a 95 % interval needs)"
+        )
 
 
 def found_slower(comparison) -> tuple[int, int]:
     """(kernels >= MIN_POWER_US found slower, kernels >= MIN_POWER_US judged) in a comparison."""
-    judged = [p for p in comparison.pairs if p.a and p.a[0].get("median_us", 0) >= MIN_POWER_US
-              and p.verdict not in ("", "only in a", "only in b")]
+    judged = [
+        p
+        for p in comparison.pairs
+        if p.a and p.a[0].get("median_us", 0) >= MIN_POWER_US and p.verdict not in ("", "only in a", "only in b")
+    ]
     return sum(p.verdict == "slower" for p in judged), len(judged)
 
 
@@ -190,8 +219,10 @@ def power(runs: list[list[dict]]) -> None:
             slower, judged = found_slower(compare_sides(side("a", a), side("b", slowed(b, factor))))
             found, total = found + slower, total + judged
         if total:
-            print(f"power, a synthetic {factor - 1:.0%} slowdown on kernels >= {MIN_POWER_US:g} µs: {found}/{total} "
-                  f"({found / total:.0%}) found slower")
+            print(
+                f"power, a synthetic {factor - 1:.0%} slowdown on kernels >= {MIN_POWER_US:g} µs: {found}/{total} "
+                f"({found / total:.0%}) found slower"
+            )
 
 
 def merged(runs: list[list[dict]]) -> list[dict]:
@@ -200,9 +231,15 @@ def merged(runs: list[list[dict]]) -> list[dict]:
     run with that many more rounds, made of real stored ones (whose spread holds the drift between runs,
     so none is added)."""
     by_id = [{r["graph_id"]: r for r in run} for run in runs]
-    return [{**row, "round_medians_us": [m for run in by_id for m in run[row["graph_id"]].get("round_medians_us") or []],
-             "drift_sd": None}  # rounds of several runs hold the drift between them already
-            for row in runs[0] if row.get("round_medians_us") and all(row["graph_id"] in run for run in by_id)]
+    return [
+        {
+            **row,
+            "round_medians_us": [m for run in by_id for m in run[row["graph_id"]].get("round_medians_us") or []],
+            "drift_sd": None,
+        }  # rounds of several runs hold the drift between them already
+        for row in runs[0]
+        if row.get("round_medians_us") and all(row["graph_id"] in run for run in by_id)
+    ]
 
 
 def power_by_rounds(runs: list[list[dict]], factor: float = 1.10) -> None:
@@ -216,8 +253,10 @@ def power_by_rounds(runs: list[list[dict]], factor: float = 1.10) -> None:
             found, total = found + slower, total + judged
         rounds = len(a[0]["round_medians_us"]) if a else 0
         if total:
-            print(f"power, a synthetic {factor - 1:.0%} slowdown, {rounds} rounds a side ({k} run(s) merged): "
-                  f"{found}/{total} ({found / total:.0%}) found slower")
+            print(
+                f"power, a synthetic {factor - 1:.0%} slowdown, {rounds} rounds a side ({k} run(s) merged): "
+                f"{found}/{total} ({found / total:.0%}) found slower"
+            )
 
 
 def a_a(run: list[dict]) -> None:
@@ -230,15 +269,25 @@ def a_a(run: list[dict]) -> None:
     verdicts = [p.verdict for p in comparison.pairs]
     resolvable = sorted(p.difference.resolvable for p in comparison.pairs if p.difference)
     noise = sorted(k["pair_sd"] for k in kernel_noise(rows1 + rows2))
-    print(f"A/A interleaved ({label1} vs {label2}, paired): " + ", ".join(f"{verdicts.count(v)} {v}" for v in sorted(set(verdicts)))
-          + (f"; resolvable change median {resolvable[len(resolvable) // 2]:.1%}" if resolvable else "")
-          + (f"; SD of a paired round's log ratio median {noise[len(noise) // 2]:.1%} ({noise[0]:.1%}-{noise[-1]:.1%})"
-             if noise else ""))
+    print(
+        f"A/A interleaved ({label1} vs {label2}, paired): "
+        + ", ".join(f"{verdicts.count(v)} {v}" for v in sorted(set(verdicts)))
+        + (f"; resolvable change median {resolvable[len(resolvable) // 2]:.1%}" if resolvable else "")
+        + (
+            f"; SD of a paired round's log ratio median {noise[len(noise) // 2]:.1%} ({noise[0]:.1%}-{noise[-1]:.1%})"
+            if noise
+            else ""
+        )
+    )
     for factor in (1.05, 1.10):
-        found, total = found_slower(compare_sides(side(label1, rows1), side(label2, slowed(rows2, factor)), interleaved=True))
+        found, total = found_slower(
+            compare_sides(side(label1, rows1), side(label2, slowed(rows2, factor)), interleaved=True)
+        )
         if total:
-            print(f"  power of the paired test, a synthetic {factor - 1:.0%} slowdown on kernels >= {MIN_POWER_US:g} µs: "
-                  f"{found}/{total} ({found / total:.0%})")
+            print(
+                f"  power of the paired test, a synthetic {factor - 1:.0%} slowdown on kernels >= {MIN_POWER_US:g} µs: "
+                f"{found}/{total} ({found / total:.0%})"
+            )
 
 
 def a_a_by_rounds(common: list[str], runtime: str, counts: list[int], repeat: int, out: Path) -> None:
@@ -247,8 +296,10 @@ def a_a_by_rounds(common: list[str], runtime: str, counts: list[int], repeat: in
     for rep in range(repeat):
         for rounds in rotated(counts, rep):
             log, wall = dbench_run([*common, "--runtime", f"{runtime},{runtime}", "--rounds", str(rounds)], out)
-            print(f"repetition {rep + 1}, --rounds {rounds}: {log.stem}, {wall:.0f} s wall ({verifying_s(log):.0f} "
-                  "s verifying)")
+            print(
+                f"repetition {rep + 1}, --rounds {rounds}: {log.stem}, {wall:.0f} s wall ({verifying_s(log):.0f} "
+                "s verifying)"
+            )
             a_a(rows(log))
             print(flush=True)
 
@@ -259,11 +310,17 @@ def threads(interleaved: list[dict], one: list[dict], two: list[dict]) -> None:
     for r in interleaved:
         by_variant.setdefault(r["variant"], []).append(r)
     (label1, rows1), (label2, rows2) = by_variant.items()
-    for name, comparison in (("interleaved --threads 1,2", compare_sides(side(label1, rows1), side(label2, rows2), interleaved=True)),
-                             ("separate runs", compare_sides(side("threads 1", one), side("threads 2", two)))):
+    for name, comparison in (
+        ("interleaved --threads 1,2", compare_sides(side(label1, rows1), side(label2, rows2), interleaved=True)),
+        ("separate runs", compare_sides(side("threads 1", one), side("threads 2", two))),
+    ):
         verdicts = [p.verdict for p in comparison.pairs]
-        each = [f"{p.graph_id.split('.')[0]} {p.verdict} {p.ratio:.2f}" + (f" (resolves ±{p.difference.resolvable:.1%})" if p.difference else "")
-                for p in comparison.pairs if p.ratio]
+        each = [
+            f"{p.graph_id.split('.')[0]} {p.verdict} {p.ratio:.2f}"
+            + (f" (resolves ±{p.difference.resolvable:.1%})" if p.difference else "")
+            for p in comparison.pairs
+            if p.ratio
+        ]
         print(f"threads 1 vs 2, {name}: {verdicts.count('faster')}/{len(verdicts)} found faster: {'; '.join(each)}")
 
 
@@ -277,29 +334,48 @@ def resolved(run: list[dict], log: Path) -> None:
     for name, (label, rows_b) in (("A/A twin", (label2, rows2)), ("A/B, B slowed 10 %", (label3, rows3))):
         comparison = compare_sides(side(label1, rows1), side(label, rows_b), interleaved=True)
         verdicts = [p.verdict for p in comparison.pairs]
-        print(f"--resolve {name} ({label} vs {label1}): " + ", ".join(f"{verdicts.count(v)} {v}" for v in sorted(set(verdicts)))
-              + f" of {len(verdicts)}; ratios " + ", ".join(f"{p.ratio:.3f}" for p in comparison.pairs if p.ratio))
+        print(
+            f"--resolve {name} ({label} vs {label1}): "
+            + ", ".join(f"{verdicts.count(v)} {v}" for v in sorted(set(verdicts)))
+            + f" of {len(verdicts)}; ratios "
+            + ", ".join(f"{p.ratio:.3f}" for p in comparison.pairs if p.ratio)
+        )
     entries = read_calibration(log.parent)
     first = rows1[0]
-    entry = next((e for e in entries if e.runtime == first["runtime"] and e.threads == (first.get("runtime_options") or {}).get("threads")), None)
+    entry = next(
+        (
+            e
+            for e in entries
+            if e.runtime == first["runtime"] and e.threads == (first.get("runtime_options") or {}).get("threads")
+        ),
+        None,
+    )
     within = 0
     lines = []
     for row in rows1:
-        predicted = entry.predict_rounds(row["median_us"], row["resolve_target"], True, row["graph_id"]) if entry else None
+        predicted = (
+            entry.predict_rounds(row["median_us"], row["resolve_target"], True, row["graph_id"]) if entry else None
+        )
         ok = predicted is not None and row.get("resolved") and predicted / 2 <= row["rounds"] <= 2 * predicted
         within += bool(ok)
-        lines.append(f"{row['graph_id'].split('.')[0]} {row['median_us'] / 1e3:.2f} ms: {row['rounds']} rounds "
-                     f"({'resolved' if row.get('resolved') else 'not resolved'}), calibrate predicted {predicted}")
-    print(f"--resolve rounds against calibrate's prediction: {within}/{len(rows1)} within a factor of 2"
-          + ("" if entry else " (no calibration stored beside the run)"))
+        lines.append(
+            f"{row['graph_id'].split('.')[0]} {row['median_us'] / 1e3:.2f} ms: {row['rounds']} rounds "
+            f"({'resolved' if row.get('resolved') else 'not resolved'}), calibrate predicted {predicted}"
+        )
+    print(
+        f"--resolve rounds against calibrate's prediction: {within}/{len(rows1)} within a factor of 2"
+        + ("" if entry else " (no calibration stored beside the run)")
+    )
     for line in lines:
         print(f"  {line}")
     header = json.loads(log.read_text().split("\n", 1)[0])
     started = datetime.fromisoformat(header["host"]["taken_at"])
     ended = max(datetime.fromisoformat(r["finished_at"]) for r in run)
-    print(f"  the run's wall time {(ended - started).total_seconds():.0f} s against its plan's "
-          f"{header.get('estimate_s')} s "
-          "(each graph's rounds as the calibration predicted them)")
+    print(
+        f"  the run's wall time {(ended - started).total_seconds():.0f} s against its plan's "
+        f"{header.get('estimate_s')} s "
+        "(each graph's rounds as the calibration predicted them)"
+    )
 
 
 def big_gemms(out: Path, fallback: str) -> list[str]:
@@ -315,18 +391,37 @@ def big_gemms(out: Path, fallback: str) -> list[str]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=5)
-    parser.add_argument("--args", default="--suite inference-device", help="the selection and options of each identical run")
-    parser.add_argument("--gemms", default="--suite inference-device --ops gemm --id gemm_m5124_*",
-                        help="the selection of the --threads 1 vs 2 runs when no calibration names the GEMMs of 1 ms or more")
-    parser.add_argument("--runtime", default="ort-cpu", help="the runtime of the A/A and --resolve runs (named two or three times)")
+    parser.add_argument(
+        "--args", default="--suite inference-device", help="the selection and options of each identical run"
+    )
+    parser.add_argument(
+        "--gemms",
+        default="--suite inference-device --ops gemm --id gemm_m5124_*",
+        help="the selection of the --threads 1 vs 2 runs when no calibration names the GEMMs of 1 ms or more",
+    )
+    parser.add_argument(
+        "--runtime", default="ort-cpu", help="the runtime of the A/A and --resolve runs (named two or three times)"
+    )
     parser.add_argument("--out", type=Path, required=True)
-    parser.add_argument("--only", choices=STEPS, action="append", help="run only these steps (repeatable), then judge what --out holds")
+    parser.add_argument(
+        "--only", choices=STEPS, action="append", help="run only these steps (repeatable), then judge what --out holds"
+    )
     parser.add_argument("--resolve", default="5%", help="the --resolve step's target")
     parser.add_argument("--resolve-budget", default="14m", help="the --resolve step's --budget")
-    parser.add_argument("--reuse", action="store_true", help="no new runs: judge the runs already in --out (wall times are not measured)")
-    parser.add_argument("--last", type=int, help="judge only the last N identical runs in --out (earlier ones are their history)")
-    parser.add_argument("--aa-rounds", help="only interleaved A/A runs, at these rounds counts (comma-separated), judged one by one")
-    parser.add_argument("--repeat", type=int, default=1, help="with --aa-rounds: repetitions of the set, order alternating")
+    parser.add_argument(
+        "--reuse",
+        action="store_true",
+        help="no new runs: judge the runs already in --out (wall times are not measured)",
+    )
+    parser.add_argument(
+        "--last", type=int, help="judge only the last N identical runs in --out (earlier ones are their history)"
+    )
+    parser.add_argument(
+        "--aa-rounds", help="only interleaved A/A runs, at these rounds counts (comma-separated), judged one by one"
+    )
+    parser.add_argument(
+        "--repeat", type=int, default=1, help="with --aa-rounds: repetitions of the set, order alternating"
+    )
     args = parser.parse_args()
     if args.reuse:
         return judge_stored(args.out, args.last)
@@ -351,8 +446,12 @@ def main() -> None:
         print(f"A/A: {log.stem} {wall:.0f} s", flush=True)
     if "resolve" in steps:
         copies = ",".join([args.runtime] * 3)
-        log, wall = dbench("run", [*gemms, "--runtime", copies, "--resolve", args.resolve, "--budget", args.resolve_budget],
-                           args.out, {VARIABLE: f"{args.runtime} #3=0.10"})
+        log, wall = dbench(
+            "run",
+            [*gemms, "--runtime", copies, "--resolve", args.resolve, "--budget", args.resolve_budget],
+            args.out,
+            {VARIABLE: f"{args.runtime} #3=0.10"},
+        )
         print(f"--resolve {args.resolve}: {log.stem} {wall:.0f} s", flush=True)
     print()
     judge_stored(args.out, args.last)
@@ -375,17 +474,27 @@ def identical_runs(common: list[str], runs: int, out: Path) -> None:
             net["one-round"].append(wall - verifying)
             print(f"  one-round run: {wall:.0f} s ({verifying:.0f} s verifying)", flush=True)
     mean = sum(walls) / len(walls)
-    print(f"wall time: default runs {min(walls):.0f}-{max(walls):.0f} s (mean {mean:.0f}), one-round runs "
-          f"{', '.join(f'{w:.0f}' for w in one_round)} s: rounds cost {mean / (sum(one_round) / len(one_round)) - 1:+.0%}")
+    print(
+        f"wall time: default runs {min(walls):.0f}-{max(walls):.0f} s (mean {mean:.0f}), one-round runs "
+        f"{', '.join(f'{w:.0f}' for w in one_round)} s: rounds cost {mean / (sum(one_round) / len(one_round)) - 1:+.0%}"
+    )
     means = {kind: sum(v) / len(v) for kind, v in net.items()}
-    print(f"  net of verification (references computed anew after a change to dbench): default runs "
-          f"{min(net['default']):.0f}-{max(net['default']):.0f} s, one-round runs "
-          f"{', '.join(f'{w:.0f}' for w in net['one-round'])} s: rounds cost "
-          f"{means['default'] / means['one-round'] - 1:+.0%}")
+    print(
+        f"  net of verification (references computed anew after a change to dbench): default runs "
+        f"{min(net['default']):.0f}-{max(net['default']):.0f} s, one-round runs "
+        f"{', '.join(f'{w:.0f}' for w in net['one-round'])} s: rounds cost "
+        f"{means['default'] / means['one-round'] - 1:+.0%}"
+    )
 
 
-def judge(runs: list[list[dict]], interleaved: list[dict] | None, one: list[dict] | None, two: list[dict] | None,
-          twice: list[dict] | None, resolve_run: tuple[list[dict], Path] | None = None) -> None:
+def judge(
+    runs: list[list[dict]],
+    interleaved: list[dict] | None,
+    one: list[dict] | None,
+    two: list[dict] | None,
+    twice: list[dict] | None,
+    resolve_run: tuple[list[dict], Path] | None = None,
+) -> None:
     if runs:
         a_vs_a(runs)
         calibration(runs)
@@ -408,17 +517,33 @@ def judge_stored(out: Path, last: int | None = None) -> None:
         threads_asked = request.get("threads")
         threads_asked = [threads_asked] if isinstance(threads_asked, int) else threads_asked
         names = str(request.get("runtime", "")).split(",")
-        kind = ("resolve" if request.get("resolve") is not None
-                else "interleaved" if threads_asked and len(threads_asked) > 1 else f"threads {threads_asked[0]}" if threads_asked
-                else "a/a" if len(names) > len(set(names)) else "one round" if request.get("rounds") == 1 else "default")
+        kind = (
+            "resolve"
+            if request.get("resolve") is not None
+            else "interleaved"
+            if threads_asked and len(threads_asked) > 1
+            else f"threads {threads_asked[0]}"
+            if threads_asked
+            else "a/a"
+            if len(names) > len(set(names))
+            else "one round"
+            if request.get("rounds") == 1
+            else "default"
+        )
         kinds.setdefault(kind, []).append(log)
     print(f"runs in {out}: " + ", ".join(f"{len(v)} {k}" for k, v in kinds.items()))
 
     def latest(kind: str) -> list[dict] | None:
         return rows(kinds[kind][-1]) if kind in kinds else None
 
-    judge([rows(log) for log in kinds.get("default", [])[-last if last else 0:]], latest("interleaved"), latest("threads 1"), latest("threads 2"),
-          latest("a/a"), (rows(kinds["resolve"][-1]), kinds["resolve"][-1]) if "resolve" in kinds else None)
+    judge(
+        [rows(log) for log in kinds.get("default", [])[-last if last else 0 :]],
+        latest("interleaved"),
+        latest("threads 1"),
+        latest("threads 2"),
+        latest("a/a"),
+        (rows(kinds["resolve"][-1]), kinds["resolve"][-1]) if "resolve" in kinds else None,
+    )
 
 
 if __name__ == "__main__":

@@ -39,8 +39,15 @@ TRACEBACK = re.compile(r"Traceback \(most recent call last\)")
 
 def declared_dims(model: onnx.ModelProto) -> list[str]:
     stored = {t.name for t in model.graph.initializer}
-    return list(dict.fromkeys(d.dim_param for i in model.graph.input if i.name not in stored
-                              for d in i.type.tensor_type.shape.dim if d.dim_param))
+    return list(
+        dict.fromkeys(
+            d.dim_param
+            for i in model.graph.input
+            if i.name not in stored
+            for d in i.type.tensor_type.shape.dim
+            if d.dim_param
+        )
+    )
 
 
 def dims_arg(names: list[str]) -> list[str]:
@@ -88,8 +95,10 @@ def oracle_feeds(model: onnx.ModelProto, saved: Path | None) -> dict[str, np.nda
     for value in model.graph.input:
         if value.name in stored or not value.type.HasField("tensor_type"):
             continue
-        shape = [d.dim_value if d.HasField("dim_value") else intake_corpus.DIMS.get(d.dim_param, 1)
-                 for d in value.type.tensor_type.shape.dim]
+        shape = [
+            d.dim_value if d.HasField("dim_value") else intake_corpus.DIMS.get(d.dim_param, 1)
+            for d in value.type.tensor_type.shape.dim
+        ]
         dtype = onnx.helper.tensor_dtype_to_np_dtype(value.type.tensor_type.elem_type)
         feeds[value.name] = np.ones(shape, dtype=dtype)
     return feeds
@@ -108,16 +117,42 @@ def compare_flops(path: Path, entry: dict, names: list[str], corpus: Path) -> di
     labels = node_names(model.graph.node)
     expressed = {i for i in oracle if labels[i] in ours}
     differ = [labels[i] for i in expressed if ours[labels[i]] != oracle[i]]
-    return {"kernel_nodes": len(oracle), "expressed": len(expressed), "how": how,
-            "dbench": sum(ours.values()), "oracle": sum(oracle[i] for i in expressed), "differ": differ,
-            "left_out": [labels[i] for i in oracle if i not in expressed]}
+    return {
+        "kernel_nodes": len(oracle),
+        "expressed": len(expressed),
+        "how": how,
+        "dbench": sum(ours.values()),
+        "oracle": sum(oracle[i] for i in expressed),
+        "differ": differ,
+        "left_out": [labels[i] for i in oracle if i not in expressed],
+    }
 
 
 def run_folder(folder: Path, out: Path, runtime: str, dims: list[str], timeout: float) -> subprocess.CompletedProcess:
     """One `dbench run --graphs` over the folder, in its own process group (killed whole on a timeout)."""
-    command = [sys.executable, "-m", "dbench", "run", "--graphs", str(folder), "--runtime", runtime, "--quick",
-               "--profile-runs", "2", "--threads", "1", "--timeout", "120", "--out", str(out), *dims_arg(dims)]
-    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    command = [
+        sys.executable,
+        "-m",
+        "dbench",
+        "run",
+        "--graphs",
+        str(folder),
+        "--runtime",
+        runtime,
+        "--quick",
+        "--profile-runs",
+        "2",
+        "--threads",
+        "1",
+        "--timeout",
+        "120",
+        "--out",
+        str(out),
+        *dims_arg(dims),
+    ]
+    process = subprocess.Popen(
+        command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True
+    )
     try:
         stdout, stderr = process.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
@@ -128,10 +163,14 @@ def run_folder(folder: Path, out: Path, runtime: str, dims: list[str], timeout: 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--corpus", type=Path, default=Path("graphs/intake-corpus"), help="folder to build the corpus in")
+    parser.add_argument(
+        "--corpus", type=Path, default=Path("graphs/intake-corpus"), help="folder to build the corpus in"
+    )
     parser.add_argument("--runtime", default="ort-cpu")
     parser.add_argument("--limit", type=int, default=None, help="models taken from each source (default: all)")
-    parser.add_argument("--reuse", action="store_true", help="run the corpus already in --corpus instead of building it")
+    parser.add_argument(
+        "--reuse", action="store_true", help="run the corpus already in --corpus instead of building it"
+    )
     parser.add_argument("--run-timeout", type=float, default=6 * 3600, help="seconds the folder run may take in all")
     args = parser.parse_args()
 
@@ -140,8 +179,10 @@ def main() -> None:
         intake_corpus.build(args.corpus, args.limit)
     index = json.loads((args.corpus / "corpus.json").read_text())
     models, skipped = index["models"], index["skipped"]
-    print(f"corpus: {len(models)} models in {args.corpus} ({time.time() - started:.0f} s); by source: "
-          f"{dict(Counter(e['source'] for e in models.values()))}")
+    print(
+        f"corpus: {len(models)} models in {args.corpus} ({time.time() - started:.0f} s); by source: "
+        f"{dict(Counter(e['source'] for e in models.values()))}"
+    )
     for line in skipped:
         print(f"  not built: {line}")
 
@@ -164,8 +205,12 @@ def main() -> None:
     out = args.corpus / "results"
     shutil.rmtree(out, ignore_errors=True)
     done = run_folder(accepted, out, args.runtime, sorted(all_dims), args.run_timeout)
-    rows = {r["graph_id"]: r for log in out.rglob("*.jsonl") for r in map(json.loads, log.read_text().splitlines()[1:])
-            if r.get("type") == "result"}
+    rows = {
+        r["graph_id"]: r
+        for log in out.rglob("*.jsonl")
+        for r in map(json.loads, log.read_text().splitlines()[1:])
+        if r.get("type") == "result"
+    }
     run_tracebacks = len(TRACEBACK.findall(done.stdout + done.stderr))
     for name, row in table.items():
         if name in rows:
@@ -174,14 +219,18 @@ def main() -> None:
         elif row["list"] == "ok":
             row["run"], row["message"] = "no row", ""
 
-    print(f"\n| model | source | list --from-model | run ({args.runtime}) | FLOPs dbench / spec | kernel nodes not "
-          "expressed |")
+    print(
+        f"\n| model | source | list --from-model | run ({args.runtime}) | FLOPs dbench / spec | kernel nodes not "
+        "expressed |"
+    )
     print("|---|---|---|---|---|---|")
     for name, row in sorted(table.items()):
         flops = row.get("flops", {})
         figure = ""
         if flops.get("kernel_nodes"):
-            figure = f"{flops['dbench']} / {flops['oracle']}" + ("" if not flops["differ"] else f" DIFFER at {flops['differ'][:3]}")
+            figure = f"{flops['dbench']} / {flops['oracle']}" + (
+                "" if not flops["differ"] else f" DIFFER at {flops['differ'][:3]}"
+            )
         listed = row["list"] if row["list"] == "ok" else f"{row['list']}: {row['list_detail']}"
         run = row.get("run", "")
         if run and run != "ok":
@@ -196,11 +245,15 @@ def main() -> None:
     refusals = Counter(row["list_detail"].split(";")[0][:90] for row in table.values() if row["list"] == "refused")
     print(f"\nmodels: {len(table)}; run statuses: {dict(statuses)}; run exit status {done.returncode}")
     print(f"tracebacks: list {sum(r['list'] == 'traceback' for r in table.values())}, run {run_tracebacks}")
-    print(f"kernel-bearing models: {len(kernel_models)}; FLOPs equal to the spec's count over the nodes dbench "
-          f"expresses: {len(equal)}/{len(kernel_models)}; kernel nodes not expressed: {left_out}")
+    print(
+        f"kernel-bearing models: {len(kernel_models)}; FLOPs equal to the spec's count over the nodes dbench "
+        f"expresses: {len(equal)}/{len(kernel_models)}; kernel nodes not expressed: {left_out}"
+    )
     for reason, n in refusals.most_common():
         print(f"  list refused {n}: {reason}")
-    unsupported = Counter(re.sub(r"'[^']*'", "'…'", r["message"])[:100] for r in table.values() if r.get("run") == "unsupported")
+    unsupported = Counter(
+        re.sub(r"'[^']*'", "'…'", r["message"])[:100] for r in table.values() if r.get("run") == "unsupported"
+    )
     for reason, n in unsupported.most_common(25):
         print(f"  unsupported {n}: {reason}")
     for name, row in sorted(table.items()):

@@ -45,10 +45,32 @@ def measure(model: str, dims: str, runtime: str, out: Path, threads: str) -> tup
     path = Path("examples/models") / f"{model}.onnx"
     dbench("gen", "--from-model", str(path), "--dim", dims, "--out", str(out / "graphs"))
     before = set(out.rglob("*.jsonl"))
-    dbench("run", "--graphs", str(out / "graphs" / model), "--runtime", runtime, "--threads", threads, "--out", str(out / "results"))
+    dbench(
+        "run",
+        "--graphs",
+        str(out / "graphs" / model),
+        "--runtime",
+        runtime,
+        "--threads",
+        threads,
+        "--out",
+        str(out / "results"),
+    )
     kernels = newest_log(out / "results", before)
     before = set(out.rglob("*.jsonl"))
-    dbench("run", "--model", str(path), "--dim", dims, "--runtime", runtime, "--threads", threads, "--out", str(out / "results"))
+    dbench(
+        "run",
+        "--model",
+        str(path),
+        "--dim",
+        dims,
+        "--runtime",
+        runtime,
+        "--threads",
+        threads,
+        "--out",
+        str(out / "results"),
+    )
     whole = newest_log(out / "results", before)
     (row,) = model_vs_kernels(whole.rows(), kernels.rows())
     return row, kernels, whole
@@ -62,11 +84,15 @@ def main() -> None:
     parser.add_argument("--models", default=",".join(MODELS))
     args = parser.parse_args()
     host = host_metadata()
-    print(f"machine: {host['cpu_model']}, {host['cpu_count']} cores; --threads {args.threads}; "
-          f"load average at start {os.getloadavg()[0]:.1f}\n")
-    print("| model | --dim | runtime | model median µs (cv) | Σ kernel median x copies µs (median cv) | share | "
-          "model min µs | Σ kernel min x copies µs | share of min | kernels ok | nodes covered | model check | runs "
-          "(kernels, model) |")
+    print(
+        f"machine: {host['cpu_model']}, {host['cpu_count']} cores; --threads {args.threads}; "
+        f"load average at start {os.getloadavg()[0]:.1f}\n"
+    )
+    print(
+        "| model | --dim | runtime | model median µs (cv) | Σ kernel median x copies µs (median cv) | share | "
+        "model min µs | Σ kernel min x copies µs | share of min | kernels ok | nodes covered | model check | runs "
+        "(kernels, model) |"
+    )
     print("|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|---|")
     for model in args.models.split(","):
         for runtime in args.runtimes.split(","):
@@ -74,11 +100,14 @@ def main() -> None:
             check = row["model_verified_by"] if row["model_status"] == "ok" else row["model_status"]
             model_cv = whole.rows()[0]["cv"]
             kernel_cv = statistics.median(r["cv"] for r in kernels.rows() if r.get("cv") is not None)
-            print(f"| {model} | {MODELS[model]} | {runtime} | {row['model_us']:.0f} ({model_cv:.2f}) | "
-                  f"{row['kernels_us']:.0f} ({kernel_cv:.2f}) | {row['share']:.0%} | {row['model_min_us']:.0f} | "
-                  f"{row['kernels_min_us']:.0f} | {row['share_of_min']:.0%} | {row['kernels_timed']}/{row['kernels']} | "
-                  f"{row['kernel_nodes_timed']}/{row['model_nodes']} | {check} | "
-                  f"{kernels.header()['run_id']}, {whole.header()['run_id']} |", flush=True)
+            print(
+                f"| {model} | {MODELS[model]} | {runtime} | {row['model_us']:.0f} ({model_cv:.2f}) | "
+                f"{row['kernels_us']:.0f} ({kernel_cv:.2f}) | {row['share']:.0%} | {row['model_min_us']:.0f} | "
+                f"{row['kernels_min_us']:.0f} | {row['share_of_min']:.0%} | {row['kernels_timed']}/{row['kernels']} | "
+                f"{row['kernel_nodes_timed']}/{row['model_nodes']} | {check} | "
+                f"{kernels.header()['run_id']}, {whole.header()['run_id']} |",
+                flush=True,
+            )
 
 
 if __name__ == "__main__":

@@ -33,11 +33,21 @@ def models():
         def __init__(self, inside: int, width: int, stride: int) -> None:
             super().__init__()
             out = width * 4
-            self.body = nn.Sequential(nn.Conv2d(inside, width, 1, bias=False), bn(width), nn.ReLU(),
-                                      nn.Conv2d(width, width, 3, stride, 1, bias=False), bn(width), nn.ReLU(),
-                                      nn.Conv2d(width, out, 1, bias=False), bn(out))
-            self.skip = (nn.Sequential(nn.Conv2d(inside, out, 1, stride, bias=False), bn(out))
-                         if stride != 1 or inside != out else nn.Identity())
+            self.body = nn.Sequential(
+                nn.Conv2d(inside, width, 1, bias=False),
+                bn(width),
+                nn.ReLU(),
+                nn.Conv2d(width, width, 3, stride, 1, bias=False),
+                bn(width),
+                nn.ReLU(),
+                nn.Conv2d(width, out, 1, bias=False),
+                bn(out),
+            )
+            self.skip = (
+                nn.Sequential(nn.Conv2d(inside, out, 1, stride, bias=False), bn(out))
+                if stride != 1 or inside != out
+                else nn.Identity()
+            )
 
         def forward(self, x):
             return torch.relu(self.body(x) + self.skip(x))
@@ -55,9 +65,16 @@ def models():
             super().__init__()
             hidden = inside * expand
             self.use_skip = stride == 1 and inside == out
-            self.body = nn.Sequential(nn.Conv2d(inside, hidden, 1, bias=False), bn(hidden), nn.ReLU6(),
-                                      nn.Conv2d(hidden, hidden, 3, stride, 1, groups=hidden, bias=False), bn(hidden), nn.ReLU6(),
-                                      nn.Conv2d(hidden, out, 1, bias=False), bn(out))
+            self.body = nn.Sequential(
+                nn.Conv2d(inside, hidden, 1, bias=False),
+                bn(hidden),
+                nn.ReLU6(),
+                nn.Conv2d(hidden, hidden, 3, stride, 1, groups=hidden, bias=False),
+                bn(hidden),
+                nn.ReLU6(),
+                nn.Conv2d(hidden, out, 1, bias=False),
+                bn(out),
+            )
 
         def forward(self, x):
             return x + self.body(x) if self.use_skip else self.body(x)
@@ -68,14 +85,28 @@ def models():
             for i in range(blocks):
                 layers.append(Inverted(inside, out, stride if i == 0 else 1, 1 if out == 16 else 6))
                 inside = out
-        return nn.Sequential(*layers, nn.Conv2d(inside, 640, 1, bias=False), bn(640), nn.ReLU6(), nn.AdaptiveAvgPool2d(1),
-                             nn.Flatten(), nn.Dropout(0.2), nn.Linear(640, 1000))
+        return nn.Sequential(
+            *layers,
+            nn.Conv2d(inside, 640, 1, bias=False),
+            bn(640),
+            nn.ReLU6(),
+            nn.AdaptiveAvgPool2d(1),
+            nn.Flatten(),
+            nn.Dropout(0.2),
+            nn.Linear(640, 1000),
+        )
 
     class Dense(nn.Module):
         def __init__(self, inside: int, growth: int = 16) -> None:
             super().__init__()
-            self.body = nn.Sequential(bn(inside), nn.ReLU(), nn.Conv2d(inside, 4 * growth, 1, bias=False), bn(4 * growth),
-                                      nn.ReLU(), nn.Conv2d(4 * growth, growth, 3, 1, 1, bias=False))
+            self.body = nn.Sequential(
+                bn(inside),
+                nn.ReLU(),
+                nn.Conv2d(inside, 4 * growth, 1, bias=False),
+                bn(4 * growth),
+                nn.ReLU(),
+                nn.Conv2d(4 * growth, growth, 3, 1, 1, bias=False),
+            )
 
         def forward(self, x):
             return torch.cat([x, self.body(x)], 1)
@@ -89,7 +120,9 @@ def models():
             if stage < 2:
                 layers += [bn(inside), nn.ReLU(), nn.Conv2d(inside, inside // 2, 1, bias=False), nn.AvgPool2d(2, 2)]
                 inside //= 2
-        return nn.Sequential(*layers, bn(inside), nn.ReLU(), nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(inside, 100))
+        return nn.Sequential(
+            *layers, bn(inside), nn.ReLU(), nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(inside, 100)
+        )
 
     def vgg() -> nn.Module:
         layers, inside = [], 3
@@ -101,12 +134,23 @@ def models():
                 inside = out
             if out == 32:
                 layers.append(nn.LocalResponseNorm(5, 1e-4, 0.75, 2.0))
-        return nn.Sequential(*layers, nn.Flatten(), nn.Linear(256 * 7 * 7, 512), nn.ReLU(), nn.Dropout(0.5),
-                             nn.Linear(512, 100), nn.Softmax(dim=1))
+        return nn.Sequential(
+            *layers,
+            nn.Flatten(),
+            nn.Linear(256 * 7 * 7, 512),
+            nn.ReLU(),
+            nn.Dropout(0.5),
+            nn.Linear(512, 100),
+            nn.Softmax(dim=1),
+        )
 
     torch.manual_seed(0)
-    return {"resnet50": (resnet50(), (1, 3, 224, 224)), "mobilenet_v2": (mobilenet(), (1, 3, 224, 224)),
-            "densenet": (densenet(), (1, 3, 112, 112)), "vgg_lrn": (vgg(), (1, 3, 112, 112))}
+    return {
+        "resnet50": (resnet50(), (1, 3, 224, 224)),
+        "mobilenet_v2": (mobilenet(), (1, 3, 224, 224)),
+        "densenet": (densenet(), (1, 3, 112, 112)),
+        "vgg_lrn": (vgg(), (1, 3, 112, 112)),
+    }
 
 
 def export(out: Path, opsets: tuple[int, ...] = OPSETS) -> list[Path]:
@@ -123,10 +167,19 @@ def export(out: Path, opsets: tuple[int, ...] = OPSETS) -> list[Path]:
             with warnings.catch_warnings(), torch.no_grad():
                 warnings.simplefilter("ignore")
                 try:
-                    torch.onnx.export(module, (example,), buffer, opset_version=opset, dynamo=False, input_names=["x"],
-                                      output_names=["y"])
+                    torch.onnx.export(
+                        module,
+                        (example,),
+                        buffer,
+                        opset_version=opset,
+                        dynamo=False,
+                        input_names=["x"],
+                        output_names=["y"],
+                    )
                 except Exception as err:  # an op this opset cannot express: said, and the others written
-                    print(f"{name} opset {opset}: not exported ({type(err).__name__}: {str(err).splitlines()[0][:120]})")
+                    print(
+                        f"{name} opset {opset}: not exported ({type(err).__name__}: {str(err).splitlines()[0][:120]})"
+                    )
                     continue
             path = out / f"{name}_opset{opset}.onnx"
             path.write_bytes(buffer.getvalue())

@@ -45,8 +45,11 @@ TARGET = 0.05
 
 def generate(folder: Path) -> list[Entry]:
     """`dbench gen --suite inference --ops gemm,conv` into `folder`; its manifest entries."""
-    subprocess.run([sys.executable, "-m", "dbench", "gen", "--suite", "inference", "--ops", "gemm,conv",
-                    "--out", str(folder)], check=True, capture_output=True)
+    subprocess.run(
+        [sys.executable, "-m", "dbench", "gen", "--suite", "inference", "--ops", "gemm,conv", "--out", str(folder)],
+        check=True,
+        capture_output=True,
+    )
     return read_manifest(folder / "inference")
 
 
@@ -54,8 +57,9 @@ def pick(entries: list[Entry], count: int, low: float, high: float) -> list[Entr
     """`count` graphs, half GEMM and half convolution, spread evenly in log(FLOPs) over [low, high]."""
     chosen = []
     for family, share in (("gemm", count // 2), ("conv", count - count // 2)):
-        pool = sorted((e for e in entries if e.spec.family == family and low <= e.spec.flops <= high),
-                      key=lambda e: e.spec.flops)
+        pool = sorted(
+            (e for e in entries if e.spec.family == family and low <= e.spec.flops <= high), key=lambda e: e.spec.flops
+        )
         step = max(1, (len(pool) - 1) / max(1, share - 1))
         chosen += [pool[min(len(pool) - 1, round(i * step))] for i in range(min(share, len(pool)))]
     return chosen
@@ -81,9 +85,31 @@ def subset(source: Path, entries: list[Entry], target: Path, weights: str) -> di
 def dbench_median(graphs: Path, entry: Entry, threads: int, weights: str, out: Path) -> float:
     """dbench's median latency (ms) for one graph: a whole `dbench run` with its default timing."""
     before = set(out.glob("*/*.jsonl"))
-    subprocess.run([sys.executable, "-m", "dbench", "run", "--graphs", str(graphs), "--id", entry.spec.kernel_id,
-                    "--runtime", "openvino", "--threads", str(threads), "--weights", weights, "--profile-runs", "0",
-                    "--no-verify", "--out", str(out)], check=True, capture_output=True)
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "dbench",
+            "run",
+            "--graphs",
+            str(graphs),
+            "--id",
+            entry.spec.kernel_id,
+            "--runtime",
+            "openvino",
+            "--threads",
+            str(threads),
+            "--weights",
+            weights,
+            "--profile-runs",
+            "0",
+            "--no-verify",
+            "--out",
+            str(out),
+        ],
+        check=True,
+        capture_output=True,
+    )
     (log,) = set(out.glob("*/*.jsonl")) - before
     (row,) = [r for r in map(json.loads, log.read_text().splitlines()[1:]) if r.get("type") == "result"]
     if row["status"] != "ok":
@@ -94,9 +120,28 @@ def dbench_median(graphs: Path, entry: Entry, threads: int, weights: str, out: P
 def benchmark_app_median(model: Path, config: Path, niter: int) -> float:
     """benchmark_app's median latency (ms): sync API, latency hint, f32, and the config file's
     streams and threads (benchmark_app refuses -nstreams/-nthreads together with -hint)."""
-    result = subprocess.run([str(BENCHMARK_APP), "-m", str(model), "-d", "CPU", "-api", "sync", "-hint", "latency",
-                             "-infer_precision", "f32", "-niter", str(niter), "-load_config", str(config)],
-                            check=True, capture_output=True, text=True)
+    result = subprocess.run(
+        [
+            str(BENCHMARK_APP),
+            "-m",
+            str(model),
+            "-d",
+            "CPU",
+            "-api",
+            "sync",
+            "-hint",
+            "latency",
+            "-infer_precision",
+            "f32",
+            "-niter",
+            str(niter),
+            "-load_config",
+            str(config),
+        ],
+        check=True,
+        capture_output=True,
+        text=True,
+    )
     match = MEDIAN_LINE.search(result.stdout)
     if not match:
         raise SystemExit(f"benchmark_app printed no median for {model.name}:\n{result.stdout[-2000:]}")
@@ -113,11 +158,23 @@ def load_average() -> str:
     return " ".join(f"{x:.1f}" for x in os.getloadavg())
 
 
-def measure(chosen: list[Entry], graphs: Path, files: dict[str, Path], args, work: Path) -> tuple[dict, dict, list[str]]:
+def measure(
+    chosen: list[Entry], graphs: Path, files: dict[str, Path], args, work: Path
+) -> tuple[dict, dict, list[str]]:
     """Per-round medians of both tools for every graph, alternating which tool goes first each round."""
     config = work / "config.json"
-    config.write_text(json.dumps({"CPU": {"PERFORMANCE_HINT": "LATENCY", "NUM_STREAMS": "1",
-                                          "INFERENCE_NUM_THREADS": str(args.threads), "INFERENCE_PRECISION_HINT": "f32"}}))
+    config.write_text(
+        json.dumps(
+            {
+                "CPU": {
+                    "PERFORMANCE_HINT": "LATENCY",
+                    "NUM_STREAMS": "1",
+                    "INFERENCE_NUM_THREADS": str(args.threads),
+                    "INFERENCE_PRECISION_HINT": "f32",
+                }
+            }
+        )
+    )
     ours: dict[str, list[float]] = {e.spec.id: [] for e in chosen}
     theirs: dict[str, list[float]] = {e.spec.id: [] for e in chosen}
     loads = [load_average()]
@@ -131,15 +188,21 @@ def measure(chosen: list[Entry], graphs: Path, files: dict[str, Path], args, wor
                     estimate = statistics.median(ours[gid]) if ours[gid] else 1.0
                     niter = max(100, min(20000, math.ceil(args.seconds * 1e3 / estimate)))
                     theirs[gid].append(benchmark_app_median(files[gid], config, niter))
-            print(f"round {round_ + 1}/{args.rounds} {gid}: dbench {ours[gid][-1]:.4f} ms, "
-                  f"benchmark_app {theirs[gid][-1]:.4f} ms", file=sys.stderr, flush=True)
+            print(
+                f"round {round_ + 1}/{args.rounds} {gid}: dbench {ours[gid][-1]:.4f} ms, "
+                f"benchmark_app {theirs[gid][-1]:.4f} ms",
+                file=sys.stderr,
+                flush=True,
+            )
         loads.append(load_average())
     return ours, theirs, loads
 
 
 def print_table(chosen: list[Entry], ours: dict[str, list[float]], theirs: dict[str, list[float]]) -> None:
-    print("| kernel | GFLOP | dbench ms | benchmark_app ms | difference µs | ratio | within 5% | round spread "
-          "dbench / app |")
+    print(
+        "| kernel | GFLOP | dbench ms | benchmark_app ms | difference µs | ratio | within 5% | round spread "
+        "dbench / app |"
+    )
     print("|---|---:|---:|---:|---:|---:|:-:|---:|")
     inside = counted = 0
     for entry in chosen:
@@ -151,8 +214,10 @@ def print_table(chosen: list[Entry], ours: dict[str, list[float]], theirs: dict[
         counted += applies
         inside += applies and ok
         verdict = ("yes" if ok else "**no**") if applies else "n/a (< 0.1 ms)"
-        print(f"| {entry.spec.kernel_id} | {entry.spec.flops / 1e9:.3f} | {a:.4f} | {b:.4f} | {(a - b) * 1e3:+.1f} | "
-              f"{ratio:.3f} | {verdict} | {spread(ours[gid]):.0%} / {spread(theirs[gid]):.0%} |")
+        print(
+            f"| {entry.spec.kernel_id} | {entry.spec.flops / 1e9:.3f} | {a:.4f} | {b:.4f} | {(a - b) * 1e3:+.1f} | "
+            f"{ratio:.3f} | {verdict} | {spread(ours[gid]):.0%} / {spread(theirs[gid]):.0%} |"
+        )
     print(f"\n{inside} of {counted} kernels of 0.1 ms or more within {TARGET:.0%}.")
 
 
@@ -174,8 +239,10 @@ def main() -> None:
         graphs = work / "graphs"
         files = subset(work / "gen" / "inference", chosen, graphs, args.weights)
         ours, theirs, loads = measure(chosen, graphs, files, args, work)
-    print(f"OpenVINO {openvino.__version__}, CPU, {args.threads} threads, weights {args.weights}, "
-          f"{args.rounds} interleaved rounds; load average (1/5/15 min) per round: {' | '.join(loads)}\n")
+    print(
+        f"OpenVINO {openvino.__version__}, CPU, {args.threads} threads, weights {args.weights}, "
+        f"{args.rounds} interleaved rounds; load average (1/5/15 min) per round: {' | '.join(loads)}\n"
+    )
     print_table(chosen, ours, theirs)
 
 

@@ -22,26 +22,32 @@ import tempfile
 import time
 from pathlib import Path
 
-
-from dbench.sources.generated import items_from_requests
-from dbench.orchestrator.runner import RunConfig, Runner, RunState, Variant
-from dbench.worker.timing import TimingConfig, measure
 from dbench.catalog import Selection, load_catalog, select
+from dbench.gen.feeds import make_feeds
 from dbench.gen.options import GenOptions
 from dbench.gen.plan import build, plan
-from dbench.gen.feeds import make_feeds
 from dbench.gen.weights import embed_weights, split_feeds
+from dbench.orchestrator.runner import RunConfig, Runner, RunState, Variant
 from dbench.runtimes.base import RuntimeOptions
-from dbench.stats.interleave import rotated
 from dbench.runtimes.registry import require
+from dbench.sources.generated import items_from_requests
+from dbench.stats.interleave import rotated
 from dbench.store.log import RunLog
+from dbench.worker.timing import TimingConfig, measure
 
 KERNELS = [
-    "gemm_m64_n1_k1216_nn", "gemm_m128_n1_k1024_nn", "gemm_m3072_n1_k1024_nn", "gemm_m35_n700_k2048_nn",
-    "gemm_m128_n1500_k1280_nn", "gemm_m3072_n1500_k128_nn",
-    "conv_w7_h7_c512_n1_k512_s3_r3_pw1_ph1_sw1_sh1", "conv_w56_h56_c64_n1_k256_s1_r1_pw0_ph0_sw1_sh1",
-    "conv_w28_h28_c512_n1_k128_s1_r1_pw0_ph0_sw1_sh1", "conv_w14_h14_c256_n1_k1024_s1_r1_pw0_ph0_sw1_sh1",
-    "conv_w112_h112_c64_n1_k64_s1_r1_pw0_ph0_sw1_sh1", "conv_w7_h7_c2048_n1_k512_s1_r1_pw0_ph0_sw1_sh1",
+    "gemm_m64_n1_k1216_nn",
+    "gemm_m128_n1_k1024_nn",
+    "gemm_m3072_n1_k1024_nn",
+    "gemm_m35_n700_k2048_nn",
+    "gemm_m128_n1500_k1280_nn",
+    "gemm_m3072_n1500_k128_nn",
+    "conv_w7_h7_c512_n1_k512_s3_r3_pw1_ph1_sw1_sh1",
+    "conv_w56_h56_c64_n1_k256_s1_r1_pw0_ph0_sw1_sh1",
+    "conv_w28_h28_c512_n1_k128_s1_r1_pw0_ph0_sw1_sh1",
+    "conv_w14_h14_c256_n1_k1024_s1_r1_pw0_ph0_sw1_sh1",
+    "conv_w112_h112_c64_n1_k64_s1_r1_pw0_ph0_sw1_sh1",
+    "conv_w7_h7_c2048_n1_k512_s1_r1_pw0_ph0_sw1_sh1",
 ]
 
 
@@ -90,16 +96,25 @@ def dbench_medians(kernel_ids: list[str]) -> dict[str, float]:
     with tempfile.TemporaryDirectory() as out:
         with RunLog.create(Path(out), "fidelity", {"kind": "benchmark"}) as log:
             # One round: the tight loop is one session too, so both sides see the same within-session noise.
-            config = RunConfig((Variant("ort-cpu", "ort-cpu", RuntimeOptions()),), TimingConfig(rounds=1), weights="const",
-                               verify=False, profile_runs=0)
+            config = RunConfig(
+                (Variant("ort-cpu", "ort-cpu", RuntimeOptions()),),
+                TimingConfig(rounds=1),
+                weights="const",
+                verify=False,
+                profile_runs=0,
+            )
             rows = Runner(config, {"ort-cpu": require("ort-cpu")}, log, "fidelity").run(items, RunState(), Silent())
     return {row.kernel_id: row.median_us for row in rows}
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--seconds", type=float, default=TimingConfig().min_time,
-                        help="sampling time of the tight loop per kernel (default: dbench's own)")
+    parser.add_argument(
+        "--seconds",
+        type=float,
+        default=TimingConfig().min_time,
+        help="sampling time of the tight loop per kernel (default: dbench's own)",
+    )
     parser.add_argument("--rounds", type=int, default=5, help="fresh sessions per kernel on each side")
     args = parser.parse_args()
     kernels = {k.id: k for k in load_catalog() if k.id in KERNELS}
@@ -123,19 +138,27 @@ def main() -> None:
         ratios.append(statistics.median(paired))
         spreads.append((max(loop[kid]) - min(loop[kid])) / statistics.median(loop[kid]))
         rounds = " ".join(f"{r:.3f}({v:.1f})" for r, v in zip(paired, loop[kid]))
-        print(f"{kid:<52}{statistics.median(ours[kid]):>11.1f}{statistics.median(loop[kid]):>10.1f}"
-              f"{ratios[-1]:>7.3f}  {rounds}")
+        print(
+            f"{kid:<52}{statistics.median(ours[kid]):>11.1f}{statistics.median(loop[kid]):>10.1f}"
+            f"{ratios[-1]:>7.3f}  {rounds}"
+        )
     within = sum(abs(r - 1) <= 0.03 for r in ratios)
     steady = sum(s <= 0.03 for s in spreads)
-    print(f"within 3%: {within} of {len(ratios)}; median ratio {statistics.median(ratios):.3f}; "
-          f"the loop's own sessions agreed within 3% on {steady} of {len(ratios)} kernels")
+    print(
+        f"within 3%: {within} of {len(ratios)}; median ratio {statistics.median(ratios):.3f}; "
+        f"the loop's own sessions agreed within 3% on {steady} of {len(ratios)} kernels"
+    )
     smallest = min(KERNELS, key=lambda kid: kernels[kid].flops())
-    print(f"overhead on the smallest kernel ({smallest}): "
-          f"{statistics.median(a - b for a, b in zip(ours[smallest], loop[smallest])):+.2f} µs per call (median of "
-          "the rounds' differences)")
+    print(
+        f"overhead on the smallest kernel ({smallest}): "
+        f"{statistics.median(a - b for a, b in zip(ours[smallest], loop[smallest])):+.2f} µs per call (median of "
+        "the rounds' differences)"
+    )
     empty = measure(lambda: None, TimingConfig(min_time=0.5))
-    print(f"timing loop around an empty call: {empty.median_us * 1e3:.0f} ns per call ({empty.calls_per_sample} "
-          "calls per sample)")
+    print(
+        f"timing loop around an empty call: {empty.median_us * 1e3:.0f} ns per call ({empty.calls_per_sample} "
+        "calls per sample)"
+    )
 
 
 if __name__ == "__main__":

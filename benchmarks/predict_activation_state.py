@@ -13,7 +13,7 @@ Each unit's bytes are printed beside it (weights, inputs, outputs, and its large
 machine's cache sizes, so that where the model is slower than the unit alone can be set against how
 its data fits the caches. Every unit is timed in one process, one session per way; run it alone:
 
-    PYTHONPATH=. flock -x /work/cpu.lock python benchmarks/predict_activation_state.py build/predict-corpus/tv_efficientnet_b0.onnx
+    PYTHONPATH=. python benchmarks/predict_activation_state.py build/predict-corpus/tv_efficientnet_b0.onnx
 """
 
 from __future__ import annotations
@@ -66,8 +66,11 @@ def _profiled(runtime, data: bytes, spec, calls: int, before) -> dict[str, float
     with open(path) as fh:
         events = json.load(fh)
     os.unlink(path)
-    return {n.name: n.time_us for n in parse_profile(events, WARMUP).nodes
-            if not n.container and n.op_type not in BOUNDARY_REORDERS}
+    return {
+        n.name: n.time_us
+        for n in parse_profile(events, WARMUP).nodes
+        if not n.container and n.op_type not in BOUNDARY_REORDERS
+    }
 
 
 def _read(arrays: list[np.ndarray]) -> None:
@@ -91,17 +94,26 @@ def main() -> None:
     item = named_model_item(args.model, {})
     whole, _ = item.load()
     in_model = _profiled(runtime, whole, item.spec, args.calls, lambda i, o: None)
-    units = [u for u in folder_items(folder / "units") if u.spec.attrs["predict"].get("role") == "unit"
-             and not u.spec.attrs["predict"].get("timing") and u.spec.attrs["predict"]["kind"] != "inserted"]
+    units = [
+        u
+        for u in folder_items(folder / "units")
+        if u.spec.attrs["predict"].get("role") == "unit"
+        and not u.spec.attrs["predict"].get("timing")
+        and u.spec.attrs["predict"]["kind"] != "inserted"
+    ]
     traffic = units[0].spec.attrs["predict"]["evict_bytes"]
     buffer = eviction_buffer(traffic)
-    ways = {"warm": lambda i, o: None,
-            "evicted": lambda i, o: (buffer.sum(), _read(i)),
-            "evicted, outputs warm": lambda i, o: (buffer.sum(), _read(i), _read(o)),
-            "evicted, inputs cold": lambda i, o: buffer.sum()}
-    print(f"{args.model.stem} on ort-cpu, --threads {args.threads}: {len(units)} distinct units, model traffic "
-          f"{traffic / 2**20:.1f} MiB; caches {', '.join(f'{k} {v // 1024} KiB' for k, v in caches.items())}; "
-          f"load {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+    ways = {
+        "warm": lambda i, o: None,
+        "evicted": lambda i, o: (buffer.sum(), _read(i)),
+        "evicted, outputs warm": lambda i, o: (buffer.sum(), _read(i), _read(o)),
+        "evicted, inputs cold": lambda i, o: buffer.sum(),
+    }
+    print(
+        f"{args.model.stem} on ort-cpu, --threads {args.threads}: {len(units)} distinct units, model traffic "
+        f"{traffic / 2**20:.1f} MiB; caches {', '.join(f'{k} {v // 1024} KiB' for k, v in caches.items())}; "
+        f"load {' '.join(f'{x:.2f}' for x in os.getloadavg())}"
+    )
     print("| unit | count | weights | inputs | outputs | largest activation | in model | " + " | ".join(WAYS) + " |")
     print("|---|---:|---:|---:|---:|---:|---:|" + "---:|" * len(WAYS))
     found = []
@@ -110,25 +122,63 @@ def main() -> None:
         data, _ = unit.load()
         layers = [name for o in info["occurrences"] for name in o["layers"]]
         model_us = sum(in_model.get(name, 0.0) for name in layers) / info["count"]
-        times = {way: sum(_profiled(runtime, data, unit.spec, args.calls, before).values()) for way, before in ways.items()}
+        times = {
+            way: sum(_profiled(runtime, data, unit.spec, args.calls, before).values()) for way, before in ways.items()
+        }
         inputs = sum(t.nbytes for t in unit.spec.inputs if t.role != "weight")
         outputs = sum(t.nbytes for t in unit.spec.outputs)
-        largest = max([t.nbytes for t in unit.spec.inputs if t.role != "weight"] + [t.nbytes for t in unit.spec.outputs])
-        found.append({"unit": unit.spec.id, "count": info["count"], "weight_bytes": info["weight_bytes"], "input_bytes": inputs,
-                      "output_bytes": outputs, "largest_bytes": largest, "in_model_us": model_us, **times})
-        print(f"| {unit.spec.id} | {info['count']} | {info['weight_bytes'] / 1024:.0f} KiB | {inputs / 1024:.0f} KiB | "
-              f"{outputs / 1024:.0f} KiB | {largest / 1024:.0f} KiB | {model_us:.1f} | "
-              + " | ".join(f"{times[w]:.1f}" for w in WAYS) + " |", flush=True)
-    print(f"\nsums (µs, each unit x its count), by its largest activation against the L2 ({caches.get('L2', 0) // 1024} KiB):")
-    for name, members in (("all", found), ("largest activation > L2", [f for f in found if f["largest_bytes"] > caches.get("L2", 0)]),
-                          ("largest activation <= L2", [f for f in found if f["largest_bytes"] <= caches.get("L2", 0)])):
-        total = lambda key: sum(f["count"] * f[key] for f in members)  # noqa: E731
-        print(f"  {name} ({len(members)} units): in model {total('in_model_us'):.0f}; "
-              + "; ".join(f"{w} {total(w):.0f} ({total(w) / total('in_model_us') - 1:+.1%})" for w in WAYS if total("in_model_us")))
+        largest = max(
+            [t.nbytes for t in unit.spec.inputs if t.role != "weight"] + [t.nbytes for t in unit.spec.outputs]
+        )
+        found.append(
+            {
+                "unit": unit.spec.id,
+                "count": info["count"],
+                "weight_bytes": info["weight_bytes"],
+                "input_bytes": inputs,
+                "output_bytes": outputs,
+                "largest_bytes": largest,
+                "in_model_us": model_us,
+                **times,
+            }
+        )
+        print(
+            f"| {unit.spec.id} | {info['count']} | {info['weight_bytes'] / 1024:.0f} KiB | {inputs / 1024:.0f} KiB | "
+            f"{outputs / 1024:.0f} KiB | {largest / 1024:.0f} KiB | {model_us:.1f} | "
+            + " | ".join(f"{times[w]:.1f}" for w in WAYS)
+            + " |",
+            flush=True,
+        )
+    print(
+        "\nsums (µs, each unit x its count), by its largest activation against the L2 "
+        f"({caches.get('L2', 0) // 1024} KiB):"
+    )
+    for name, members in (
+        ("all", found),
+        ("largest activation > L2", [f for f in found if f["largest_bytes"] > caches.get("L2", 0)]),
+        ("largest activation <= L2", [f for f in found if f["largest_bytes"] <= caches.get("L2", 0)]),
+    ):
+        total = lambda key, members=members: sum(f["count"] * f[key] for f in members)  # noqa: E731
+        print(
+            f"  {name} ({len(members)} units): in model {total('in_model_us'):.0f}; "
+            + "; ".join(
+                f"{w} {total(w):.0f} ({total(w) / total('in_model_us') - 1:+.1%})" for w in WAYS if total("in_model_us")
+            )
+        )
     print(f"load at end {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     if args.json:
-        args.json.write_text(json.dumps({"model": args.model.stem, "threads": args.threads, "caches": caches, "traffic": traffic,
-                                         "units": found}, indent=1))
+        args.json.write_text(
+            json.dumps(
+                {
+                    "model": args.model.stem,
+                    "threads": args.threads,
+                    "caches": caches,
+                    "traffic": traffic,
+                    "units": found,
+                },
+                indent=1,
+            )
+        )
 
 
 if __name__ == "__main__":

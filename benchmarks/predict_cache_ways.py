@@ -12,7 +12,7 @@ taken
 Boundary reorders are not left out here (no profiles): the sums compare the ways with one another and
 with the model, not dbench predict's final figure. Run it alone on the machine:
 
-    PYTHONPATH=. flock -x /work/cpu.lock python benchmarks/predict_cache_ways.py build/predict-corpus/tv_resnet18.onnx ort-cpu
+    PYTHONPATH=. python benchmarks/predict_cache_ways.py build/predict-corpus/tv_resnet18.onnx ort-cpu
 """
 
 from __future__ import annotations
@@ -132,8 +132,11 @@ def main() -> None:
     buffer = np.ones(max(1, traffic // 8))
     data, _ = named_model_item(args.model, {}).load()
     whole = session(runtime, named_model_item(args.model, {}).spec, data)[0]
-    print(f"{args.model.stem} on {args.runtime}, --threads {args.threads}: {len(units)} distinct units, {len(occurrences)} "
-          f"calls, model traffic {traffic / 2**20:.1f} MiB; load {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+    print(
+        f"{args.model.stem} on {args.runtime}, --threads {args.threads}: {len(units)} distinct units, "
+        f"{len(occurrences)} "
+        f"calls, model traffic {traffic / 2**20:.1f} MiB; load {' '.join(f'{x:.2f}' for x in os.getloadavg())}"
+    )
     for repeat in range(args.repeats):
         model = alone(whole, args.calls)
         e, ee = alone(empty, 2000), evicted(empty, buffer, 200)
@@ -141,12 +144,21 @@ def main() -> None:
         cold = [evicted(s, buffer, args.calls) for _, _, (s, _) in occurrences]
         ce, chained = chain(empty, [s for _, _, s in occurrences], args.calls, touch=False)
         te, touched = chain(empty, [s for _, _, s in occurrences], args.calls, touch=True)
-        state = [in_model_state(w, e, c, ee, weight_share(units[u])) for (_, u, _), w, c in zip(occurrences, warm, cold)]
-        sums = {"alone": e + sum(w - e for w in warm), "chain": ce + sum(c - ce for c in chained),
-                "chain+inputs": te + sum(c - te for c in touched), "evicted": e + sum(c - ee for c in cold),
-                "model-state": e + sum(s - e for s in state)}
-        print(f"  repeat {repeat + 1}: model {model:.0f} µs; " + "; ".join(f"{k} {v:.0f} ({v / model - 1:+.1%})" for k, v in sums.items())
-              + f"; empty {e:.1f} µs, evicted {ee:.1f}, in the chain {ce:.1f}")
+        state = [
+            in_model_state(w, e, c, ee, weight_share(units[u])) for (_, u, _), w, c in zip(occurrences, warm, cold)
+        ]
+        sums = {
+            "alone": e + sum(w - e for w in warm),
+            "chain": ce + sum(c - ce for c in chained),
+            "chain+inputs": te + sum(c - te for c in touched),
+            "evicted": e + sum(c - ee for c in cold),
+            "model-state": e + sum(s - e for s in state),
+        }
+        print(
+            f"  repeat {repeat + 1}: model {model:.0f} µs; "
+            + "; ".join(f"{k} {v:.0f} ({v / model - 1:+.1%})" for k, v in sums.items())
+            + f"; empty {e:.1f} µs, evicted {ee:.1f}, in the chain {ce:.1f}"
+        )
     print(f"  load at end {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
 
 

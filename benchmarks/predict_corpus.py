@@ -25,9 +25,9 @@ import io
 import os
 import subprocess
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
 import numpy as np
 import onnx
@@ -37,7 +37,9 @@ from torch import nn
 OPSET = 17
 
 
-def conv_bn(cin: int, cout: int, k: int, stride: int = 1, groups: int = 1, act: type[nn.Module] | None = nn.ReLU) -> nn.Sequential:
+def conv_bn(
+    cin: int, cout: int, k: int, stride: int = 1, groups: int = 1, act: type[nn.Module] | None = nn.ReLU
+) -> nn.Sequential:
     layers: list[nn.Module] = [nn.Conv2d(cin, cout, k, stride, k // 2, groups=groups, bias=False), nn.BatchNorm2d(cout)]
     if act is not None:
         layers.append(act())
@@ -61,7 +63,9 @@ class Bottleneck(nn.Module):
 
     def __init__(self, cin: int, mid: int, cout: int, stride: int, groups: int = 1) -> None:
         super().__init__()
-        self.body = nn.Sequential(conv_bn(cin, mid, 1), conv_bn(mid, mid, 3, stride, groups), conv_bn(mid, cout, 1, act=None))
+        self.body = nn.Sequential(
+            conv_bn(cin, mid, 1), conv_bn(mid, mid, 3, stride, groups), conv_bn(mid, cout, 1, act=None)
+        )
         self.skip = conv_bn(cin, cout, 1, stride, act=None) if stride != 1 or cin != cout else nn.Identity()
 
     def forward(self, x):
@@ -80,7 +84,16 @@ class ResNet(nn.Module):
 
 
 def resnet18() -> nn.Module:
-    plan = [(64, 64, 1), (64, 64, 1), (64, 128, 2), (128, 128, 1), (128, 256, 2), (256, 256, 1), (256, 512, 2), (512, 512, 1)]
+    plan = [
+        (64, 64, 1),
+        (64, 64, 1),
+        (64, 128, 2),
+        (128, 128, 1),
+        (128, 256, 2),
+        (256, 256, 1),
+        (256, 512, 2),
+        (512, 512, 1),
+    ]
     return ResNet([Basic(*p) for p in plan], 512)
 
 
@@ -107,7 +120,9 @@ class InvertedResidual(nn.Module):
     """MobileNetV2's block (expand 1x1, depthwise 3x3, project 1x1), with squeeze-excitation and another
     activation for MobileNetV3 and EfficientNet."""
 
-    def __init__(self, cin: int, cout: int, stride: int, expand: int, act: type[nn.Module] = nn.ReLU6, se: bool = False) -> None:
+    def __init__(
+        self, cin: int, cout: int, stride: int, expand: int, act: type[nn.Module] = nn.ReLU6, se: bool = False
+    ) -> None:
         super().__init__()
         mid = cin * expand
         layers: list[nn.Module] = [conv_bn(cin, mid, 1, act=act)] if expand != 1 else []
@@ -125,7 +140,10 @@ class InvertedResidual(nn.Module):
 class SqueezeExcite(nn.Module):
     def __init__(self, channels: int) -> None:
         super().__init__()
-        self.fc1, self.fc2 = nn.Conv2d(channels, max(8, channels // 4), 1), nn.Conv2d(max(8, channels // 4), channels, 1)
+        self.fc1, self.fc2 = (
+            nn.Conv2d(channels, max(8, channels // 4), 1),
+            nn.Conv2d(max(8, channels // 4), channels, 1),
+        )
 
     def forward(self, x):
         scale = torch.sigmoid(self.fc2(torch.relu(self.fc1(nn.functional.adaptive_avg_pool2d(x, 1)))))
@@ -172,7 +190,9 @@ class ShuffleBlock(nn.Module):
     def __init__(self, channels: int) -> None:
         super().__init__()
         half = channels // 2
-        self.branch = nn.Sequential(conv_bn(half, half, 1), conv_bn(half, half, 3, groups=half, act=None), conv_bn(half, half, 1))
+        self.branch = nn.Sequential(
+            conv_bn(half, half, 1), conv_bn(half, half, 3, groups=half, act=None), conv_bn(half, half, 1)
+        )
 
     def forward(self, x):
         a, b = x.chunk(2, dim=1)
@@ -194,7 +214,10 @@ class Fire(nn.Module):
     def __init__(self, cin: int, squeeze: int, expand: int) -> None:
         super().__init__()
         self.squeeze = nn.Sequential(nn.Conv2d(cin, squeeze, 1), nn.ReLU())
-        self.e1, self.e3 = nn.Sequential(nn.Conv2d(squeeze, expand, 1), nn.ReLU()), nn.Sequential(nn.Conv2d(squeeze, expand, 3, padding=1), nn.ReLU())
+        self.e1, self.e3 = (
+            nn.Sequential(nn.Conv2d(squeeze, expand, 1), nn.ReLU()),
+            nn.Sequential(nn.Conv2d(squeeze, expand, 3, padding=1), nn.ReLU()),
+        )
 
     def forward(self, x):
         s = self.squeeze(x)
@@ -202,9 +225,25 @@ class Fire(nn.Module):
 
 
 def squeezenet() -> nn.Module:
-    return nn.Sequential(nn.Conv2d(3, 64, 3, 2), nn.ReLU(), nn.MaxPool2d(3, 2), Fire(64, 16, 64), Fire(128, 16, 64), nn.MaxPool2d(3, 2),
-                         Fire(128, 32, 128), Fire(256, 32, 128), nn.MaxPool2d(3, 2), Fire(256, 48, 192), Fire(384, 48, 192),
-                         Fire(384, 64, 256), Fire(512, 64, 256), nn.Conv2d(512, 1000, 1), nn.ReLU(), nn.AdaptiveAvgPool2d(1), nn.Flatten())
+    return nn.Sequential(
+        nn.Conv2d(3, 64, 3, 2),
+        nn.ReLU(),
+        nn.MaxPool2d(3, 2),
+        Fire(64, 16, 64),
+        Fire(128, 16, 64),
+        nn.MaxPool2d(3, 2),
+        Fire(128, 32, 128),
+        Fire(256, 32, 128),
+        nn.MaxPool2d(3, 2),
+        Fire(256, 48, 192),
+        Fire(384, 48, 192),
+        Fire(384, 64, 256),
+        Fire(512, 64, 256),
+        nn.Conv2d(512, 1000, 1),
+        nn.ReLU(),
+        nn.AdaptiveAvgPool2d(1),
+        nn.Flatten(),
+    )
 
 
 def vgg() -> nn.Module:
@@ -222,8 +261,14 @@ def vgg() -> nn.Module:
 class Dense(nn.Module):
     def __init__(self, cin: int, growth: int) -> None:
         super().__init__()
-        self.body = nn.Sequential(nn.BatchNorm2d(cin), nn.ReLU(), nn.Conv2d(cin, 4 * growth, 1, bias=False), nn.BatchNorm2d(4 * growth),
-                                  nn.ReLU(), nn.Conv2d(4 * growth, growth, 3, padding=1, bias=False))
+        self.body = nn.Sequential(
+            nn.BatchNorm2d(cin),
+            nn.ReLU(),
+            nn.Conv2d(cin, 4 * growth, 1, bias=False),
+            nn.BatchNorm2d(4 * growth),
+            nn.ReLU(),
+            nn.Conv2d(4 * growth, growth, 3, padding=1, bias=False),
+        )
 
     def forward(self, x):
         return torch.cat([x, self.body(x)], 1)
@@ -297,7 +342,9 @@ class Vit(nn.Module):
         super().__init__()
         self.patches = nn.Conv2d(3, 192, 16, 16)
         self.position = nn.Parameter(torch.randn(1, 196, 192) * 0.02)
-        layer = nn.TransformerEncoderLayer(192, 3, 768, dropout=0.0, activation="gelu", batch_first=True, norm_first=True)
+        layer = nn.TransformerEncoderLayer(
+            192, 3, 768, dropout=0.0, activation="gelu", batch_first=True, norm_first=True
+        )
         self.encoder = nn.TransformerEncoder(layer, 6, enable_nested_tensor=False)
         self.head = nn.Linear(192, 1000)
 
@@ -311,7 +358,9 @@ class Decoder(nn.Module):
 
     def __init__(self, seq: int = 64) -> None:
         super().__init__()
-        layer = nn.TransformerEncoderLayer(256, 4, 1024, dropout=0.0, activation="gelu", batch_first=True, norm_first=True)
+        layer = nn.TransformerEncoderLayer(
+            256, 4, 1024, dropout=0.0, activation="gelu", batch_first=True, norm_first=True
+        )
         self.layers = nn.TransformerEncoder(layer, 4, enable_nested_tensor=False)
         self.register_buffer("mask", torch.triu(torch.full((seq, seq), float("-inf")), 1))
         self.head = nn.Linear(256, 4096)
@@ -321,7 +370,9 @@ class Decoder(nn.Module):
 
 
 class Recurrent(nn.Module):
-    def __init__(self, cell: type[nn.Module], width: int, hidden: int, layers: int, bidirectional: bool, classes: int) -> None:
+    def __init__(
+        self, cell: type[nn.Module], width: int, hidden: int, layers: int, bidirectional: bool, classes: int
+    ) -> None:
         super().__init__()
         self.rnn = cell(width, hidden, num_layers=layers, bidirectional=bidirectional)
         self.head = nn.Linear(hidden * (2 if bidirectional else 1), classes)
@@ -346,8 +397,15 @@ class Crnn(nn.Module):
 
 
 def mlp() -> nn.Module:
-    return nn.Sequential(nn.Linear(512, 1024), nn.ReLU(), nn.Linear(1024, 1024), nn.ReLU(), nn.Linear(1024, 1024), nn.ReLU(),
-                         nn.Linear(1024, 10))
+    return nn.Sequential(
+        nn.Linear(512, 1024),
+        nn.ReLU(),
+        nn.Linear(1024, 1024),
+        nn.ReLU(),
+        nn.Linear(1024, 1024),
+        nn.ReLU(),
+        nn.Linear(1024, 10),
+    )
 
 
 @dataclass(frozen=True)
@@ -390,8 +448,16 @@ MODELS: dict[str, Spec] = {
     "mlp_int8": Spec(None, None, "dynamic", "mlp"),
     "encoder_int8": Spec(None, None, "dynamic", "encoder"),
 }
-TORCHVISION = ("resnet18", "resnet50", "mobilenet_v2", "mobilenet_v3_small", "mobilenet_v3_large", "efficientnet_b0",
-               "regnet_y_400mf", "vit_b_16")
+TORCHVISION = (
+    "resnet18",
+    "resnet50",
+    "mobilenet_v2",
+    "mobilenet_v3_small",
+    "mobilenet_v3_large",
+    "efficientnet_b0",
+    "regnet_y_400mf",
+    "vit_b_16",
+)
 MODELS.update({f"tv_{name}": Spec(None, None, torchvision=name) for name in TORCHVISION})
 MODELS.update({f"tv_{name}_int8": Spec(None, None, "static", f"tv_{name}") for name in ("resnet18", "mobilenet_v2")})
 REAL = tuple([f"tv_{name}" for name in TORCHVISION] + ["lstm", "tv_resnet18_int8", "tv_mobilenet_v2_int8"])
@@ -402,9 +468,13 @@ TORCHVISION_PYTHON = os.environ.get("TORCHVISION_PYTHON", "")
 def export_torchvision(spec: Spec, path: Path, python: str) -> None:
     """torchvision's own architecture, exported by an interpreter that has torchvision."""
     if not python:
-        raise SystemExit(f"{path.stem} is torchvision's {spec.torchvision}: give --torchvision-python (a venv with torch "
-                         "2.14.1 and torchvision 0.29.1, see this file's docstring) or build it there first")
-    subprocess.run([python, str(Path(__file__).with_name("torchvision_export.py")), spec.torchvision, str(path)], check=True)
+        raise SystemExit(
+            f"{path.stem} is torchvision's {spec.torchvision}: give --torchvision-python (a venv with torch "
+            "2.14.1 and torchvision 0.29.1, see this file's docstring) or build it there first"
+        )
+    subprocess.run(
+        [python, str(Path(__file__).with_name("torchvision_export.py")), spec.torchvision, str(path)], check=True
+    )
 
 
 def export(name: str, spec: Spec, path: Path) -> None:
@@ -413,8 +483,9 @@ def export(name: str, spec: Spec, path: Path) -> None:
     buffer = io.BytesIO()
     with warnings.catch_warnings():  # gradients on: PyTorch's fused encoder fast path has no ONNX export
         warnings.simplefilter("ignore")
-        torch.onnx.export(module, (spec.example(),), buffer, opset_version=OPSET, dynamo=False, input_names=["x"],
-                          output_names=["y"])
+        torch.onnx.export(
+            module, (spec.example(),), buffer, opset_version=OPSET, dynamo=False, input_names=["x"], output_names=["y"]
+        )
     model = onnx.load_from_string(buffer.getvalue())
     onnx.checker.check_model(model)
     onnx.save(model, str(path))
@@ -434,7 +505,13 @@ def quantise(spec: Spec, source: Path, path: Path) -> None:
     """onnxruntime.quantization of the float model at `source`, as its guidance for CPU inference says
     (QDQ, uint8 activations, int8 weights, `reduce_range` by the machine): static (calibrated on a few
     random inputs) or dynamic (MatMulInteger)."""
-    from onnxruntime.quantization import CalibrationDataReader, QuantFormat, QuantType, quantize_dynamic, quantize_static
+    from onnxruntime.quantization import (
+        CalibrationDataReader,
+        QuantFormat,
+        QuantType,
+        quantize_dynamic,
+        quantize_static,
+    )
 
     if spec.quantise == "dynamic":
         quantize_dynamic(str(source), str(path), weight_type=QuantType.QInt8, reduce_range=reduce_range())
@@ -451,8 +528,15 @@ def quantise(spec: Spec, source: Path, path: Path) -> None:
         def get_next(self):
             return next(self.feeds, None)
 
-    quantize_static(str(source), str(path), Random(), quant_format=QuantFormat.QDQ, activation_type=QuantType.QUInt8,
-                    weight_type=QuantType.QInt8, reduce_range=reduce_range())
+    quantize_static(
+        str(source),
+        str(path),
+        Random(),
+        quant_format=QuantFormat.QDQ,
+        activation_type=QuantType.QUInt8,
+        weight_type=QuantType.QInt8,
+        reduce_range=reduce_range(),
+    )
 
 
 def build(folder: Path, names: list[str], python: str = TORCHVISION_PYTHON) -> dict[str, Path]:
@@ -481,8 +565,11 @@ def main() -> None:
     parser.add_argument("--torchvision-python", default=TORCHVISION_PYTHON, help="an interpreter with torchvision")
     args = parser.parse_args()
     names = list(REAL) if args.models == "real" else args.models.split(",")
-    for name, path in build(args.out, names, args.torchvision_python).items():
-        print(f"{path}: {path.stat().st_size / 2**20:.1f} MiB, {len(onnx.load(str(path), load_external_data=False).graph.node)} nodes")
+    for path in build(args.out, names, args.torchvision_python).values():
+        print(
+            f"{path}: {path.stat().st_size / 2**20:.1f} MiB, "
+            f"{len(onnx.load(str(path), load_external_data=False).graph.node)} nodes"
+        )
 
 
 if __name__ == "__main__":

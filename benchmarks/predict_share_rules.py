@@ -27,8 +27,8 @@ from __future__ import annotations
 import argparse
 import json
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 import numpy as np
 
@@ -66,14 +66,19 @@ def unit_tensors(corpus: Path, model: str, runtime: str, threads: int) -> dict[s
         return int(np.prod(t["shape"])) * DTYPES[t["dtype"]].itemsize
 
     graphs = json.loads((out / "manifest.json").read_text())["graphs"]
-    return {g["id"]: ([size(t) for t in g["inputs"] if t["role"] != "weight"], [size(t) for t in g["outputs"]]) for g in graphs}
+    return {
+        g["id"]: ([size(t) for t in g["inputs"] if t["role"] != "weight"], [size(t) for t in g["outputs"]])
+        for g in graphs
+    }
 
 
 def summary(name: str, found: list[float]) -> str:
     if not found:
         return f"{name}: no pair"
-    return (f"{name}: {sum(abs(e) <= 0.10 for e in found)}/{len(found)} within ±10 %, {sum(abs(e) <= 0.05 for e in found)}/"
-            f"{len(found)} within ±5 %, mean signed error {sum(found) / len(found) * 100:+.1f}%")
+    return (
+        f"{name}: {sum(abs(e) <= 0.10 for e in found)}/{len(found)} within ±10 %, {sum(abs(e) <= 0.05 for e in found)}/"
+        f"{len(found)} within ±5 %, mean signed error {sum(found) / len(found) * 100:+.1f}%"
+    )
 
 
 def main() -> None:
@@ -100,16 +105,28 @@ def main() -> None:
         sizes = unit_tensors(args.corpus, info["model"], info["runtime"], threads)
         found = {}
         for name, rule in RULES.items():
-            prediction.weight_share = lambda row, rule=rule: rule(prediction.tag(row).get("weight_bytes") or 0, sizes[row["graph_id"]],
-                                                                  caches)
+            prediction.weight_share = lambda row, rule=rule, sizes=sizes, caches=caches: rule(
+                prediction.tag(row).get("weight_bytes") or 0, sizes[row["graph_id"]], caches
+            )
             (p,) = prediction.predictions(rows)
             found[name] = p.error
         errors.append((info["model"], info["runtime"], str(threads), found))
-        print(f"| {info['model']} | {info['runtime']} | {threads} | " + " | ".join(f"{e * 100:+.1f}%" for e in found.values()) + " |",
-              flush=True)
+        print(
+            f"| {info['model']} | {info['runtime']} | {threads} | "
+            + " | ".join(f"{e * 100:+.1f}%" for e in found.values())
+            + " |",
+            flush=True,
+        )
     prediction.weight_share = original
-    groups = {"decided on": [e for e in errors if e[0] in deciding], "held out": [e for e in errors if e[0] not in deciding],
-              "all": errors} if deciding else {"all": errors}
+    groups = (
+        {
+            "decided on": [e for e in errors if e[0] in deciding],
+            "held out": [e for e in errors if e[0] not in deciding],
+            "all": errors,
+        }
+        if deciding
+        else {"all": errors}
+    )
     for group, members in groups.items():
         for runtime in [*sorted({e[1] for e in members}), "all"]:
             for threads in [*sorted({e[2] for e in members}), "all"]:

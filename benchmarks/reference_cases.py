@@ -59,8 +59,11 @@ def versions() -> dict[tuple[str, str], list[int]]:
 
 def deprecated() -> set[tuple[str, str, int]]:
     """The (domain, op, version)s onnx marks deprecated."""
-    return {(s.domain, s.name, s.since_version) for s in onnx.defs.get_all_schemas_with_history()
-            if s.domain in DOMAINS and s.deprecated}
+    return {
+        (s.domain, s.name, s.since_version)
+        for s in onnx.defs.get_all_schemas_with_history()
+        if s.domain in DOMAINS and s.deprecated
+    }
 
 
 def since_version(domain: str, op: str, opset: int) -> int | None:
@@ -119,8 +122,18 @@ def node_cases(seed: int) -> list[Case]:
         if version is None:
             continue
         inputs, outputs = test.data_sets[0]
-        cases.append(Case(f"{node.op_type}-{version}:{test.name}", domain, node.op_type, version, "node test", test.model,
-                          _feeds(test.model, [_array(v) for v in inputs]), [_array(v) for v in outputs]))
+        cases.append(
+            Case(
+                f"{node.op_type}-{version}:{test.name}",
+                domain,
+                node.op_type,
+                version,
+                "node test",
+                test.model,
+                _feeds(test.model, [_array(v) for v in inputs]),
+                [_array(v) for v in outputs],
+            )
+        )
     return cases
 
 
@@ -157,12 +170,31 @@ def older_cases(case: Case, history: list[int]) -> list[Case]:
     for version in (v for v in history if v < case.version):
         converted = _converted(case.model, version) if case.domain == "" else None
         if converted is not None and any(n.op_type == case.op for n in converted.graph.node) and _valid(converted):
-            older.append(Case(f"{case.op}-{version}:{case.id.split(':', 1)[1]}@converted", case.domain, case.op, version,
-                              "converted", converted, dict(case.inputs), case.expected))
+            older.append(
+                Case(
+                    f"{case.op}-{version}:{case.id.split(':', 1)[1]}@converted",
+                    case.domain,
+                    case.op,
+                    version,
+                    "converted",
+                    converted,
+                    dict(case.inputs),
+                    case.expected,
+                )
+            )
         restamped = _with_opset(case.model, case.domain, version)
         if _valid(restamped):
-            older.append(Case(f"{case.op}-{version}:{case.id.split(':', 1)[1]}@restamped", case.domain, case.op, version,
-                              "restamped", restamped, dict(case.inputs)))
+            older.append(
+                Case(
+                    f"{case.op}-{version}:{case.id.split(':', 1)[1]}@restamped",
+                    case.domain,
+                    case.op,
+                    version,
+                    "restamped",
+                    restamped,
+                    dict(case.inputs),
+                )
+            )
     return older
 
 
@@ -171,9 +203,17 @@ def _element(array: np.ndarray) -> int:
     return onnx.TensorProto.STRING if array.dtype.kind in "OU" else helper.np_dtype_to_tensor_dtype(array.dtype)
 
 
-def one_node_model(op: str, version: int, inputs: list[tuple[str, np.ndarray | None]], outputs: int | list[str],
-                   domain: str = "", initializers: dict[str, np.ndarray] | None = None, expected: list[Any] | None = None,
-                   outer: tuple[str, ...] | list[str] = (), **attributes: Any) -> onnx.ModelProto:
+def one_node_model(
+    op: str,
+    version: int,
+    inputs: list[tuple[str, np.ndarray | None]],
+    outputs: int | list[str],
+    domain: str = "",
+    initializers: dict[str, np.ndarray] | None = None,
+    expected: list[Any] | None = None,
+    outer: tuple[str, ...] | list[str] = (),
+    **attributes: Any,
+) -> onnx.ModelProto:
     """A model of one `op` node at `version` (the model's opset), its inputs typed and shaped from the
     arrays given (None: an omitted optional input), outputs typed by shape inference (where the op has
     none, as the `expected` arrays, else as the first input's type), and `initializers` among its
@@ -187,20 +227,34 @@ def one_node_model(op: str, version: int, inputs: list[tuple[str, np.ndarray | N
         names.pop()
     output_names = [f"y{i}" for i in range(outputs)] if isinstance(outputs, int) else outputs
     node = helper.make_node(op, names, output_names, domain=domain or None, **attributes)
-    graph_inputs = [helper.make_tensor_value_info(name, _element(array), array.shape)
-                    for name, array in inputs if array is not None and name not in initializers]
+    graph_inputs = [
+        helper.make_tensor_value_info(name, _element(array), array.shape)
+        for name, array in inputs
+        if array is not None and name not in initializers
+    ]
     stored = [numpy_helper.from_array(array, name) for name, array in initializers.items()]
-    graph = helper.make_graph([node], f"{op}_{version}", graph_inputs,
-                              [helper.make_value_info(name, onnx.TypeProto()) for name in output_names if name], stored)
+    graph = helper.make_graph(
+        [node],
+        f"{op}_{version}",
+        graph_inputs,
+        [helper.make_value_info(name, onnx.TypeProto()) for name in output_names if name],
+        stored,
+    )
     opsets = [helper.make_opsetid(domain, version)] + ([helper.make_opsetid("", 13)] if domain else [])
     model = helper.make_model(graph, opset_imports=opsets)
     model.ir_version = 7 if version <= 13 and not domain else model.ir_version
     inferred = onnx.shape_inference.infer_shapes(model, strict_mode=True)
     del model.graph.output[:]
-    typed = {v.name: v for v in [*inferred.graph.value_info, *inferred.graph.output] if v.type.HasField("tensor_type")
-             and v.type.tensor_type.elem_type and v.type.tensor_type.HasField("shape")}
+    typed = {
+        v.name: v
+        for v in [*inferred.graph.value_info, *inferred.graph.output]
+        if v.type.HasField("tensor_type") and v.type.tensor_type.elem_type and v.type.tensor_type.HasField("shape")
+    }
     first = next(array for _, array in inputs if array is not None)
     known = list(expected or []) + [first] * len(output_names)
-    model.graph.output.extend(typed.get(name) or helper.make_tensor_value_info(name, _element(like), like.shape)
-                              for name, like in zip(output_names, known) if name)
+    model.graph.output.extend(
+        typed.get(name) or helper.make_tensor_value_info(name, _element(like), like.shape)
+        for name, like in zip(output_names, known)
+        if name
+    )
     return model

@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import itertools
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 import onnx.defs
@@ -85,6 +86,7 @@ def softmax_family(op: str) -> Callable[[np.random.Generator, int], list[Made]]:
             expected = _softmax_rows(x, used, op, coerced=version < 13)
             made.append(Made([("x", x)], _keep({"axis": axis}), expected=[expected]))
         return made
+
     return generate
 
 
@@ -101,7 +103,7 @@ def batch_normalization(rng: np.random.Generator, version: int) -> list[Made]:
         return []  # consumed_inputs is required: an in-place training op of Caffe2's era
     made = []
     for rank in (2, 3, 4):
-        for spatial in ((None, 0) if version < 9 else (None,)):
+        for spatial in (None, 0) if version < 9 else (None,):
             for mode in ("test", "train"):
                 shape = tuple(int(d) for d in rng.integers(2, 5, size=rank))
                 channels = shape[1]
@@ -131,8 +133,16 @@ def batch_normalization(rng: np.random.Generator, version: int) -> list[Made]:
                     y = _bn_test(x, scale, bias, bm, bv, epsilon, view)
                     rm, rv = mean * momentum + bm * (1 - momentum), var * momentum + bv * (1 - momentum)
                     expected = [a.astype(F32) for a in (y, rm, rv, bm, bv)[:outputs]]
-                made.append(Made([("x", x), ("scale", scale), ("bias", bias), ("mean", mean), ("var", var)], attributes,
-                                 outputs, expected, stored=("scale", "bias", "mean", "var"), label=f"{mode}"))
+                made.append(
+                    Made(
+                        [("x", x), ("scale", scale), ("bias", bias), ("mean", mean), ("var", var)],
+                        attributes,
+                        outputs,
+                        expected,
+                        stored=("scale", "bias", "mean", "var"),
+                        label=f"{mode}",
+                    )
+                )
     return made
 
 
@@ -145,10 +155,17 @@ def instance_normalization(rng: np.random.Generator, version: int) -> list[Made]
         axes = tuple(range(2, rank))
         x64 = x.astype(np.float64)
         view = (1, -1, *([1] * (rank - 2)))
-        y = (scale.reshape(view) * (x64 - x64.mean(axis=axes, keepdims=True)) / np.sqrt(x64.var(axis=axes, keepdims=True) + epsilon)
-             + bias.reshape(view))
-        made.append(Made([("x", x), ("scale", scale), ("bias", bias)], {"epsilon": epsilon}, expected=[y.astype(F32)],
-                         stored=("scale", "bias")))
+        y = scale.reshape(view) * (x64 - x64.mean(axis=axes, keepdims=True)) / np.sqrt(
+            x64.var(axis=axes, keepdims=True) + epsilon
+        ) + bias.reshape(view)
+        made.append(
+            Made(
+                [("x", x), ("scale", scale), ("bias", bias)],
+                {"epsilon": epsilon},
+                expected=[y.astype(F32)],
+                stored=("scale", "bias"),
+            )
+        )
     return made
 
 
@@ -161,9 +178,11 @@ def lrn(rng: np.random.Generator, version: int) -> list[Made]:
         square = np.zeros_like(x64)
         for c in range(x.shape[1]):
             low, high = max(0, c - (size - 1) // 2), min(x.shape[1] - 1, c + math.ceil((size - 1) / 2))
-            square[:, c] = (x64[:, low:high + 1] ** 2).sum(axis=1)
+            square[:, c] = (x64[:, low : high + 1] ** 2).sum(axis=1)
         y = x64 / (bias + alpha / size * square) ** beta
-        made.append(Made([("x", x)], {"size": size, "alpha": alpha, "beta": beta, "bias": bias}, expected=[y.astype(F32)]))
+        made.append(
+            Made([("x", x)], {"size": size, "alpha": alpha, "beta": beta, "bias": bias}, expected=[y.astype(F32)])
+        )
     return made
 
 
@@ -191,9 +210,14 @@ def conv_formula(x, w, b, strides, pads, dilations, group):  # noqa: ANN001, ANN
     y = np.zeros((x.shape[0], w.shape[0], *out))
     for g in range(group):
         for k in np.ndindex(*kernel):
-            window = tuple(slice(k[i] * dilations[i], k[i] * dilations[i] + strides[i] * (out[i] - 1) + 1, strides[i]) for i in range(nd))
+            window = tuple(
+                slice(k[i] * dilations[i], k[i] * dilations[i] + strides[i] * (out[i] - 1) + 1, strides[i])
+                for i in range(nd)
+            )
             patch = xp[(slice(None), slice(g * channels, (g + 1) * channels), *window)]
-            y[:, g * maps:(g + 1) * maps] += np.einsum("nc...,mc->nm...", patch, w64[(slice(g * maps, (g + 1) * maps), slice(None), *k)])
+            y[:, g * maps : (g + 1) * maps] += np.einsum(
+                "nc...,mc->nm...", patch, w64[(slice(g * maps, (g + 1) * maps), slice(None), *k)]
+            )
     if b is not None:
         y += b.astype(np.float64).reshape(1, -1, *([1] * nd))
     return y
@@ -201,7 +225,9 @@ def conv_formula(x, w, b, strides, pads, dilations, group):  # noqa: ANN001, ANN
 
 def conv(rng: np.random.Generator, version: int) -> list[Made]:
     made = []
-    for nd, group, auto_pad, bias in itertools.product((1, 2), (1, 2), ("NOTSET", "SAME_UPPER", "SAME_LOWER", "VALID", None), (True, False)):
+    for nd, group, auto_pad, bias in itertools.product(
+        (1, 2), (1, 2), ("NOTSET", "SAME_UPPER", "SAME_LOWER", "VALID", None), (True, False)
+    ):
         if rng.random() < 0.5:
             continue
         kernel = [int(k) for k in rng.integers(1, 4, size=nd)]
@@ -212,11 +238,17 @@ def conv(rng: np.random.Generator, version: int) -> list[Made]:
         x = _normal(rng, (2, channels, *sizes))
         w = _normal(rng, (maps, channels // group, *kernel))
         b = _normal(rng, (maps,)) if bias else None
-        attributes: dict[str, Any] = {"kernel_shape": kernel if rng.random() < 0.5 else None, "strides": strides, "dilations": dilations,
-                                      "group": group if group > 1 or rng.random() < 0.5 else None}
+        attributes: dict[str, Any] = {
+            "kernel_shape": kernel if rng.random() < 0.5 else None,
+            "strides": strides,
+            "dilations": dilations,
+            "group": group if group > 1 or rng.random() < 0.5 else None,
+        }
         if auto_pad in (None, "NOTSET"):
             pads = [int(p) for p in rng.integers(0, 3, size=2 * nd)]
-            pads = [min(p, kernel[i % nd] - 1) for i, p in enumerate(pads)]  # a pad beyond the kernel: undefined windows of padding only
+            pads = [
+                min(p, kernel[i % nd] - 1) for i, p in enumerate(pads)
+            ]  # a pad beyond the kernel: undefined windows of padding only
             attributes["pads"] = pads if any(pads) or rng.random() < 0.5 else None
             attributes["auto_pad"] = auto_pad
         elif auto_pad == "VALID":
@@ -226,8 +258,15 @@ def conv(rng: np.random.Generator, version: int) -> list[Made]:
             pads = _same_pads(sizes, kernel, strides, dilations, auto_pad)
             attributes["auto_pad"] = auto_pad
         y = conv_formula(x, w, b, strides, pads, dilations, group)
-        made.append(Made([("x", x), ("w", w), ("b", b)], _keep(attributes), expected=[y.astype(F32)], stored=("w", "b"),
-                         label=f"{nd}d"))
+        made.append(
+            Made(
+                [("x", x), ("w", w), ("b", b)],
+                _keep(attributes),
+                expected=[y.astype(F32)],
+                stored=("w", "b"),
+                label=f"{nd}d",
+            )
+        )
     return made
 
 
@@ -240,11 +279,20 @@ def conv_transpose_formula(x, w, b, strides, pads, dilations, group, output_padd
     x64, w64 = x.astype(np.float64), w.astype(np.float64)
     for g in range(group):
         for k in np.ndindex(*kernel):
-            part = np.einsum("nc...,cm->nm...", x64[:, g * channels:(g + 1) * channels], w64[(slice(g * channels, (g + 1) * channels), slice(None), *k)])
-            window = tuple(slice(k[i] * dilations[i], k[i] * dilations[i] + strides[i] * (sizes[i] - 1) + 1, strides[i]) for i in range(nd))
+            part = np.einsum(
+                "nc...,cm->nm...",
+                x64[:, g * channels : (g + 1) * channels],
+                w64[(slice(g * channels, (g + 1) * channels), slice(None), *k)],
+            )
+            window = tuple(
+                slice(k[i] * dilations[i], k[i] * dilations[i] + strides[i] * (sizes[i] - 1) + 1, strides[i])
+                for i in range(nd)
+            )
             y[(slice(None), slice(g * maps, (g + 1) * maps), *window)] += part
     y = np.pad(y, [(0, 0), (0, 0)] + [(max(0, -pads[i]), max(0, -pads[i + nd])) for i in range(nd)])
-    y = y[(slice(None), slice(None), *(slice(max(0, pads[i]), y.shape[2 + i] - max(0, pads[i + nd])) for i in range(nd)))]
+    y = y[
+        (slice(None), slice(None), *(slice(max(0, pads[i]), y.shape[2 + i] - max(0, pads[i + nd])) for i in range(nd)))
+    ]
     if b is not None:
         y = y + b.astype(np.float64).reshape(1, -1, *([1] * nd))
     return y
@@ -252,7 +300,9 @@ def conv_transpose_formula(x, w, b, strides, pads, dilations, group, output_padd
 
 def conv_transpose(rng: np.random.Generator, version: int) -> list[Made]:
     made = []
-    for nd, group, way in itertools.product((1, 2), (1, 2), ("pads", "output_padding", "output_shape", "SAME_UPPER", "SAME_LOWER", "VALID")):
+    for nd, group, way in itertools.product(
+        (1, 2), (1, 2), ("pads", "output_padding", "output_shape", "SAME_UPPER", "SAME_LOWER", "VALID")
+    ):
         kernel = [int(k) for k in rng.integers(1, 4, size=nd)]
         strides = [int(s) for s in rng.integers(1, 3, size=nd)]
         dilations = [int(d) for d in rng.integers(1, 3, size=nd)] if way in ("pads", "output_padding") else [1] * nd
@@ -261,8 +311,12 @@ def conv_transpose(rng: np.random.Generator, version: int) -> list[Made]:
         x = _normal(rng, (1, channels, *sizes))
         w = _normal(rng, (channels, maps, *kernel))
         b = _normal(rng, (maps * group,)) if rng.random() < 0.5 else None
-        attributes: dict[str, Any] = {"strides": strides, "dilations": dilations if any(d > 1 for d in dilations) else None,
-                                      "group": group if group > 1 else None, "kernel_shape": kernel if rng.random() < 0.5 else None}
+        attributes: dict[str, Any] = {
+            "strides": strides,
+            "dilations": dilations if any(d > 1 for d in dilations) else None,
+            "group": group if group > 1 else None,
+            "kernel_shape": kernel if rng.random() < 0.5 else None,
+        }
         output_padding = [0] * nd
         natural = [(sizes[i] - 1) * strides[i] + (kernel[i] - 1) * dilations[i] + 1 for i in range(nd)]
         if way == "pads":
@@ -283,13 +337,22 @@ def conv_transpose(rng: np.random.Generator, version: int) -> list[Made]:
         else:
             target = [sizes[i] * strides[i] for i in range(nd)]  # "output_shape[i] = input_shape[i] * strides[i]"
             total = [natural[i] - target[i] for i in range(nd)]
-            half = [t // 2 for t in total]  # floor division, as onnx's own output_shape test: a negative total grows the output
+            half = [
+                t // 2 for t in total
+            ]  # floor division, as onnx's own output_shape test: a negative total grows the output
             first = half if way == "SAME_UPPER" else [t - h for t, h in zip(total, half)]
             pads = first + [t - f for t, f in zip(total, first)]
             attributes["auto_pad"] = way
         y = conv_transpose_formula(x, w, b, strides, pads, dilations, group, output_padding)
-        made.append(Made([("x", x), ("w", w), ("b", b)], _keep(attributes), expected=[y.astype(F32)], stored=("w", "b"),
-                         label=f"{nd}d {way}"))
+        made.append(
+            Made(
+                [("x", x), ("w", w), ("b", b)],
+                _keep(attributes),
+                expected=[y.astype(F32)],
+                stored=("w", "b"),
+                label=f"{nd}d {way}",
+            )
+        )
     return made
 
 
@@ -310,7 +373,9 @@ def pool_formula(x, kind, kernel, strides, pads, dilations, ceil_mode, count_inc
     for o in np.ndindex(*out):
         taps = [[o[i] * strides[i] - pads[i] + k * dilations[i] for k in range(kernel[i])] for i in range(nd)]
         inside = [[t for t in tap if 0 <= t < sizes[i]] for i, tap in enumerate(taps)]
-        padded = math.prod(len([t for t in tap if -pads[i] <= t < sizes[i] + pads[i + nd]]) for i, tap in enumerate(taps))
+        padded = math.prod(
+            len([t for t in tap if -pads[i] <= t < sizes[i] + pads[i + nd]]) for i, tap in enumerate(taps)
+        )
         window = x64[(slice(None), slice(None), *np.ix_(*inside))].reshape(*x.shape[:2], -1)
         if kind == "max":
             y[(slice(None), slice(None), *o)] = window.max(axis=-1)
@@ -346,7 +411,11 @@ def pool(op: str) -> Callable[[np.random.Generator, int], list[Made]]:
             ceil_mode = int(extra == 2) if ceiled else None
             sizes = [int(s) for s in rng.integers(4, 8, size=nd)]
             dtype = F32 if not (op == "MaxPool" and version >= 12 and extra == 1) else np.int8
-            x = _normal(rng, (2, 3, *sizes)) if dtype == F32 else rng.integers(-100, 100, size=(2, 3, *sizes)).astype(np.int8)
+            x = (
+                _normal(rng, (2, 3, *sizes))
+                if dtype == F32
+                else rng.integers(-100, 100, size=(2, 3, *sizes)).astype(np.int8)
+            )
             s, d = strides or [1] * nd, dilations or [1] * nd
             if auto_pad == "NOTSET":
                 pads = [int(rng.integers(0, kernel[i % nd])) for i in range(2 * nd)]
@@ -354,9 +423,14 @@ def pool(op: str) -> Callable[[np.random.Generator, int], list[Made]]:
                 pads = [0] * 2 * nd
             else:
                 pads = _same_pads(sizes, kernel, s, d, auto_pad)
-            attributes = {"kernel_shape": kernel, "strides": strides, "dilations": dilations, "ceil_mode": ceil_mode,
-                          "auto_pad": auto_pad if auto_pad != "NOTSET" or rng.random() < 0.5 else None,
-                          "pads": pads if auto_pad == "NOTSET" and (any(pads) or rng.random() < 0.5) else None}
+            attributes = {
+                "kernel_shape": kernel,
+                "strides": strides,
+                "dilations": dilations,
+                "ceil_mode": ceil_mode,
+                "auto_pad": auto_pad if auto_pad != "NOTSET" or rng.random() < 0.5 else None,
+                "pads": pads if auto_pad == "NOTSET" and (any(pads) or rng.random() < 0.5) else None,
+            }
             outputs, p, count, order = 1, 2, 0, 0
             if op == "AveragePool" and _has(op, version, "count_include_pad"):
                 count = int(rng.integers(0, 2))
@@ -371,6 +445,7 @@ def pool(op: str) -> Callable[[np.random.Generator, int], list[Made]]:
             y, indices = pool_formula(x, kind, kernel, s, pads, d, bool(ceil_mode), count, p, order)
             made.append(Made([("x", x)], _keep(attributes), outputs, [y, indices][:outputs], label=f"{nd}d {auto_pad}"))
         return made
+
     return generate
 
 
@@ -392,6 +467,7 @@ def global_pool(op: str) -> Callable[[np.random.Generator, int], list[Made]]:
                 y = (np.abs(x64) ** (p or 2)).sum(axis=axes, keepdims=True) ** (1.0 / (p or 2))
             made.append(Made([("x", x)], attributes, expected=[y.astype(F32)]))
         return made
+
     return generate
 
 
@@ -411,25 +487,45 @@ def gemm(rng: np.random.Generator, version: int) -> list[Made]:
         shapes = {"MN": (m, n), "N": (n,), "1N": (1, n), "M1": (m, 1), "1": (1,), "scalar": ()}
         c = _normal(rng, shapes[c_shape]) if c_shape != "none" else None
         alpha, beta = float(rng.choice([1.0, 0.5, -2.0])), float(rng.choice([1.0, 0.25]))
-        attributes = {"transA": trans_a or None, "transB": trans_b or None, "alpha": alpha if alpha != 1.0 else None,
-                      "beta": beta if beta != 1.0 else None}
+        attributes = {
+            "transA": trans_a or None,
+            "transB": trans_b or None,
+            "alpha": alpha if alpha != 1.0 else None,
+            "beta": beta if beta != 1.0 else None,
+        }
         if version < 7 and c_shape != "MN":
             attributes["broadcast"] = 1
         a64, b64 = a.astype(np.float64), b.astype(np.float64)
         y = alpha * (a64.T if trans_a else a64) @ (b64.T if trans_b else b64)
         if c is not None:
             y = y + beta * c.astype(np.float64)
-        made.append(Made([("a", a), ("b", b), ("c", c)], _keep(attributes), expected=[y.astype(F32)], stored=("b", "c"),
-                         label=c_shape))
+        made.append(
+            Made(
+                [("a", a), ("b", b), ("c", c)],
+                _keep(attributes),
+                expected=[y.astype(F32)],
+                stored=("b", "c"),
+                label=c_shape,
+            )
+        )
     return made
 
 
 def matmul(rng: np.random.Generator, version: int) -> list[Made]:
     made = []
-    for a_shape, b_shape in [((3,), (3,)), ((3,), (3, 4)), ((2, 3), (3,)), ((2, 3), (3, 4)), ((2, 2, 3), (3, 4)),
-                             ((2, 1, 2, 3), (1, 3, 3, 4)), ((2, 3), (2, 3, 4))]:
+    for a_shape, b_shape in [
+        ((3,), (3,)),
+        ((3,), (3, 4)),
+        ((2, 3), (3,)),
+        ((2, 3), (3, 4)),
+        ((2, 2, 3), (3, 4)),
+        ((2, 1, 2, 3), (1, 3, 3, 4)),
+        ((2, 3), (2, 3, 4)),
+    ]:
         a, b = _normal(rng, a_shape), _normal(rng, b_shape)
-        made.append(Made([("a", a), ("b", b)], {}, expected=[(a.astype(np.float64) @ b.astype(np.float64)).astype(F32)]))
+        made.append(
+            Made([("a", a), ("b", b)], {}, expected=[(a.astype(np.float64) @ b.astype(np.float64)).astype(F32)])
+        )
     return made
 
 
@@ -449,8 +545,14 @@ def reshape(rng: np.random.Generator, version: int) -> list[Made]:
             made.append(Made([("x", x), ("shape", shape)], {}, expected=[y], stored=("shape",)))
     if version >= 14:
         empty = np.zeros((0, 3), dtype=F32)
-        made.append(Made([("x", empty), ("shape", np.array([3, 0], dtype=np.int64))], {"allowzero": 1},
-                         expected=[empty.reshape(3, 0)], stored=("shape",)))
+        made.append(
+            Made(
+                [("x", empty), ("shape", np.array([3, 0], dtype=np.int64))],
+                {"allowzero": 1},
+                expected=[empty.reshape(3, 0)],
+                stored=("shape",),
+            )
+        )
     return made
 
 
@@ -490,6 +592,7 @@ def squeeze(op: str) -> Callable[[np.random.Generator, int], list[Made]]:
                 given = np.array(axes, dtype=np.int64) if axes is not None else None
                 made.append(Made([("x", x), ("axes", given)], {}, expected=[y], stored=("axes",)))
         return made
+
     return generate
 
 
@@ -500,8 +603,10 @@ def _unsqueezed(shape: tuple[int, ...], axes: list[int]) -> list[int]:
 
 def transpose(rng: np.random.Generator, version: int) -> list[Made]:
     x = _normal(rng, (2, 3, 4))
-    return [Made([("x", x)], _keep({"perm": perm}), expected=[np.transpose(x, perm)])
-            for perm in (None, [0, 2, 1], [2, 0, 1], [1, 0, 2])]
+    return [
+        Made([("x", x)], _keep({"perm": perm}), expected=[np.transpose(x, perm)])
+        for perm in (None, [0, 2, 1], [2, 0, 1], [1, 0, 2])
+    ]
 
 
 def concat(rng: np.random.Generator, version: int) -> list[Made]:
@@ -520,7 +625,14 @@ def concat(rng: np.random.Generator, version: int) -> list[Made]:
 def split(rng: np.random.Generator, version: int) -> list[Made]:
     made = []
     x = _normal(rng, (4, 6, 3))
-    for axis, sizes, count in [(None, None, 2), (1, [2, 4], 2), (1, None, 3), (-1, [1, 2], 2), (0, [1, 1, 2], 3), (1, "uneven", 4)]:
+    for axis, sizes, count in [
+        (None, None, 2),
+        (1, [2, 4], 2),
+        (1, None, 3),
+        (-1, [1, 2], 2),
+        (0, [1, 1, 2], 3),
+        (1, "uneven", 4),
+    ]:
         if axis is not None and axis < 0 and version < 11:
             continue
         if sizes == "uneven" and version < 18:
@@ -540,7 +652,15 @@ def split(rng: np.random.Generator, version: int) -> list[Made]:
             attributes["split"] = sizes
             made.append(Made([("x", x)], attributes, count, expected))
         elif sizes is not None:
-            made.append(Made([("x", x), ("split", np.array(sizes, dtype=np.int64))], attributes, count, expected, stored=("split",)))
+            made.append(
+                Made(
+                    [("x", x), ("split", np.array(sizes, dtype=np.int64))],
+                    attributes,
+                    count,
+                    expected,
+                    stored=("split",),
+                )
+            )
         else:
             made.append(Made([("x", x)], attributes, count, expected))
     return made
@@ -568,9 +688,15 @@ def slice_op(rng: np.random.Generator, version: int) -> list[Made]:
     made = []
     x = _normal(rng, (4, 5, 6))
     big = 2**62
-    for starts, ends, axes, steps in [([1], [3], [0], None), ([0, 1], [-1, big], [1, 2], None), ([1], [1000], None, None),
-                                      ([-3, 0], [-1, 3], [2, 0], [1, 2]), ([4], [-big], [1], [-1]), ([-1, 5], [0, 1], [0, 2], [-2, -3]),
-                                      ([2], [0], [-1], None)]:
+    for starts, ends, axes, steps in [
+        ([1], [3], [0], None),
+        ([0, 1], [-1, big], [1, 2], None),
+        ([1], [1000], None, None),
+        ([-3, 0], [-1, 3], [2, 0], [1, 2]),
+        ([4], [-big], [1], [-1]),
+        ([-1, 5], [0, 1], [0, 2], [-2, -3]),
+        ([2], [0], [-1], None),
+    ]:
         if version < 10 and steps is not None:
             continue
         if version < 11 and axes is not None and min(axes) < 0:
@@ -580,9 +706,13 @@ def slice_op(rng: np.random.Generator, version: int) -> list[Made]:
         if version < 10:
             made.append(Made([("x", x)], _keep({"starts": starts, "ends": ends, "axes": axes}), expected=[y]))
         else:
-            inputs = [("x", x), ("starts", np.array(starts, dtype=np.int64)), ("ends", np.array(ends, dtype=np.int64)),
-                      ("axes", None if axes is None and steps is None else np.array(used_axes, dtype=np.int64)),
-                      ("steps", None if steps is None else np.array(steps, dtype=np.int64))]
+            inputs = [
+                ("x", x),
+                ("starts", np.array(starts, dtype=np.int64)),
+                ("ends", np.array(ends, dtype=np.int64)),
+                ("axes", None if axes is None and steps is None else np.array(used_axes, dtype=np.int64)),
+                ("steps", None if steps is None else np.array(steps, dtype=np.int64)),
+            ]
             made.append(Made(inputs, {}, expected=[y], stored=("starts", "ends", "axes", "steps")))
     return made
 
@@ -592,11 +722,25 @@ def pad(rng: np.random.Generator, version: int) -> list[Made]:
     x = _normal(rng, (1, 2, 4, 5))
     modes = [None, "constant", "reflect", "edge"] + (["wrap"] if version >= 19 else [])
     for mode in modes:
-        pads = [0, 0, int(rng.integers(0, 3)), int(rng.integers(0, 3)), 0, 0, int(rng.integers(0, 3)), int(rng.integers(0, 3))]
+        pads = [
+            0,
+            0,
+            int(rng.integers(0, 3)),
+            int(rng.integers(0, 3)),
+            0,
+            0,
+            int(rng.integers(0, 3)),
+            int(rng.integers(0, 3)),
+        ]
         value = float(rng.uniform(-2, 2)) if mode in (None, "constant") and rng.random() < 0.7 else None
         nd = x.ndim
         widths = [(pads[i], pads[i + nd]) for i in range(nd)]
-        y = np.pad(x, widths, mode=mode or "constant", **({"constant_values": np.float32(value or 0.0)} if mode in (None, "constant") else {}))
+        y = np.pad(
+            x,
+            widths,
+            mode=mode or "constant",
+            **({"constant_values": np.float32(value or 0.0)} if mode in (None, "constant") else {}),
+        )
         attributes = _keep({"mode": mode})
         if version < 11:
             attributes["paddings" if version == 1 else "pads"] = pads
@@ -604,16 +748,40 @@ def pad(rng: np.random.Generator, version: int) -> list[Made]:
                 attributes["value"] = value
             made.append(Made([("x", x)], attributes, expected=[y]))
         else:
-            inputs = [("x", x), ("pads", np.array(pads, dtype=np.int64)), ("value", None if value is None else np.array(value, dtype=F32))]
+            inputs = [
+                ("x", x),
+                ("pads", np.array(pads, dtype=np.int64)),
+                ("value", None if value is None else np.array(value, dtype=F32)),
+            ]
             made.append(Made(inputs, attributes, expected=[y], stored=("pads", "value")))
     if version >= 11:
         crop = [0, 0, -1, 0, 0, 0, 1, -2]
         y = np.pad(x, [(0, 0), (0, 0), (0, 1), (0, 0)])[:, :, 1:, :-2]
-        made.append(Made([("x", x), ("pads", np.array(crop, dtype=np.int64))], {}, expected=[y], stored=("pads",), label="negative"))
+        made.append(
+            Made(
+                [("x", x), ("pads", np.array(crop, dtype=np.int64))],
+                {},
+                expected=[y],
+                stored=("pads",),
+                label="negative",
+            )
+        )
     if version >= 18:
         y = np.pad(x, [(0, 0), (0, 0), (0, 0), (2, 1)])
-        made.append(Made([("x", x), ("pads", np.array([2, 1], dtype=np.int64)), ("value", None), ("axes", np.array([-1], dtype=np.int64))],
-                         {}, expected=[y], stored=("pads", "axes"), label="axes"))
+        made.append(
+            Made(
+                [
+                    ("x", x),
+                    ("pads", np.array([2, 1], dtype=np.int64)),
+                    ("value", None),
+                    ("axes", np.array([-1], dtype=np.int64)),
+                ],
+                {},
+                expected=[y],
+                stored=("pads", "axes"),
+                label="axes",
+            )
+        )
     return made
 
 
@@ -630,14 +798,23 @@ def upsample(rng: np.random.Generator, version: int) -> list[Made]:
     if version == 1:
         return []  # experimental: height_scale/width_scale on 4-D input; neither runtime registers it
     made = []
-    for mode, scales in itertools.product((None, "nearest", "linear"), ([1.0, 1.0, 2.0, 2.0], [1.0, 1.0, 2.0, 3.0], [1.0, 1.0, 1.5, 2.5])):
+    for mode, scales in itertools.product(
+        (None, "nearest", "linear"), ([1.0, 1.0, 2.0, 2.0], [1.0, 1.0, 2.0, 3.0], [1.0, 1.0, 1.5, 2.5])
+    ):
         x = _normal(rng, (1, 2, 3, 4))
         expected = [_nearest_upsample(x, scales)] if mode != "linear" else None
         if version == 7:
             made.append(Made([("x", x)], _keep({"mode": mode, "scales": scales}), expected=expected, label=str(mode)))
         else:
-            made.append(Made([("x", x), ("scales", np.array(scales, dtype=F32))], _keep({"mode": mode}), expected=expected,
-                             stored=("scales",), label=str(mode)))
+            made.append(
+                Made(
+                    [("x", x), ("scales", np.array(scales, dtype=F32))],
+                    _keep({"mode": mode}),
+                    expected=expected,
+                    stored=("scales",),
+                    label=str(mode),
+                )
+            )
     return made
 
 
@@ -648,7 +825,9 @@ def resize(rng: np.random.Generator, version: int) -> list[Made]:
     if version >= 19:
         transforms.append("half_pixel_symmetric")
     nearest_modes = [None, "round_prefer_floor", "round_prefer_ceil", "floor", "ceil"]
-    for mode, transform, scales in itertools.product(modes + [None], transforms, ([1.0, 1.0, 2.0, 2.0], [1.0, 1.0, 0.6, 1.7], "sizes")):
+    for mode, transform, scales in itertools.product(
+        modes + [None], transforms, ([1.0, 1.0, 2.0, 2.0], [1.0, 1.0, 0.6, 1.7], "sizes")
+    ):
         if version == 10 and (transform is not None or scales == "sizes" or mode == "cubic"):
             continue
         if transform == "tf_half_pixel_for_nearest" and (mode != "nearest" or version >= 13):
@@ -661,12 +840,23 @@ def resize(rng: np.random.Generator, version: int) -> list[Made]:
             attributes["cubic_coeff_a"] = float(rng.choice([-0.75, -0.5]))
             attributes["exclude_outside"] = int(rng.integers(0, 2))
         if version == 10:
-            made.append(Made([("x", x), ("scales", np.array(scales, dtype=F32))], _keep(attributes), stored=("scales",), label=str(mode)))
+            made.append(
+                Made(
+                    [("x", x), ("scales", np.array(scales, dtype=F32))],
+                    _keep(attributes),
+                    stored=("scales",),
+                    label=str(mode),
+                )
+            )
             continue
         roi = np.array([], dtype=F32) if version < 13 else None
         if scales == "sizes":
-            inputs = [("x", x), ("roi", roi), ("scales", np.array([], dtype=F32) if version < 13 else None),
-                      ("sizes", np.array([1, 2, 7, 3], dtype=np.int64))]
+            inputs = [
+                ("x", x),
+                ("roi", roi),
+                ("scales", np.array([], dtype=F32) if version < 13 else None),
+                ("sizes", np.array([1, 2, 7, 3], dtype=np.int64)),
+            ]
         else:
             inputs = [("x", x), ("roi", roi), ("scales", np.array(scales, dtype=F32))]
         made.append(Made(inputs, _keep(attributes), stored=("roi", "scales", "sizes"), label=f"{mode} {transform}"))
@@ -684,17 +874,28 @@ def gather(rng: np.random.Generator, version: int) -> list[Made]:
         for shape in ((), (2,), (2, 3)):
             low = -size if version >= 11 else 0
             indices = rng.integers(low, size, size=shape).astype(np.int64)
-            made.append(Made([("x", x), ("indices", indices)], _keep({"axis": axis}), expected=[np.take(x, indices, axis=a)]))
+            made.append(
+                Made([("x", x), ("indices", indices)], _keep({"axis": axis}), expected=[np.take(x, indices, axis=a)])
+            )
     return made
 
 
 def tile(rng: np.random.Generator, version: int) -> list[Made]:
     x = _normal(rng, (2, 3))
     if version == 1:
-        return [Made([("x", x), ("tiles", np.array(3, dtype=F32)), ("axis", np.array(axis, dtype=F32))], {},  # both typed T in version 1
-                     expected=[np.concatenate([x] * 3, axis=axis)], stored=("tiles", "axis")) for axis in (0, 1)]
-    return [Made([("x", x), ("repeats", np.array(r, dtype=np.int64))], {}, expected=[np.tile(x, r)], stored=("repeats",))
-            for r in ([1, 2], [3, 1], [2, 2])]
+        return [
+            Made(
+                [("x", x), ("tiles", np.array(3, dtype=F32)), ("axis", np.array(axis, dtype=F32))],
+                {},  # both typed T in version 1
+                expected=[np.concatenate([x] * 3, axis=axis)],
+                stored=("tiles", "axis"),
+            )
+            for axis in (0, 1)
+        ]
+    return [
+        Made([("x", x), ("repeats", np.array(r, dtype=np.int64))], {}, expected=[np.tile(x, r)], stored=("repeats",))
+        for r in ([1, 2], [3, 1], [2, 2])
+    ]
 
 
 def depth_to_space(op: str) -> Callable[[np.random.Generator, int], list[Made]]:
@@ -707,14 +908,23 @@ def depth_to_space(op: str) -> Callable[[np.random.Generator, int], list[Made]]:
             if op == "DepthToSpace":
                 x = _normal(rng, (n, c * block * block, h, w))
                 if mode == "CRD":
-                    y = x.reshape(n, c, block, block, h, w).transpose(0, 1, 4, 2, 5, 3).reshape(n, c, h * block, w * block)
+                    y = (
+                        x.reshape(n, c, block, block, h, w)
+                        .transpose(0, 1, 4, 2, 5, 3)
+                        .reshape(n, c, h * block, w * block)
+                    )
                 else:
-                    y = x.reshape(n, block, block, c, h, w).transpose(0, 3, 4, 1, 5, 2).reshape(n, c, h * block, w * block)
+                    y = (
+                        x.reshape(n, block, block, c, h, w)
+                        .transpose(0, 3, 4, 1, 5, 2)
+                        .reshape(n, c, h * block, w * block)
+                    )
             else:
                 x = _normal(rng, (n, c, h * block, w * block))
                 y = x.reshape(n, c, h, block, w, block).transpose(0, 3, 5, 1, 2, 4).reshape(n, c * block * block, h, w)
             made.append(Made([("x", x)], _keep({"blocksize": block, "mode": mode}), expected=[y]))
         return made
+
     return generate
 
 
@@ -722,11 +932,33 @@ def depth_to_space(op: str) -> Callable[[np.random.Generator, int], list[Made]]:
 
 
 UNARY: dict[str, Callable[[np.ndarray], np.ndarray]] = {
-    "Relu": lambda x: np.maximum(x, 0), "Sigmoid": lambda x: 1 / (1 + np.exp(-x)), "Tanh": np.tanh, "Exp": np.exp,
-    "Log": np.log, "Sqrt": np.sqrt, "Reciprocal": lambda x: 1 / x, "Abs": np.abs, "Neg": np.negative, "Floor": np.floor,
-    "Ceil": np.ceil, "Softplus": lambda x: np.log1p(np.exp(x)), "Softsign": lambda x: x / (1 + np.abs(x)), "Erf": np.vectorize(math.erf),
-    "Sin": np.sin, "Cos": np.cos, "Tan": np.tan, "Asin": np.arcsin, "Acos": np.arccos, "Atan": np.arctan, "Sinh": np.sinh,
-    "Cosh": np.cosh, "Asinh": np.arcsinh, "Acosh": np.arccosh, "Atanh": np.arctanh, "Sign": np.sign, "Round": np.round,
+    "Relu": lambda x: np.maximum(x, 0),
+    "Sigmoid": lambda x: 1 / (1 + np.exp(-x)),
+    "Tanh": np.tanh,
+    "Exp": np.exp,
+    "Log": np.log,
+    "Sqrt": np.sqrt,
+    "Reciprocal": lambda x: 1 / x,
+    "Abs": np.abs,
+    "Neg": np.negative,
+    "Floor": np.floor,
+    "Ceil": np.ceil,
+    "Softplus": lambda x: np.log1p(np.exp(x)),
+    "Softsign": lambda x: x / (1 + np.abs(x)),
+    "Erf": np.vectorize(math.erf),
+    "Sin": np.sin,
+    "Cos": np.cos,
+    "Tan": np.tan,
+    "Asin": np.arcsin,
+    "Acos": np.arccos,
+    "Atan": np.arctan,
+    "Sinh": np.sinh,
+    "Cosh": np.cosh,
+    "Asinh": np.arcsinh,
+    "Acosh": np.arccosh,
+    "Atanh": np.arctanh,
+    "Sign": np.sign,
+    "Round": np.round,
 }
 POSITIVE = {"Log", "Sqrt", "Reciprocal"}
 UNIT = {"Asin", "Acos", "Atanh"}
@@ -748,6 +980,7 @@ def unary(op: str) -> Callable[[np.random.Generator, int], list[Made]]:
             x = x.astype(F32)
             made.append(Made([("x", x)], {}, expected=[UNARY[op](x.astype(np.float64)).astype(F32)]))
         return made
+
     return generate
 
 
@@ -758,7 +991,11 @@ def activation(op: str) -> Callable[[np.random.Generator, int], list[Made]]:
             x = (_normal(rng, (3, 4, 2)) * 2).astype(F32)
             x64 = x.astype(np.float64)
             schema = onnx.defs.get_schema(op, version, "")
-            defaults = {k: float(a.default_value.f) for k, a in schema.attributes.items() if a.default_value.type == onnx.AttributeProto.FLOAT}
+            defaults = {
+                k: float(a.default_value.f)
+                for k, a in schema.attributes.items()
+                if a.default_value.type == onnx.AttributeProto.FLOAT
+            }
             values = {k: float(rng.uniform(0.1, 2.0)) for k in defaults} if given else {}
             v = {**defaults, **values}
             if op == "Elu":
@@ -777,6 +1014,7 @@ def activation(op: str) -> Callable[[np.random.Generator, int], list[Made]]:
                 raise ValueError(op)
             made.append(Made([("x", x)], values, expected=[y.astype(F32)]))
         return made
+
     return generate
 
 
@@ -792,9 +1030,21 @@ def prelu(rng: np.random.Generator, version: int) -> list[Made]:
 
 
 BINARY: dict[str, Callable[[np.ndarray, np.ndarray], np.ndarray]] = {
-    "Add": np.add, "Sub": np.subtract, "Mul": np.multiply, "Div": np.divide, "Pow": np.power,
-    "Equal": np.equal, "Greater": np.greater, "Less": np.less, "GreaterOrEqual": np.greater_equal, "LessOrEqual": np.less_equal,
-    "And": np.logical_and, "Or": np.logical_or, "Xor": np.logical_xor, "Max": np.maximum, "Min": np.minimum,
+    "Add": np.add,
+    "Sub": np.subtract,
+    "Mul": np.multiply,
+    "Div": np.divide,
+    "Pow": np.power,
+    "Equal": np.equal,
+    "Greater": np.greater,
+    "Less": np.less,
+    "GreaterOrEqual": np.greater_equal,
+    "LessOrEqual": np.less_equal,
+    "And": np.logical_and,
+    "Or": np.logical_or,
+    "Xor": np.logical_xor,
+    "Max": np.maximum,
+    "Min": np.minimum,
 }
 LOGICAL = {"And", "Or", "Xor"}
 COMPARISONS = {"Equal", "Greater", "Less", "GreaterOrEqual", "LessOrEqual"}
@@ -804,16 +1054,34 @@ def binary(op: str) -> Callable[[np.random.Generator, int], list[Made]]:
     def generate(rng: np.random.Generator, version: int) -> list[Made]:
         made = []
         legacy = _has(op, version, "broadcast")
-        cases = ([((2, 3, 4, 5), (2, 3, 4, 5), None), ((2, 3, 4, 5), (5,), None), ((2, 3, 4, 5), (4, 5), None),
-                  ((2, 3, 4, 5), (3, 4), 1), ((2, 3, 4, 5), (3,), 1), ((2, 3, 4, 5), (2,), 0), ((2, 3, 4, 5), (), None)]
-                 if legacy else [((2, 3, 4), (2, 3, 4), None), ((2, 3, 4), (4,), None), ((2, 1, 4), (3, 1), None),
-                                 ((1,), (2, 3), None), ((), (2, 2), None)])
+        cases = (
+            [
+                ((2, 3, 4, 5), (2, 3, 4, 5), None),
+                ((2, 3, 4, 5), (5,), None),
+                ((2, 3, 4, 5), (4, 5), None),
+                ((2, 3, 4, 5), (3, 4), 1),
+                ((2, 3, 4, 5), (3,), 1),
+                ((2, 3, 4, 5), (2,), 0),
+                ((2, 3, 4, 5), (), None),
+            ]
+            if legacy
+            else [
+                ((2, 3, 4), (2, 3, 4), None),
+                ((2, 3, 4), (4,), None),
+                ((2, 1, 4), (3, 1), None),
+                ((1,), (2, 3), None),
+                ((), (2, 2), None),
+            ]
+        )
         for a_shape, b_shape, axis in cases:
             if op in LOGICAL:
                 a, b = rng.random(a_shape) < 0.5, rng.random(b_shape) < 0.5
             elif op in COMPARISONS:
                 kind = np.int32 if op == "Equal" and version < 11 else F32  # Equal takes floats from version 11
-                a, b = rng.integers(0, 3, size=a_shape).astype(kind), rng.integers(0, 3, size=b_shape).astype(kind)  # ties
+                a, b = (
+                    rng.integers(0, 3, size=a_shape).astype(kind),
+                    rng.integers(0, 3, size=b_shape).astype(kind),
+                )  # ties
             else:
                 a, b = _normal(rng, a_shape), _normal(rng, b_shape)
                 if op == "Pow":
@@ -829,10 +1097,14 @@ def binary(op: str) -> Callable[[np.random.Generator, int], list[Made]]:
                     b_view = b.reshape((1,) * axis + b_shape + (1,) * (len(a_shape) - axis - len(b_shape)))
             formula = BINARY[op]
             with np.errstate(all="ignore"):
-                y = formula(a.astype(np.float64) if a.dtype != bool else a, b_view.astype(np.float64) if b.dtype != bool else b_view)
+                y = formula(
+                    a.astype(np.float64) if a.dtype != bool else a,
+                    b_view.astype(np.float64) if b.dtype != bool else b_view,
+                )
             out = y if y.dtype == bool else y.astype(F32)
             made.append(Made([("a", a), ("b", b)], attributes, expected=[out], label=f"{a_shape} {b_shape}"))
         return made
+
     return generate
 
 
@@ -856,6 +1128,7 @@ def variadic(op: str) -> Callable[[np.random.Generator, int], list[Made]]:
                 y = np.minimum.reduce(np.broadcast_arrays(*wide))
             made.append(Made([(f"x{i}", a) for i, a in enumerate(arrays)], {}, expected=[np.asarray(y).astype(F32)]))
         return made
+
     return generate
 
 
@@ -867,12 +1140,29 @@ def clip(rng: np.random.Generator, version: int) -> list[Made]:
         if version < 11:
             made.append(Made([("x", x)], _keep({"min": low, "max": high}), expected=[y]))
         else:
-            made.append(Made([("x", x), ("min", None if low is None else np.array(low, dtype=F32)),
-                              ("max", None if high is None else np.array(high, dtype=F32))], {}, expected=[y], stored=("min", "max")))
+            made.append(
+                Made(
+                    [
+                        ("x", x),
+                        ("min", None if low is None else np.array(low, dtype=F32)),
+                        ("max", None if high is None else np.array(high, dtype=F32)),
+                    ],
+                    {},
+                    expected=[y],
+                    stored=("min", "max"),
+                )
+            )
     if version >= 12:
         x = rng.integers(-50, 50, size=(3, 4)).astype(np.int32)
-        made.append(Made([("x", x), ("min", np.array(-10, dtype=np.int32)), ("max", np.array(20, dtype=np.int32))], {},
-                         expected=[np.clip(x, -10, 20)], stored=("min", "max"), label="int32"))
+        made.append(
+            Made(
+                [("x", x), ("min", np.array(-10, dtype=np.int32)), ("max", np.array(20, dtype=np.int32))],
+                {},
+                expected=[np.clip(x, -10, 20)],
+                stored=("min", "max"),
+                label="int32",
+            )
+        )
     return made
 
 
@@ -888,8 +1178,15 @@ def dropout(rng: np.random.Generator, version: int) -> list[Made]:
         elif version < 12:
             made.append(Made([("x", x)], {"ratio": ratio}, outputs, expected))
         else:
-            made.append(Made([("x", x), ("ratio", np.array(ratio, dtype=F32)), ("training_mode", np.array(False))], {}, outputs, expected,
-                             stored=("ratio", "training_mode")))
+            made.append(
+                Made(
+                    [("x", x), ("ratio", np.array(ratio, dtype=F32)), ("training_mode", np.array(False))],
+                    {},
+                    outputs,
+                    expected,
+                    stored=("ratio", "training_mode"),
+                )
+            )
             made.append(Made([("x", x)], {}, outputs, expected, label="defaults"))
     return made
 
@@ -898,7 +1195,11 @@ def dropout(rng: np.random.Generator, version: int) -> list[Made]:
 
 
 REDUCE: dict[str, Callable[..., np.ndarray]] = {
-    "ReduceSum": np.sum, "ReduceMean": np.mean, "ReduceMax": np.max, "ReduceMin": np.min, "ReduceProd": np.prod,
+    "ReduceSum": np.sum,
+    "ReduceMean": np.mean,
+    "ReduceMax": np.max,
+    "ReduceMin": np.min,
+    "ReduceProd": np.prod,
     "ReduceL1": lambda x, axis, keepdims: np.sum(np.abs(x), axis=axis, keepdims=keepdims),
     "ReduceL2": lambda x, axis, keepdims: np.sqrt(np.sum(x * x, axis=axis, keepdims=keepdims)),
     "ReduceLogSum": lambda x, axis, keepdims: np.log(np.sum(x, axis=axis, keepdims=keepdims)),
@@ -911,7 +1212,14 @@ def reduce(op: str) -> Callable[[np.random.Generator, int], list[Made]]:
     def generate(rng: np.random.Generator, version: int) -> list[Made]:
         made = []
         as_input = version >= 18 or (op == "ReduceSum" and version >= 13)
-        for axes, keepdims, noop in [(None, None, None), ([1], 0, None), ([0, 2], 1, None), ([-1], None, None), ([], 0, 1), ([], 1, 0)]:
+        for axes, keepdims, noop in [
+            (None, None, None),
+            ([1], 0, None),
+            ([0, 2], 1, None),
+            ([-1], None, None),
+            ([], 0, 1),
+            ([], 1, 0),
+        ]:
             if axes is not None and axes and min(axes) < 0 and version < 11:
                 continue
             if noop is not None and not as_input:
@@ -928,17 +1236,31 @@ def reduce(op: str) -> Callable[[np.random.Generator, int], list[Made]]:
             attributes = _keep({"keepdims": keepdims, "noop_with_empty_axes": noop})
             if as_input:
                 given = None if axes is None else np.array(axes, dtype=np.int64)
-                made.append(Made([("x", x), ("axes", given)], attributes, expected=[np.asarray(y).astype(F32)], stored=("axes",)))
+                made.append(
+                    Made(
+                        [("x", x), ("axes", given)], attributes, expected=[np.asarray(y).astype(F32)], stored=("axes",)
+                    )
+                )
             else:
-                made.append(Made([("x", x)], _keep({**attributes, "axes": axes or None}), expected=[np.asarray(y).astype(F32)]))
+                made.append(
+                    Made([("x", x)], _keep({**attributes, "axes": axes or None}), expected=[np.asarray(y).astype(F32)])
+                )
         return made
+
     return generate
 
 
 def arg_reduce(op: str) -> Callable[[np.random.Generator, int], list[Made]]:
     def generate(rng: np.random.Generator, version: int) -> list[Made]:
         made = []
-        for axis, keepdims, last in [(None, None, None), (1, 0, None), (-1, 1, None), (2, None, 1), (0, 0, 1), (1, 1, 0)]:
+        for axis, keepdims, last in [
+            (None, None, None),
+            (1, 0, None),
+            (-1, 1, None),
+            (2, None, 1),
+            (0, 0, 1),
+            (1, 1, 0),
+        ]:
             if axis is not None and axis < 0 and version < 11:
                 continue
             if last is not None and version < 12:
@@ -952,9 +1274,15 @@ def arg_reduce(op: str) -> Callable[[np.random.Generator, int], list[Made]]:
                 y = pick(x, axis=a)
             if keepdims is None or keepdims:
                 y = np.expand_dims(y, a)
-            made.append(Made([("x", x)], _keep({"axis": axis, "keepdims": keepdims, "select_last_index": last}),
-                             expected=[y.astype(np.int64)]))
+            made.append(
+                Made(
+                    [("x", x)],
+                    _keep({"axis": axis, "keepdims": keepdims, "select_last_index": last}),
+                    expected=[y.astype(np.int64)],
+                )
+            )
         return made
+
     return generate
 
 
@@ -972,15 +1300,36 @@ def top_k(rng: np.random.Generator, version: int) -> list[Made]:
         if version == 1:
             made.append(Made([("x", x)], {**attributes, "k": k}, 2, [values, indices.astype(np.int64)]))
         else:
-            made.append(Made([("x", x), ("k", np.array([k], dtype=np.int64))], attributes, 2, [values, indices.astype(np.int64)], stored=("k",)))
+            made.append(
+                Made(
+                    [("x", x), ("k", np.array([k], dtype=np.int64))],
+                    attributes,
+                    2,
+                    [values, indices.astype(np.int64)],
+                    stored=("k",),
+                )
+            )
     return made
 
 
 # ---------------------------------------------------------------- casts
 
 
-CASTS = [(F32, np.int32), (F32, np.int64), (F32, np.float16), (F32, np.float64), (F32, bool), (F32, np.uint8), (F32, np.int8),
-         (np.int64, F32), (np.int32, np.int64), (bool, F32), (np.float16, F32), (np.float64, F32), (np.int64, np.int32)]
+CASTS = [
+    (F32, np.int32),
+    (F32, np.int64),
+    (F32, np.float16),
+    (F32, np.float64),
+    (F32, bool),
+    (F32, np.uint8),
+    (F32, np.int8),
+    (np.int64, F32),
+    (np.int32, np.int64),
+    (bool, F32),
+    (np.float16, F32),
+    (np.float64, F32),
+    (np.int64, np.int32),
+]
 
 
 def cast(rng: np.random.Generator, version: int) -> list[Made]:
@@ -989,7 +1338,11 @@ def cast(rng: np.random.Generator, version: int) -> list[Made]:
         if source is bool:
             x = rng.random((3, 4)) < 0.5
         elif np.dtype(source).kind == "f":
-            x = (rng.uniform(-100, 100, size=(3, 4)) if np.dtype(target).kind in "fi" else rng.uniform(0, 200, size=(3, 4))).astype(source)
+            x = (
+                rng.uniform(-100, 100, size=(3, 4))
+                if np.dtype(target).kind in "fi"
+                else rng.uniform(0, 200, size=(3, 4))
+            ).astype(source)
             if target is bool:
                 x[0, 0] = 0
         else:
@@ -997,7 +1350,11 @@ def cast(rng: np.random.Generator, version: int) -> list[Made]:
         element = onnx.helper.np_dtype_to_tensor_dtype(np.dtype(target))
         to = onnx.TensorProto.DataType.Name(element) if version == 1 else element
         expected = x.astype(target)
-        made.append(Made([("x", x)], {"to": to}, expected=[expected], label=f"{np.dtype(source).name} to {np.dtype(target).name}"))
+        made.append(
+            Made(
+                [("x", x)], {"to": to}, expected=[expected], label=f"{np.dtype(source).name} to {np.dtype(target).name}"
+            )
+        )
     return made
 
 
@@ -1020,7 +1377,7 @@ def recurrent_formula(op, x, w, r, b, lens, h0, c0, p, hidden, direction, clip, 
         reverse = direction == "reverse" or d == 1
         wd, rd = w[d].astype(np.float64), r[d].astype(np.float64)
         bd = b[d].astype(np.float64) if b is not None else np.zeros(2 * gates * hidden)
-        wb, rb = bd[:gates * hidden], bd[gates * hidden:]
+        wb, rb = bd[: gates * hidden], bd[gates * hidden :]
         pd = p[d].astype(np.float64) if p is not None else np.zeros(3 * hidden)
         for n in range(batch):
             h = h0[d, n].astype(np.float64) if h0 is not None else np.zeros(hidden)
@@ -1028,8 +1385,10 @@ def recurrent_formula(op, x, w, r, b, lens, h0, c0, p, hidden, direction, clip, 
             steps = range(lens[n] - 1, -1, -1) if reverse else range(lens[n])
             for t in steps:
                 xt = x[t, n].astype(np.float64)
+
                 def cut(v):  # noqa: ANN001, ANN202
                     return np.clip(v, -clip, clip) if clip is not None else v
+
                 if op == "RNN":
                     h = np.tanh(cut(wd @ xt + rd @ h + wb + rb))
                 elif op == "GRU":
@@ -1079,10 +1438,19 @@ def recurrent(op: str) -> Callable[[np.random.Generator, int], list[Made]]:
             clip = 1.5 if extra == 1 else None
             lbr = int(extra == 1) if op == "GRU" and _has(op, version, "linear_before_reset") else None
             forget = 1 if op == "LSTM" and extra == 1 and direction == "forward" else None
-            attributes = _keep({"hidden_size": hidden, "direction": direction, "clip": clip, "linear_before_reset": lbr,
-                                "input_forget": forget})
+            attributes = _keep(
+                {
+                    "hidden_size": hidden,
+                    "direction": direction,
+                    "clip": clip,
+                    "linear_before_reset": lbr,
+                    "input_forget": forget,
+                }
+            )
             layout = int(extra == 2 and _has(op, version, "layout"))
-            y, y_h, y_c = recurrent_formula(op, x, w, r, b, lens, h0, c0, p, hidden, direction or "forward", clip, lbr, forget)
+            y, y_h, y_c = recurrent_formula(
+                op, x, w, r, b, lens, h0, c0, p, hidden, direction or "forward", clip, lbr, forget
+            )
             if lens is not None:
                 for n, length in enumerate(lens):
                     y[length:, :, n] = 0
@@ -1100,8 +1468,11 @@ def recurrent(op: str) -> Callable[[np.random.Generator, int], list[Made]]:
                 inputs += [("c0", feeds_c0), ("p", p)]
                 outputs = 3
                 expected.append(y_c.astype(F32))
-            made.append(Made(inputs, attributes, outputs, expected, stored=("w", "r", "b", "p"), label=f"{direction} {extra}"))
+            made.append(
+                Made(inputs, attributes, outputs, expected, stored=("w", "r", "b", "p"), label=f"{direction} {extra}")
+            )
         return made
+
     return generate
 
 
@@ -1126,8 +1497,15 @@ def if_op(rng: np.random.Generator, version: int) -> list[Made]:
     else_branch = _body([helper.make_node("Abs", ["x"], ["e"])], [], [_float_info("e", [2, 3])], "else")
     for cond in (True, False):
         expected = -x if cond else np.abs(x)
-        made.append(Made([("c", np.array(cond)), ("x", x)], {"then_branch": then_branch, "else_branch": else_branch},
-                         expected=[expected], extra={"outer": ["x"]}, label=str(cond)))
+        made.append(
+            Made(
+                [("c", np.array(cond)), ("x", x)],
+                {"then_branch": then_branch, "else_branch": else_branch},
+                expected=[expected],
+                extra={"outer": ["x"]},
+                label=str(cond),
+            )
+        )
     return made
 
 
@@ -1136,16 +1514,37 @@ def loop(rng: np.random.Generator, version: int) -> list[Made]:
     from onnx import helper
 
     x, start = _normal(rng, (3,)), _normal(rng, (3,))
-    body = _body([helper.make_node("Identity", ["cond_in"], ["cond_out"]), helper.make_node("Add", ["v_in", "x"], ["v_out"]),
-                  helper.make_node("Identity", ["v_out"], ["scan"])],
-                 [helper.make_tensor_value_info("i", onnx.TensorProto.INT64, []), helper.make_tensor_value_info("cond_in", onnx.TensorProto.BOOL, []),
-                  _float_info("v_in", [3])],
-                 [helper.make_tensor_value_info("cond_out", onnx.TensorProto.BOOL, []), _float_info("v_out", [3]), _float_info("scan", [3])], "body")
+    body = _body(
+        [
+            helper.make_node("Identity", ["cond_in"], ["cond_out"]),
+            helper.make_node("Add", ["v_in", "x"], ["v_out"]),
+            helper.make_node("Identity", ["v_out"], ["scan"]),
+        ],
+        [
+            helper.make_tensor_value_info("i", onnx.TensorProto.INT64, []),
+            helper.make_tensor_value_info("cond_in", onnx.TensorProto.BOOL, []),
+            _float_info("v_in", [3]),
+        ],
+        [
+            helper.make_tensor_value_info("cond_out", onnx.TensorProto.BOOL, []),
+            _float_info("v_out", [3]),
+            _float_info("scan", [3]),
+        ],
+        "body",
+    )
     made = []
     for trips in (1, 4):
         steps = np.stack([start + x * (k + 1) for k in range(trips)]).astype(F32)
-        made.append(Made([("m", np.array(trips, dtype=np.int64)), ("cond", np.array(True)), ("v", start), ("x", x)], {"body": body}, 2,
-                         [steps[-1], steps], extra={"outer": ["x"]}, label=f"{trips} trips"))
+        made.append(
+            Made(
+                [("m", np.array(trips, dtype=np.int64)), ("cond", np.array(True)), ("v", start), ("x", x)],
+                {"body": body},
+                2,
+                [steps[-1], steps],
+                extra={"outer": ["x"]},
+                label=f"{trips} trips",
+            )
+        )
     return made
 
 
@@ -1155,8 +1554,12 @@ def scan(rng: np.random.Generator, version: int) -> list[Made]:
 
     if version < 9:
         return []  # Scan-8 has a batch axis and sequence_lens: another op
-    body = _body([helper.make_node("Add", ["s_in", "x_t"], ["s_out"]), helper.make_node("Identity", ["s_out"], ["y_t"])],
-                 [_float_info("s_in", [2]), _float_info("x_t", [2])], [_float_info("s_out", [2]), _float_info("y_t", [2])], "body")
+    body = _body(
+        [helper.make_node("Add", ["s_in", "x_t"], ["s_out"]), helper.make_node("Identity", ["s_out"], ["y_t"])],
+        [_float_info("s_in", [2]), _float_info("x_t", [2])],
+        [_float_info("s_out", [2]), _float_info("y_t", [2])],
+        "body",
+    )
     made = []
     for reverse in (0, 1):
         sequence, state = _normal(rng, (4, 2)), _normal(rng, (2,))
@@ -1164,7 +1567,15 @@ def scan(rng: np.random.Generator, version: int) -> list[Made]:
         running = (state + np.cumsum(order.astype(np.float64), axis=0)).astype(F32)
         emitted = running[::-1] if reverse else running
         attributes = {"body": body, "num_scan_inputs": 1, "scan_input_directions": [reverse] if reverse else None}
-        made.append(Made([("s", state), ("seq", sequence)], _keep(attributes), 2, [running[-1], emitted], label=f"reverse {reverse}"))
+        made.append(
+            Made(
+                [("s", state), ("seq", sequence)],
+                _keep(attributes),
+                2,
+                [running[-1], emitted],
+                label=f"reverse {reverse}",
+            )
+        )
     return made
 
 
@@ -1199,8 +1610,12 @@ def roi_align_formula(x, rois, batch, bins, ratio, scale, mode, offset):  # noqa
                     x_low = x_high = width - 1
                     xx = float(x_low)
                 ly, lx = y - y_low, xx - x_low
-                samples.append((1 - ly) * (1 - lx) * image[:, y_low, x_low] + (1 - ly) * lx * image[:, y_low, x_high]
-                               + ly * (1 - lx) * image[:, y_high, x_low] + ly * lx * image[:, y_high, x_high])
+                samples.append(
+                    (1 - ly) * (1 - lx) * image[:, y_low, x_low]
+                    + (1 - ly) * lx * image[:, y_low, x_high]
+                    + ly * (1 - lx) * image[:, y_high, x_low]
+                    + ly * lx * image[:, y_high, x_high]
+                )
             out[r, :, i, j] = np.max(samples, axis=0) if mode == "max" else np.mean(samples, axis=0)
     return out
 
@@ -1213,12 +1628,31 @@ def roi_align(rng: np.random.Generator, version: int) -> list[Made]:
         rois = np.sort(rng.uniform(0, 14, size=(4, 2, 2)), axis=1).reshape(4, 4).astype(F32)  # [x1, y1, x2, y2]
         indices = rng.integers(0, 2, size=4).astype(np.int64)
         ratio = int(rng.integers(0, 3))
-        attributes = {"mode": mode, "coordinate_transformation_mode": transform, "output_height": 3, "output_width": 2,
-                      "sampling_ratio": ratio, "spatial_scale": 0.5}
-        offset = 0.0 if version < 16 or transform == "output_half_pixel" else 0.5  # version 10 has only output_half_pixel
-        expected = None if mode == "max" else [roi_align_formula(x, rois, indices, (3, 2), ratio, 0.5, "avg", offset).astype(F32)]
-        made.append(Made([("x", x), ("rois", rois), ("batch", indices)], _keep(attributes), expected=expected,
-                         stored=("rois", "batch"), label=f"{mode} {transform}"))
+        attributes = {
+            "mode": mode,
+            "coordinate_transformation_mode": transform,
+            "output_height": 3,
+            "output_width": 2,
+            "sampling_ratio": ratio,
+            "spatial_scale": 0.5,
+        }
+        offset = (
+            0.0 if version < 16 or transform == "output_half_pixel" else 0.5
+        )  # version 10 has only output_half_pixel
+        expected = (
+            None
+            if mode == "max"
+            else [roi_align_formula(x, rois, indices, (3, 2), ratio, 0.5, "avg", offset).astype(F32)]
+        )
+        made.append(
+            Made(
+                [("x", x), ("rois", rois), ("batch", indices)],
+                _keep(attributes),
+                expected=expected,
+                stored=("rois", "batch"),
+                label=f"{mode} {transform}",
+            )
+        )
     return made
 
 
@@ -1230,12 +1664,21 @@ def group_normalization(rng: np.random.Generator, version: int) -> list[Made]:
         scale, bias = _normal(rng, scale_shape), _normal(rng, scale_shape)
         epsilon = 1e-3
         grouped = x.astype(np.float64).reshape(2, groups, -1)
-        normal = ((grouped - grouped.mean(axis=2, keepdims=True)) / np.sqrt(grouped.var(axis=2, keepdims=True) + epsilon)).reshape(x.shape)
+        normal = (
+            (grouped - grouped.mean(axis=2, keepdims=True)) / np.sqrt(grouped.var(axis=2, keepdims=True) + epsilon)
+        ).reshape(x.shape)
         per_channel = np.repeat(scale, 4 // groups) if version < 21 else scale
         shift = np.repeat(bias, 4 // groups) if version < 21 else bias
         y = normal * per_channel.reshape(1, 4, 1, 1) + shift.reshape(1, 4, 1, 1)
-        made.append(Made([("x", x), ("scale", scale), ("bias", bias)], {"num_groups": groups, "epsilon": epsilon}, expected=[y.astype(F32)],
-                         stored=("scale", "bias"), label=f"{groups} groups"))
+        made.append(
+            Made(
+                [("x", x), ("scale", scale), ("bias", bias)],
+                {"num_groups": groups, "epsilon": epsilon},
+                expected=[y.astype(F32)],
+                stored=("scale", "bias"),
+                label=f"{groups} groups",
+            )
+        )
     return made
 
 
@@ -1247,15 +1690,21 @@ def scatter(rng: np.random.Generator, version: int) -> list[Made]:
         data, updates = _normal(rng, (3, 4)), _normal(rng, (2, 3))
         a = 0 if axis is None else axis % 2
         size = data.shape[a]
-        chosen = np.stack([rng.permutation(size)[:updates.shape[a]] for _ in range(updates.shape[1 - a])], axis=1 - a)
+        chosen = np.stack([rng.permutation(size)[: updates.shape[a]] for _ in range(updates.shape[1 - a])], axis=1 - a)
         indices = chosen - (size if version >= 11 else 0) * (rng.random(chosen.shape) < 0.5)
         expected = data.copy()
         for position in np.ndindex(*chosen.shape):
             target = list(position)
             target[a] = chosen[position]
             expected[tuple(target)] = updates[position]
-        made.append(Made([("data", data), ("indices", indices.astype(np.int64)), ("updates", updates)], _keep({"axis": axis}),
-                         expected=[expected], stored=("indices",)))
+        made.append(
+            Made(
+                [("data", data), ("indices", indices.astype(np.int64)), ("updates", updates)],
+                _keep({"axis": axis}),
+                expected=[expected],
+                stored=("indices",),
+            )
+        )
     return made
 
 
@@ -1264,11 +1713,34 @@ def scatter(rng: np.random.Generator, version: int) -> list[Made]:
 
 def _generators() -> dict[str, Callable[[np.random.Generator, int], list[Made]]]:
     found: dict[str, Callable[[np.random.Generator, int], list[Made]]] = {
-        "BatchNormalization": batch_normalization, "InstanceNormalization": instance_normalization, "LRN": lrn,
-        "Conv": conv, "ConvTranspose": conv_transpose, "Gemm": gemm, "MatMul": matmul, "Reshape": reshape, "Flatten": flatten,
-        "Transpose": transpose, "Concat": concat, "Split": split, "Slice": slice_op, "Pad": pad, "Upsample": upsample,
-        "Resize": resize, "Gather": gather, "Tile": tile, "Clip": clip, "Dropout": dropout, "PRelu": prelu, "TopK": top_k,
-        "Cast": cast, "If": if_op, "Loop": loop, "Scan": scan, "RoiAlign": roi_align, "GroupNormalization": group_normalization,
+        "BatchNormalization": batch_normalization,
+        "InstanceNormalization": instance_normalization,
+        "LRN": lrn,
+        "Conv": conv,
+        "ConvTranspose": conv_transpose,
+        "Gemm": gemm,
+        "MatMul": matmul,
+        "Reshape": reshape,
+        "Flatten": flatten,
+        "Transpose": transpose,
+        "Concat": concat,
+        "Split": split,
+        "Slice": slice_op,
+        "Pad": pad,
+        "Upsample": upsample,
+        "Resize": resize,
+        "Gather": gather,
+        "Tile": tile,
+        "Clip": clip,
+        "Dropout": dropout,
+        "PRelu": prelu,
+        "TopK": top_k,
+        "Cast": cast,
+        "If": if_op,
+        "Loop": loop,
+        "Scan": scan,
+        "RoiAlign": roi_align,
+        "GroupNormalization": group_normalization,
         "Scatter": scatter,
     }
     found.update({op: softmax_family(op) for op in ("Softmax", "LogSoftmax", "Hardmax")})
@@ -1295,15 +1767,27 @@ def generated_cases(seed: int) -> tuple[list[Case], list[str]]:
     from benchmarks.reference_generators_ml import ML_GENERATORS
 
     old = deprecated()
-    registry = {**{("", op): g for op, g in _generators().items()}, **{("ai.onnx.ml", op): g for op, g in ML_GENERATORS.items()}}
+    registry = {
+        **{("", op): g for op, g in _generators().items()},
+        **{("ai.onnx.ml", op): g for op, g in ML_GENERATORS.items()},
+    }
     for (domain, op), generator in registry.items():
         for version in history.get((domain, op), []):
             for number, made in enumerate(generator(rng, version)):
                 case_id = f"{op}-{version}:generated{number}" + (f" {made.label}" if made.label else "")
                 stored = {name: array for name, array in made.inputs if name in made.stored and array is not None}
                 try:
-                    model = one_node_model(op, version, made.inputs, made.outputs, domain=domain, initializers=stored,
-                                           expected=made.expected, outer=made.extra.get("outer", ()), **made.attributes)
+                    model = one_node_model(
+                        op,
+                        version,
+                        made.inputs,
+                        made.outputs,
+                        domain=domain,
+                        initializers=stored,
+                        expected=made.expected,
+                        outer=made.extra.get("outer", ()),
+                        **made.attributes,
+                    )
                     if (domain, op, version) not in old:  # the checker refuses every deprecated version outright
                         onnx.checker.check_model(model, full_check=True)
                 except Exception as err:  # the checker's or shape inference's refusal: the generator's mistake

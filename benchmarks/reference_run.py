@@ -9,7 +9,8 @@ case has them (`spec`: onnx's node test numpy, or a dbench generator's formula).
 from __future__ import annotations
 
 import warnings
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 import onnx
@@ -41,8 +42,12 @@ def run_reference(model: onnx.ModelProto, inputs: dict[str, Any], corrected: boo
         return list(evaluator.run(None, inputs))
 
 
-BIT_TYPES = {"bfloat16": ("bf16", np.uint16), "float8_e4m3fn": ("f8e4m3", np.uint8), "float8_e5m2": ("f8e5m2", np.uint8),
-             "float8_e8m0fnu": ("f8e8m0", np.uint8)}
+BIT_TYPES = {
+    "bfloat16": ("bf16", np.uint16),
+    "float8_e4m3fn": ("f8e4m3", np.uint8),
+    "float8_e5m2": ("f8e5m2", np.uint8),
+    "float8_e8m0fnu": ("f8e8m0", np.uint8),
+}
 """Element types numpy has only through ml_dtypes: the runtime's own type name and the bits that carry them."""
 PACKED = {"int4", "uint4", "float4_e2m1fn", "int2", "uint2"}
 
@@ -60,7 +65,9 @@ def _declared(model: onnx.ModelProto, outputs: list[Any]) -> list[Any]:
             if value.dtype != wanted and value.dtype.itemsize == wanted.itemsize and wanted.name in BIT_TYPES:
                 value = value.view(wanted)
             elif wanted.name in PACKED and value.dtype != wanted:
-                raise TypeError(f"its {wanted.name} output comes back packed two values to a byte; the sweep does not unpack it")
+                raise TypeError(
+                    f"its {wanted.name} output comes back packed two values to a byte; the sweep does not unpack it"
+                )
         typed.append(value)
     return typed
 
@@ -75,9 +82,14 @@ def run_ort(model: onnx.ModelProto, inputs: dict[str, Any]) -> list[Any]:
     options.inter_op_num_threads = 1
     options.log_severity_level = 4
     session = ort.InferenceSession(model.SerializeToString(), options, providers=["CPUExecutionProvider"])
-    feeds = {name: ort.OrtValue.ortvalue_from_numpy_with_onnx_type(value.view(BIT_TYPES[value.dtype.name][1]),
-                                                                  helper.np_dtype_to_tensor_dtype(value.dtype))
-             if isinstance(value, np.ndarray) and value.dtype.name in BIT_TYPES else value for name, value in inputs.items()}
+    feeds = {
+        name: ort.OrtValue.ortvalue_from_numpy_with_onnx_type(
+            value.view(BIT_TYPES[value.dtype.name][1]), helper.np_dtype_to_tensor_dtype(value.dtype)
+        )
+        if isinstance(value, np.ndarray) and value.dtype.name in BIT_TYPES
+        else value
+        for name, value in inputs.items()
+    }
     return _declared(model, list(session.run(None, feeds)))
 
 
@@ -105,7 +117,9 @@ def run_openvino(model: onnx.ModelProto, inputs: dict[str, Any]) -> list[Any]:
             value = tensor
         feeds[name] = value
     request.infer(feeds)
-    return _declared(model, [np.array(request.get_output_tensor(i).data, copy=True) for i in range(len(compiled.outputs))])
+    return _declared(
+        model, [np.array(request.get_output_tensor(i).data, copy=True) for i in range(len(compiled.outputs))]
+    )
 
 
 RUNNERS: dict[str, Callable[[onnx.ModelProto, dict[str, Any]], list[Any]]] = {
@@ -156,7 +170,9 @@ def difference(a: Any, b: Any) -> str:
     if tolerance is None:
         wrong = int((x != y).sum())
         return f"{wrong} of {a.size} elements differ (max {np.abs(x - y).max():.3g})" if wrong else ""
-    scale = max(float(np.sqrt(np.mean(x * x))) if x.size else 0.0, float(np.sqrt(np.mean(y * y))) if y.size else 0.0, 1e-3)
+    scale = max(
+        float(np.sqrt(np.mean(x * x))) if x.size else 0.0, float(np.sqrt(np.mean(y * y))) if y.size else 0.0, 1e-3
+    )
     error = np.abs(x - y) / (np.maximum(np.abs(x), np.abs(y)) + scale)
     worst = float(error.max()) if error.size else 0.0
     return "" if worst <= tolerance else f"relative error {worst:.3g} > {tolerance:g}"
@@ -173,8 +189,13 @@ def outputs_difference(a: list[Any], b: list[Any]) -> str:
     return ""
 
 
-def run_case(model: onnx.ModelProto, inputs: dict[str, Any], expected: list[Any] | None, skip: dict[str, str],
-             started: Callable[[str], None] = lambda name: None) -> dict[str, Any]:
+def run_case(
+    model: onnx.ModelProto,
+    inputs: dict[str, Any],
+    expected: list[Any] | None,
+    skip: dict[str, str],
+    started: Callable[[str], None] = lambda name: None,
+) -> dict[str, Any]:
     """Every implementation on one graph (except those `skip` names, with the reason recorded), and
     each one's difference from the corrected reference and from each witness."""
     results: dict[str, list[Any]] = {}
@@ -192,6 +213,6 @@ def run_case(model: onnx.ModelProto, inputs: dict[str, Any], expected: list[Any]
     pairs = {}
     names = list(results)
     for i, a in enumerate(names):
-        for b in names[i + 1:]:
+        for b in names[i + 1 :]:
             pairs[f"{a}|{b}"] = outputs_difference(results[a], results[b])
     return {"ran": sorted(results), "errors": errors, "pairs": pairs}

@@ -45,7 +45,14 @@ BEGIN, END = "<!-- sweep:begin -->", "<!-- sweep:end -->"
 STATUSES = ("unresolved", "runtime differs", "spec ambiguous", "corrected", "agree", "not covered")
 """An (op, version)'s status, the first that one of its cases has: `unresolved` is a disagreement no
 correction and no note explains (the sweep's alarm: there should be none)."""
-CODES = {"agree": "A", "corrected": "C", "runtime differs": "R", "spec ambiguous": "S", "not covered": "N", "unresolved": "U"}
+CODES = {
+    "agree": "A",
+    "corrected": "C",
+    "runtime differs": "R",
+    "spec ambiguous": "S",
+    "not covered": "N",
+    "unresolved": "U",
+}
 
 
 @dataclass
@@ -62,8 +69,12 @@ class Note:
     used: int = 0
 
     def matches(self, case: Case, verdict: str) -> bool:
-        return (self.op == case.op and _in_versions(case.version, self.versions) and fnmatch.fnmatchcase(case.id, self.case)
-                and fnmatch.fnmatchcase(verdict, self.verdict))
+        return (
+            self.op == case.op
+            and _in_versions(case.version, self.versions)
+            and fnmatch.fnmatchcase(case.id, self.case)
+            and fnmatch.fnmatchcase(verdict, self.verdict)
+        )
 
 
 def _in_versions(version: int, spec: str) -> bool:
@@ -78,7 +89,9 @@ def _in_versions(version: int, spec: str) -> bool:
 
 def read_notes(path: Path) -> list[Note]:
     with path.open() as f:
-        return [Note(r["op"], r["versions"], r["case"], r["verdict"], r["status"], r["note"]) for r in csv.DictReader(f)]
+        return [
+            Note(r["op"], r["versions"], r["case"], r["verdict"], r["status"], r["note"]) for r in csv.DictReader(f)
+        ]
 
 
 # ---------------------------------------------------------------- running the cases in worker processes
@@ -89,8 +102,13 @@ def _serve(conn: Any, cases: list[Case], indices: list[int], skips: dict[int, di
     for index in indices:
         case = cases[index]
         conn.send(("start", index))
-        result = run_case(case.model, case.inputs, case.expected, skips.get(index, {}),
-                          started=lambda name, i=index: conn.send(("impl", i, name)))
+        result = run_case(
+            case.model,
+            case.inputs,
+            case.expected,
+            skips.get(index, {}),
+            started=lambda name, i=index: conn.send(("impl", i, name)),
+        )
         conn.send(("done", index, result))
     conn.send(("end",))
 
@@ -185,8 +203,12 @@ def verdict(case: Case, result: dict[str, Any]) -> str:
         return "not covered: the op draws random numbers"
     witnesses = [w for w in WITNESSES if w in ran]
     runtimes = [w for w in witnesses if w != "spec"]
-    if (case.source == "converted" and len(runtimes) > 1 and _agrees(result, *runtimes)
-            and not any(_agrees(result, "spec", w) for w in runtimes)):
+    if (
+        case.source == "converted"
+        and len(runtimes) > 1
+        and _agrees(result, *runtimes)
+        and not any(_agrees(result, "spec", w) for w in runtimes)
+    ):
         witnesses = runtimes  # onnx.version_converter changed the graph's meaning: its expected outputs do not hold
     if "corrected" not in ran:
         if witnesses:
@@ -205,7 +227,7 @@ def verdict(case: Case, result: dict[str, Any]) -> str:
         return f"runtime differs: {', '.join(runtimes)}" if runtimes else "formula differs"
     if len(witnesses) == 1:
         return f"reference differs from {witnesses[0]} (the only witness)"
-    together = all(_agrees(result, a, b) for i, a in enumerate(witnesses) for b in witnesses[i + 1:])
+    together = all(_agrees(result, a, b) for i, a in enumerate(witnesses) for b in witnesses[i + 1 :])
     return "reference differs" if together else "all differ"
 
 
@@ -266,7 +288,9 @@ class Row:
             if not entries or status in ("agree",):
                 continue
             if status == "corrected":
-                parts.append(f"onnx.reference wrong on {len(entries)} of {len(self.cases)} graphs, dbench's correction agrees")
+                parts.append(
+                    f"onnx.reference wrong on {len(entries)} of {len(self.cases)} graphs, dbench's correction agrees"
+                )
             elif status == "not covered":
                 reasons = Counter(note or found.split(": ", 1)[-1] for _, found, note in entries)
                 parts.append("; ".join(f"{n} not covered: {why}" for why, n in reasons.most_common(2)))
@@ -274,10 +298,16 @@ class Row:
                 verdicts = Counter(found for _, found, _ in entries)
                 notes = sorted({note for _, _, note in entries if note})
                 text = ", ".join(f"{n} x {v}" for v, n in verdicts.most_common())
-                spec = (f"; the spec's outputs side with the reference on {self.spec_sides}"
-                        if status == "runtime differs" and self.spec_sides else "")
-                parts.append(f"{status}: {text}{spec}" + (f" ({' '.join(notes)})" if notes else "")
-                             + f" [e.g. {entries[0][0].id}]")
+                spec = (
+                    f"; the spec's outputs side with the reference on {self.spec_sides}"
+                    if status == "runtime differs" and self.spec_sides
+                    else ""
+                )
+                parts.append(
+                    f"{status}: {text}{spec}"
+                    + (f" ({' '.join(notes)})" if notes else "")
+                    + f" [e.g. {entries[0][0].id}]"
+                )
         return "; ".join(parts)
 
 
@@ -305,21 +335,32 @@ def reference_defaults() -> dict[tuple[str, int], str]:
         used = getattr(implementation, "op_schema", None) or _schemas.get(getattr(implementation, "__name__", ""), None)
         if used is None:
             continue
-        wrong = [f"{name} (spec {default(a)!r}, onnx.reference {default(used.attributes[name])!r})"
-                 for name, a in schema.attributes.items()
-                 if name in used.attributes and default(a) != default(used.attributes[name])]
-        wrong += [f"{name} (absent from the schema onnx.reference takes defaults from)" for name in schema.attributes
-                  if name not in used.attributes]
+        wrong = [
+            f"{name} (spec {default(a)!r}, onnx.reference {default(used.attributes[name])!r})"
+            for name, a in schema.attributes.items()
+            if name in used.attributes and default(a) != default(used.attributes[name])
+        ]
+        wrong += [
+            f"{name} (absent from the schema onnx.reference takes defaults from)"
+            for name in schema.attributes
+            if name not in used.attributes
+        ]
         if wrong:
             found[(schema.name, schema.since_version)] = ", ".join(wrong)
     return found
 
 
-def classify(cases: list[Case], results: dict[int, dict[str, Any]], notes: list[Note], only: set[str] | None) -> list[Row]:
+def classify(
+    cases: list[Case], results: dict[int, dict[str, Any]], notes: list[Note], only: set[str] | None
+) -> list[Row]:
     history, old = versions(), deprecated()
     defaults = reference_defaults()
-    rows = {(d, op, v): Row(d, op, v, (d, op, v) in old, defaults=defaults.get((op, v), "") if d == "" else "")
-            for (d, op), vs in history.items() for v in vs if only is None or op in only}
+    rows = {
+        (d, op, v): Row(d, op, v, (d, op, v) in old, defaults=defaults.get((op, v), "") if d == "" else "")
+        for (d, op), vs in history.items()
+        for v in vs
+        if only is None or op in only
+    }
     for index, case in enumerate(cases):
         row = rows.get((case.domain, case.op, case.version))
         if row is None or index not in results:
@@ -338,9 +379,26 @@ def classify(cases: list[Case], results: dict[int, dict[str, Any]], notes: list[
 # ---------------------------------------------------------------- writing
 
 
-COLUMNS = ("domain", "op", "version", "deprecated", "status", "cases", "agree", "corrected", "runtime_differs",
-           "spec_ambiguous", "unresolved", "not_covered", "ort_ran", "openvino_ran", "with_spec_outputs", "sources",
-           "reference_defaults", "detail")
+COLUMNS = (
+    "domain",
+    "op",
+    "version",
+    "deprecated",
+    "status",
+    "cases",
+    "agree",
+    "corrected",
+    "runtime_differs",
+    "spec_ambiguous",
+    "unresolved",
+    "not_covered",
+    "ort_ran",
+    "openvino_ran",
+    "with_spec_outputs",
+    "sources",
+    "reference_defaults",
+    "detail",
+)
 
 
 def write_csv(rows: list[Row], path: Path) -> None:
@@ -350,10 +408,28 @@ def write_csv(rows: list[Row], path: Path) -> None:
         for row in rows:
             statuses = Counter(status for _, _, status, _ in row.cases)
             sources = Counter(case.source for case, _, _, _ in row.cases)
-            writer.writerow([row.domain or "ai.onnx", row.op, row.version, int(row.deprecated), row.status, len(row.cases),
-                             statuses["agree"], statuses["corrected"], statuses["runtime differs"], statuses["spec ambiguous"],
-                             statuses["unresolved"], statuses["not covered"], row.ort_ran, row.openvino_ran, row.formula,
-                             " ".join(f"{k}:{v}" for k, v in sorted(sources.items())), row.defaults, row.detail()])
+            writer.writerow(
+                [
+                    row.domain or "ai.onnx",
+                    row.op,
+                    row.version,
+                    int(row.deprecated),
+                    row.status,
+                    len(row.cases),
+                    statuses["agree"],
+                    statuses["corrected"],
+                    statuses["runtime differs"],
+                    statuses["spec ambiguous"],
+                    statuses["unresolved"],
+                    statuses["not covered"],
+                    row.ort_ran,
+                    row.openvino_ran,
+                    row.formula,
+                    " ".join(f"{k}:{v}" for k, v in sorted(sources.items())),
+                    row.defaults,
+                    row.detail(),
+                ]
+            )
 
 
 def _versions_text() -> str:
@@ -367,12 +443,20 @@ def corrections_table() -> list[str]:
 
     served: dict[type, list[str]] = {}
     for correction in CORRECTIONS:
-        served.setdefault(correction.implementation, []).append(f"{correction.op_type} {', '.join(map(str, correction.versions))}")
-    lines = ["dbench's corrections (`dbench/sources/reference_corrections.py`):", "",
-             "| op versions | implementation | dbench computes, from the spec |", "|---|---|---|"]
+        served.setdefault(correction.implementation, []).append(
+            f"{correction.op_type} {', '.join(map(str, correction.versions))}"
+        )
+    lines = [
+        "dbench's corrections (`dbench/sources/reference_corrections.py`):",
+        "",
+        "| op versions | implementation | dbench computes, from the spec |",
+        "|---|---|---|",
+    ]
     for implementation, ops in served.items():
         doc = " ".join((implementation.__doc__ or "").split()).replace("|", "\\|")
-        lines.append(f"| {'; '.join(ops)} | `{implementation.__module__.rsplit('.', 1)[-1]}.{implementation.__name__}` | {doc} |")
+        lines.append(
+            f"| {'; '.join(ops)} | `{implementation.__module__.rsplit('.', 1)[-1]}.{implementation.__name__}` | {doc} |"
+        )
     return lines + [""]
 
 
@@ -383,24 +467,41 @@ def table(rows: list[Row], cases: int) -> str:
         by_op[(row.domain, row.op)].append(row)
     totals = Counter(row.status for row in rows)
     both = [key for key, rs in by_op.items() if any(r.ort_ran and r.openvino_ran for r in rs)]
-    lines = corrections_table() + [f"Made with {_versions_text()} on {datetime.now(timezone.utc):%Y-%m-%d}: {cases} graphs, "
-             f"{len(rows)} (op, version) pairs of {len(by_op)} ops. ONNX Runtime and OpenVINO both ran some version of "
-             f"{len(both)} of these ops.", "",
-             "| status | (op, version) pairs |", "|---|---:|"]
+    lines = corrections_table() + [
+        f"Made with {_versions_text()} on {datetime.now(timezone.utc):%Y-%m-%d}: {cases} graphs, "
+        f"{len(rows)} (op, version) pairs of {len(by_op)} ops. ONNX Runtime and OpenVINO both ran some version of "
+        f"{len(both)} of these ops.",
+        "",
+        "| status | (op, version) pairs |",
+        "|---|---:|",
+    ]
     lines += [f"| {status} | {totals[status]} |" for status in STATUSES if totals[status]]
-    lines += ["", "Each version of each op, by the statuses of its graphs: " + ", ".join(f"**{c}** {s}" for s, c in CODES.items())
-              + " (a deprecated version is in italics). The count above is by each version's first status.", "",
-              "| op | versions |", "|---|---|"]
+    lines += [
+        "",
+        "Each version of each op, by the statuses of its graphs: "
+        + ", ".join(f"**{c}** {s}" for s, c in CODES.items())
+        + " (a deprecated version is in italics). The count above is by each version's first status.",
+        "",
+        "| op | versions |",
+        "|---|---|",
+    ]
     for (domain, op), rs in by_op.items():
         cells = " · ".join((f"*{r.version}*" if r.deprecated else str(r.version)) + f" {r.codes()}" for r in rs)
         lines.append(f"| {op if not domain else domain + '.' + op} | {cells} |")
-    lines += ["", "Every version that is not a plain agreement, and why:", "", "| op | version | status | graphs | why |",
-              "|---|---:|---|---:|---|"]
+    lines += [
+        "",
+        "Every version that is not a plain agreement, and why:",
+        "",
+        "| op | version | status | graphs | why |",
+        "|---|---:|---|---:|---|",
+    ]
     for row in rows:
         if row.status != "agree":
             detail = row.detail().replace("|", "\\|")
-            lines.append(f"| {row.op if not row.domain else row.domain + '.' + row.op} | {row.version} | {row.status} | "
-                         f"{len(row.cases)} | {detail} |")
+            lines.append(
+                f"| {row.op if not row.domain else row.domain + '.' + row.op} | {row.version} | {row.status} | "
+                f"{len(row.cases)} | {detail} |"
+            )
     return "\n".join(lines)
 
 
@@ -436,10 +537,18 @@ def main() -> None:
     parser.add_argument("--page", type=Path, default=PAGE)
     parser.add_argument("--no-write", action="store_true", help="write neither the CSV nor the page")
     parser.add_argument("--show", action="store_true", help="print every case that is not an agreement")
-    parser.add_argument("--explain", metavar="GLOB", help="run only the cases whose id matches GLOB and print every result")
-    parser.add_argument("--results", type=Path, default=RESULTS,
-                        help=f"where every graph's results are saved (default {RESULTS.relative_to(ROOT)})")
-    parser.add_argument("--reuse", action="store_true", help="classify the saved results again instead of running the graphs")
+    parser.add_argument(
+        "--explain", metavar="GLOB", help="run only the cases whose id matches GLOB and print every result"
+    )
+    parser.add_argument(
+        "--results",
+        type=Path,
+        default=RESULTS,
+        help=f"where every graph's results are saved (default {RESULTS.relative_to(ROOT)})",
+    )
+    parser.add_argument(
+        "--reuse", action="store_true", help="classify the saved results again instead of running the graphs"
+    )
     args = parser.parse_args()
     only = set(args.ops.split(",")) if args.ops else None
     began = time.monotonic()
@@ -456,7 +565,9 @@ def main() -> None:
         seconds = time.monotonic() - began
         if not args.explain:
             args.results.parent.mkdir(parents=True, exist_ok=True)
-            args.results.write_text(json.dumps({"seconds": seconds, "results": {cases[i].id: r for i, r in results.items()}}))
+            args.results.write_text(
+                json.dumps({"seconds": seconds, "results": {cases[i].id: r for i, r in results.items()}})
+            )
     notes = read_notes(NOTES)
     rows = classify(cases, results, notes, only)
     if args.explain:

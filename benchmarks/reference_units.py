@@ -35,8 +35,19 @@ import onnx
 ROOT = Path(__file__).resolve().parent.parent
 BUILD = ROOT / "build" / "reference-units"
 RUNTIMES = ("ort-cpu", "openvino")
-TORCH_MODELS = {"resnet18": 96, "mobilenet_v2": 96, "squeezenet": 96, "shufflenet": 96, "densenet": 64, "vgg": 96,
-                "kws": None, "unet": 64, "lstm": None, "gru": None, "crnn": None}
+TORCH_MODELS = {
+    "resnet18": 96,
+    "mobilenet_v2": 96,
+    "squeezenet": 96,
+    "shufflenet": 96,
+    "densenet": 64,
+    "vgg": 96,
+    "kws": None,
+    "unet": 64,
+    "lstm": None,
+    "gru": None,
+    "crnn": None,
+}
 """The modules of benchmarks/predict_corpus.py exported here, and the image side they get (small, so
 that onnx.reference runs their units within its budget)."""
 
@@ -95,8 +106,15 @@ def torch_models(opsets: list[int]) -> tuple[list[Path], list[str]]:
                 try:
                     with warnings.catch_warnings():
                         warnings.simplefilter("ignore")
-                        torch.onnx.export(module, (example,), buffer, opset_version=opset, dynamo=False, input_names=["x"],
-                                          output_names=["y"])
+                        torch.onnx.export(
+                            module,
+                            (example,),
+                            buffer,
+                            opset_version=opset,
+                            dynamo=False,
+                            input_names=["x"],
+                            output_names=["y"],
+                        )
                 except Exception as err:  # the exporter's refusal of an op at this opset
                     refused.append(f"{name} at opset {opset}: {str(err).strip().splitlines()[0][:160]}")
                     continue
@@ -105,7 +123,9 @@ def torch_models(opsets: list[int]) -> tuple[list[Path], list[str]]:
     return made, refused
 
 
-def _outputs(run, model: onnx.ModelProto, feeds: dict[str, np.ndarray], names: list[str]) -> dict[str, np.ndarray] | str:
+def _outputs(
+    run, model: onnx.ModelProto, feeds: dict[str, np.ndarray], names: list[str]
+) -> dict[str, np.ndarray] | str:
     try:
         return dict(zip(names, (np.asarray(v) for v in run(model, feeds))))
     except Exception as err:  # the runtime's or the evaluator's own failure: said, not counted as a verdict
@@ -130,6 +150,7 @@ def _reference(model: onnx.ModelProto, feeds: dict[str, np.ndarray], names: list
 def units_of(path: Path, runtime: str, tally: Tally, show: bool) -> None:
     """Judge every unit graph of `runtime`'s cut of the model at `path` into `tally`."""
     from benchmarks.reference_run import run_openvino, run_ort
+    from dbench.check.verdict import compare
     from dbench.executed import ExecutedGraph
     from dbench.gen.feeds import make_feeds
     from dbench.runtimes.base import RuntimeOptions
@@ -137,18 +158,21 @@ def units_of(path: Path, runtime: str, tally: Tally, show: bool) -> None:
     from dbench.sources.model_reference import FLOP_BUDGET, tolerance
     from dbench.sources.units import model_identity, named_model_item, prepare, unit_graphs
     from dbench.worker.execution import ExecutionJob, describe_execution
-    from dbench.check.verdict import compare
 
     item = named_model_item(path, {})
     if item.unsupported:
         tally.notes.append(f"dbench refuses the model: {item.unsupported}")
         return
     data, _ = item.load()
-    executed = describe_execution(ExecutionJob(item.spec, data, runtime, RuntimeOptions(threads=1), "const", item.contract))
+    executed = describe_execution(
+        ExecutionJob(item.spec, data, runtime, RuntimeOptions(threads=1), "const", item.contract)
+    )
     if not isinstance(executed, ExecutedGraph):
         tally.notes.append(f"{runtime} refuses the model: {executed.message[:160]}")
         return
-    graphs = unit_graphs(prepare(path, {}), executed, model_identity(path, {}, runtime, {"threads": 1}), item.spec.precision)
+    graphs = unit_graphs(
+        prepare(path, {}), executed, model_identity(path, {}, runtime, {"threads": 1}), item.spec.precision
+    )
     for unit in graphs.items[1:]:
         if unit.unsupported:
             tally.notes.append(f"{unit.spec.id}: {unit.unsupported[:120]}")
@@ -164,7 +188,11 @@ def units_of(path: Path, runtime: str, tally: Tally, show: bool) -> None:
         feeds = {k: v for k, v in make_feeds(unit.spec).items() if k in inputs}
         names = [o.name for o in model.graph.output]
         rule = tolerance(unit.spec)
-        outputs = [o for o in (_outputs(run_ort, model, feeds, names), _outputs(run_openvino, model, feeds, names)) if not isinstance(o, str)]
+        outputs = [
+            o
+            for o in (_outputs(run_ort, model, feeds, names), _outputs(run_openvino, model, feeds, names))
+            if not isinstance(o, str)
+        ]
         if not outputs:
             tally.notes.append(f"{unit.spec.id}: neither runtime runs the unit")
             continue
@@ -192,8 +220,11 @@ def units_of(path: Path, runtime: str, tally: Tally, show: bool) -> None:
                 tally.raw_false += 1
                 tally.false_ops[ops] += 1
             if wrong and show:
-                print(f"    {'corrected' if corrected else 'raw'} reference fails {unit.spec.id} ({len(outputs)} "
-                      "runtime(s))", file=sys.stderr)
+                print(
+                    f"    {'corrected' if corrected else 'raw'} reference fails {unit.spec.id} ({len(outputs)} "
+                    "runtime(s))",
+                    file=sys.stderr,
+                )
 
 
 def main() -> None:
@@ -224,29 +255,45 @@ def main() -> None:
             tally = Tally(name, runtime)
             units_of(path, runtime, tally, args.show)
             tallies.append(tally)
-            print(f"{name:42s} {runtime:9s} units {tally.units:4d}  over budget {tally.over_budget:3d}  runtimes "
-                  "disagree "
-                  f"{tally.runtimes_disagree:3d}  one runtime {tally.one_runtime:3d}  raw: false "
-                  f"{tally.raw_false:3d} unverified {tally.raw_unverified:3d}  "
-                  f"corrected: false {tally.corrected_false:3d} unverified {tally.corrected_unverified:3d}", flush=True)
+            print(
+                f"{name:42s} {runtime:9s} units {tally.units:4d}  over budget {tally.over_budget:3d}  runtimes "
+                "disagree "
+                f"{tally.runtimes_disagree:3d}  one runtime {tally.one_runtime:3d}  raw: false "
+                f"{tally.raw_false:3d} unverified {tally.raw_unverified:3d}  "
+                f"corrected: false {tally.corrected_false:3d} unverified {tally.corrected_unverified:3d}",
+                flush=True,
+            )
     totals = Counter()
     for tally in tallies:
-        for key in ("units", "over_budget", "runtimes_disagree", "one_runtime", "raw_false", "raw_unverified", "corrected_false", "corrected_unverified"):
+        for key in (
+            "units",
+            "over_budget",
+            "runtimes_disagree",
+            "one_runtime",
+            "raw_false",
+            "raw_unverified",
+            "corrected_false",
+            "corrected_unverified",
+        ):
             totals[key] += getattr(tally, key)
     judged = totals["units"] - totals["over_budget"] - totals["runtimes_disagree"]
-    print(f"\n{len(tallies)} model x runtime cuts, {time.monotonic() - began:.0f} s: {totals['units']} units, "
-          f"{totals['over_budget']} above the FLOP budget, {totals['runtimes_disagree']} where the runtimes disagree, "
-          f"{totals['one_runtime']} only one runtime runs, "
-          f"{judged} judged: onnx.reference alone {totals['raw_false']} false mismatches and "
-          f"{totals['raw_unverified']} unverified; "
-          f"dbench's reference {totals['corrected_false']} false mismatches and {totals['corrected_unverified']} "
-          "unverified")
+    print(
+        f"\n{len(tallies)} model x runtime cuts, {time.monotonic() - began:.0f} s: {totals['units']} units, "
+        f"{totals['over_budget']} above the FLOP budget, {totals['runtimes_disagree']} where the runtimes disagree, "
+        f"{totals['one_runtime']} only one runtime runs, "
+        f"{judged} judged: onnx.reference alone {totals['raw_false']} false mismatches and "
+        f"{totals['raw_unverified']} unverified; "
+        f"dbench's reference {totals['corrected_false']} false mismatches and {totals['corrected_unverified']} "
+        "unverified"
+    )
     raw_ops, left_ops = Counter(), Counter()
     single = Counter()
     for tally in tallies:
         single.update(tally.one_runtime_differs)
-    print(f"units only one runtime runs: onnx.reference alone differs from it on {single['raw']}, dbench's "
-          f"reference on {single['corrected']}")
+    print(
+        f"units only one runtime runs: onnx.reference alone differs from it on {single['raw']}, dbench's "
+        f"reference on {single['corrected']}"
+    )
     for tally in tallies:
         raw_ops.update(tally.false_ops)
         left_ops.update(tally.remaining_ops)
@@ -258,8 +305,17 @@ def main() -> None:
     if args.json:
         with args.json.open("w") as f:
             for tally in tallies:
-                f.write(json.dumps({**tally.__dict__, "false_ops": dict(tally.false_ops), "remaining_ops": dict(tally.remaining_ops),
-                                    "one_runtime_differs": dict(tally.one_runtime_differs)}) + "\n")
+                f.write(
+                    json.dumps(
+                        {
+                            **tally.__dict__,
+                            "false_ops": dict(tally.false_ops),
+                            "remaining_ops": dict(tally.remaining_ops),
+                            "one_runtime_differs": dict(tally.one_runtime_differs),
+                        }
+                    )
+                    + "\n"
+                )
 
 
 if __name__ == "__main__":

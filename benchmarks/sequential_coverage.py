@@ -73,9 +73,16 @@ def cell(rng, trials: int, sd: float, target: float, heavy: bool) -> dict[str, f
         predicted = rounds_to_reach(float(np.std(calibration, ddof=1)), target) or 1000
         within += predicted / 2 <= n <= predicted * 2 if n < MOST else predicted >= MOST / 2
     taken.sort()
-    return {"aa_any": aa_any / trials, "aa_naive": aa_naive / trials, "found": found / trials,
-            "covered": covered / trials, "median": taken[len(taken) // 2], "p90": taken[int(0.9 * len(taken))],
-            "within": within / trials, "expected": rounds_to_reach(sd, target) or 1000}
+    return {
+        "aa_any": aa_any / trials,
+        "aa_naive": aa_naive / trials,
+        "found": found / trials,
+        "covered": covered / trials,
+        "median": taken[len(taken) // 2],
+        "p90": taken[int(0.9 * len(taken))],
+        "within": within / trials,
+        "expected": rounds_to_reach(sd, target) or 1000,
+    }
 
 
 def main() -> None:
@@ -84,18 +91,24 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=1)
     args = parser.parse_args()
     rng = np.random.default_rng(args.seed)
-    print(f"{args.trials} simulated graphs a line; rounds {START} to {MOST}; a true change of twice the target for power")
-    print(f"{'tail':>6} {'pair SD':>7} {'target':>6} {'A/A changed: anytime':>21} {'t peeking':>10} "
-          f"{'2x target found':>16} "
-          f"{'interval covers':>16} {'rounds: median':>15} {'p90':>4} {'at true SD':>10} {'calibrate within 2x':>20}")
+    print(
+        f"{args.trials} simulated graphs a line; rounds {START} to {MOST}; a true change of twice the target for power"
+    )
+    print(
+        f"{'tail':>6} {'pair SD':>7} {'target':>6} {'A/A changed: anytime':>21} {'t peeking':>10} "
+        f"{'2x target found':>16} "
+        f"{'interval covers':>16} {'rounds: median':>15} {'p90':>4} {'at true SD':>10} {'calibrate within 2x':>20}"
+    )
     for heavy in (False, True):
         for sd in (0.02, 0.05, 0.10):
             for target in (0.02, 0.05, 0.10):
                 r = cell(rng, args.trials, sd, target, heavy)
-                print(f"{'heavy' if heavy else 'normal':>6} {sd:>7.0%} {target:>6.0%} {r['aa_any']:>21.1%} "
-                      f"{r['aa_naive']:>10.1%} "
-                      f"{r['found']:>16.1%} {r['covered']:>16.1%} {r['median']:>15} {r['p90']:>4} {r['expected']:>10} "
-                      f"{r['within']:>20.1%}")
+                print(
+                    f"{'heavy' if heavy else 'normal':>6} {sd:>7.0%} {target:>6.0%} {r['aa_any']:>21.1%} "
+                    f"{r['aa_naive']:>10.1%} "
+                    f"{r['found']:>16.1%} {r['covered']:>16.1%} {r['median']:>15} {r['p90']:>4} {r['expected']:>10} "
+                    f"{r['within']:>20.1%}"
+                )
 
 
 if __name__ == "__main__":

@@ -56,14 +56,21 @@ def run_suite(args: argparse.Namespace, runtime: str, out: str, cache: str) -> t
     command = [sys.executable, "-m", "dbench", "run", "--suite", args.suite, "--runtime", runtime, "--out", out]
     command += (["--ops", args.ops] if args.ops else []) + (["--id", args.id] if args.id else []) + args.extra
     start = time.perf_counter()
-    done = subprocess.run(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-                          env={**os.environ, "DBENCH_CACHE_DIR": cache})
+    done = subprocess.run(
+        command,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "DBENCH_CACHE_DIR": cache},
+    )
     wall = time.perf_counter() - start
     if done.returncode not in (0, 3):  # 3: some row not ok, still a complete run
         sys.exit(f"dbench run on {runtime} exited {done.returncode}: {done.stderr.strip()[-2000:]}")
     from dbench.store.log import RunLog
 
-    (log,) = [RunLog.read(p) for p in Path(out).glob("*/*.jsonl") if RunLog.read(p).header()["runtime"]["name"] == runtime]
+    (log,) = [
+        RunLog.read(p) for p in Path(out).glob("*/*.jsonl") if RunLog.read(p).header()["runtime"]["name"] == runtime
+    ]
     return wall, log.rows()
 
 
@@ -75,8 +82,10 @@ def report(runtime: str, wall: float, rows: list[dict]) -> None:
         for key in PHASES:
             phases[key.removesuffix("_s")] += row.get(key) or 0.0
     loads = [row["load_1m"] for row in rows if row.get("load_1m") is not None]
-    print(f"\n{runtime}: {len(rows)} graphs ({dict(statuses)}), wall {wall:.1f} s, 1-minute load "
-          f"{min(loads, default=0):.1f} to {max(loads, default=0):.1f}")
+    print(
+        f"\n{runtime}: {len(rows)} graphs ({dict(statuses)}), wall {wall:.1f} s, 1-minute load "
+        f"{min(loads, default=0):.1f} to {max(loads, default=0):.1f}"
+    )
     phases["rest"] = wall - sum(phases.values())
     for name, seconds in phases.items():
         print(f"  {name:<12}{seconds:8.1f} s  {100 * seconds / wall:5.1f} %")
@@ -102,13 +111,20 @@ def report(runtime: str, wall: float, rows: list[dict]) -> None:
     if huge:
         others_wall = wall - sum(outside(r) + (r.get("timed_s") or 0.0) for r in huge)
         timed = sum(r.get("timed_s") or 0.0 for r in rows if r not in huge)
-        print(f"  graphs moving >= 0.5 GiB: {len(huge)}, {sum(outside(r) for r in huge):.1f} s outside timed calls "
-              f"for {sum(r.get('timed_s') or 0.0 for r in huge):.1f} s timed; the other {len(rows) - len(huge)} graphs: "
-              f"{100 * (1 - timed / others_wall):.1f} % outside timed calls")
+        print(
+            f"  graphs moving >= 0.5 GiB: {len(huge)}, {sum(outside(r) for r in huge):.1f} s outside timed calls "
+            f"for {sum(r.get('timed_s') or 0.0 for r in huge):.1f} s timed; the other {len(rows) - len(huge)} graphs: "
+            f"{100 * (1 - timed / others_wall):.1f} % outside timed calls"
+        )
     slowest = sorted(rows, key=outside, reverse=True)[:3]
-    print("  most time outside timed calls: " + "; ".join(
-        f"{r['graph_id']} {outside(r):.1f} s (verify {r.get('verify_s') or 0:.1f}, profile "
-        f"{r.get('profile_s') or 0:.1f})" for r in slowest))
+    print(
+        "  most time outside timed calls: "
+        + "; ".join(
+            f"{r['graph_id']} {outside(r):.1f} s (verify {r.get('verify_s') or 0:.1f}, profile "
+            f"{r.get('profile_s') or 0:.1f})"
+            for r in slowest
+        )
+    )
 
 
 def main() -> None:

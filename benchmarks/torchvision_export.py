@@ -25,8 +25,15 @@ def main() -> None:
     buffer = io.BytesIO()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        torch.onnx.export(module, (torch.randn(1, 3, size, size),), buffer, opset_version=17, dynamo=False,
-                          input_names=["x"], output_names=["y"])
+        torch.onnx.export(
+            module,
+            (torch.randn(1, 3, size, size),),
+            buffer,
+            opset_version=17,
+            dynamo=False,
+            input_names=["x"],
+            output_names=["y"],
+        )
     model = onnx.load_from_string(buffer.getvalue())
     onnx.checker.check_model(model)
     onnx.save(model, out)

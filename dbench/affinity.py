@@ -4,7 +4,7 @@ parent, applied with sched_setaffinity in the worker, so a board's big or little
 from __future__ import annotations
 
 import os
-from typing import Iterable
+from collections.abc import Iterable
 
 from dbench.errors import UsageError
 
@@ -38,15 +38,21 @@ def parse_cpus(text: str) -> tuple[int, ...]:
         try:
             low, high = int(first), int(last if dash else first)
         except ValueError:
-            raise UsageError(f"--cpus {text!r}: {part.strip()!r} is not a CPU number or range; write e.g. --cpus 0-3,6") from None
+            raise UsageError(
+                f"--cpus {text!r}: {part.strip()!r} is not a CPU number or range; write e.g. --cpus 0-3,6"
+            ) from None
         if low < 0 or high < low:
-            raise UsageError(f"--cpus {text!r}: {part.strip()!r} is not an ascending range of CPU numbers; write e.g. --cpus 0-3,6")
+            raise UsageError(
+                f"--cpus {text!r}: {part.strip()!r} is not an ascending range of CPU numbers; write e.g. --cpus 0-3,6"
+            )
         cpus.update(range(low, high + 1))
     available = available_cpus()
     missing = cpus - available
     if missing:
-        raise UsageError(f"--cpus {text!r}: CPU {format_cpus(missing)} not available here (this process may use "
-                         f"{format_cpus(available)})")
+        raise UsageError(
+            f"--cpus {text!r}: CPU {format_cpus(missing)} not available here (this process may use "
+            f"{format_cpus(available)})"
+        )
     return tuple(sorted(cpus))
 
 

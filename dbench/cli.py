@@ -9,8 +9,9 @@ import json
 import math
 import signal
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Any, Callable, Optional, TypeVar
+from typing import Annotated, Any, TypeVar
 
 import typer
 from rich.console import Console
@@ -85,8 +86,11 @@ def with_options(options: tuple[Opt, ...]) -> Callable[[Callable[[dict[str, Any]
             return body(values)
 
         command.__signature__ = inspect.Signature(
-            [inspect.Parameter(o.name, inspect.Parameter.KEYWORD_ONLY, default=_default(o), annotation=annotated(o))
-             for o in options])
+            [
+                inspect.Parameter(o.name, inspect.Parameter.KEYWORD_ONLY, default=_default(o), annotation=annotated(o))
+                for o in options
+            ]
+        )
         return command
 
     return decorate
@@ -116,9 +120,15 @@ RuntimePrecisionOpt = annotated(option("allow_runtime_precision"))
 WaitOpt = annotated(option("wait"))
 OverlapOpt = annotated(option("overlap"))
 FromModelOpt = Annotated[
-    Optional[Path],
-    typer.Option("--from-model", metavar="MODEL.onnx", parser=given_path, help="An ONNX model: its compute nodes become kernels (identical nodes counted once, with 'copies')."),
+    Path | None,
+    typer.Option(
+        "--from-model",
+        metavar="MODEL.onnx",
+        parser=given_path,
+        help="An ONNX model: its compute nodes become kernels (identical nodes counted once, with 'copies').",
+    ),
 ]
+
 
 def _lock_policy(wait: bool, overlap: bool) -> str:
     """refuse (the default), wait or overlap: what to do when another dbench is timing on this machine."""
@@ -131,24 +141,21 @@ def _waiting(line: str) -> None:
     err.print(f"[yellow]{escape(line)}[/]", highlight=False, soft_wrap=True)
 
 
-
-
-
-
-
-
-def _kernels(command: str, suite: Optional[str], ops, apps, pattern, kernels_file: Optional[Path]):
+def _kernels(command: str, suite: str | None, ops, apps, pattern, kernels_file: Path | None):
     from dbench.catalog import Selection, load_catalog, load_kernel_file, select
     from dbench.catalog.select import suite_for
 
     source = load_kernel_file(kernels_file) if kernels_file else load_catalog()
-    selection = Selection(suite_for(command, suite, from_catalog=not kernels_file), split(ops, "--ops"), split(apps, "--app"), ids(pattern))
+    selection = Selection(
+        suite_for(command, suite, from_catalog=not kernels_file),
+        split(ops, "--ops"),
+        split(apps, "--app"),
+        ids(pattern),
+    )
     return selection, select(source, selection)
 
 
-
-
-def _planned(command: str, suite, ops, apps, pattern, kernels: Optional[Path], fields: dict):
+def _planned(command: str, suite, ops, apps, pattern, kernels: Path | None, fields: dict):
     """The selection and the graphs it yields (gen, export), or one line when it selects no kernel."""
     from dbench.gen.options import GenOptions
     from dbench.gen.plan import plan
@@ -169,7 +176,9 @@ def list_kernels(
     pattern: IdOpt = None,
     kernels: KernelsOpt = None,
     batch: BatchOpt = None,
-    fmt: Annotated[str, typer.Option("--format", "-f", metavar="table|csv|json", parser=given, help="table | csv | json.")] = "table",
+    fmt: Annotated[
+        str, typer.Option("--format", "-f", metavar="table|csv|json", parser=given, help="table | csv | json.")
+    ] = "table",
     from_model: FromModelOpt = None,
     dim: DimOpt = None,
 ) -> None:
@@ -197,15 +206,13 @@ def list_kernels(
         raise typer.BadParameter(f"unknown format {fmt!r}; valid: table, csv, json", param_hint="--format")
 
 
-
-
-def _only_with_model(dim: Optional[list[str]]) -> None:
+def _only_with_model(dim: list[str] | None) -> None:
     """--dim sizes a model's inputs: without --from-model it would be ignored without a word."""
     if dim:
         raise UsageError("--dim sizes the inputs of a model; give --from-model MODEL.onnx too, or drop --dim")
 
 
-def _list_model(path: Path, dim: Optional[list[str]], fmt: str) -> None:
+def _list_model(path: Path, dim: list[str] | None, fmt: str) -> None:
     """`dbench list --from-model`: the model's kernels and the nodes that are not kernels."""
     from dbench.frommodel.dims import parse_dims
     from dbench.frommodel.output import kernel_rows, kernels_csv, no_kernel_nodes, skipped_rows
@@ -219,7 +226,9 @@ def _list_model(path: Path, dim: Optional[list[str]], fmt: str) -> None:
         out.print(not_expressed_table(extraction))
         raise UsageError(no_kernel_nodes(path, extraction))
     if fmt == "json":
-        sys.stdout.write(json.dumps({"kernels": kernel_rows(extraction), "not_kernels": skipped_rows(extraction)}, indent=1) + "\n")
+        sys.stdout.write(
+            json.dumps({"kernels": kernel_rows(extraction), "not_kernels": skipped_rows(extraction)}, indent=1) + "\n"
+        )
     elif fmt == "csv":
         sys.stdout.write(kernels_csv(extraction))
     else:
@@ -228,7 +237,7 @@ def _list_model(path: Path, dim: Optional[list[str]], fmt: str) -> None:
             out.print(not_expressed_table(extraction))
 
 
-def _gen_model(path: Path, dim: Optional[list[str]], out_dir: Path) -> None:
+def _gen_model(path: Path, dim: list[str] | None, out_dir: Path) -> None:
     """`dbench gen --from-model`: kernels CSV, not-expressed sidecar and one graph per kernel in <out>/<model>/."""
     from dbench.frommodel.dims import parse_dims
     from dbench.frommodel.output import KERNELS_FILE, NOT_EXPRESSED_FILE, build_graphs, no_kernel_nodes, write_outputs
@@ -243,8 +252,11 @@ def _gen_model(path: Path, dim: Optional[list[str]], out_dir: Path) -> None:
     out.print(kernels_table(extraction))
     if extraction.skipped:
         out.print(not_expressed_table(extraction, f"every node is listed in {folder / NOT_EXPRESSED_FILE}"))
-    out.print(f"{folder}: {len(extraction.kernels)} graphs, {KERNELS_FILE} (for --kernels), "
-              f"{len(extraction.not_expressed)} nodes not expressed ({NOT_EXPRESSED_FILE})", highlight=False)
+    out.print(
+        f"{folder}: {len(extraction.kernels)} graphs, {KERNELS_FILE} (for --kernels), "
+        f"{len(extraction.not_expressed)} nodes not expressed ({NOT_EXPRESSED_FILE})",
+        highlight=False,
+    )
 
 
 @app.command()
@@ -263,22 +275,33 @@ def gen(
     int8_form: Int8FormOpt = None,
     no_pad: NoPadOpt = False,
     batch: BatchOpt = None,
-    out_dir: annotated(option("out_dir"), default='graphs', help='Output folder; graphs go to <out>/<suite>/.') = Path("graphs"),
+    out_dir: annotated(option("out_dir"), default="graphs", help="Output folder; graphs go to <out>/<suite>/.") = Path(
+        "graphs"
+    ),
     force: Annotated[bool, typer.Option("--force", help="Rewrite every graph file even when unchanged.")] = False,
     from_model: FromModelOpt = None,
     dim: DimOpt = None,
 ) -> None:
     """Write one small .onnx per kernel (no weight data inside) plus a manifest to run it anywhere."""
     if from_model:
-        only_model("--from-model", suite=suite, ops=ops, app=app_, id=pattern, kernels=kernels, passes=passes, batch=batch)
+        only_model(
+            "--from-model", suite=suite, ops=ops, app=app_, id=pattern, kernels=kernels, passes=passes, batch=batch
+        )
         return _gen_model(from_model, dim, out_dir)
     _only_with_model(dim)
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     from dbench.gen.writer import prepare_folder, write_graphs
 
-    selection, requests = _planned("gen", suite, ops, app_, pattern, kernels,
-                                   gen_fields(precision, passes, gemm_form, rnn_form, gru_activation, int8_form, no_pad, batch))
+    selection, requests = _planned(
+        "gen",
+        suite,
+        ops,
+        app_,
+        pattern,
+        kernels,
+        gen_fields(precision, passes, gemm_form, rnn_form, gru_activation, int8_form, no_pad, batch),
+    )
     folder = prepare_folder(out_dir / selection.suite)
     counts: dict[str, int] = {}
     skipped: dict[str, str] = {}
@@ -299,7 +322,15 @@ def gen(
 @app.command()
 @friendly
 def export(
-    out_path: Annotated[Path, typer.Option("--out", metavar="BUNDLE", parser=given_path, help="bundle.tar.gz (or .tgz) for an archive; any other name is a new folder.")],
+    out_path: Annotated[
+        Path,
+        typer.Option(
+            "--out",
+            metavar="BUNDLE",
+            parser=given_path,
+            help="bundle.tar.gz (or .tgz) for an archive; any other name is a new folder.",
+        ),
+    ],
     suite: SuiteOpt = None,
     ops: OpsOpt = None,
     app_: AppOpt = None,
@@ -313,14 +344,34 @@ def export(
     int8_form: Int8FormOpt = None,
     no_pad: NoPadOpt = False,
     batch: BatchOpt = None,
-    units: Annotated[Optional[Path], typer.Option("--units", metavar="MODEL", parser=given_path, help="Export MODEL's execution units as --runtime cuts them here (with an empty graph), for dbench "
-                                                                                                      "predict --units-run.")] = None,
+    units: Annotated[
+        Path | None,
+        typer.Option(
+            "--units",
+            metavar="MODEL",
+            parser=given_path,
+            help="Export MODEL's execution units as --runtime cuts them here (with an empty graph), for dbench "
+            "predict --units-run.",
+        ),
+    ] = None,
     dim: DimOpt = None,
-    runtime: annotated(option("runtime"), metavar='RUNTIME', help='With --units: the runtime whose layers cut the model.') = "ort-cpu",
-    threads: annotated(option("threads"), kind="int", metavar='N', help='With --units: the intra-op threads the board will run them with.') = None,
-    device: annotated(option("device"), help='With --units: the runtime device.') = None,
-    graph_opt: annotated(option("graph_opt"), help='With --units: graph optimisation level.') = "all",
-    option: Annotated[Optional[list[str]], typer.Option("--option", metavar="KEY=VALUE", parser=given, help="With --units: runtime option KEY=VALUE; repeatable.")] = None,
+    runtime: annotated(
+        option("runtime"), metavar="RUNTIME", help="With --units: the runtime whose layers cut the model."
+    ) = "ort-cpu",
+    threads: annotated(
+        option("threads"),
+        kind="int",
+        metavar="N",
+        help="With --units: the intra-op threads the board will run them with.",
+    ) = None,
+    device: annotated(option("device"), help="With --units: the runtime device.") = None,
+    graph_opt: annotated(option("graph_opt"), help="With --units: graph optimisation level.") = "all",
+    option: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--option", metavar="KEY=VALUE", parser=given, help="With --units: runtime option KEY=VALUE; repeatable."
+        ),
+    ] = None,
 ) -> None:
     """Pack graphs, manifest, checksums and a README into a bundle for another machine (an ARM board);
     with --units, a model's execution units instead of DeepBench kernels."""
@@ -330,14 +381,26 @@ def export(
         only_model("--units", suite=suite, ops=ops, app=app_, id=pattern, kernels=kernels, passes=passes)
         return _export_units(units, dim, runtime, threads, device, graph_opt, option, out_path)
     if dim or runtime != "ort-cpu" or threads is not None or device or graph_opt != "all" or option:
-        raise UsageError("--dim, --runtime, --threads, --device, --graph-opt and --option apply to --units MODEL; "
-                         "DeepBench's kernels are exported for any runtime")
+        raise UsageError(
+            "--dim, --runtime, --threads, --device, --graph-opt and --option apply to --units MODEL; "
+            "DeepBench's kernels are exported for any runtime"
+        )
 
-    selection, requests = _planned("export", suite, ops, app_, pattern, kernels,
-                                   gen_fields(precision, passes, gemm_form, rnn_form, gru_activation, int8_form, no_pad, batch))
+    selection, requests = _planned(
+        "export",
+        suite,
+        ops,
+        app_,
+        pattern,
+        kernels,
+        gen_fields(precision, passes, gemm_form, rnn_form, gru_activation, int8_form, no_pad, batch),
+    )
     exported = export_bundle(requests, selection.suite, out_path)
-    out.print(f"{exported.path}: {exported.graphs} graphs + manifest, SHA256SUMS, README.txt; run with: dbench run "
-              f"--graphs {exported.path.name}", highlight=False)
+    out.print(
+        f"{exported.path}: {exported.graphs} graphs + manifest, SHA256SUMS, README.txt; run with: dbench run "
+        f"--graphs {exported.path.name}",
+        highlight=False,
+    )
     for reason, n in exported.skipped.items():
         out.print(f"[yellow]skipped {n}:[/] {escape(reason)}")
 
@@ -348,11 +411,21 @@ def _export_units(model: Path, dim, runtime: str, threads, device, graph_opt: st
     from dbench.orchestrator.predict import export_units
     from dbench.orchestrator.request import RunRequest
 
-    request = RunRequest(graphs=str(model), runtime=runtime, threads=threads, device=device, graph_optimization=graph_opt,
-                         extra=pairs(option), dims=parse_dims(dim or []))
+    request = RunRequest(
+        graphs=str(model),
+        runtime=runtime,
+        threads=threads,
+        device=device,
+        graph_optimization=graph_opt,
+        extra=pairs(option),
+        dims=parse_dims(dim or []),
+    )
     exported, left_out = export_units(request, out_path)
-    out.print(f"{exported.path}: {exported.graphs} graphs (the units of {model.name} and an empty graph) + manifest, "
-              f"SHA256SUMS, README.txt; run with: dbench run --graphs {exported.path.name} --runtime {runtime}", highlight=False)
+    out.print(
+        f"{exported.path}: {exported.graphs} graphs (the units of {model.name} and an empty graph) + manifest, "
+        f"SHA256SUMS, README.txt; run with: dbench run --graphs {exported.path.name} --runtime {runtime}",
+        highlight=False,
+    )
     for unit, reason in left_out.items():
         out.print(f"[yellow]left out {escape(unit)}:[/] {escape(reason)}")
 
@@ -361,8 +434,8 @@ def _export_units(model: Path, dim, runtime: str, threads, device, graph_opt: st
 @friendly
 def runtimes() -> None:
     """List every known runtime, whether it is usable here, its version, and why not."""
-    from dbench.runtimes.registry import RUNTIMES, status
     from dbench.render.tables import runtimes_table
+    from dbench.runtimes.registry import RUNTIMES, status
 
     out.print(runtimes_table([status(name) for name in RUNTIMES]))
 
@@ -392,11 +465,23 @@ def run(values: dict[str, Any]) -> None:
         raise UsageError("--kernels-run compares a whole model's run with its kernels; give --model too")
     kernels_log = open_run(out_dir, kernels_run) if kernels_run else None  # a bad run id fails before timing
     if values["fleet"] is not None:
-        return _run_fleet(request, values["fleet"], values["fleet_wait"], out_dir, resume,
-                          **{"--model": model, "--kernels-run": kernels_run, "--json": values["json_summary"],
-                             "--show-profile": values["show_profile"]})
+        return _run_fleet(
+            request,
+            values["fleet"],
+            values["fleet_wait"],
+            out_dir,
+            resume,
+            **{
+                "--model": model,
+                "--kernels-run": kernels_run,
+                "--json": values["json_summary"],
+                "--show-profile": values["show_profile"],
+            },
+        )
     if values["fleet_wait"] is not None:
-        raise UsageError("--fleet-wait is how long a fleet waits for machines that left; add --fleet ADDRESS, or drop it")
+        raise UsageError(
+            "--fleet-wait is how long a fleet waits for machines that left; add --fleet ADDRESS, or drop it"
+        )
     if resume and resume.startswith("fleet-"):
         raise UsageError(f"{resume} is a fleet; finish it with: dbench run --fleet ADDRESS --resume {resume}")
     if kernels_log is not None:
@@ -427,14 +512,16 @@ def run(values: dict[str, Any]) -> None:
     raise typer.Exit(result.exit_code)
 
 
-def _run_fleet(request, address: str, wait: Optional[float], out_dir: Path, resume: Optional[str], **others) -> None:
+def _run_fleet(request, address: str, wait: float | None, out_dir: Path, resume: str | None, **others) -> None:
     """`dbench run --fleet ADDRESS`: the run on every machine of the cluster, a table per machine at the end."""
     from dbench.fleet.driver import WAIT_S, execute_fleet, plan_fleet
     from dbench.render.fleet import FleetProgress, machines_table, result_lines
 
     given = [flag for flag, value in others.items() if value]
     if given:
-        raise UsageError(f"{given[0]} does not apply to a fleet run; drop it (report and compare read the fleet's rows)")
+        raise UsageError(
+            f"{given[0]} does not apply to a fleet run; drop it (report and compare read the fleet's rows)"
+        )
     plan = plan_fleet(request, address, out_dir, resume, WAIT_S if wait is None else wait)
     before = signal.signal(signal.SIGTERM, _stop_as_on_ctrl_c)
     try:
@@ -451,7 +538,14 @@ def _run_fleet(request, address: str, wait: Optional[float], out_dir: Path, resu
 @app.command("fleet")
 @friendly
 def fleet_members(
-    address: Annotated[str, typer.Argument(metavar="ADDRESS", parser=given, help="The Dask scheduler's address (tcp://HOST:8786) or its scheduler file.")],
+    address: Annotated[
+        str,
+        typer.Argument(
+            metavar="ADDRESS",
+            parser=given,
+            help="The Dask scheduler's address (tcp://HOST:8786) or its scheduler file.",
+        ),
+    ],
 ) -> None:
     """The machines a Dask cluster holds, as `dbench run --fleet ADDRESS` would use them: one per machine
     key, its workers, and whether it can serve this dbench (needs the fleet extra)."""
@@ -467,40 +561,80 @@ def fleet_members(
     chosen = one_per_machine(found)
     out.print(members_table(found, chosen, {key: refusal(member) for key, member in chosen.items()}))
     if not chosen:
-        raise InputError(f"the cluster at {address} has no worker that can serve; join a machine with: "
-                         f"dask worker {address} --nthreads 1")
+        raise InputError(
+            f"the cluster at {address} has no worker that can serve; join a machine with: "
+            f"dask worker {address} --nthreads 1"
+        )
 
 
 @app.command()
 @friendly
 def predict(
-    model: Annotated[Optional[Path], typer.Argument(metavar="MODEL", parser=given_path, help="The ONNX model to predict (not needed with --resume).")] = None,
+    model: Annotated[
+        Path | None,
+        typer.Argument(
+            metavar="MODEL", parser=given_path, help="The ONNX model to predict (not needed with --resume)."
+        ),
+    ] = None,
     dim: DimOpt = None,
-    runtime: annotated(option("runtime"), metavar='RUNTIME', help='The runtime whose layers cut the model: ort-cpu or openvino.') = "ort-cpu",
-    device: annotated(option("device"), help='Runtime device (OpenVINO: CPU, GPU, NPU, AUTO).') = None,
-    threads: annotated(option("threads"), kind="int", metavar='N', help='Intra-op threads (default: every core).') = None,
+    runtime: annotated(
+        option("runtime"), metavar="RUNTIME", help="The runtime whose layers cut the model: ort-cpu or openvino."
+    ) = "ort-cpu",
+    device: annotated(option("device"), help="Runtime device (OpenVINO: CPU, GPU, NPU, AUTO).") = None,
+    threads: annotated(
+        option("threads"), kind="int", metavar="N", help="Intra-op threads (default: every core)."
+    ) = None,
     graph_opt: GraphOptOpt = "all",
     allow_runtime_precision: RuntimePrecisionOpt = False,
-    option: Annotated[Optional[list[str]], typer.Option("--option", metavar="KEY=VALUE", parser=given, help="Runtime option KEY=VALUE; repeatable.")] = None,
+    option: Annotated[
+        list[str] | None,
+        typer.Option("--option", metavar="KEY=VALUE", parser=given, help="Runtime option KEY=VALUE; repeatable."),
+    ] = None,
     quick: QuickOpt = False,
     min_time: MinTimeOpt = None,
     max_time: MaxTimeOpt = None,
     warmup: WarmupOpt = None,
-    rounds: annotated(option("rounds"), help='Rounds per graph; the model, its units and the empty graph share them, so the error gets a '
-                                             'paired interval (default 3).') = None,
-    no_verify: annotated(option("no_verify"), help='Skip verifying the model and its units against onnx.reference.') = False,
-    profile_runs: annotated(option("profile_runs"), default=10, help="Runs of the profiling pass (the units' times inside the model come from the model's).") = 10,
-    timeout: annotated(option("timeout"), help='Seconds a graph may spend in one phase before its worker is killed as hung.') = 600.0,
-    cpus: annotated(option("cpus"), help='Pin the workers to these CPUs, e.g. 4-7.') = None,
-    memory_limit: annotated(option("memory_limit"), help='Address-space limit of the worker in GiB.') = None,
+    rounds: annotated(
+        option("rounds"),
+        help="Rounds per graph; the model, its units and the empty graph share them, so the error gets a "
+        "paired interval (default 3).",
+    ) = None,
+    no_verify: annotated(
+        option("no_verify"), help="Skip verifying the model and its units against onnx.reference."
+    ) = False,
+    profile_runs: annotated(
+        option("profile_runs"),
+        default=10,
+        help="Runs of the profiling pass (the units' times inside the model come from the model's).",
+    ) = 10,
+    timeout: annotated(
+        option("timeout"), help="Seconds a graph may spend in one phase before its worker is killed as hung."
+    ) = 600.0,
+    cpus: annotated(option("cpus"), help="Pin the workers to these CPUs, e.g. 4-7.") = None,
+    memory_limit: annotated(option("memory_limit"), help="Address-space limit of the worker in GiB.") = None,
     out_dir: annotated(option("out_dir")) = Path("results"),
-    resume: annotated(option("resume"), help='Complete an interrupted prediction run by its id.') = None,
-    units_run: Annotated[Optional[str], typer.Option("--units-run", metavar="RUN-ID", parser=given, help="Predict from a run of the model's exported units (dbench export --units) on another machine, "
-                                                                                                         "without running the model there.")] = None,
+    resume: annotated(option("resume"), help="Complete an interrupted prediction run by its id.") = None,
+    units_run: Annotated[
+        str | None,
+        typer.Option(
+            "--units-run",
+            metavar="RUN-ID",
+            parser=given,
+            help="Predict from a run of the model's exported units (dbench export --units) on another machine, "
+            "without running the model there.",
+        ),
+    ] = None,
     wait: WaitOpt = False,
     overlap: OverlapOpt = False,
-    top: Annotated[int, typer.Option("--top", metavar="N", help="Units shown, by their time inside the model (0: all).")] = 20,
-    fmt: Annotated[str, typer.Option("--format", "-f", metavar="table|json", parser=given, help="table | json (the prediction and every unit).")] = "table",
+    top: Annotated[
+        int, typer.Option("--top", metavar="N", help="Units shown, by their time inside the model (0: all).")
+    ] = 20,
+    fmt: Annotated[
+        str,
+        typer.Option(
+            "--format", "-f", metavar="table|json", parser=given, help="table | json (the prediction and every unit)."
+        ),
+    ] = "table",
 ) -> None:
     """A model's latency from the units its runtime executes: cut the model where the runtime fuses
     (its own optimized graph or runtime model), time every distinct unit, the whole model and an
@@ -522,10 +656,25 @@ def predict(
     if resume and units_run:
         raise UsageError("--units-run predicts from a finished run; drop --resume")
     request = RunRequest(
-        graphs=str(model) if model else None, runtime=runtime, device=device, threads=threads, graph_optimization=graph_opt,
-        allow_runtime_precision=allow_runtime_precision, extra=pairs(option), quick=quick, min_time=min_time,
-        max_time=max_time, warmup=warmup, verify=not no_verify, profile_runs=profile_runs, timeout=timeout,
-        memory_limit=memory_limit_bytes(memory_limit), dims=parse_dims(dim or []), cpus=cpus, rounds=rounds)
+        graphs=str(model) if model else None,
+        runtime=runtime,
+        device=device,
+        threads=threads,
+        graph_optimization=graph_opt,
+        allow_runtime_precision=allow_runtime_precision,
+        extra=pairs(option),
+        quick=quick,
+        min_time=min_time,
+        max_time=max_time,
+        warmup=warmup,
+        verify=not no_verify,
+        profile_runs=profile_runs,
+        timeout=timeout,
+        memory_limit=memory_limit_bytes(memory_limit),
+        dims=parse_dims(dim or []),
+        cpus=cpus,
+        rounds=rounds,
+    )
     if units_run:
         from dbench.orchestrator.predict import units_run_predictions
         from dbench.store.compare import open_run
@@ -537,7 +686,9 @@ def predict(
     from dbench.render.run import RunProgress, print_run
     from dbench.units.prediction import predictions
 
-    planned, _ = plan_predict(RunRequest() if resume else request, out_dir, resume, _lock_policy(wait, overlap), _waiting)
+    planned, _ = plan_predict(
+        RunRequest() if resume else request, out_dir, resume, _lock_policy(wait, overlap), _waiting
+    )
     before = signal.signal(signal.SIGTERM, _stop_as_on_ctrl_c)
     try:
         with RunProgress(err, planned) as progress:
@@ -561,7 +712,10 @@ def _print_profiles(target: Console, rows: list[dict]) -> None:
     for row in rows:
         table = profile_table(row)
         if table is None:
-            target.print(f"no profile for {escape(row['graph_id'])} ({row['status']}; --profile-runs 0 profiles nothing)", highlight=False)
+            target.print(
+                f"no profile for {escape(row['graph_id'])} ({row['status']}; --profile-runs 0 profiles nothing)",
+                highlight=False,
+            )
         else:
             target.print(table)
 
@@ -573,8 +727,14 @@ def _print_predictions(found, top: int, fmt: str) -> None:
     if fmt == "json":
         import dataclasses
 
-        sys.stdout.write(json.dumps([{**p.to_dict(), "units": [dataclasses.asdict(u) for u in p.units]} for p in found],
-                                    indent=1, default=float) + "\n")
+        sys.stdout.write(
+            json.dumps(
+                [{**p.to_dict(), "units": [dataclasses.asdict(u) for u in p.units]} for p in found],
+                indent=1,
+                default=float,
+            )
+            + "\n"
+        )
         return
     out.print(predictions_table(found))
     for p in found:
@@ -590,12 +750,26 @@ def _print_predictions(found, top: int, fmt: str) -> None:
 @app.command()
 @friendly
 def calibrate(
-    runtime: annotated(option("runtime"), help='The runtimes to calibrate, one after the other, each timed twice interleaved (an A/A run) for --budget.') = "ort-cpu",
-    threads: annotated(option("threads"), kind="int", metavar='N', help='Intra-op threads (default: every core), as the runs it speaks for will use.') = None,
-    budget: annotated(option("budget"), default='150s', help='How long to measure each runtime (150, 90s, 3m): rounds are given until it is spent.') = "150s",
+    runtime: annotated(
+        option("runtime"),
+        help="The runtimes to calibrate, one after the other, each timed twice interleaved (an A/A run) for --budget.",
+    ) = "ort-cpu",
+    threads: annotated(
+        option("threads"),
+        kind="int",
+        metavar="N",
+        help="Intra-op threads (default: every core), as the runs it speaks for will use.",
+    ) = None,
+    budget: annotated(
+        option("budget"),
+        default="150s",
+        help="How long to measure each runtime (150, 90s, 3m): rounds are given until it is spent.",
+    ) = "150s",
     pattern: IdOpt = None,
-    out_dir: annotated(option("out_dir"), help='Results folder; the calibration goes to <out>/<machine>/calibration.json.') = Path("results"),
-    json_summary: annotated(option("json_summary"), help='Print the calibration as JSON on stdout.') = False,
+    out_dir: annotated(
+        option("out_dir"), help="Results folder; the calibration goes to <out>/<machine>/calibration.json."
+    ) = Path("results"),
+    json_summary: annotated(option("json_summary"), help="Print the calibration as JSON on stdout.") = False,
     wait: WaitOpt = False,
     overlap: OverlapOpt = False,
 ) -> None:
@@ -629,13 +803,46 @@ def calibrate(
 @app.command()
 @friendly
 def compare(
-    runs: Annotated[list[str], typer.Argument(metavar="RUN...", parser=given, help="Runs by id (globs like 'run-20261125-*' work) or .jsonl path: one interleaved run, two runs, or "
-                                                                                   "side a before --vs.")],
-    versus: Annotated[Optional[list[str]], typer.Option("--vs", metavar="RUN", parser=given, help="Side b: runs to compare side a with (repeat, or glob); several a side use the runs' spread.")] = None,
-    fmt: Annotated[str, typer.Option("--format", "-f", metavar="table|csv|json", parser=given, help="table | csv | json (one row per kernel: ratio, interval, verdict, rounds, resolvable change).")] = "table",
-    fdr: Annotated[float, typer.Option("--fdr", metavar="RATE", help="False-discovery rate the table's verdicts control.")] = 0.05,
-    resolution: Annotated[float, typer.Option("--resolution", metavar="FRACTION", help="A 'same' kernel that cannot resolve a change this large is counted too noisy to say.")] = 0.10,
-    out_dir: annotated(option("out_dir"), help='Results folder to look run ids up in.') = Path("results"),
+    runs: Annotated[
+        list[str],
+        typer.Argument(
+            metavar="RUN...",
+            parser=given,
+            help="Runs by id (globs like 'run-20261125-*' work) or .jsonl path: one interleaved run, two runs, or "
+            "side a before --vs.",
+        ),
+    ],
+    versus: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--vs",
+            metavar="RUN",
+            parser=given,
+            help="Side b: runs to compare side a with (repeat, or glob); several a side use the runs' spread.",
+        ),
+    ] = None,
+    fmt: Annotated[
+        str,
+        typer.Option(
+            "--format",
+            "-f",
+            metavar="table|csv|json",
+            parser=given,
+            help="table | csv | json (one row per kernel: ratio, interval, verdict, rounds, resolvable change).",
+        ),
+    ] = "table",
+    fdr: Annotated[
+        float, typer.Option("--fdr", metavar="RATE", help="False-discovery rate the table's verdicts control.")
+    ] = 0.05,
+    resolution: Annotated[
+        float,
+        typer.Option(
+            "--resolution",
+            metavar="FRACTION",
+            help="A 'same' kernel that cannot resolve a change this large is counted too noisy to say.",
+        ),
+    ] = 0.10,
+    out_dir: annotated(option("out_dir"), help="Results folder to look run ids up in.") = Path("results"),
 ) -> None:
     """Kernel by kernel: time ratio b/a with its 95% interval, the change each kernel can resolve, and
     faster/slower/same verdicts whose false-discovery rate is controlled over the table.
@@ -651,15 +858,25 @@ def compare(
         raise UsageError(f"--fdr {fdr:g} must be a rate between 0 and 1, e.g. 0.05")
     if not (math.isfinite(resolution) and 0 < resolution <= 10):
         raise UsageError(f"--resolution {resolution:g} must be a positive fraction up to 10 (1000%), e.g. 0.10 for 10%")
-    comparisons = [compare_sides(a, b, interleaved, fdr, resolution)
-                   for a, b, interleaved in plan_comparisons(out_dir, runs, list(versus or []))]
+    comparisons = [
+        compare_sides(a, b, interleaved, fdr, resolution)
+        for a, b, interleaved in plan_comparisons(out_dir, runs, list(versus or []))
+    ]
     for comparison in comparisons:
         if not any(p.ratio for p in comparison.pairs):
-            raise UsageError(f"{comparison.a.label} and {comparison.b.label} have no graph verified on both sides: "
-                             "nothing to compare; check their statuses with dbench report")
+            raise UsageError(
+                f"{comparison.a.label} and {comparison.b.label} have no graph verified on both sides: "
+                "nothing to compare; check their statuses with dbench report"
+            )
     if fmt == "json":
-        sys.stdout.write(json.dumps([{**c.summary(), "kernels": [p.to_dict() for p in c.pairs]} for c in comparisons],
-                                    indent=1, default=float) + "\n")
+        sys.stdout.write(
+            json.dumps(
+                [{**c.summary(), "kernels": [p.to_dict() for p in c.pairs]} for c in comparisons],
+                indent=1,
+                default=float,
+            )
+            + "\n"
+        )
     elif fmt == "csv":
         import csv
 
@@ -679,18 +896,44 @@ def compare(
             err.print(f"[yellow]warning:[/] {escape(line)}", highlight=False, soft_wrap=True)
         machines = set(comparison.a.machines + comparison.b.machines)
         if len(machines) > 1:
-            err.print(f"[bold red]warning: the runs are from different machines ({', '.join(sorted(machines))}): "
-                      "the ratios include the hardware, not only the software[/]", highlight=False)
+            err.print(
+                f"[bold red]warning: the runs are from different machines ({', '.join(sorted(machines))}): "
+                "the ratios include the hardware, not only the software[/]",
+                highlight=False,
+            )
 
 
 @app.command()
 @friendly
 def report(
-    results: Annotated[list[Path], typer.Argument(metavar="RESULTS", parser=given_path, help="Run logs (.jsonl) or folders of them: any runs, runtimes, machines.")],
-    out_dir: annotated(option("out_dir"), default='report', help='Folder for report.md/.html/.xlsx, CSVs and PNGs.') = Path("report"),
-    baseline: Annotated[Optional[str], typer.Option("--baseline", metavar="GROUP", parser=given, help="Column group (or runtime name) speedups are relative to; default the first group measured on "
-                                                                                                      "this machine (your own runs), else the first.")] = None,
-    profile: Annotated[bool, typer.Option("--profile", help="Also every row's per-node profile (layer, op, kernel, precision, time, share), as benchmark_app -pc.")] = False,
+    results: Annotated[
+        list[Path],
+        typer.Argument(
+            metavar="RESULTS",
+            parser=given_path,
+            help="Run logs (.jsonl) or folders of them: any runs, runtimes, machines.",
+        ),
+    ],
+    out_dir: annotated(
+        option("out_dir"), default="report", help="Folder for report.md/.html/.xlsx, CSVs and PNGs."
+    ) = Path("report"),
+    baseline: Annotated[
+        str | None,
+        typer.Option(
+            "--baseline",
+            metavar="GROUP",
+            parser=given,
+            help="Column group (or runtime name) speedups are relative to; default the first group measured on "
+            "this machine (your own runs), else the first.",
+        ),
+    ] = None,
+    profile: Annotated[
+        bool,
+        typer.Option(
+            "--profile",
+            help="Also every row's per-node profile (layer, op, kernel, precision, time, share), as benchmark_app -pc.",
+        ),
+    ] = False,
 ) -> None:
     """Side-by-side tables, summary, support matrix, predictions, plots; terminal, Markdown, CSV, xlsx and HTML."""
     from dbench.report.extras import require_extras
@@ -705,21 +948,40 @@ def report(
     built = build_report(load(results), baseline, home=machine_name(), profile=profile)
     out.print(terminal_report(built))
     written = write_report(built, out_dir)
-    out.print(f"wrote {written.html}, {written.markdown.name}, {written.xlsx.name}, "
-              f"{len(written.csv)} CSV and {len(written.images)} PNG files in {out_dir}", highlight=False)
+    out.print(
+        f"wrote {written.html}, {written.markdown.name}, {written.xlsx.name}, "
+        f"{len(written.csv)} CSV and {len(written.images)} PNG files in {out_dir}",
+        highlight=False,
+    )
 
 
 @app.command()
 @friendly
 def peak(
-    runtime: Annotated[Optional[list[str]], typer.Option("--runtime", "-r", metavar="RUNTIME[,RUNTIME]", parser=given, help="Runtimes to measure GEMM on (default: every usable one).")] = None,
-    precision: Annotated[Optional[list[str]], typer.Option("--precision", "-p", metavar="PRECISION[,PRECISION]", parser=given, help="Precisions to try (default fp32).")] = None,
-    out_dir: annotated(option("out_dir"), help='Results folder; writes <out>/<machine key>/peak.json.') = Path("results"),
+    runtime: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--runtime",
+            "-r",
+            metavar="RUNTIME[,RUNTIME]",
+            parser=given,
+            help="Runtimes to measure GEMM on (default: every usable one).",
+        ),
+    ] = None,
+    precision: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--precision", "-p", metavar="PRECISION[,PRECISION]", parser=given, help="Precisions to try (default fp32)."
+        ),
+    ] = None,
+    out_dir: annotated(option("out_dir"), help="Results folder; writes <out>/<machine key>/peak.json.") = Path(
+        "results"
+    ),
 ) -> None:
     """Measure this machine's ceilings (memory bandwidth, best GEMM rate per runtime and precision, on the
     shapes that reach it, in rounds) for rooflines; peak.json keeps the highest of every measurement."""
-    from dbench.peak.measure import check_choices, measure_peaks
     from dbench.peak.ceilings import save_peaks
+    from dbench.peak.measure import check_choices, measure_peaks
     from dbench.runtimes.registry import RUNTIMES, status
     from dbench.store.log import ensure_writable
     from dbench.store.metadata import machine_name
@@ -727,8 +989,11 @@ def peak(
     names = list(split(runtime, "--runtime")) or [n for n in RUNTIMES if status(n).available]
     check_choices(names, list(split(precision, "--precision")) or ["fp32"])
     ensure_writable(out_dir / machine_name())  # an --out that cannot be written is refused before measuring
-    peaks = measure_peaks(names, list(split(precision, "--precision")) or ["fp32"],
-                          log=lambda line: err.print(escape(line), highlight=False, soft_wrap=True))
+    peaks = measure_peaks(
+        names,
+        list(split(precision, "--precision")) or ["fp32"],
+        log=lambda line: err.print(escape(line), highlight=False, soft_wrap=True),
+    )
     out.print(f"wrote {save_peaks(peaks, out_dir)}", highlight=False)
 
 
@@ -741,15 +1006,26 @@ def env() -> None:
 
     host = host_metadata()
     host["cpu_flags"] = " ".join(host["cpu_flags"])
-    host["runtimes"] = {name: (s.version if s.available else f"unusable: {s.reason}") for name in RUNTIMES for s in [status(name)]}
+    host["runtimes"] = {
+        name: (s.version if s.available else f"unusable: {s.reason}") for name in RUNTIMES for s in [status(name)]
+    }
     sys.stdout.write(json.dumps(host, indent=1, default=str) + "\n")
 
 
 @app.command()
 @friendly
 def cache(
-    clear: Annotated[bool, typer.Option("--clear", help="Remove every entry (references are recomputed when next needed).")] = False,
-    max_size: Annotated[Optional[float], typer.Option("--max-size", metavar="GiB", help="Set the size cap in GiB (least recently used entries go first); 0 turns the cache off.")] = None,
+    clear: Annotated[
+        bool, typer.Option("--clear", help="Remove every entry (references are recomputed when next needed).")
+    ] = False,
+    max_size: Annotated[
+        float | None,
+        typer.Option(
+            "--max-size",
+            metavar="GiB",
+            help="Set the size cap in GiB (least recently used entries go first); 0 turns the cache off.",
+        ),
+    ] = None,
 ) -> None:
     """Where the reference cache is and how big: references computed once per graph and shared by every
     runtime, run and resume. Location: $DBENCH_CACHE_DIR, else $XDG_CACHE_HOME/dbench, else ~/.cache/dbench."""
@@ -758,7 +1034,9 @@ def cache(
     store = open_cache()
     if max_size is not None:
         if not (math.isfinite(max_size) and 0 <= max_size <= MAX_CACHE_GIB):
-            raise UsageError(f"--max-size {max_size:g} must be a size in GiB from 0 (turns the cache off) to {MAX_CACHE_GIB}")
+            raise UsageError(
+                f"--max-size {max_size:g} must be a size in GiB from 0 (turns the cache off) to {MAX_CACHE_GIB}"
+            )
         store.set_max_bytes(int(max_size * 2**30))
     if clear:
         entries, size = store.clear()
@@ -768,12 +1046,6 @@ def cache(
 
 MAX_CACHE_GIB = 1 << 20
 """--max-size above a pebibyte is a typo, not a cache."""
-
-
-
-
-
-
 
 
 def _register_allreduce() -> None:

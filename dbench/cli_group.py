@@ -22,8 +22,19 @@ except ImportError:  # pragma: no cover (older typer, with click installed besid
     from click.exceptions import Abort  # type: ignore[no-redef]
 
 
-PATH_ERRNOS = frozenset({errno.ENOENT, errno.ENOTDIR, errno.EISDIR, errno.ENAMETOOLONG, errno.EACCES, errno.EPERM,
-                         errno.ELOOP, errno.EROFS, errno.EEXIST})
+PATH_ERRNOS = frozenset(
+    {
+        errno.ENOENT,
+        errno.ENOTDIR,
+        errno.EISDIR,
+        errno.ENAMETOOLONG,
+        errno.EACCES,
+        errno.EPERM,
+        errno.ELOOP,
+        errno.EROFS,
+        errno.EEXIST,
+    }
+)
 """OSErrors about a path the command line gave (not there, too long, not allowed...): bad input."""
 
 
@@ -65,8 +76,12 @@ def _repeated_option(group: TyperGroup, args: list[str], prog_name: str) -> clic
     command = group.commands.get(args[0]) if args else None
     if command is None or hasattr(command, "commands"):  # a sub-group: its own commands parse the rest
         return None
-    single = {name: param for param in command.params if param.param_type_name == "option"
-              and not (param.multiple or param.is_flag or param.count) for name in (*param.opts, *param.secondary_opts)}
+    single = {
+        name: param
+        for param in command.params
+        if param.param_type_name == "option" and not (param.multiple or param.is_flag or param.count)
+        for name in (*param.opts, *param.secondary_opts)
+    }
     seen: dict[str, str] = {}
     for token in args[1:]:
         if token == "--":
@@ -75,10 +90,14 @@ def _repeated_option(group: TyperGroup, args: list[str], prog_name: str) -> clic
         if (param := single.get(name)) is None:
             continue
         if param.name in seen:
-            several = f" (several values are comma-separated: {param.opts[0]} A,B)" if "," in (param.metavar or "") else ""
+            several = (
+                f" (several values are comma-separated: {param.opts[0]} A,B)" if "," in (param.metavar or "") else ""
+            )
             context = click.Context(command, info_name=args[0], parent=click.Context(group, info_name=prog_name))
             spelled = f" (as {seen[param.name]} and {name})" if seen[param.name] != name else ""
-            return click.exceptions.UsageError(f"{param.opts[0]} was given twice{spelled}: give it once{several}", ctx=context)
+            return click.exceptions.UsageError(
+                f"{param.opts[0]} was given twice{spelled}: give it once{several}", ctx=context
+            )
         seen[param.name] = name
     return None
 
@@ -86,8 +105,14 @@ def _repeated_option(group: TyperGroup, args: list[str], prog_name: str) -> clic
 class DbenchGroup(TyperGroup):
     """Usage errors as one line; flags without placeholders; a single-valued option given twice refused."""
 
-    def main(self, args: Any = None, prog_name: str | None = None, complete_var: str | None = None,
-             standalone_mode: bool = True, **extra: Any) -> Any:
+    def main(
+        self,
+        args: Any = None,
+        prog_name: str | None = None,
+        complete_var: str | None = None,
+        standalone_mode: bool = True,
+        **extra: Any,
+    ) -> Any:
         for name, command in [("", self), *self.commands.items()]:
             _readable_placeholders(command, click.Context(command, info_name=name or prog_name))
         argv = list(sys.argv[1:] if args is None else args)
@@ -111,7 +136,6 @@ class DbenchGroup(TyperGroup):
         if not standalone_mode:
             return code
         sys.exit(code if isinstance(code, int) else 0)
-
 
 
 def given(text: str) -> str:

@@ -52,7 +52,7 @@ class ExecutedLayer:
 
 def nchwc_block(layout: str) -> int | None:
     """The NCHWc block of a layer's `layout` (`NCHWc16` -> 16), None for any other layout."""
-    return int(layout[len(NCHWC):]) if layout.startswith(NCHWC) and layout[len(NCHWC):].isdigit() else None
+    return int(layout[len(NCHWC) :]) if layout.startswith(NCHWC) and layout[len(NCHWC) :].isdigit() else None
 
 
 @dataclass(frozen=True)

@@ -4,10 +4,10 @@ same (data/foreign_flags.csv, the table of docs/cli.md in short): a usage error 
 from __future__ import annotations
 
 import csv
+from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import cache
 from importlib.resources import files
-from typing import Iterable
 
 
 @dataclass(frozen=True)

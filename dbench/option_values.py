@@ -5,7 +5,6 @@ fields. Each bad value, or a selector a model makes meaningless, is one UsageErr
 from __future__ import annotations
 
 import math
-
 from typing import Any
 
 from dbench.errors import UsageError
@@ -32,7 +31,9 @@ def numbers(text: str, flag: str) -> tuple[float, ...]:
         try:
             values.append(float(part))
         except ValueError:
-            raise UsageError(f"{flag} {text!r}: {part.strip()!r} is not a number; write numbers separated by commas") from None
+            raise UsageError(
+                f"{flag} {text!r}: {part.strip()!r} is not a number; write numbers separated by commas"
+            ) from None
     return tuple(values)
 
 
@@ -45,7 +46,9 @@ def counts(text: str | None, flag: str) -> int | list[int] | None:
         try:
             found.append(int(part))
         except ValueError:
-            raise UsageError(f"{flag} {text!r}: {part.strip()!r} is not a whole number; write e.g. {flag} 2 or {flag} 1,2") from None
+            raise UsageError(
+                f"{flag} {text!r}: {part.strip()!r} is not a whole number; write e.g. {flag} 2 or {flag} 1,2"
+            ) from None
     return found[0] if len(found) == 1 else found
 
 
@@ -69,7 +72,9 @@ def fraction(text: str, flag: str) -> float:
     except ValueError:
         number = math.nan
     if not math.isfinite(number) or (not percent and number > 1):
-        raise UsageError(f"{flag} {text!r} is not a change; write a percentage or a fraction, e.g. {flag} 5% or {flag} 0.05")
+        raise UsageError(
+            f"{flag} {text!r} is not a change; write a percentage or a fraction, e.g. {flag} 5% or {flag} 0.05"
+        )
     return number / 100 if percent else number
 
 
@@ -80,10 +85,26 @@ def only_model(option: str, **selectors: Any) -> None:
         raise UsageError(f"{option} takes its kernels from the model; drop --{given[0].replace('_', '-')}")
 
 
-def gen_fields(precision: str, passes: list[str] | None, gemm_form: str, rnn_form: str, gru_activation: str,
-               int8_form: str | None, no_pad: bool, batch: list[str] | None = None) -> dict[str, Any]:
+def gen_fields(
+    precision: str,
+    passes: list[str] | None,
+    gemm_form: str,
+    rnn_form: str,
+    gru_activation: str,
+    int8_form: str | None,
+    no_pad: bool,
+    batch: list[str] | None = None,
+) -> dict[str, Any]:
     """The generation options as JSON-ready fields (int8_form None: the runtime's preferred form)."""
     from dbench.catalog.batch import parse_batches
 
-    return dict(precision=precision, passes=list(split(passes, "--pass")), gemm_form=gemm_form, rnn_form=rnn_form,
-                gru_activation=gru_activation, int8_form=int8_form, int8_pad=not no_pad, batch=list(parse_batches(batch or [])))
+    return dict(
+        precision=precision,
+        passes=list(split(passes, "--pass")),
+        gemm_form=gemm_form,
+        rnn_form=rnn_form,
+        gru_activation=gru_activation,
+        int8_form=int8_form,
+        int8_pad=not no_pad,
+        batch=list(parse_batches(batch or [])),
+    )

@@ -44,7 +44,7 @@ class Outcome:
 
     status: Status
     message: str = ""
-    stats: "RoundStats | None" = None
+    stats: RoundStats | None = None
     """What the round measured (a worker's outcome is one round)."""
     figures: dict[str, Any] | None = None
     """A graph's row figures over all its rounds: made by the parent when it combines them (dbench.stats.summary,

@@ -51,9 +51,13 @@ class ResNet18(nn.Module):
 
     def __init__(self) -> None:
         super().__init__()
-        self.stem = nn.Sequential(nn.Conv2d(3, 64, 7, 2, 3, bias=False), nn.BatchNorm2d(64), nn.ReLU(), nn.MaxPool2d(3, 2, 1))
+        self.stem = nn.Sequential(
+            nn.Conv2d(3, 64, 7, 2, 3, bias=False), nn.BatchNorm2d(64), nn.ReLU(), nn.MaxPool2d(3, 2, 1)
+        )
         widths = [(64, 64, 1), (64, 128, 2), (128, 256, 2), (256, 512, 2)]
-        self.layers = nn.Sequential(*[nn.Sequential(BasicBlock(cin, cout, s), BasicBlock(cout, cout, 1)) for cin, cout, s in widths])
+        self.layers = nn.Sequential(
+            *[nn.Sequential(BasicBlock(cin, cout, s), BasicBlock(cout, cout, 1)) for cin, cout, s in widths]
+        )
         self.fc = nn.Linear(512, 1000)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
@@ -112,7 +116,9 @@ def strip_weights(model: onnx.ModelProto) -> onnx.ModelProto:
         array = numpy_helper.to_array(tensor)
         if array.dtype.kind == "f" and array.size > KEEP_ELEMENTS:
             ranges[tensor.name] = [float(array.min()), float(array.max())]
-            model.graph.input.append(onnx.helper.make_tensor_value_info(tensor.name, tensor.data_type, list(array.shape)))
+            model.graph.input.append(
+                onnx.helper.make_tensor_value_info(tensor.name, tensor.data_type, list(array.shape))
+            )
         else:
             kept.append(tensor)
     del model.graph.initializer[:]
@@ -123,9 +129,16 @@ def strip_weights(model: onnx.ModelProto) -> onnx.ModelProto:
 
 def export(module: nn.Module, example: torch.Tensor, path: Path, dynamic: dict) -> None:
     module.eval()
-    program = torch.onnx.export(module, (example,), dynamo=True, opset_version=OPSET, input_names=["x"],
-                                output_names=["y"], dynamic_shapes=({k: torch.export.Dim(v) for k, v in dynamic.items()},),
-                                external_data=False)
+    program = torch.onnx.export(
+        module,
+        (example,),
+        dynamo=True,
+        opset_version=OPSET,
+        input_names=["x"],
+        output_names=["y"],
+        dynamic_shapes=({k: torch.export.Dim(v) for k, v in dynamic.items()},),
+        external_data=False,
+    )
     model = strip_weights(program.model_proto)
     onnx.checker.check_model(model)
     onnx.save(model, str(path))

@@ -44,7 +44,12 @@ STEPS: dict[str, list[str]] = {
     "dbench run --id 'gemm_m35_*' --scenario server --rate 400 --latency-bound 5": ["--quick", "--search-time", "3"],
     "dbench compare RUN": [],
     "dbench calibrate": ["--budget", "20s", "--id", "gemm_m64_n1_k1216_nn,gemm_m128_n1500_k1280_nn"],
-    "dbench run --ops gemm --runtime ort-cpu,openvino --resolve 5%": ["--id", "gemm_m64_n1_k1216_nn", "--budget", "30s"],
+    "dbench run --ops gemm --runtime ort-cpu,openvino --resolve 5%": [
+        "--id",
+        "gemm_m64_n1_k1216_nn",
+        "--budget",
+        "30s",
+    ],
     "dbench compare RUN-A RUN-B": [],
     "dbench run --suite inference --runtime torch": [*FEW, "--quick"],
     "dbench report results/": [],
@@ -67,10 +72,12 @@ STEPS: dict[str, list[str]] = {
     "dbench run --graphs b.tar.gz --cpus 4-7": ["--id", "gemm_m64_n1_k1216_nn", "--quick"],
 }
 """Each glance command (whitespace collapsed) -> the arguments appended to it here."""
-RUN_MADE_BY = {"RUN-A": "dbench run --suite inference --runtime ort-cpu",
-               "RUN-B": "dbench run --graphs graphs/inference --runtime openvino",
-               "RUN": "dbench run --suite inference-device --runtime ort-cpu,openvino",
-               "KERNELS-RUN": "dbench run --graphs graphs/model/"}
+RUN_MADE_BY = {
+    "RUN-A": "dbench run --suite inference --runtime ort-cpu",
+    "RUN-B": "dbench run --graphs graphs/inference --runtime openvino",
+    "RUN": "dbench run --suite inference-device --runtime ort-cpu,openvino",
+    "KERNELS-RUN": "dbench run --graphs graphs/model/",
+}
 """Run placeholders -> the glance command whose run they name."""
 PREPARE = {"dbench run --suite inference --runtime torch": "pip install 'torch==2.13.0'"}
 """Commands run before a glance command, as its README comment says: torch's CPU build, the one the test
@@ -89,7 +96,7 @@ def readme_commands(text: str) -> tuple[str, list[str]]:
     blocks = re.findall(r"```bash\n(.*?)```", text, re.S)
     quick = next(b for b in blocks if "python3 -m venv" in b)
     first = next(line for line in quick.splitlines() if line.startswith("python3 -m venv"))
-    glance_section = text[text.index("## The CLI at a glance"):]
+    glance_section = text[text.index("## The CLI at a glance") :]
     glance = re.search(r"```bash\n(.*?)```", glance_section, re.S).group(1)
     commands = [normalized(line.split(" # ")[0] if " # " in line else line) for line in glance.splitlines()]
     return first, [c for c in commands if c]
@@ -141,8 +148,15 @@ class Proof:
         """A run stopped by SIGTERM after its first row, as a user's Ctrl-C would: the run RUN-ID names."""
         before = self.run_ids()
         command = ["dbench", "run", "--suite", "inference", *FEW, "--min-time", "1"]
-        with subprocess.Popen(command, cwd=self.clone, env=self.env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                              text=True, start_new_session=True) as job:
+        with subprocess.Popen(
+            command,
+            cwd=self.clone,
+            env=self.env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+            start_new_session=True,
+        ) as job:
             try:
                 deadline = time.monotonic() + 600
                 while time.monotonic() < deadline and job.poll() is None:
@@ -170,8 +184,16 @@ def run_step(proof: Proof, label: str, words: list[str], shell: bool = False) ->
     with --json must print one JSON object on stdout and nothing else there."""
     start = time.monotonic()
     print(f"$ {label}", flush=True)
-    with subprocess.Popen(label if shell else words, shell=shell, cwd=proof.clone, env=proof.env, text=True,
-                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True) as job:
+    with subprocess.Popen(
+        label if shell else words,
+        shell=shell,
+        cwd=proof.clone,
+        env=proof.env,
+        text=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
+    ) as job:
         try:
             out, err = job.communicate(timeout=STEP_TIMEOUT)
         except subprocess.TimeoutExpired:
@@ -211,8 +233,11 @@ def main() -> None:
             words = proof.substituted(command)
             run_step(proof, shlex.join(words), words)
             proof.runs[command] = sorted(proof.run_ids() - before)
-        print(f"the README's first command and its {len(glance)} glance commands ran in "
-              f"{(time.monotonic() - started) / 60:.1f} min", flush=True)
+        print(
+            f"the README's first command and its {len(glance)} glance commands ran in "
+            f"{(time.monotonic() - started) / 60:.1f} min",
+            flush=True,
+        )
     finally:
         if args.keep:
             print(f"kept: {work / 'dbench'}")

@@ -78,7 +78,9 @@ def session_reference_cache(tmp_path_factory) -> Iterator[Path]:
             os.environ[name] = value
     written = sorted(str(p) for p in (set(users.rglob("*")) if users.exists() else set()) - before)
     if written:
-        pytest.fail(f"the tests wrote into the user's reference cache {users}:\n" + "\n".join(written[:20]), pytrace=False)
+        pytest.fail(
+            f"the tests wrote into the user's reference cache {users}:\n" + "\n".join(written[:20]), pytrace=False
+        )
 
 
 @pytest.fixture(autouse=True)
@@ -118,5 +120,7 @@ def no_files_left_in_the_working_directory() -> Iterator[None]:
     left = left_behind(before, root)
     if left:
         shown = "\n".join(left[:20]) + (f"\n... and {len(left) - 20} more" if len(left) > 20 else "")
-        pytest.fail(f"the tests left these files in the working directory {root} (write to tmp_path instead):\n{shown}",
-                    pytrace=False)
+        pytest.fail(
+            f"the tests left these files in the working directory {root} (write to tmp_path instead):\n{shown}",
+            pytrace=False,
+        )

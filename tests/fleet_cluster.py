@@ -30,13 +30,28 @@ class LocalCluster:
         self.nodes: dict[str, subprocess.Popen] = {}
         self.address = ""
 
-    def __enter__(self) -> "LocalCluster":
+    def __enter__(self) -> LocalCluster:
         self.stack.__enter__()
         file = self.folder / "scheduler.json"
         file.unlink(missing_ok=True)  # a stale file would name a scheduler long gone
-        self.stack.enter_context(process_tree(
-            [sys.executable, "-m", "distributed.cli.dask_scheduler", "--host", "127.0.0.1", "--port", "0",
-             "--no-dashboard", "--scheduler-file", str(file)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+        self.stack.enter_context(
+            process_tree(
+                [
+                    sys.executable,
+                    "-m",
+                    "distributed.cli.dask_scheduler",
+                    "--host",
+                    "127.0.0.1",
+                    "--port",
+                    "0",
+                    "--no-dashboard",
+                    "--scheduler-file",
+                    str(file),
+                ],
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+            )
+        )
         deadline = time.monotonic() + START_TIMEOUT_S
         while not file.is_file() or not file.read_text().strip():
             assert time.monotonic() < deadline, "the scheduler did not start"
@@ -56,10 +71,30 @@ class LocalCluster:
         """Start a node (nanny + worker, one thread) named `key` and wait until the scheduler lists it."""
         before = self.workers()
         log = (self.folder / f"{key}.log").open("ab")
-        self.nodes[key] = self.stack.enter_context(process_tree(
-            [sys.executable, "-m", "distributed.cli.dask_worker", self.address, "--nworkers", "1", "--nthreads", "1",
-             "--no-dashboard", "--host", "127.0.0.1", "--name", key, "--local-directory", str(self.folder / key)],
-            env=self.env(key), stdout=log, stderr=log))
+        self.nodes[key] = self.stack.enter_context(
+            process_tree(
+                [
+                    sys.executable,
+                    "-m",
+                    "distributed.cli.dask_worker",
+                    self.address,
+                    "--nworkers",
+                    "1",
+                    "--nthreads",
+                    "1",
+                    "--no-dashboard",
+                    "--host",
+                    "127.0.0.1",
+                    "--name",
+                    key,
+                    "--local-directory",
+                    str(self.folder / key),
+                ],
+                env=self.env(key),
+                stdout=log,
+                stderr=log,
+            )
+        )
         self.wait(lambda workers: len(workers - before) >= 1, f"node {key} did not join")
 
     def workers(self) -> set[str]:

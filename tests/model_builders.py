@@ -35,7 +35,12 @@ def mlp(rng) -> onnx.ModelProto:
         helper.make_node("Relu", ["h2"], ["a2"], name="relu2"),
         helper.make_node("Gemm", ["a2", "w3", "b3"], ["y"], name="head", transB=1),
     ]
-    inits = [weight("w1", (64, 64), rng), weight("w2", (64, 64), rng), weight("w3", (10, 64), rng), weight("b3", (10,), rng)]
+    inits = [
+        weight("w1", (64, 64), rng),
+        weight("w2", (64, 64), rng),
+        weight("w3", (10, 64), rng),
+        weight("b3", (10,), rng),
+    ]
     return model(nodes, [value("x", ["batch", 64])], [value("y", ["batch", 10])], inits, "mlp")
 
 
@@ -44,13 +49,26 @@ def cnn(rng) -> onnx.ModelProto:
     nodes = [
         helper.make_node("Conv", ["x", "w1"], ["c1"], name="conv1", kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
         helper.make_node("Relu", ["c1"], ["r1"], name="relu1"),
-        helper.make_node("Conv", ["r1", "wd"], ["c2"], name="depthwise", kernel_shape=[3, 3], pads=[2, 2, 2, 2],
-                         group=8, dilations=[2, 2]),
+        helper.make_node(
+            "Conv",
+            ["r1", "wd"],
+            ["c2"],
+            name="depthwise",
+            kernel_shape=[3, 3],
+            pads=[2, 2, 2, 2],
+            group=8,
+            dilations=[2, 2],
+        ),
         helper.make_node("Conv", ["c2", "w3", "b3"], ["c3"], name="conv3", kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
         helper.make_node("ConvTranspose", ["c3", "wt"], ["y"], name="up", kernel_shape=[2, 2], strides=[2, 2]),
     ]
-    inits = [weight("w1", (8, 8, 3, 3), rng), weight("wd", (8, 1, 3, 3), rng), weight("w3", (8, 8, 3, 3), rng),
-             weight("b3", (8,), rng), weight("wt", (8, 4, 2, 2), rng)]
+    inits = [
+        weight("w1", (8, 8, 3, 3), rng),
+        weight("wd", (8, 1, 3, 3), rng),
+        weight("w3", (8, 8, 3, 3), rng),
+        weight("b3", (8,), rng),
+        weight("wt", (8, 4, 2, 2), rng),
+    ]
     return model(nodes, [value("x", ["n", 8, 12, 12])], [value("y", ["n", 4, 24, 24])], inits, "cnn")
 
 
@@ -68,8 +86,12 @@ def squeeze_excite(rng) -> onnx.ModelProto:
         helper.make_node("Mul", ["r1", "s"], ["m"], name="scale"),
         helper.make_node("Conv", ["m", "w2"], ["y"], name="conv2", kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
     ]
-    inits = [weight("w1", (20, 8, 3, 3), rng), weight("ws", (20, 20, 1, 1), rng), weight("bs", (20,), rng),
-             weight("w2", (20, 20, 3, 3), rng)]
+    inits = [
+        weight("w1", (20, 8, 3, 3), rng),
+        weight("ws", (20, 20, 1, 1), rng),
+        weight("bs", (20,), rng),
+        weight("w2", (20, 20, 3, 3), rng),
+    ]
     return model(nodes, [value("x", [1, 8, 10, 10])], [value("y", [1, 20, 10, 10])], inits, "se")
 
 
@@ -82,8 +104,17 @@ def lstm(rng) -> onnx.ModelProto:
         helper.make_node("LSTM", ["s1", "W2", "R2", "B2"], ["y2"], name="lstm2", hidden_size=h),
         helper.make_node("Squeeze", ["y2", "axis1"], ["y"], name="squeeze2"),
     ]
-    inits = [weight(n, s, rng, scale=0.25) for n, s in [("W1", (1, g * h, h)), ("R1", (1, g * h, h)), ("B1", (1, 2 * g * h)),
-                                                       ("W2", (1, g * h, h)), ("R2", (1, g * h, h)), ("B2", (1, 2 * g * h))]]
+    inits = [
+        weight(n, s, rng, scale=0.25)
+        for n, s in [
+            ("W1", (1, g * h, h)),
+            ("R1", (1, g * h, h)),
+            ("B1", (1, 2 * g * h)),
+            ("W2", (1, g * h, h)),
+            ("R2", (1, g * h, h)),
+            ("B2", (1, 2 * g * h)),
+        ]
+    ]
     inits.append(numpy_helper.from_array(np.array([1], dtype=np.int64), "axis1"))
     return model(nodes, [value("x", ["seq", 2, h])], [value("y", ["seq", 2, h])], inits, "lstm")
 
@@ -112,8 +143,16 @@ def int8_qdq(rng) -> onnx.ModelProto:
         helper.make_node("DequantizeLinear", ["yq", "ys", "yz"], ["y"], name="dq_y"),
         helper.make_node("MatMulInteger", ["a", "b"], ["z"], name="integer_matmul"),
     ]
-    inits = [scale("xs", 2**-7), zero("xz"), weight("w", (32, 16), rng, np.int8), scale("ws", 2**-6), zero("wz"),
-             scale("ys", 2**-4), zero("yz"), weight("b", (32, 8), rng, np.int8)]
+    inits = [
+        scale("xs", 2**-7),
+        zero("xz"),
+        weight("w", (32, 16), rng, np.int8),
+        scale("ws", 2**-6),
+        zero("wz"),
+        scale("ys", 2**-4),
+        zero("yz"),
+        weight("b", (32, 8), rng, np.int8),
+    ]
     inputs = [value("x", [4, 32]), value("a", [4, 32], TensorProto.UINT8)]
     outputs = [value("y", [4, 16]), value("z", [4, 8], TensorProto.INT32)]
     return model(nodes, inputs, outputs, inits, "int8")
@@ -138,9 +177,16 @@ def int8_pool(rng) -> onnx.ModelProto:
         helper.make_node("DequantizeLinear", ["w2", "sw", "zw"], ["w2d"], name="dq_w2"),
         helper.make_node("Conv", ["pd", "w2d"], ["y"], name="conv2", kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
     ]
-    inits = [weight("w1", (16, 8, 3, 3), rng, np.int8), weight("w2", (16, 16, 3, 3), rng, np.int8),
-             scalar("sx", 0.02, np.float32), scalar("zx", 128, np.uint8), scalar("sw", 0.01, np.float32), scalar("zw", 0, np.int8),
-             scalar("sh", 0.05, np.float32), scalar("zh", 0, np.uint8)]
+    inits = [
+        weight("w1", (16, 8, 3, 3), rng, np.int8),
+        weight("w2", (16, 16, 3, 3), rng, np.int8),
+        scalar("sx", 0.02, np.float32),
+        scalar("zx", 128, np.uint8),
+        scalar("sw", 0.01, np.float32),
+        scalar("zw", 0, np.int8),
+        scalar("sh", 0.05, np.float32),
+        scalar("zh", 0, np.uint8),
+    ]
     return model(nodes, [value("x", [1, 8, 32, 32])], [value("y", [1, 16, 16, 16])], inits, "int8_pool")
 
 
@@ -172,26 +218,45 @@ def int8_qlinear(rng) -> onnx.ModelProto:
     """QLinearConv (3x3, pad 1), ConvInteger (3x3, stride 2) and QLinearMatMul on 8-bit inputs."""
     scalar = lambda n, v, dt: numpy_helper.from_array(np.array(v, dtype=dt), n)
     nodes = [
-        helper.make_node("QLinearConv", ["x", "s", "zu", "w1", "s", "zs", "s", "zu"], ["y1"], name="qconv",
-                         kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
+        helper.make_node(
+            "QLinearConv",
+            ["x", "s", "zu", "w1", "s", "zs", "s", "zu"],
+            ["y1"],
+            name="qconv",
+            kernel_shape=[3, 3],
+            pads=[1, 1, 1, 1],
+        ),
         helper.make_node("ConvInteger", ["x", "w2"], ["y2"], name="iconv", kernel_shape=[3, 3], strides=[2, 2]),
         helper.make_node("QLinearMatMul", ["a", "s", "zu", "b", "s", "zs", "s", "zu"], ["y3"], name="qmatmul"),
     ]
-    inits = [scalar("s", 0.05, np.float32), scalar("zu", 128, np.uint8), scalar("zs", 0, np.int8),
-             weight("w1", (8, 4, 3, 3), rng, np.int8), weight("w2", (8, 4, 3, 3), rng, np.int8), weight("b", (32, 16), rng, np.int8)]
+    inits = [
+        scalar("s", 0.05, np.float32),
+        scalar("zu", 128, np.uint8),
+        scalar("zs", 0, np.int8),
+        weight("w1", (8, 4, 3, 3), rng, np.int8),
+        weight("w2", (8, 4, 3, 3), rng, np.int8),
+        weight("b", (32, 16), rng, np.int8),
+    ]
     inputs = [value("x", [1, 4, 8, 8], TensorProto.UINT8), value("a", [4, 32], TensorProto.UINT8)]
-    outputs = [value("y1", [1, 8, 8, 8], TensorProto.UINT8), value("y2", [1, 8, 3, 3], TensorProto.INT32),
-               value("y3", [4, 16], TensorProto.UINT8)]
+    outputs = [
+        value("y1", [1, 8, 8, 8], TensorProto.UINT8),
+        value("y2", [1, 8, 3, 3], TensorProto.INT32),
+        value("y3", [4, 16], TensorProto.UINT8),
+    ]
     return model(nodes, inputs, outputs, inits, "int8_qlinear")
 
 
-def initializers_as_inputs(m: onnx.ModelProto, ir_version: int | None = None, opset: int | None = None) -> onnx.ModelProto:
+def initializers_as_inputs(
+    m: onnx.ModelProto, ir_version: int | None = None, opset: int | None = None
+) -> onnx.ModelProto:
     """`m` as exporters write it with initializers kept as inputs (every IR < 4 model does): each
     initializer is also declared as a graph input; optionally at another IR version and opset."""
     out = onnx.ModelProto()
     out.CopyFrom(m)
     declared = {i.name for i in out.graph.input}
-    out.graph.input.extend(value(t.name, list(t.dims), t.data_type) for t in out.graph.initializer if t.name not in declared)
+    out.graph.input.extend(
+        value(t.name, list(t.dims), t.data_type) for t in out.graph.initializer if t.name not in declared
+    )
     if opset is not None:
         del out.opset_import[:]
         out.opset_import.append(helper.make_opsetid("", opset))
@@ -219,8 +284,11 @@ def ir3_folded_scale(rng) -> onnx.ModelProto:
         helper.make_node("Mul", ["d", "root"], ["scaled"]),
         helper.make_node("Conv", ["scaled", "w2"], ["y"], kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
     ]
-    inits = [weight("w1", (8, 4, 3, 3), rng), numpy_helper.from_array(np.array([2.0], np.float32), "two"),
-             weight("w2", (8, 8, 3, 3), rng)]
+    inits = [
+        weight("w1", (8, 4, 3, 3), rng),
+        numpy_helper.from_array(np.array([2.0], np.float32), "two"),
+        weight("w2", (8, 8, 3, 3), rng),
+    ]
     m = model(nodes, [value("x", ["batch", 4, 6, 6])], [value("y", ["batch", 8, 6, 6])], inits, "ir3")
     return initializers_as_inputs(m, ir_version=3, opset=7)
 

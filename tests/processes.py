@@ -27,8 +27,11 @@ def alive(proc: psutil.Process) -> bool:
 
 def marked(name: str, value: str) -> list[psutil.Process]:
     """Live processes (not pytest) whose environment has name=value; other users' processes read as None."""
-    return [p for p in psutil.process_iter(["environ"])
-            if p.pid != os.getpid() and (p.info["environ"] or {}).get(name) == value and alive(p)]
+    return [
+        p
+        for p in psutil.process_iter(["environ"])
+        if p.pid != os.getpid() and (p.info["environ"] or {}).get(name) == value and alive(p)
+    ]
 
 
 def descendants(pid: int) -> list[psutil.Process]:
@@ -56,8 +59,9 @@ def process_tree(command: list[str], env: dict[str, str] | None = None, **popen)
     """Start `command` in a session of its own, marked in its environment; however the test ends, kill what
     is left of it by process group: its descendants and any process carrying its mark (orphans included)."""
     tree = secrets.token_hex(8)
-    proc = subprocess.Popen(command, env={**(os.environ if env is None else env), TREE_MARK: tree},
-                            start_new_session=True, **popen)
+    proc = subprocess.Popen(
+        command, env={**(os.environ if env is None else env), TREE_MARK: tree}, start_new_session=True, **popen
+    )
     try:
         yield proc
     finally:

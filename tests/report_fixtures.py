@@ -23,8 +23,23 @@ def run_both(folder: Path) -> Path:
     kernels = write_csv(folder / "k.csv", *KERNELS)
     out = folder / "res"
     for runtime in ("ort-cpu", "openvino"):
-        result = CliRunner().invoke(app, ["run", "--runtime", runtime, "--kernels", str(kernels), *QUICK_UNCAPPED,
-                                          "--profile-runs", "2", "--threads", "1", "--out", str(out)])
+        result = CliRunner().invoke(
+            app,
+            [
+                "run",
+                "--runtime",
+                runtime,
+                "--kernels",
+                str(kernels),
+                *QUICK_UNCAPPED,
+                "--profile-runs",
+                "2",
+                "--threads",
+                "1",
+                "--out",
+                str(out),
+            ],
+        )
         assert result.exit_code == 0, result.output
     return out
 
@@ -36,8 +51,11 @@ def two_runtimes(tmp_path_factory) -> Path:
 
 def fake_log(folder: Path, run_id: str, host: dict, rows: list[dict], schema: int | None = None) -> Path:
     """A log written through RunLog (optionally with another schema version in its header)."""
-    with RunLog.create(folder, run_id, {"kind": "kernels", "runtime": {"name": rows[0]["runtime"] if rows else "ort-cpu"},
-                                        "host": host}) as log:
+    with RunLog.create(
+        folder,
+        run_id,
+        {"kind": "kernels", "runtime": {"name": rows[0]["runtime"] if rows else "ort-cpu"}, "host": host},
+    ) as log:
         for row in rows:
             log.append(row)
     if schema is not None:

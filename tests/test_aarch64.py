@@ -23,13 +23,21 @@ LIMIT_S = 3600
 @pytest.mark.aarch64
 def test_bundle_runs_verified_on_emulated_aarch64(request):
     if "aarch64" not in (request.config.getoption("markexpr") or ""):
-        pytest.skip("runs only when selected with `pytest -m aarch64` (minutes of qemu emulation, network on first run); "
-                    "CI does not select it")
+        pytest.skip(
+            "runs only when selected with `pytest -m aarch64` (minutes of qemu emulation, network on first run); "
+            "CI does not select it"
+        )
     missing = [tool for tool in TOOLS if shutil.which(tool) is None]
     if missing:
         pytest.skip(f"{', '.join(missing)} not installed: apt-get install mmdebstrap qemu-user-static proot")
-    process = subprocess.Popen(["bash", str(SCRIPT)], env={**os.environ, "HOST_PYTHON": sys.executable},
-                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
+    process = subprocess.Popen(
+        ["bash", str(SCRIPT)],
+        env={**os.environ, "HOST_PYTHON": sys.executable},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
+    )
     try:
         output, _ = process.communicate(timeout=LIMIT_S)
     finally:

@@ -12,7 +12,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from tests.processes import run_tree
 
 from dbench.allreduce import data
 from dbench.allreduce.data import Verdict, check
@@ -20,14 +19,24 @@ from dbench.allreduce.devices import Host
 from dbench.allreduce.fits import check_fits
 from dbench.allreduce.implementations import Implementation, chunk_bounds
 from dbench.allreduce.launch import find_mpiexec, flavour, launcher_flags, verdict
-from dbench.allreduce.options import AUTO_MAX, AUTO_MIN, Arguments, deepbench_sizes, parse_count, resolve, size_list, sweep
+from dbench.allreduce.options import (
+    AUTO_MAX,
+    AUTO_MIN,
+    Arguments,
+    deepbench_sizes,
+    parse_count,
+    resolve,
+    size_list,
+    sweep,
+)
 from dbench.allreduce.rank import RankStatus
 from dbench.allreduce.results import Outcome, report, summarize
 from dbench.errors import DbenchError, UsageError
 from dbench.store.log import RunLog
-
+from tests.processes import run_tree
 
 # ---------------------------------------------------------------- sizes and options
+
 
 def test_deepbench_sizes_are_the_shipped_list_with_its_repeats():
     text = resources.files("dbench").joinpath("catalog", "data", "allreduce.csv").read_text()
@@ -58,16 +67,19 @@ def test_sweep_follows_nccl_tests_begin_end_factor_in_bytes():
         sweep("8", "64", 1, 4)
 
 
-@pytest.mark.parametrize("args, message", [
-    (Arguments(dtype="float16"), "--dtype"),
-    (Arguments(impl="mpi,foo"), "--impl"),
-    (Arguments(impl=","), "--impl is empty"),
-    (Arguments(device="tpu"), "--device"),
-    (Arguments(sizes="10", begin="8"), "not both"),
-    (Arguments(sizes="10", iters="deepbench"), "only for --sizes deepbench"),
-    (Arguments(iters="0"), "--iters"),
-    (Arguments(warmup=-1), "--warmup"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (Arguments(dtype="float16"), "--dtype"),
+        (Arguments(impl="mpi,foo"), "--impl"),
+        (Arguments(impl=","), "--impl is empty"),
+        (Arguments(device="tpu"), "--device"),
+        (Arguments(sizes="10", begin="8"), "not both"),
+        (Arguments(sizes="10", iters="deepbench"), "only for --sizes deepbench"),
+        (Arguments(iters="0"), "--iters"),
+        (Arguments(warmup=-1), "--warmup"),
+    ],
+)
 def test_bad_options_are_one_line_usage_errors(args, message):
     with pytest.raises(UsageError, match=message):
         resolve(args)
@@ -87,6 +99,7 @@ def test_iterations_auto_deepbench_and_fixed():
 
 
 # ---------------------------------------------------------------- inputs and the exact check
+
 
 class LocalSum(Implementation):
     """A reference all-reduce of `ranks` simulated ranks in one process: the true sum of their inputs."""
@@ -159,6 +172,7 @@ def test_ring_chunks_cover_the_message_once_and_differ_by_at_most_one(elements, 
 
 # ---------------------------------------------------------------- memory, rows, report
 
+
 def test_a_size_that_cannot_fit_is_refused_before_allocation():
     import psutil
 
@@ -180,27 +194,65 @@ def _verdict(wrong=0, digest="d", repeatable=None):
 
 def test_summary_bandwidths_and_status():
     outcomes = [Outcome(0.002, _verdict()), Outcome(0.004, _verdict()), Outcome(0.003, _verdict())]
-    r = summarize(outcomes, elements=3000, itemsize=4, dtype="float32", implementation="mpi", device="cpu",
-                  in_place=False, iters=5, warmup=2)
+    r = summarize(
+        outcomes,
+        elements=3000,
+        itemsize=4,
+        dtype="float32",
+        implementation="mpi",
+        device="cpu",
+        in_place=False,
+        iters=5,
+        warmup=2,
+    )
     assert (r.time_min_us, r.time_max_us) == pytest.approx((2000, 4000)) and r.time_mean_us == pytest.approx(3000)
     assert r.algbw_gbps == pytest.approx(12000 / 0.003 / 1e9)
     assert r.busbw_gbps == pytest.approx(r.algbw_gbps * 4 / 3)
     assert r.deepbench_gbps == pytest.approx(r.algbw_gbps * 3)
     assert r.status == "ok" and r.hash_agree
-    kinds = {"wrong": [Outcome(1, _verdict(wrong=2)), Outcome(1, _verdict())],
-             "ranks differ": [Outcome(1, _verdict(digest="a")), Outcome(1, _verdict(digest="b"))],
-             "not repeatable": [Outcome(1, _verdict(repeatable=False)), Outcome(1, _verdict(repeatable=True))]}
+    kinds = {
+        "wrong": [Outcome(1, _verdict(wrong=2)), Outcome(1, _verdict())],
+        "ranks differ": [Outcome(1, _verdict(digest="a")), Outcome(1, _verdict(digest="b"))],
+        "not repeatable": [Outcome(1, _verdict(repeatable=False)), Outcome(1, _verdict(repeatable=True))],
+    }
     for outcomes in kinds.values():
-        r = summarize(outcomes, elements=10, itemsize=4, dtype="float32", implementation="ring", device="cpu",
-                      in_place=True, iters=1, warmup=0)
+        r = summarize(
+            outcomes,
+            elements=10,
+            itemsize=4,
+            dtype="float32",
+            implementation="ring",
+            device="cpu",
+            in_place=True,
+            iters=1,
+            warmup=0,
+        )
         assert r.status == "mismatch"
 
 
 def test_report_saves_prints_and_fails_on_a_wrong_result(tmp_path, capsys):
-    good = summarize([Outcome(1e-3, _verdict()), Outcome(1e-3, _verdict())], elements=100, itemsize=4,
-                     dtype="float32", implementation="mpi", device="cpu", in_place=False, iters=1, warmup=0)
-    bad = summarize([Outcome(2e-3, _verdict(wrong=3)), Outcome(2e-3, _verdict())], elements=100, itemsize=4,
-                    dtype="float32", implementation="ring", device="cpu", in_place=True, iters=1, warmup=0)
+    good = summarize(
+        [Outcome(1e-3, _verdict()), Outcome(1e-3, _verdict())],
+        elements=100,
+        itemsize=4,
+        dtype="float32",
+        implementation="mpi",
+        device="cpu",
+        in_place=False,
+        iters=1,
+        warmup=0,
+    )
+    bad = summarize(
+        [Outcome(2e-3, _verdict(wrong=3)), Outcome(2e-3, _verdict())],
+        elements=100,
+        itemsize=4,
+        dtype="float32",
+        implementation="ring",
+        device="cpu",
+        in_place=True,
+        iters=1,
+        warmup=0,
+    )
     log = RunLog.create(tmp_path, "allreduce-test", {"kind": "allreduce"})
     for r in (good, bad):
         log.append(r.row())
@@ -222,11 +274,24 @@ def test_the_table_puts_out_of_place_and_in_place_side_by_side():
     from dbench.allreduce.results import results_table
 
     def row(impl, elements, in_place, seconds, wrong=0):
-        return summarize([Outcome(seconds, _verdict(wrong=wrong)), Outcome(seconds, _verdict())], elements=elements,
-                         itemsize=4, dtype="float32", implementation=impl, device="cpu", in_place=in_place, iters=3, warmup=1)
+        return summarize(
+            [Outcome(seconds, _verdict(wrong=wrong)), Outcome(seconds, _verdict())],
+            elements=elements,
+            itemsize=4,
+            dtype="float32",
+            implementation=impl,
+            device="cpu",
+            in_place=in_place,
+            iters=3,
+            warmup=1,
+        )
 
-    results = [row("mpi", 1000, False, 1e-3), row("mpi", 1000, True, 2e-3, wrong=1),
-               row("ring", 1000, False, 3e-3), row("ring", 1000, True, 4e-3)]
+    results = [
+        row("mpi", 1000, False, 1e-3),
+        row("mpi", 1000, True, 2e-3, wrong=1),
+        row("ring", 1000, False, 3e-3),
+        row("ring", 1000, True, 4e-3),
+    ]
     console = Console(width=120, record=True, file=io.StringIO())
     console.print(results_table(results, "MPICH 5.0"))
     lines = console.export_text().splitlines()
@@ -242,6 +307,7 @@ def test_the_table_puts_out_of_place_and_in_place_side_by_side():
 
 
 # ---------------------------------------------------------------- launcher pieces
+
 
 def test_open_mpi_gets_oversubscribe_and_root_flags_mpich_none():
     assert launcher_flags("openmpi", as_root=True) == ["--oversubscribe", "--allow-run-as-root"]
@@ -278,12 +344,14 @@ def test_verdict_names_the_failed_rank_and_passes_exit_codes():
 
 def test_the_module_imports_neither_onnx_nor_mpi4py_nor_a_runtime():
     """Every module of dbench.allreduce (but __main__, which runs the command) imported in a fresh interpreter."""
-    code = ("import importlib, pkgutil, sys, dbench.allreduce as package; "
-            "names = [m.name for m in pkgutil.iter_modules(package.__path__, 'dbench.allreduce.') if m.name != "
-            "'dbench.allreduce.__main__']; "
-            "[importlib.import_module(n) for n in names]; "
-            "bad = [m for m in ('onnx', 'mpi4py', 'onnxruntime', 'openvino', 'tensorrt', 'cupy', 'dbench.gen') "
-            "if m in sys.modules]; print(len(names), bad); sys.exit(1 if bad or len(names) < 8 else 0)")
+    code = (
+        "import importlib, pkgutil, sys, dbench.allreduce as package; "
+        "names = [m.name for m in pkgutil.iter_modules(package.__path__, 'dbench.allreduce.') if m.name != "
+        "'dbench.allreduce.__main__']; "
+        "[importlib.import_module(n) for n in names]; "
+        "bad = [m for m in ('onnx', 'mpi4py', 'onnxruntime', 'openvino', 'tensorrt', 'cupy', 'dbench.gen') "
+        "if m in sys.modules]; print(len(names), bad); sys.exit(1 if bad or len(names) < 8 else 0)"
+    )
     done = run_tree([sys.executable, "-c", code], 60)
     assert done.returncode == 0, done.stdout + done.stderr
 

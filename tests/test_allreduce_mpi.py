@@ -11,15 +11,34 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from tests.processes import run_tree
 
 from dbench.allreduce.launch import find_mpiexec
+from tests.processes import run_tree
 
 pytestmark = pytest.mark.slow  # each test starts mpiexec and ranks: seconds, not milliseconds
 TIMEOUT = 120  # a hang fails the test instead of blocking the suite
-COLUMNS = ["elements", "bytes", "dtype", "ranks", "implementation", "device", "in_place", "iters", "warmup",
-           "time_min_us", "time_mean_us", "time_max_us", "algbw_gbps", "busbw_gbps", "deepbench_gbps", "wrong",
-           "hash", "hash_agree", "repeat_identical", "status"]
+COLUMNS = [
+    "elements",
+    "bytes",
+    "dtype",
+    "ranks",
+    "implementation",
+    "device",
+    "in_place",
+    "iters",
+    "warmup",
+    "time_min_us",
+    "time_mean_us",
+    "time_max_us",
+    "algbw_gbps",
+    "busbw_gbps",
+    "deepbench_gbps",
+    "wrong",
+    "hash",
+    "hash_agree",
+    "repeat_identical",
+    "status",
+]
 
 
 def _env(**extra: str) -> dict[str, str]:
@@ -60,11 +79,21 @@ def _assert_exact(frame: pd.DataFrame, sizes: list[int], impls: list[str], ranks
 @pytest.mark.slow
 def test_two_ranks_deepbench_odd_size_exact_table_and_rows(tmp_path):
     sizes = [1000, 16777217]  # DeepBench's odd size (4096^2 + 1)
-    done = dbench_allreduce("--np", "2", "--sizes", ",".join(map(str, sizes)), "--iters", "2", "--warmup", "1",
-                            "--out", str(tmp_path))
+    done = dbench_allreduce(
+        "--np", "2", "--sizes", ",".join(map(str, sizes)), "--iters", "2", "--warmup", "1", "--out", str(tmp_path)
+    )
     assert done.returncode == 0, done.stderr
-    for text in ("all-reduce sum, float32, 2 ranks, MPICH", "mean µs", "algbw GB/s", "busbw GB/s",
-                 "DeepBench GB/s", "#wrong", "best of all implementations", "16777217", "exact"):
+    for text in (
+        "all-reduce sum, float32, 2 ranks, MPICH",
+        "mean µs",
+        "algbw GB/s",
+        "busbw GB/s",
+        "DeepBench GB/s",
+        "#wrong",
+        "best of all implementations",
+        "16777217",
+        "exact",
+    ):
         assert text in done.stdout
     header, frame = _run_files(tmp_path)
     _assert_exact(frame, sizes, ["mpi", "ring"], 2)
@@ -80,8 +109,19 @@ def test_two_ranks_deepbench_odd_size_exact_table_and_rows(tmp_path):
 @pytest.mark.slow
 def test_three_ranks_odd_sizes_repeatable(tmp_path):
     sizes = [1, 5, 1000003]  # fewer elements than ranks, and sizes not divisible by 3
-    done = dbench_allreduce("--np", "3", "--sizes", ",".join(map(str, sizes)), "--iters", "3", "--warmup", "1",
-                            "--check-repeat", "--out", str(tmp_path))
+    done = dbench_allreduce(
+        "--np",
+        "3",
+        "--sizes",
+        ",".join(map(str, sizes)),
+        "--iters",
+        "3",
+        "--warmup",
+        "1",
+        "--check-repeat",
+        "--out",
+        str(tmp_path),
+    )
     assert done.returncode == 0, done.stderr
     assert "3 ranks" in done.stdout
     if (os.cpu_count() or 1) < 3:
@@ -94,8 +134,24 @@ def test_three_ranks_odd_sizes_repeatable(tmp_path):
 
 @pytest.mark.parametrize("dtype, itemsize", [("float64", 8), ("int32", 4)])
 def test_other_dtypes_are_exact(tmp_path, dtype, itemsize):
-    done = dbench_allreduce("--np", "2", "--dtype", dtype, "--impl", "ring", "-b", "4K", "-e", "64K", "-f", "4",
-                            "--iters", "2", "--out", str(tmp_path))
+    done = dbench_allreduce(
+        "--np",
+        "2",
+        "--dtype",
+        dtype,
+        "--impl",
+        "ring",
+        "-b",
+        "4K",
+        "-e",
+        "64K",
+        "-f",
+        "4",
+        "--iters",
+        "2",
+        "--out",
+        str(tmp_path),
+    )
     assert done.returncode == 0, done.stderr
     _, frame = _run_files(tmp_path)
     sizes = [n // itemsize for n in (4096, 16384, 65536)]
@@ -105,8 +161,24 @@ def test_other_dtypes_are_exact(tmp_path, dtype, itemsize):
 
 def test_plain_mpiexec_runs_the_module(tmp_path):
     mpiexec = str(Path(sys.executable).parent / "mpiexec")
-    done = run_tree([mpiexec, "-n", "3", sys.executable, "-m", "dbench.allreduce", "--sizes", "1000,30001",
-                     "--iters", "2", "--out", str(tmp_path)], TIMEOUT, _env())
+    done = run_tree(
+        [
+            mpiexec,
+            "-n",
+            "3",
+            sys.executable,
+            "-m",
+            "dbench.allreduce",
+            "--sizes",
+            "1000,30001",
+            "--iters",
+            "2",
+            "--out",
+            str(tmp_path),
+        ],
+        TIMEOUT,
+        _env(),
+    )
     assert done.returncode == 0, done.stderr
     assert done.stdout.count("all-reduce sum, float32, 3 ranks") == 1  # rank 0 prints, the others do not
     header, frame = _run_files(tmp_path)
@@ -140,8 +212,19 @@ def test_a_size_too_large_for_memory_is_refused_before_allocation(tmp_path):
 def test_a_mismatch_is_stored_and_exits_3(tmp_path):
     """Rank 1 counts one wrong element per check: every row is a mismatch, stored, and the exit status is 3
     (any row not ok), distinct from 1 (the run could not finish)."""
-    done = dbench_allreduce("--np", "2", "--sizes", "1000", "--iters", "2", "--impl", "mpi", "--out", str(tmp_path),
-                            DBENCH_ALLREDUCE_FAIL_RANK="1:wrong")
+    done = dbench_allreduce(
+        "--np",
+        "2",
+        "--sizes",
+        "1000",
+        "--iters",
+        "2",
+        "--impl",
+        "mpi",
+        "--out",
+        str(tmp_path),
+        DBENCH_ALLREDUCE_FAIL_RANK="1:wrong",
+    )
     assert done.returncode == 3, done.stderr
     assert done.stderr.strip().count("\n") == 0 and "2 of 2 results are not exact" in done.stderr
     _, frame = _run_files(tmp_path)
@@ -150,8 +233,9 @@ def test_a_mismatch_is_stored_and_exits_3(tmp_path):
 
 def test_a_rank_that_raises_ends_the_job_and_is_named(tmp_path):
     """Rank 1 raises while ranks 0 and 2 wait in a collective: no hang, rank 1 named from its status file."""
-    done = dbench_allreduce("--np", "3", "--sizes", "1000", "--iters", "2", "--out", str(tmp_path),
-                            DBENCH_ALLREDUCE_FAIL_RANK="1")
+    done = dbench_allreduce(
+        "--np", "3", "--sizes", "1000", "--iters", "2", "--out", str(tmp_path), DBENCH_ALLREDUCE_FAIL_RANK="1"
+    )
     assert done.returncode == 1
     last = done.stderr.strip().splitlines()[-1]
     assert last.startswith("error: rank 1 (pid") and "failed: RuntimeError" in last
@@ -160,8 +244,9 @@ def test_a_rank_that_raises_ends_the_job_and_is_named(tmp_path):
 def test_a_killed_rank_ends_the_job_and_the_report_claims_no_cause(tmp_path):
     """Rank 1 is SIGKILLed: no hang; mpiexec then kills ranks 0 and 2 with the same signal and may report
     any of them first, so the message gives its report and every unfinished rank, without blaming one."""
-    done = dbench_allreduce("--np", "3", "--sizes", "1000", "--iters", "2", "--out", str(tmp_path),
-                            DBENCH_ALLREDUCE_FAIL_RANK="1:kill")
+    done = dbench_allreduce(
+        "--np", "3", "--sizes", "1000", "--iters", "2", "--out", str(tmp_path), DBENCH_ALLREDUCE_FAIL_RANK="1:kill"
+    )
     assert done.returncode == 1
     last = done.stderr.strip().splitlines()[-1]
     assert last.startswith("error: ") and "died with exit code 9" in last
@@ -187,8 +272,19 @@ def _gpus() -> int:
 def test_nccl_on_gpus_is_exact(tmp_path):
     if _gpus() < 2:
         pytest.skip("one GPU: NCCL refuses two ranks on one device (test_nccl_ranks_sharing_a_gpu_are_refused)")
-    done = dbench_allreduce("--np", "2", "--impl", "nccl,mpi", "--sizes", "1000,1000003", "--iters", "3",
-                            "--check-repeat", "--out", str(tmp_path))
+    done = dbench_allreduce(
+        "--np",
+        "2",
+        "--impl",
+        "nccl,mpi",
+        "--sizes",
+        "1000,1000003",
+        "--iters",
+        "3",
+        "--check-repeat",
+        "--out",
+        str(tmp_path),
+    )
     assert done.returncode == 0, done.stderr
     _, frame = _run_files(tmp_path)
     _assert_exact(frame, [1000, 1000003], ["nccl", "mpi"], 2)
@@ -199,15 +295,18 @@ def test_nccl_on_gpus_is_exact(tmp_path):
 def test_nccl_ranks_sharing_a_gpu_are_refused_in_one_line(tmp_path):
     """Two ranks on one GPU: NCCL itself says only NCCL_ERROR_INVALID_USAGE (seen on an H200); dbench says why."""
     gpus = _gpus()
-    done = dbench_allreduce("--np", str(gpus + 1), "--impl", "nccl", "--sizes", "1000", "--iters", "2",
-                            "--out", str(tmp_path))
+    done = dbench_allreduce(
+        "--np", str(gpus + 1), "--impl", "nccl", "--sizes", "1000", "--iters", "2", "--out", str(tmp_path)
+    )
     assert done.returncode != 0 and "Traceback" not in done.stderr, done.stderr
     assert "nccl needs a GPU of its own for each rank" in done.stderr.strip().splitlines()[-1], done.stderr
 
 
 def test_cuda_awareness_is_read_from_the_loaded_mpi_library():
     """The query behind `--device gpu` finds MPIX_Query_cuda_support in the mpich wheel (no GPU support: False)."""
-    code = ("from mpi4py import MPI; from dbench.allreduce.implementations import mpi_cuda_support; "
-            "print(mpi_cuda_support())")
+    code = (
+        "from mpi4py import MPI; from dbench.allreduce.implementations import mpi_cuda_support; "
+        "print(mpi_cuda_support())"
+    )
     done = run_tree([sys.executable, "-c", code], TIMEOUT, _env())
     assert done.returncode == 0 and done.stdout.strip() == "False", done.stdout + done.stderr

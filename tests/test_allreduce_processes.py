@@ -14,6 +14,7 @@ from pathlib import Path
 
 import psutil
 import pytest
+
 from tests.processes import SESSION_MARK, alive, leftover_processes, process_tree, run_tree
 
 TIMEOUT = 120  # a hang fails the test instead of blocking the suite
@@ -124,7 +125,8 @@ def test_a_session_that_leaves_processes_fails_and_they_are_killed(tmp_path):
     and neither survives it."""
     (tmp_path / "conftest.py").write_text((Path(__file__).parent / "conftest.py").read_text())
     pids = tmp_path / "pids.json"
-    (tmp_path / "test_leak.py").write_text(textwrap.dedent(f"""
+    (tmp_path / "test_leak.py").write_text(
+        textwrap.dedent(f"""
         import json, subprocess
 
         def test_leaks():
@@ -132,9 +134,13 @@ def test_a_session_that_leaves_processes_fails_and_they_are_killed(tmp_path):
             orphan = int(subprocess.run(["sh", "-c", "sleep 62 >/dev/null 2>&1 & echo $!"], capture_output=True,
                                         text=True).stdout)
             open({str(pids)!r}, "w").write(json.dumps([child.pid, orphan]))
-    """))
-    done = run_tree([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(tmp_path)], TIMEOUT,
-                    {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
+    """)
+    )
+    done = run_tree(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(tmp_path)],
+        TIMEOUT,
+        {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},
+    )
     assert done.returncode != 0 and "the tests left these processes running (now killed)" in done.stdout, done.stdout
     child, orphan = json.loads(pids.read_text())
     assert f"pid {child}: sleep 61" in done.stdout and f"pid {orphan}: sleep 62" in done.stdout

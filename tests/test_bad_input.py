@@ -54,12 +54,17 @@ def test_resume_with_an_empty_id_starts_nothing(tmp_path):
 
 def test_memory_limit_nan_is_one_line(kernels, tmp_path):
     for value in ("nan", "inf", "-1", "0", "1e300"):
-        refused(["run", "--kernels", kernels, "--memory-limit", value, "--out", tmp_path / "res"],
-                "--memory-limit", tmp_path / "res")
+        refused(
+            ["run", "--kernels", kernels, "--memory-limit", value, "--out", tmp_path / "res"],
+            "--memory-limit",
+            tmp_path / "res",
+        )
 
 
 def test_cpus_given_empty_is_refused(kernels, tmp_path):
-    refused(["run", "--kernels", kernels, "--cpus", "", "--out", tmp_path / "res"], "'--cpus': is empty", tmp_path / "res")
+    refused(
+        ["run", "--kernels", kernels, "--cpus", "", "--out", tmp_path / "res"], "'--cpus': is empty", tmp_path / "res"
+    )
     from dbench.affinity import parse_cpus
     from dbench.errors import UsageError
 
@@ -67,19 +72,38 @@ def test_cpus_given_empty_is_refused(kernels, tmp_path):
         parse_cpus(" ")
 
 
-@pytest.mark.parametrize("flags,needle", [
-    (["--int8-form", "qdq"], "--int8-form applies to int8 graphs only, not fp32"),
-    (["--no-pad"], "--no-pad applies to int8 graphs only"),
-    (["--precision", "fp16", "--int8-form", "qlinear", "--no-pad"], "--int8-form and --no-pad apply to int8 graphs only, not fp16"),
-])
+@pytest.mark.parametrize(
+    "flags,needle",
+    [
+        (["--int8-form", "qdq"], "--int8-form applies to int8 graphs only, not fp32"),
+        (["--no-pad"], "--no-pad applies to int8 graphs only"),
+        (
+            ["--precision", "fp16", "--int8-form", "qlinear", "--no-pad"],
+            "--int8-form and --no-pad apply to int8 graphs only, not fp16",
+        ),
+    ],
+)
 def test_int8_options_beside_another_precision_are_refused(kernels, tmp_path, flags, needle):
     refused(["gen", "--kernels", kernels, *flags, "--out", tmp_path / "g"], needle, tmp_path / "g")
     refused(["run", "--kernels", kernels, *flags, "--out", tmp_path / "res"], needle, tmp_path / "res")
 
 
 def test_int8_options_at_int8_still_work(kernels, tmp_path):
-    result = runner.invoke(app, ["gen", "--kernels", str(kernels), "--precision", "int8", "--int8-form", "qlinear",
-                                 "--no-pad", "--out", str(tmp_path / "g")])
+    result = runner.invoke(
+        app,
+        [
+            "gen",
+            "--kernels",
+            str(kernels),
+            "--precision",
+            "int8",
+            "--int8-form",
+            "qlinear",
+            "--no-pad",
+            "--out",
+            str(tmp_path / "g"),
+        ],
+    )
     assert result.exit_code == 0, result.output
 
 
@@ -93,7 +117,12 @@ def test_a_kernel_file_with_an_unknown_column_is_refused(tmp_path):
 def test_the_kernels_csv_gen_from_model_writes_reads_back(tmp_path):
     """Its informational columns (id, gflop, nodes, precision, pass, form) are columns dbench wrote."""
     model = mb.save(mb.mlp(np.random.default_rng(0)), tmp_path, "mlp")
-    assert runner.invoke(app, ["gen", "--from-model", str(model), "--dim", "batch=1", "--out", str(tmp_path / "g")]).exit_code == 0
+    assert (
+        runner.invoke(
+            app, ["gen", "--from-model", str(model), "--dim", "batch=1", "--out", str(tmp_path / "g")]
+        ).exit_code
+        == 0
+    )
     listed = runner.invoke(app, ["list", "--kernels", str(tmp_path / "g" / "mlp" / "kernels.csv")])
     assert listed.exit_code == 0, listed.output
 
@@ -104,8 +133,11 @@ def test_a_manifest_listing_a_graph_twice_is_refused(kernels, tmp_path):
     data = json.loads(manifest.read_text())
     data["graphs"].append(data["graphs"][0])
     manifest.write_text(json.dumps(data))
-    refused(["run", "--graphs", manifest.parent, *FAST, "--out", tmp_path / "res"],
-            f"lists graph {data['graphs'][0]['id']!r} twice", tmp_path / "res")
+    refused(
+        ["run", "--graphs", manifest.parent, *FAST, "--out", tmp_path / "res"],
+        f"lists graph {data['graphs'][0]['id']!r} twice",
+        tmp_path / "res",
+    )
 
 
 def test_a_link_out_of_a_foreign_folder_is_refused(tmp_path):
@@ -113,8 +145,11 @@ def test_a_link_out_of_a_foreign_folder_is_refused(tmp_path):
     folder = tmp_path / "models"
     folder.mkdir()
     (folder / "x.onnx").symlink_to(outside)
-    refused(["run", "--graphs", folder, "--dim", "batch=1", *FAST, "--out", tmp_path / "res"],
-            "is a link to", tmp_path / "res")
+    refused(
+        ["run", "--graphs", folder, "--dim", "batch=1", *FAST, "--out", tmp_path / "res"],
+        "is a link to",
+        tmp_path / "res",
+    )
 
 
 def test_a_link_inside_a_foreign_folder_still_runs(tmp_path):
@@ -122,15 +157,20 @@ def test_a_link_inside_a_foreign_folder_still_runs(tmp_path):
     folder.mkdir()
     mb.save(mb.mlp(np.random.default_rng(0)), folder, "real")
     (folder / "alias.onnx").symlink_to(folder / "real.onnx")
-    result = runner.invoke(app, ["run", "--graphs", str(folder), "--dim", "batch=1", *FAST, "--out", str(tmp_path / "res")])
+    result = runner.invoke(
+        app, ["run", "--graphs", str(folder), "--dim", "batch=1", *FAST, "--out", str(tmp_path / "res")]
+    )
     assert result.exit_code == 0, result.output
 
 
 def test_use_arena_takes_0_or_1_and_is_applied(kernels, tmp_path):
-    refused(["run", "--kernels", kernels, "--option", "use_arena=banana", "--out", tmp_path / "res"],
-            "--option use_arena=banana is not valid; use 0 or 1", tmp_path / "res")
-    from dbench.gen.plan import GraphRequest, build
+    refused(
+        ["run", "--kernels", kernels, "--option", "use_arena=banana", "--out", tmp_path / "res"],
+        "--option use_arena=banana is not valid; use 0 or 1",
+        tmp_path / "res",
+    )
     from dbench.catalog import load_kernel_file
+    from dbench.gen.plan import GraphRequest, build
     from dbench.runtimes.base import RuntimeOptions
     from dbench.runtimes.onnxruntime import OrtCpu
 
@@ -148,8 +188,10 @@ def test_use_arena_takes_0_or_1_and_is_applied(kernels, tmp_path):
 def _no_kernel_model(folder: Path) -> Path:
     x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3])
     y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 3])
-    model = helper.make_model(helper.make_graph([helper.make_node("Relu", ["x"], ["y"])], "g", [x], [y]),
-                              opset_imports=[helper.make_opsetid("", 17)])
+    model = helper.make_model(
+        helper.make_graph([helper.make_node("Relu", ["x"], ["y"])], "g", [x], [y]),
+        opset_imports=[helper.make_opsetid("", 17)],
+    )
     path = folder / "relu.onnx"
     onnx.save(model, str(path))
     return path
@@ -157,15 +199,24 @@ def _no_kernel_model(folder: Path) -> Path:
 
 def test_a_model_with_no_kernel_node_is_an_error_for_list_and_gen(tmp_path):
     path = _no_kernel_model(tmp_path)
-    refused(["gen", "--from-model", path, "--out", tmp_path / "g"], "has no node dbench times as a kernel", tmp_path / "g")
+    refused(
+        ["gen", "--from-model", path, "--out", tmp_path / "g"], "has no node dbench times as a kernel", tmp_path / "g"
+    )
     listed = runner.invoke(app, ["list", "--from-model", str(path)])
     assert listed.exit_code == 2 and "Relu" in listed.output  # the reasons, then the error line
     assert listed.output.strip().splitlines()[-1].startswith("error: ")
 
 
 def _log(folder: Path, run_id: str, rows: list[dict]) -> Path:
-    with RunLog.create(folder, run_id, {"kind": "kernels", "runtime": {"name": "ort-cpu"},
-                                        "host": {"machine": "box", "hostname": "box", "machine_key": "box-x-2c-8g-000000"}}) as log:
+    with RunLog.create(
+        folder,
+        run_id,
+        {
+            "kind": "kernels",
+            "runtime": {"name": "ort-cpu"},
+            "host": {"machine": "box", "hostname": "box", "machine_key": "box-x-2c-8g-000000"},
+        },
+    ) as log:
         for row in rows:
             log.append(row)
     return log.path
@@ -173,14 +224,27 @@ def _log(folder: Path, run_id: str, rows: list[dict]) -> Path:
 
 def _row(graph: str, status: str = "ok", verified: bool | None = True) -> dict:
     times = [100.0, 101.0, 99.0, 100.5]
-    return {"graph_id": graph, "kernel_id": graph, "family": "gemm", "pass": "fwd", "form": "gemm", "precision": "fp32",
-            "runtime": "ort-cpu", "status": status, "verified": verified, "median_us": 100.0, "samples_us": times}
+    return {
+        "graph_id": graph,
+        "kernel_id": graph,
+        "family": "gemm",
+        "pass": "fwd",
+        "form": "gemm",
+        "precision": "fp32",
+        "runtime": "ort-cpu",
+        "status": status,
+        "verified": verified,
+        "median_us": 100.0,
+        "samples_us": times,
+    }
 
 
 def test_compare_of_a_run_with_itself_is_refused(tmp_path):
     path = _log(tmp_path / "m", "run-a", [_row("g")])
     refused(["compare", path, path], "a run compared with itself says nothing")
-    refused(["compare", "run-a", str(path), "--out", tmp_path], "a run compared with itself says nothing")  # id and path
+    refused(
+        ["compare", "run-a", str(path), "--out", tmp_path], "a run compared with itself says nothing"
+    )  # id and path
 
 
 def test_compare_with_no_graph_verified_in_both_exits_2(tmp_path):
@@ -200,5 +264,7 @@ def test_compare_and_report_say_a_log_is_torn(tmp_path):
     from dbench.report.results import load
 
     notes = load([tmp_path / "m"]).notes
-    assert any("run-b.jsonl ends in a torn line" in note and "dbench run --resume run-b" in note for note in notes), notes
+    assert any("run-b.jsonl ends in a torn line" in note and "dbench run --resume run-b" in note for note in notes), (
+        notes
+    )
     assert not any("run-a" in note for note in notes)

@@ -14,8 +14,8 @@ from dbench.catalog import load_catalog
 from dbench.catalog.batch import BATCH_FIELD, parse_batches, with_batches
 from dbench.cli import app
 from dbench.errors import UsageError
-from dbench.gen.plan import build, plan
 from dbench.gen.options import GenOptions
+from dbench.gen.plan import build, plan
 from tests.helpers import write_csv
 
 runner = CliRunner()
@@ -57,8 +57,22 @@ def test_list_sweeps_and_merges_what_becomes_identical(tmp_path):
 def test_run_times_each_size_and_resume_keeps_them(tmp_path):
     kernels = write_csv(tmp_path / "k.csv", "cell,hidden,batch,timesteps", "lstm,8,4,3")
     out = tmp_path / "res"
-    args = ["run", "--kernels", str(kernels), "--batch", "1,2", "--quick", "--min-time", "0.02", "--profile-runs", "0",
-            "--threads", "1", "--out", str(out)]
+    args = [
+        "run",
+        "--kernels",
+        str(kernels),
+        "--batch",
+        "1,2",
+        "--quick",
+        "--min-time",
+        "0.02",
+        "--profile-runs",
+        "0",
+        "--threads",
+        "1",
+        "--out",
+        str(out),
+    ]
     result = runner.invoke(app, args)
     assert result.exit_code == 0, result.output
     (log,) = out.glob("*/*.jsonl")
@@ -67,7 +81,7 @@ def test_run_times_each_size_and_resume_keeps_them(tmp_path):
     rows = [r for r in lines[1:] if r["type"] == "result"]
     assert sorted(r["params"]["batch"] for r in rows) == [1, 2] and all(r["verified"] for r in rows)
     first_row = next(i for i, r in enumerate(lines) if r["type"] == "result")
-    log.write_text("\n".join(log.read_text().splitlines()[:first_row + 1]) + "\n")  # as if killed after the first row
+    log.write_text("\n".join(log.read_text().splitlines()[: first_row + 1]) + "\n")  # as if killed after the first row
     resumed = runner.invoke(app, ["run", "--resume", log.stem, "--out", str(out)])
     assert resumed.exit_code == 0, resumed.output
     rows = [r for r in map(json.loads, log.read_text().splitlines()[1:]) if r["type"] == "result"]
@@ -79,7 +93,9 @@ def test_batch_beside_a_folder_or_a_model_is_refused(tmp_path):
 
     kernels = write_csv(tmp_path / "k.csv", "m,n,k,a_t,b_t", "16,8,32,0,0")
     assert runner.invoke(app, ["gen", "--kernels", str(kernels), "--out", str(tmp_path / "g")]).exit_code == 0
-    folder = runner.invoke(app, ["run", "--graphs", str(tmp_path / "g" / "all"), "--batch", "2", "--out", str(tmp_path / "r")])
+    folder = runner.invoke(
+        app, ["run", "--graphs", str(tmp_path / "g" / "all"), "--batch", "2", "--out", str(tmp_path / "r")]
+    )
     assert folder.exit_code == 2 and "--batch cannot apply" in folder.output
     model = mb.save(mb.mlp(np.random.default_rng(0)), tmp_path, "mlp")
     listed = runner.invoke(app, ["list", "--from-model", str(model), "--dim", "batch=1", "--batch", "2"])

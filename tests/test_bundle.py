@@ -93,7 +93,9 @@ def test_folder_export_holds_the_archive_members(bundle, tmp_path):
 def test_export_of_nothing_writes_nothing(tmp_path):
     out = tmp_path / "none.tar.gz"
     result = invoke("export", "--suite", "inference-device", "--id", "nomatch_*", "--out", str(out))
-    assert result.exit_code == 2 and "no kernel matches --suite inference-device --id 'nomatch_*'" in " ".join(result.output.split())
+    assert result.exit_code == 2 and "no kernel matches --suite inference-device --id 'nomatch_*'" in " ".join(
+        result.output.split()
+    )
     assert list(tmp_path.iterdir()) == []
 
 
@@ -109,7 +111,12 @@ def test_run_from_a_bundle_verifies_rows(bundle, tmp_path, private_tmp, unpacked
     results = tmp_path / "results"
     result = invoke("run", "--graphs", str(source), "--quick", "--profile-runs", "0", "--out", str(results))
     assert result.exit_code == 0, result.output
-    rows = [json.loads(line) for log in results.rglob("*.jsonl") for line in log.read_text().splitlines()[1:] if '"type": "result"' in line]
+    rows = [
+        json.loads(line)
+        for log in results.rglob("*.jsonl")
+        for line in log.read_text().splitlines()[1:]
+        if '"type": "result"' in line
+    ]
     assert len(rows) == 2 and all(r["status"] == "ok" and r["verified"] for r in rows)
     assert list(private_tmp.iterdir()) == []  # the unpacked copy is gone with the run
 
@@ -130,8 +137,9 @@ def _newer_manifest(members: dict[str, bytes]) -> dict[str, bytes]:
 def _escaping_external_data(members: dict[str, bytes]) -> dict[str, bytes]:
     name = next(n for n in members if n.endswith(".onnx"))
     model = onnx.load_model_from_string(members[name])
-    tensor = model.graph.initializer.add(name="stolen", data_type=onnx.TensorProto.FLOAT, dims=[4],
-                                         data_location=onnx.TensorProto.EXTERNAL)
+    tensor = model.graph.initializer.add(
+        name="stolen", data_type=onnx.TensorProto.FLOAT, dims=[4], data_location=onnx.TensorProto.EXTERNAL
+    )
     tensor.external_data.add(key="location", value="../../etc/passwd")
     return resealed({**members, name: model.SerializeToString()})
 
@@ -147,16 +155,26 @@ BAD_CONTENTS = {
     "missing manifest": (lambda m: resealed({k: v for k, v in m.items() if k != MANIFEST}), "has no manifest.json"),
     "missing checksums": (lambda m: {k: v for k, v in m.items() if k != CHECKSUMS}, "has no SHA256SUMS"),
     "unlisted file": (lambda m: {**m, "extra.onnx": m[MANIFEST]}, "'extra.onnx' is not listed in SHA256SUMS"),
-    "listed file missing": (lambda m: {k: v for k, v in m.items() if k != "README.txt"}, "lists 'README.txt', which is missing"),
-    "newer manifest": (_newer_manifest, f"manifest version {MANIFEST_VERSION + 1}, newer than this dbench understands ({MANIFEST_VERSION})"),
+    "listed file missing": (
+        lambda m: {k: v for k, v in m.items() if k != "README.txt"},
+        "lists 'README.txt', which is missing",
+    ),
+    "newer manifest": (
+        _newer_manifest,
+        f"manifest version {MANIFEST_VERSION + 1}, newer than this dbench understands ({MANIFEST_VERSION})",
+    ),
     "external data escapes": (_escaping_external_data, "external data: member '../../etc/passwd' escapes the bundle"),
     "manifest names a file outside": (_manifest_names_outside, "names graph file '../outside.onnx'"),
 }
 
 
 # A folder without SHA256SUMS is a plain `dbench gen` folder and runs as such: archive only.
-CONTENT_CASES = [(case, unpacked) for case in BAD_CONTENTS for unpacked in (False, True)
-                 if not (unpacked and case == "missing checksums")]
+CONTENT_CASES = [
+    (case, unpacked)
+    for case in BAD_CONTENTS
+    for unpacked in (False, True)
+    if not (unpacked and case == "missing checksums")
+]
 
 
 @pytest.mark.parametrize("case,unpacked", CONTENT_CASES)
@@ -237,11 +255,14 @@ def test_not_a_tar_and_missing_path(tmp_path, private_tmp):
     assert_refused(["--graphs", str(tmp_path / "nowhere.tar.gz")], "does not exist", tmp_path, private_tmp)
 
 
-@pytest.mark.parametrize("file,needle", [
-    ("../outside.onnx", "not a plain file name inside the folder"),
-    ("/etc/passwd", "not a plain file name inside the folder"),
-    ("escape.onnx", "outside the graph folder"),
-])
+@pytest.mark.parametrize(
+    "file,needle",
+    [
+        ("../outside.onnx", "not a plain file name inside the folder"),
+        ("/etc/passwd", "not a plain file name inside the folder"),
+        ("escape.onnx", "outside the graph folder"),
+    ],
+)
 def test_plain_gen_folder_is_confined(tmp_path, private_tmp, file, needle):
     """Issue 13: a manifest may only name files inside its folder, and no link may lead out."""
     gen = invoke("gen", *SELECT, "--out", str(tmp_path / "graphs"))
@@ -264,7 +285,9 @@ def test_runtime_the_board_lacks_names_its_provider(bundle, tmp_path, private_tm
 
     if "ACLExecutionProvider" in onnxruntime.get_available_providers():
         pytest.skip("this onnxruntime build has the ACL execution provider")
-    assert_refused(["--graphs", str(bundle), "--runtime", "ort-acl"], "build onnxruntime with --use_acl", tmp_path, private_tmp)
+    assert_refused(
+        ["--graphs", str(bundle), "--runtime", "ort-acl"], "build onnxruntime with --use_acl", tmp_path, private_tmp
+    )
 
 
 def test_members_reader_never_writes(bundle, tmp_path):

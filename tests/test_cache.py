@@ -50,7 +50,9 @@ def test_big_arrays_come_back_mapped_read_only(reference_cache, monkeypatch, see
     assert not isinstance(back["rows"], np.memmap)  # 56 bytes: read into memory
 
 
-@pytest.mark.parametrize("damage", ["flip a byte", "truncate", "delete an array", "garble the record", "drop the record"])
+@pytest.mark.parametrize(
+    "damage", ["flip a byte", "truncate", "delete an array", "garble the record", "drop the record"]
+)
 def test_a_damaged_entry_is_removed_and_recomputed_never_trusted(reference_cache, damage, seed):
     cache = open_cache()
     cache.put("k", arrays(seed))

@@ -6,16 +6,32 @@ from collections import Counter
 
 import pytest
 
-from dbench.catalog import ConvKernel, GemmKernel, RnnKernel, Selection, SparseKernel, load_catalog, load_kernel_file, select
+from dbench.catalog import (
+    ConvKernel,
+    GemmKernel,
+    RnnKernel,
+    Selection,
+    SparseKernel,
+    load_catalog,
+    load_kernel_file,
+    select,
+)
 from dbench.catalog.kernels import Origin
 from dbench.errors import KernelFileError, UsageError
 from tests.helpers import write_csv
 
 EXPECTED_ROWS = {
-    ("gemm", "train"): 160, ("gemm", "inference_server"): 75, ("gemm", "inference_device"): 13,
-    ("conv", "train"): 94, ("conv", "inference_server"): 107, ("conv", "inference_device"): 16,
-    ("rnn", "train"): 53, ("rnn", "inference_server"): 69, ("rnn", "inference_device"): 3,
-    ("sparse", "inference_server"): 24, ("sparse", "inference_device"): 8,
+    ("gemm", "train"): 160,
+    ("gemm", "inference_server"): 75,
+    ("gemm", "inference_device"): 13,
+    ("conv", "train"): 94,
+    ("conv", "inference_server"): 107,
+    ("conv", "inference_device"): 16,
+    ("rnn", "train"): 53,
+    ("rnn", "inference_server"): 69,
+    ("rnn", "inference_device"): 3,
+    ("sparse", "inference_server"): 24,
+    ("sparse", "inference_device"): 8,
 }
 
 
@@ -52,10 +68,18 @@ def test_flops_follow_deepbench_formulas():
     train, server = Origin(suite="train", app="a", line=1), Origin(suite="inference_server", app="a", line=1)
     t, n, h = 50, 16, 512
     assert RnnKernel(cell="lstm", hidden=h, batch=n, timesteps=t, origins=(train,)).flops() == 8 * t * n * h * h
-    assert RnnKernel(cell="lstm", hidden=h, batch=n, timesteps=t, origins=(server,)).flops() == 8 * t * n * h * h + t * n * h
+    assert (
+        RnnKernel(cell="lstm", hidden=h, batch=n, timesteps=t, origins=(server,)).flops()
+        == 8 * t * n * h * h + t * n * h
+    )
     assert RnnKernel(cell="gru", hidden=h, batch=n, timesteps=t, origins=(train,)).flops() == 6 * t * n * h * h
-    assert RnnKernel(cell="vanilla", hidden=h, batch=n, timesteps=t, origins=(train,)).flops() == 2 * t * n * h * h + t * n * h
-    assert SparseKernel(m=7680, n=1, k=2560, a_t=False, b_t=False, sparsity=0.95).flops() == round(2 * 7680 * 2560 * 0.95)
+    assert (
+        RnnKernel(cell="vanilla", hidden=h, batch=n, timesteps=t, origins=(train,)).flops()
+        == 2 * t * n * h * h + t * n * h
+    )
+    assert SparseKernel(m=7680, n=1, k=2560, a_t=False, b_t=False, sparsity=0.95).flops() == round(
+        2 * 7680 * 2560 * 0.95
+    )
 
 
 def test_min_bytes_counts_every_operand_once():
@@ -63,11 +87,16 @@ def test_min_bytes_counts_every_operand_once():
     assert gemm.min_bytes(4) == 4 * (4 * 2 + 2 * 3 + 2 * 4 * 3)
 
 
-@pytest.mark.parametrize("suite,expected", [
-    ("train", {"train"}), ("inference", {"inference_server", "inference_device"}),
-    ("inference-server", {"inference_server"}), ("inference-device", {"inference_device"}),
-    ("all", {"train", "inference_server", "inference_device"}),
-])
+@pytest.mark.parametrize(
+    "suite,expected",
+    [
+        ("train", {"train"}),
+        ("inference", {"inference_server", "inference_device"}),
+        ("inference-server", {"inference_server"}),
+        ("inference-device", {"inference_device"}),
+        ("all", {"train", "inference_server", "inference_device"}),
+    ],
+)
 def test_suite_selectors(suite, expected):
     """A selector picks exactly the kernels with a row in its suites, in catalog order, and their
     upstream rows add up to the table above."""
@@ -98,23 +127,28 @@ def test_unknown_suite_or_op_is_a_usage_error(suite, ops):
 
 
 def test_user_kernel_file(tmp_path):
-    path = write_csv(tmp_path / "mine.csv", "m,n,k,a_t,b_t,app", "64,8,32,0,1,MyNet", "64,8,32,0,1,MyNet", "16,4,8,1,0,")
+    path = write_csv(
+        tmp_path / "mine.csv", "m,n,k,a_t,b_t,app", "64,8,32,0,1,MyNet", "64,8,32,0,1,MyNet", "16,4,8,1,0,"
+    )
     kernels = load_kernel_file(path)
     assert [k.id for k in kernels] == ["gemm_m64_n8_k32_nt", "gemm_m16_n4_k8_tn"]
     assert kernels[0].copies("user") == 2 and kernels[1].apps == ("user",)
 
 
-@pytest.mark.parametrize("header,row,column,problem", [
-    ("m,n,a_t,b_t", "4,4,0,0", "k", "missing column"),
-    ("m,n,k,a_t,b_t", "4,x,4,0,0", "n", "must be an integer"),
-    ("m,n,k,a_t,b_t", "4,0,4,0,0", "n", "positive"),
-    ("m,n,k,a_t,b_t", "4,4,4,2,0", "a_t", "0 or 1"),
-    ("w,h,c,n,k,s,r,pad_w,pad_h,wstride,hstride", "8,8,1,1,4,11,3,1,1,1,1", "s", "larger than the padded input"),
-    ("w,h,c,n,k,s,r,pad_w,pad_h,wstride,hstride", "8,8,1,1,4,3,3,-1,1,1,1", "pad_w", "non-negative"),
-    ("cell,hidden,batch,timesteps", "transformer,8,1,4", "cell", "unknown cell"),
-    ("cell,hidden,batch,timesteps", "lstm,0,1,4", "hidden", "positive"),
-    ("m,n,k,a_t,b_t,sparsity", "4,4,4,0,0,1.5", "sparsity", "between 0 and 1"),
-])
+@pytest.mark.parametrize(
+    "header,row,column,problem",
+    [
+        ("m,n,a_t,b_t", "4,4,0,0", "k", "missing column"),
+        ("m,n,k,a_t,b_t", "4,x,4,0,0", "n", "must be an integer"),
+        ("m,n,k,a_t,b_t", "4,0,4,0,0", "n", "positive"),
+        ("m,n,k,a_t,b_t", "4,4,4,2,0", "a_t", "0 or 1"),
+        ("w,h,c,n,k,s,r,pad_w,pad_h,wstride,hstride", "8,8,1,1,4,11,3,1,1,1,1", "s", "larger than the padded input"),
+        ("w,h,c,n,k,s,r,pad_w,pad_h,wstride,hstride", "8,8,1,1,4,3,3,-1,1,1,1", "pad_w", "non-negative"),
+        ("cell,hidden,batch,timesteps", "transformer,8,1,4", "cell", "unknown cell"),
+        ("cell,hidden,batch,timesteps", "lstm,0,1,4", "hidden", "positive"),
+        ("m,n,k,a_t,b_t,sparsity", "4,4,4,0,0,1.5", "sparsity", "between 0 and 1"),
+    ],
+)
 def test_bad_kernel_file_names_file_row_and_column(tmp_path, header, row, column, problem):
     path = write_csv(tmp_path / "bad.csv", header, row)
     with pytest.raises(KernelFileError) as info:

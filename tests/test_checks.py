@@ -7,8 +7,8 @@ shrunk shapes through the same code paths as the full kernels)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 import numpy as np
 import onnx
@@ -20,40 +20,54 @@ from dbench.check import probes
 from dbench.check.full import Unverified, full_check
 from dbench.check.projection import exact_projection, exact_usable, float_projection, linear_output, projection_check
 from dbench.check.steps import steps_check
+from dbench.check.verdict import Verdict
 from dbench.check.verify import choose, verify
 from dbench.gen import conv, gemm, int8, rnn, sparse
-from dbench.sources.contract import NUMPY
 from dbench.gen.feeds import make_feeds
 from dbench.gen.graph import Graph
 from dbench.gen.plan import reference, tolerance
-from dbench.check.verdict import Verdict
+from dbench.sources.contract import NUMPY
 from tests.helpers import run_ort
 
 GRAPHS: dict[str, Callable[[], Graph]] = {
     "gemm-nn": lambda: gemm.build(GemmKernel(m=48, n=40, k=48, a_t=False, b_t=False), "fp32"),
     "gemm-tn": lambda: gemm.build(GemmKernel(m=48, n=40, k=48, a_t=True, b_t=True), "fp32"),
     "matmul": lambda: gemm.build(GemmKernel(m=36, n=30, k=36, a_t=False, b_t=False), "fp32", form="matmul"),
-    "matmul-batched": lambda: gemm.build(GemmKernel(m=24, n=20, k=24, a_t=False, b_t=False, batch=3), "fp32", form="matmul"),
+    "matmul-batched": lambda: gemm.build(
+        GemmKernel(m=24, n=20, k=24, a_t=False, b_t=False, batch=3), "fp32", form="matmul"
+    ),
     "gemm-fp16": lambda: gemm.build(GemmKernel(m=64, n=48, k=64, a_t=False, b_t=False), "fp16"),
     "sparse": lambda: sparse.build(SparseKernel(m=64, n=40, k=64, a_t=False, b_t=False, sparsity=0.9), "fp32"),
-    "conv": lambda: conv.build(ConvKernel(w=9, h=8, c=16, n=2, k=16, s=3, r=3, pad_w=1, pad_h=1, wstride=1, hstride=1), "fp32"),
-    "conv-grouped-strided": lambda: conv.build(ConvKernel(w=11, h=9, c=8, n=2, k=12, s=3, r=2, pad_w=1, pad_h=0, wstride=2,
-                                                          hstride=1, groups=2, dil_w=2), "fp32"),
-    "conv-bwd-data": lambda: conv.build(ConvKernel(w=9, h=7, c=12, n=2, k=12, s=3, r=3, pad_w=1, pad_h=1, wstride=2, hstride=2),
-                                        "fp32", "bwd_data"),
-    "conv-bwd-filter": lambda: conv.build(ConvKernel(w=9, h=7, c=12, n=2, k=12, s=3, r=3, pad_w=1, pad_h=1, wstride=2, hstride=1),
-                                          "fp32", "bwd_filter"),
+    "conv": lambda: conv.build(
+        ConvKernel(w=9, h=8, c=16, n=2, k=16, s=3, r=3, pad_w=1, pad_h=1, wstride=1, hstride=1), "fp32"
+    ),
+    "conv-grouped-strided": lambda: conv.build(
+        ConvKernel(w=11, h=9, c=8, n=2, k=12, s=3, r=2, pad_w=1, pad_h=0, wstride=2, hstride=1, groups=2, dil_w=2),
+        "fp32",
+    ),
+    "conv-bwd-data": lambda: conv.build(
+        ConvKernel(w=9, h=7, c=12, n=2, k=12, s=3, r=3, pad_w=1, pad_h=1, wstride=2, hstride=2), "fp32", "bwd_data"
+    ),
+    "conv-bwd-filter": lambda: conv.build(
+        ConvKernel(w=9, h=7, c=12, n=2, k=12, s=3, r=3, pad_w=1, pad_h=1, wstride=2, hstride=1), "fp32", "bwd_filter"
+    ),
     "int8-gemm-integer": lambda: int8.build(GemmKernel(m=40, n=24, k=40, a_t=False, b_t=False), form="integer"),
-    "int8-conv-integer": lambda: int8.build(ConvKernel(w=8, h=8, c=8, n=1, k=8, s=3, r=3, pad_w=1, pad_h=1, wstride=1, hstride=1),
-                                            form="integer"),
+    "int8-conv-integer": lambda: int8.build(
+        ConvKernel(w=8, h=8, c=8, n=1, k=8, s=3, r=3, pad_w=1, pad_h=1, wstride=1, hstride=1), form="integer"
+    ),
     "int8-gemm-qlinear": lambda: int8.build(GemmKernel(m=40, n=24, k=40, a_t=False, b_t=False), form="qlinear"),
     "lstm-op": lambda: rnn.build(RnnKernel(cell="lstm", hidden=24, batch=3, timesteps=30), "fp32", "fwd", "op"),
     "gru-op": lambda: rnn.build(RnnKernel(cell="gru", hidden=24, batch=3, timesteps=30), "fp32", "fwd", "op"),
-    "gru-relu-recurrence": lambda: rnn.build(RnnKernel(cell="gru", hidden=24, batch=2, timesteps=30), "fp32", "fwd",
-                                             "recurrence_relu"),
+    "gru-relu-recurrence": lambda: rnn.build(
+        RnnKernel(cell="gru", hidden=24, batch=2, timesteps=30), "fp32", "fwd", "recurrence_relu"
+    ),
     "vanilla-op": lambda: rnn.build(RnnKernel(cell="vanilla", hidden=24, batch=3, timesteps=30), "fp32", "fwd", "op"),
-    "lstm-recurrence": lambda: rnn.build(RnnKernel(cell="lstm", hidden=24, batch=2, timesteps=30), "fp32", "fwd", "recurrence"),
-    "gru-bptt": lambda: rnn.build(RnnKernel(cell="gru", hidden=16, batch=2, timesteps=12), "fp32", "bwd_weights", "bptt"),
+    "lstm-recurrence": lambda: rnn.build(
+        RnnKernel(cell="lstm", hidden=24, batch=2, timesteps=30), "fp32", "fwd", "recurrence"
+    ),
+    "gru-bptt": lambda: rnn.build(
+        RnnKernel(cell="gru", hidden=16, batch=2, timesteps=12), "fp32", "bwd_weights", "bptt"
+    ),
 }
 
 
@@ -92,15 +106,22 @@ def every_check(case: Case, outputs: dict[str, np.ndarray], root) -> dict[str, V
     def cache(name: str) -> ReferenceCache:
         return ReferenceCache(root / name)
 
-    verdicts = {"full": full_check(spec, model, outputs, full_reference, cache("full")),
-                "verify": verify(spec, model, feeds, outputs, NUMPY, full_reference, cache("verify"))}
+    verdicts = {
+        "full": full_check(spec, model, outputs, full_reference, cache("full")),
+        "verify": verify(spec, model, feeds, outputs, NUMPY, full_reference, cache("verify")),
+    }
     linear = linear_output(spec, feeds)
     if linear is not None and (spec.precision != "int8" or exact_usable(linear, spec)):
         y = outputs[linear.output]
-        screen = (exact_projection(linear, spec, model, y, cache("screen")) if spec.precision == "int8" else
-                  float_projection(linear, spec, model, y, rule, cache("screen")))
+        screen = (
+            exact_projection(linear, spec, model, y, cache("screen"))
+            if spec.precision == "int8"
+            else float_projection(linear, spec, model, y, rule, cache("screen"))
+        )
         verdicts["projection screen"] = Verdict(not screen.flagged.any(), screen.error, rule.metric, rule.bound)
-        verdicts["projection"] = projection_check(linear, spec, model, outputs, rule, full_reference, cache("projection"))
+        verdicts["projection"] = projection_check(
+            linear, spec, model, outputs, rule, full_reference, cache("projection")
+        )
     if spec.family == "rnn" and spec.pass_name == "fwd":
         verdicts["steps"] = steps_check(spec, model, feeds, outputs, rule, cache("steps"))
         anchored = cache("anchored")
@@ -110,6 +131,7 @@ def every_check(case: Case, outputs: dict[str, np.ndarray], root) -> dict[str, V
 
 
 # ------------------------------------------------------------------------------------- faults
+
 
 def _scale(case: Case, name: str) -> float:
     return float(np.abs(reference(case.spec, case.feeds)[name]).max())
@@ -170,6 +192,7 @@ def _linear_before_reset_ignored(case: Case) -> dict[str, np.ndarray]:
 def _time_shifted(case: Case) -> dict[str, np.ndarray]:
     def shift(y):
         y[1:] = y[:-1].copy()
+
     return _edit(case, shift)
 
 
@@ -186,33 +209,61 @@ def _square(case: Case, name: str) -> bool:
 FAULTS: dict[str, tuple[Callable[[Case], bool], Callable[[Case], dict[str, np.ndarray]]]] = {
     "one element 3x beyond tolerance": (lambda c: True, lambda c: _one_wrong_element(c, 3.0)),
     "one element 1.5x beyond tolerance": (lambda c: True, lambda c: _one_wrong_element(c, 1.5)),
-    "a NaN": (lambda c: c.spec.outputs[0].dtype.startswith("float"), lambda c: _edit(c, lambda y: y.flat.__setitem__(y.size // 2, np.nan))),
+    "a NaN": (
+        lambda c: c.spec.outputs[0].dtype.startswith("float"),
+        lambda c: _edit(c, lambda y: y.flat.__setitem__(y.size // 2, np.nan)),
+    ),
     "largest element's sign flipped": (lambda c: c.spec.outputs[0].dtype != "uint8", lambda c: _edit(c, _flip_largest)),
     "last row zeroed": (lambda c: True, lambda c: _edit(c, lambda y: y[-1].fill(0))),
-    "scaled by 1 + 5 tolerances": (lambda c: c.spec.precision != "int8", lambda c: _edit(
-        c, lambda y: y.__imul__(y.dtype.type(1 + 5 * tolerance(c.spec).bound)))),
-    "gemm: transposed weight": (lambda c: c.spec.family in ("gemm", "sparse") and _square(c, "A" if "A" in c.feeds else "W"),
-                                lambda c: c.run(**{n: np.ascontiguousarray(np.swapaxes(c.feeds[n], -1, -2))
-                                                   for n in ("A", "W") if n in c.feeds})),
+    "scaled by 1 + 5 tolerances": (
+        lambda c: c.spec.precision != "int8",
+        lambda c: _edit(c, lambda y: y.__imul__(y.dtype.type(1 + 5 * tolerance(c.spec).bound))),
+    ),
+    "gemm: transposed weight": (
+        lambda c: c.spec.family in ("gemm", "sparse") and _square(c, "A" if "A" in c.feeds else "W"),
+        lambda c: c.run(
+            **{n: np.ascontiguousarray(np.swapaxes(c.feeds[n], -1, -2)) for n in ("A", "W") if n in c.feeds}
+        ),
+    ),
     "gemm: missing bias C": (lambda c: "C" in c.feeds, lambda c: c.run(C=np.zeros_like(c.feeds["C"]))),
-    "sparse: zeros of the weight ignored": (lambda c: c.spec.family == "sparse", lambda c: c.run(
-        A=np.where(c.feeds["A"] == 0, np.float32(0.5), c.feeds["A"]))),
-    "conv: filter taps flipped": (lambda c: c.spec.family == "conv" and "W" in c.feeds, lambda c: c.run(
-        W=np.ascontiguousarray(c.feeds["W"][..., ::-1, ::-1]))),
-    "conv: weight's k and c swapped": (lambda c: c.spec.family == "conv" and "W" in c.feeds and c.feeds["W"].shape[0] == c.feeds["W"].shape[1],
-                                       lambda c: c.run(W=np.ascontiguousarray(c.feeds["W"].transpose(1, 0, 2, 3)))),
-    "conv: input channels reversed": (lambda c: c.spec.family == "conv" and "X" in c.feeds, lambda c: c.run(
-        X=np.ascontiguousarray(c.feeds["X"][:, ::-1]))),
-    "int8: activation zero point off by one": (lambda c: c.spec.precision == "int8", lambda c: c.run(
-        X=np.clip(c.feeds["X"].astype(np.int64) - 1, 0, 255).astype(np.uint8))),
-    "rnn: wrong gate order": (lambda c: c.spec.family == "rnn" and "vanilla" not in c.spec.id and c.spec.pass_name == "fwd", _gate_order),
+    "sparse: zeros of the weight ignored": (
+        lambda c: c.spec.family == "sparse",
+        lambda c: c.run(A=np.where(c.feeds["A"] == 0, np.float32(0.5), c.feeds["A"])),
+    ),
+    "conv: filter taps flipped": (
+        lambda c: c.spec.family == "conv" and "W" in c.feeds,
+        lambda c: c.run(W=np.ascontiguousarray(c.feeds["W"][..., ::-1, ::-1])),
+    ),
+    "conv: weight's k and c swapped": (
+        lambda c: c.spec.family == "conv" and "W" in c.feeds and c.feeds["W"].shape[0] == c.feeds["W"].shape[1],
+        lambda c: c.run(W=np.ascontiguousarray(c.feeds["W"].transpose(1, 0, 2, 3))),
+    ),
+    "conv: input channels reversed": (
+        lambda c: c.spec.family == "conv" and "X" in c.feeds,
+        lambda c: c.run(X=np.ascontiguousarray(c.feeds["X"][:, ::-1])),
+    ),
+    "int8: activation zero point off by one": (
+        lambda c: c.spec.precision == "int8",
+        lambda c: c.run(X=np.clip(c.feeds["X"].astype(np.int64) - 1, 0, 255).astype(np.uint8)),
+    ),
+    "rnn: wrong gate order": (
+        lambda c: c.spec.family == "rnn" and "vanilla" not in c.spec.id and c.spec.pass_name == "fwd",
+        _gate_order,
+    ),
     "rnn: transposed recurrent weight": (lambda c: c.spec.family == "rnn", _transposed_recurrent_weight),
-    "rnn: missing bias": (lambda c: "B" in c.feeds or "Rb" in c.feeds, lambda c: c.run(
-        **{n: np.zeros_like(c.feeds[n]) for n in ("B", "Rb") if n in c.feeds})),
-    "rnn: initial state ignored": (lambda c: "initial_h" in c.feeds and c.spec.pass_name == "fwd", lambda c: c.run(
-        initial_h=np.zeros_like(c.feeds["initial_h"]))),
+    "rnn: missing bias": (
+        lambda c: "B" in c.feeds or "Rb" in c.feeds,
+        lambda c: c.run(**{n: np.zeros_like(c.feeds[n]) for n in ("B", "Rb") if n in c.feeds}),
+    ),
+    "rnn: initial state ignored": (
+        lambda c: "initial_h" in c.feeds and c.spec.pass_name == "fwd",
+        lambda c: c.run(initial_h=np.zeros_like(c.feeds["initial_h"])),
+    ),
     "rnn: outputs one step late": (lambda c: c.spec.family == "rnn" and c.spec.pass_name == "fwd", _time_shifted),
-    "gru: linear_before_reset ignored": (lambda c: "gru" in c.spec.id and c.spec.form.startswith("op"), _linear_before_reset_ignored),
+    "gru: linear_before_reset ignored": (
+        lambda c: "gru" in c.spec.id and c.spec.form.startswith("op"),
+        _linear_before_reset_ignored,
+    ),
 }
 
 
@@ -268,8 +319,9 @@ def _openvino(case: Case) -> dict[str, np.ndarray]:
     precision = {"fp32": "f32", "fp16": "f16"}.get(case.spec.precision)
     compiled = core.compile_model(model, "CPU", {"INFERENCE_PRECISION_HINT": precision} if precision else {})
     request = compiled.create_infer_request()
-    results = request.infer({name: value for name, value in case.feeds.items()
-                             if any(name in port.get_names() for port in compiled.inputs)})
+    results = request.infer(
+        {name: value for name, value in case.feeds.items() if any(name in port.get_names() for port in compiled.inputs)}
+    )
     by_name = {next(iter(port.get_names())): np.array(value) for port, value in results.items()}
     return {t.name: by_name[t.name].astype(t.dtype) for t in case.spec.outputs}
 
@@ -287,8 +339,14 @@ def test_one_probe_catches_an_element_just_beyond_tolerance_at_least_half_the_ti
         wrong = _one_wrong_element(case, 1.01)
         probe_spec = type(spec)(**{**case.spec.__dict__, "seed": seed})
         linear = linear_output(case.spec, case.feeds)
-        screened = float_projection(linear, probe_spec, graph.model.SerializeToString(), wrong["Y"], tolerance(spec),
-                                    ReferenceCache(tmp_path / str(seed)))
+        screened = float_projection(
+            linear,
+            probe_spec,
+            graph.model.SerializeToString(),
+            wrong["Y"],
+            tolerance(spec),
+            ReferenceCache(tmp_path / str(seed)),
+        )
         caught += bool(screened.flagged.any())
     assert caught >= 0.42 * draws, f"caught {caught} of {draws}"  # 1/2 minus 3 binomial sigmas
 
@@ -300,20 +358,55 @@ def _spec_feeds(graph: Graph) -> dict[str, np.ndarray]:
     return {t.name: np.broadcast_to(np.array(t.high, dtype=DTYPES[t.dtype]), t.shape) for t in graph.spec.inputs}
 
 
-@pytest.mark.parametrize("build,kind", [
-    (lambda: gemm.build(GemmKernel(m=1024, n=4, k=512, a_t=False, b_t=False), "fp32"), "full"),  # a GEMV: full is cheaper
-    (lambda: gemm.build(GemmKernel(m=1024, n=128, k=512, a_t=False, b_t=False), "fp32"), "projection"),
-    (lambda: gemm.build(GemmKernel(m=35, n=700, k=2048, a_t=False, b_t=False), "fp32"), "rows"),  # 256 rows beat 20 probes of m = 35
-    (lambda: gemm.build(GemmKernel(m=2048, n=700, k=2048, a_t=False, b_t=False), "fp32"), "projection"),
-    (lambda: sparse.build(SparseKernel(m=7680, n=32, k=2560, a_t=False, b_t=False, sparsity=0.9), "fp32"), "projection"),
-    (lambda: conv.build(ConvKernel(w=14, h=14, c=256, n=1, k=256, s=3, r=3, pad_w=1, pad_h=1, wstride=1, hstride=1), "fp32"), "projection"),
-    (lambda: conv.build(ConvKernel(w=14, h=14, c=64, n=1, k=64, s=3, r=3, pad_w=1, pad_h=1, wstride=1, hstride=1, groups=64), "fp32"), "full"),
-    (lambda: int8.build(GemmKernel(m=1024, n=128, k=512, a_t=False, b_t=False), form="integer"), "exact-projection"),
-    (lambda: int8.build(GemmKernel(m=1024, n=128, k=500000, a_t=False, b_t=False), form="integer"), "full"),  # may wrap int32
-    (lambda: int8.build(GemmKernel(m=1024, n=128, k=512, a_t=False, b_t=False), form="qlinear"), "full"),  # requantised: exact only elementwise
-    (lambda: rnn.build(RnnKernel(cell="gru", hidden=256, batch=4, timesteps=100), "fp32", "fwd", "op"), "steps"),
-    (lambda: rnn.build(RnnKernel(cell="gru", hidden=16, batch=2, timesteps=12), "fp32", "bwd_weights", "bptt"), "full"),
-])
+@pytest.mark.parametrize(
+    "build,kind",
+    [
+        (
+            lambda: gemm.build(GemmKernel(m=1024, n=4, k=512, a_t=False, b_t=False), "fp32"),
+            "full",
+        ),  # a GEMV: full is cheaper
+        (lambda: gemm.build(GemmKernel(m=1024, n=128, k=512, a_t=False, b_t=False), "fp32"), "projection"),
+        (
+            lambda: gemm.build(GemmKernel(m=35, n=700, k=2048, a_t=False, b_t=False), "fp32"),
+            "rows",
+        ),  # 256 rows beat 20 probes of m = 35
+        (lambda: gemm.build(GemmKernel(m=2048, n=700, k=2048, a_t=False, b_t=False), "fp32"), "projection"),
+        (
+            lambda: sparse.build(SparseKernel(m=7680, n=32, k=2560, a_t=False, b_t=False, sparsity=0.9), "fp32"),
+            "projection",
+        ),
+        (
+            lambda: conv.build(
+                ConvKernel(w=14, h=14, c=256, n=1, k=256, s=3, r=3, pad_w=1, pad_h=1, wstride=1, hstride=1), "fp32"
+            ),
+            "projection",
+        ),
+        (
+            lambda: conv.build(
+                ConvKernel(w=14, h=14, c=64, n=1, k=64, s=3, r=3, pad_w=1, pad_h=1, wstride=1, hstride=1, groups=64),
+                "fp32",
+            ),
+            "full",
+        ),
+        (
+            lambda: int8.build(GemmKernel(m=1024, n=128, k=512, a_t=False, b_t=False), form="integer"),
+            "exact-projection",
+        ),
+        (
+            lambda: int8.build(GemmKernel(m=1024, n=128, k=500000, a_t=False, b_t=False), form="integer"),
+            "full",
+        ),  # may wrap int32
+        (
+            lambda: int8.build(GemmKernel(m=1024, n=128, k=512, a_t=False, b_t=False), form="qlinear"),
+            "full",
+        ),  # requantised: exact only elementwise
+        (lambda: rnn.build(RnnKernel(cell="gru", hidden=256, batch=4, timesteps=100), "fp32", "fwd", "op"), "steps"),
+        (
+            lambda: rnn.build(RnnKernel(cell="gru", hidden=16, batch=2, timesteps=12), "fp32", "bwd_weights", "bptt"),
+            "full",
+        ),
+    ],
+)
 def test_the_check_each_graph_gets(build, kind, tmp_path):
     graph = build()
     assert choose(graph.spec, graph.model.SerializeToString(), _spec_feeds(graph), ReferenceCache(tmp_path)) == kind
@@ -324,8 +417,19 @@ def _run(spec, model: bytes, runtime: str):
     from dbench.worker.main import Job, execute
     from dbench.worker.timing import QUICK
 
-    return execute(Job(spec=spec, model=model, sha256=None, runtime=runtime, options=RuntimeOptions(threads=1),
-                       timing=QUICK, weights="const", verify=True, profile_runs=0))
+    return execute(
+        Job(
+            spec=spec,
+            model=model,
+            sha256=None,
+            runtime=runtime,
+            options=RuntimeOptions(threads=1),
+            timing=QUICK,
+            weights="const",
+            verify=True,
+            profile_runs=0,
+        )
+    )
 
 
 def test_a_second_runtime_projects_its_own_output_only(reference_cache, monkeypatch, seed):
@@ -381,5 +485,7 @@ def test_the_step_check_is_the_same_in_blocks_of_steps(graph, seed, monkeypatch)
     monkeypatch.setattr(steps_module, "STEP_BLOCK_ELEMENTS", 7 * y.shape[1] * inputs.r.shape[0])  # 7 steps a block
     blocked, blocked_anchor = steps_module.check_steps(inputs, y, record=True)
     assert blocked.worst_step == whole.worst_step
-    assert blocked.worst == pytest.approx(whole.worst, rel=1e-9) and blocked.scale == pytest.approx(whole.scale, rel=1e-12)
+    assert blocked.worst == pytest.approx(whole.worst, rel=1e-9) and blocked.scale == pytest.approx(
+        whole.scale, rel=1e-12
+    )
     np.testing.assert_allclose(blocked_anchor.s, whole_anchor.s, rtol=1e-6)

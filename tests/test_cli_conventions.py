@@ -27,12 +27,15 @@ def one_line(result) -> str:
     return lines[0]
 
 
-@pytest.mark.parametrize("args,needle", [
-    (["run", "--timeout", "abc"], "'--timeout'"),
-    (["run", "--no-such-option"], "No such option: --no-such-option"),
-    (["rnu"], "Did you mean 'run'"),
-    (["compare"], "Missing argument 'RUN...'"),
-])
+@pytest.mark.parametrize(
+    "args,needle",
+    [
+        (["run", "--timeout", "abc"], "'--timeout'"),
+        (["run", "--no-such-option"], "No such option: --no-such-option"),
+        (["rnu"], "Did you mean 'run'"),
+        (["compare"], "Missing argument 'RUN...'"),
+    ],
+)
 def test_a_bad_option_is_one_line_and_exit_2(args, needle):
     result = runner.invoke(app, args)
     assert result.exit_code == 2
@@ -40,13 +43,16 @@ def test_a_bad_option_is_one_line_and_exit_2(args, needle):
     assert needle in line and line.endswith("--help"), line
 
 
-@pytest.mark.parametrize("args,hint", [
-    (["run", "-niter", "100"], "benchmark_app's -niter is --iterations N"),  # click reads it as -n "iter"
-    (["run", "-hint", "throughput"], "benchmark_app's -hint is --streams N for throughput"),
-    (["run", "--fp16"], "trtexec's --fp16 is --precision fp16"),
-    (["run", "--onnx=model.onnx"], "trtexec's --onnx is --model FILE.onnx (with --runtime tensorrt)"),
-    (["peak", "-e", "cuda"], "onnxruntime_perf_test's -e is --runtime ort-cpu|ort-cuda|ort-trt"),
-])
+@pytest.mark.parametrize(
+    "args,hint",
+    [
+        (["run", "-niter", "100"], "benchmark_app's -niter is --iterations N"),  # click reads it as -n "iter"
+        (["run", "-hint", "throughput"], "benchmark_app's -hint is --streams N for throughput"),
+        (["run", "--fp16"], "trtexec's --fp16 is --precision fp16"),
+        (["run", "--onnx=model.onnx"], "trtexec's --onnx is --model FILE.onnx (with --runtime tensorrt)"),
+        (["peak", "-e", "cuda"], "onnxruntime_perf_test's -e is --runtime ort-cpu|ort-cuda|ort-trt"),
+    ],
+)
 def test_another_tools_flag_is_translated_in_the_same_line(args, hint):
     result = runner.invoke(app, args)
     assert result.exit_code == 2
@@ -65,8 +71,13 @@ def test_a_flag_the_command_has_is_never_translated():
 def test_the_translations_are_the_docs_table_and_name_real_options():
     """Every translated flag is in docs/cli.md's table of its tool, and every dbench option it names exists."""
     docs = (Path(__file__).parent.parent / "docs" / "cli.md").read_text()
-    options = {name for command in ("run", "compare") for name in
-               re.findall(r"(--[a-z][a-z0-9-]*)", runner.invoke(app, [command, "--help"], env={"COLUMNS": "200"}).output)}
+    options = {
+        name
+        for command in ("run", "compare")
+        for name in re.findall(
+            r"(--[a-z][a-z0-9-]*)", runner.invoke(app, [command, "--help"], env={"COLUMNS": "200"}).output
+        )
+    }
     for flag in foreign_flags():
         (section,) = re.findall(rf"^### [^\n]*\b{flag.tool}\n(.*?)(?=^#|\Z)", docs, flags=re.M | re.S)
         assert f"| `{flag.flag}" in section or f", `{flag.flag}" in section, flag
@@ -74,12 +85,17 @@ def test_the_translations_are_the_docs_table_and_name_real_options():
         assert (named or flag.dbench.startswith("nothing: ")) and named <= options, (flag, named - options)
 
 
-@pytest.mark.parametrize("args,line", [
-    (["run", "--runtime", "ort-cpu", "--runtime", "openvino"],
-     "--runtime was given twice: give it once (several values are comma-separated: --runtime A,B)"),
-    (["run", "-t", "1", "--threads=2"], "--threads was given twice (as -t and --threads): give it once"),
-    (["compare", "a", "--format", "csv", "--format", "json"], "--format was given twice: give it once; see "),
-])
+@pytest.mark.parametrize(
+    "args,line",
+    [
+        (
+            ["run", "--runtime", "ort-cpu", "--runtime", "openvino"],
+            "--runtime was given twice: give it once (several values are comma-separated: --runtime A,B)",
+        ),
+        (["run", "-t", "1", "--threads=2"], "--threads was given twice (as -t and --threads): give it once"),
+        (["compare", "a", "--format", "csv", "--format", "json"], "--format was given twice: give it once; see "),
+    ],
+)
 def test_a_single_valued_option_given_twice_is_refused(args, line, tmp_path):
     """click would keep the last value without a word: `--runtime ort-cpu --runtime openvino` timed openvino alone."""
     result = runner.invoke(app, [*args, "--out", str(tmp_path)])
@@ -92,12 +108,16 @@ def test_options_that_take_several_values_may_repeat(tmp_path):
     """--ops, --id and --option accumulate; a value after `--` is not an option."""
     result = runner.invoke(app, ["list", "--ops", "gemm", "--ops", "conv", "--id", "gemm_m35_*", "--id", "conv_w7_*"])
     assert result.exit_code == 0, result.output
-    result = runner.invoke(app, ["run", "--id", "nomatch", "--option", "a=1", "--option", "b=2", "--out", str(tmp_path)])
+    result = runner.invoke(
+        app, ["run", "--id", "nomatch", "--option", "a=1", "--option", "b=2", "--out", str(tmp_path)]
+    )
     assert "given twice" not in result.output
 
 
 def test_a_bad_option_is_one_line_from_the_installed_command_too():
-    done = subprocess.run([sys.executable, "-m", "dbench", "run", "--min-time", "soon"], capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [sys.executable, "-m", "dbench", "run", "--min-time", "soon"], capture_output=True, text=True, timeout=120
+    )
     assert done.returncode == 2 and done.stdout == ""
     assert done.stderr.count("\n") == 1 and done.stderr.startswith("error: ") and "'--min-time'" in done.stderr
 
@@ -113,8 +133,13 @@ def test_help_shows_placeholders_people_read(command):
 
 def test_run_help_names_the_value_each_option_takes():
     text = runner.invoke(app, ["run", "--help"], env={"COLUMNS": "200"}).output
-    for option, shown in [("--min-time", "SECONDS"), ("--runtime", "RUNTIME[,RUNTIME]"), ("--memory-limit", "GiB"),
-                          ("--option", "KEY=VALUE"), ("--resume", "RUN-ID")]:
+    for option, shown in [
+        ("--min-time", "SECONDS"),
+        ("--runtime", "RUNTIME[,RUNTIME]"),
+        ("--memory-limit", "GiB"),
+        ("--option", "KEY=VALUE"),
+        ("--resume", "RUN-ID"),
+    ]:
         assert re.search(rf"{option}\s+(-\w\s+)?{re.escape(shown)}\s", text), (option, shown)
     assert re.search(r"--quick\s+Smoke run", text)  # a flag: no placeholder between it and its help
 
@@ -147,7 +172,9 @@ def test_piped_output_follows_columns_and_is_not_200_wide():
     assert _widest("80", "runtimes") <= 80
     assert _widest("180", "runtimes") > PIPE_WIDTH  # the reasons fill what they are given
     assert _widest(None, "runtimes") <= PIPE_WIDTH < 200
-    assert _widest(None, "list", "--suite", "inference-device", "--ops", "gemm") < PIPE_WIDTH  # natural width, no padding
+    assert (
+        _widest(None, "list", "--suite", "inference-device", "--ops", "gemm") < PIPE_WIDTH
+    )  # natural width, no padding
 
 
 BLOCK = """import importlib.abc, sys
@@ -169,8 +196,12 @@ def test_report_without_its_extra_is_one_line_before_any_work(tmp_path):
     (results / "m").mkdir(parents=True)
     (results / "m" / "run-x.jsonl").write_text('{"type": "run", "schema_version": 2, "run_id": "run-x"}\n')
     for blocked in ("matplotlib,openpyxl", "pandas"):
-        done = subprocess.run([sys.executable, "-c", BLOCK, blocked, "report", str(results), "--out", str(tmp_path / "rep")],
-                              capture_output=True, text=True, timeout=120)
+        done = subprocess.run(
+            [sys.executable, "-c", BLOCK, blocked, "report", str(results), "--out", str(tmp_path / "rep")],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
         assert done.returncode == 2 and done.stdout == "", done.stdout + done.stderr
         assert done.stderr.count("\n") == 1 and "pip install 'dbench[report]'" in done.stderr, done.stderr
         assert all(name in done.stderr for name in blocked.split(","))

@@ -24,7 +24,11 @@ def invoke(*args: str):
 def test_several_ids_repeated_or_comma_separated_select_all_of_them():
     """`--id a --id b` once kept only b without a word; repeated and comma-separated globs now add up."""
     ids = ("gemm_m64_n1_k1216_nn", "gemm_m35_n700_k2048_nn", "conv_w7_h7_c512_n1_k512_s3_r3_pw1_ph1_sw1_sh1")
-    for args in (["--id", ids[0], "--id", ids[1], "--id", ids[2]], ["--id", ",".join(ids)], ["--id", ids[0], "--id", ",".join(ids[1:])]):
+    for args in (
+        ["--id", ids[0], "--id", ids[1], "--id", ids[2]],
+        ["--id", ",".join(ids)],
+        ["--id", ids[0], "--id", ",".join(ids[1:])],
+    ):
         result = runner.invoke(app, ["list", "--format", "json", *args])
         assert result.exit_code == 0, result.output
         assert sorted(k["id"] for k in json.loads(result.output)) == sorted(ids), args
@@ -46,12 +50,15 @@ def test_list_table_reconciles_counts():
     assert "103 kernels (107 upstream rows" in result.stdout
 
 
-@pytest.mark.parametrize("args,needle", [
-    (("list", "--suite", "bogus"), "valid suites: train, inference"),
-    (("list", "--ops", "fft"), "valid ops: gemm, conv"),
-    (("list", "--id", "nomatch_*"), "no kernel matches --suite all --id 'nomatch_*' in the DeepBench catalog"),
-    (("gen", "--precision", "fp8"), "valid precisions: fp32, fp16, bf16, int8"),
-])
+@pytest.mark.parametrize(
+    "args,needle",
+    [
+        (("list", "--suite", "bogus"), "valid suites: train, inference"),
+        (("list", "--ops", "fft"), "valid ops: gemm, conv"),
+        (("list", "--id", "nomatch_*"), "no kernel matches --suite all --id 'nomatch_*' in the DeepBench catalog"),
+        (("gen", "--precision", "fp8"), "valid precisions: fp32, fp16, bf16, int8"),
+    ],
+)
 def test_bad_choices_are_one_line_exit_2(args, needle):
     result = invoke(*args)
     assert result.exit_code == 2
@@ -59,12 +66,15 @@ def test_bad_choices_are_one_line_exit_2(args, needle):
     assert len(result.output.strip().splitlines()) == 1
 
 
-@pytest.mark.parametrize("option,value,needle", [
-    ("--gemm-form", "mm", "unknown gemm form 'mm'; valid: gemm, matmul"),
-    ("--rnn-form", "scan", "unknown rnn form 'scan'; valid: op, recurrence"),
-    ("--int8-form", "fake", "unknown int8 form 'fake'; valid: qlinear, qdq, integer"),
-    ("--gru-activation", "sigmoid", "unknown GRU activation 'sigmoid'; valid: tanh, relu"),
-])
+@pytest.mark.parametrize(
+    "option,value,needle",
+    [
+        ("--gemm-form", "mm", "unknown gemm form 'mm'; valid: gemm, matmul"),
+        ("--rnn-form", "scan", "unknown rnn form 'scan'; valid: op, recurrence"),
+        ("--int8-form", "fake", "unknown int8 form 'fake'; valid: qlinear, qdq, integer"),
+        ("--gru-activation", "sigmoid", "unknown GRU activation 'sigmoid'; valid: tanh, relu"),
+    ],
+)
 @pytest.mark.parametrize("command", ["gen", "run"])
 def test_bad_form_is_one_line_exit_2_before_any_folder(command, option, value, needle, tmp_path):
     out = tmp_path / "out"

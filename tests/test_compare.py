@@ -18,11 +18,21 @@ from dbench.store.compare import MIN_ROUNDS, Side, compare_sides
 from dbench.store.log import RunLog
 
 
-def row(graph: str, medians: list[float] | None, status: str = "ok", verified: bool | None = True, variant: str = "") -> dict:
+def row(
+    graph: str, medians: list[float] | None, status: str = "ok", verified: bool | None = True, variant: str = ""
+) -> dict:
     """A result row with the fields compare reads; `medians` are its round medians (None: a schema-2 row)."""
     middle = float(np.median(medians)) if medians else 100.0
-    return {"graph_id": graph, "status": status, "verified": verified, "median_us": middle, "variant": variant,
-            "round_medians_us": medians, "samples": 10 * len(medians or [1]), "runtime": "ort-cpu"}
+    return {
+        "graph_id": graph,
+        "status": status,
+        "verified": verified,
+        "median_us": middle,
+        "variant": variant,
+        "round_medians_us": medians,
+        "samples": 10 * len(medians or [1]),
+        "runtime": "ort-cpu",
+    }
 
 
 def rounds(rng, median: float, sd: float, n: int = 5) -> list[float]:
@@ -30,7 +40,9 @@ def rounds(rng, median: float, sd: float, n: int = 5) -> list[float]:
 
 
 def side(label: str, *runs: list[dict]) -> Side:
-    return Side(label, [{r["graph_id"]: r for r in run} for run in runs], [f"{label}{i}" for i in range(len(runs))], ["box"])
+    return Side(
+        label, [{r["graph_id"]: r for r in run} for run in runs], [f"{label}{i}" for i in range(len(runs))], ["box"]
+    )
 
 
 def test_identical_kernels_are_same_and_a_whole_table_rarely_changes(seed):
@@ -90,15 +102,24 @@ def test_an_interleaved_table_too_noisy_for_10_percent_says_how_many_rounds_woul
     needed = sorted(p.rounds_to_resolve for p in noisy)
     text = " ".join(" ".join(compare_summary(comparison)).split())
     median = needed[len(needed) // 2]
-    assert (f"to resolve a 10% change on the {len(noisy)} too noisy, an interleaved run needs about {median} rounds "
-            "as long "
-            "as these") in text and "for the noisiest), from the noise its 5 rounds measured" in text
+    assert (
+        f"to resolve a 10% change on the {len(noisy)} too noisy, an interleaved run needs about {median} rounds "
+        "as long "
+        "as these"
+    ) in text and "for the noisiest), from the noise its 5 rounds measured" in text
     assert f"--rounds {median} with --min-time raised {median}/5-fold" in text
-    tight = [[row(f"g{i}", list(100 * drift[i] * np.exp(0.002 * rng.standard_normal(5)))) for i in range(6)] for _ in range(2)]
+    tight = [
+        [row(f"g{i}", list(100 * drift[i] * np.exp(0.002 * rng.standard_normal(5)))) for i in range(6)]
+        for _ in range(2)
+    ]
     calm = compare_sides(side("a", tight[0]), side("b", tight[1]), interleaved=True)
-    assert all(p.rounds_to_resolve is None for p in calm.pairs) and "rounds (median" not in " ".join(compare_summary(calm))
+    assert all(p.rounds_to_resolve is None for p in calm.pairs) and "rounds (median" not in " ".join(
+        compare_summary(calm)
+    )
     separate = compare_sides(side("a", a), side("b", b))
-    assert all(p.rounds_to_resolve is None for p in separate.pairs) and "needs about" not in " ".join(compare_summary(separate))
+    assert all(p.rounds_to_resolve is None for p in separate.pairs) and "needs about" not in " ".join(
+        compare_summary(separate)
+    )
 
 
 def test_a_same_whose_own_interval_excludes_one_says_the_table_decided_it():
@@ -124,8 +145,9 @@ def test_a_same_whose_own_interval_excludes_one_says_the_table_decided_it():
 def test_there_is_no_noise_floor_a_small_change_in_tight_rounds_is_found(seed):
     """The old 2 % floor called any change under 2 % the same; tight rounds resolve half a percent."""
     rng = np.random.default_rng(seed)
-    (pair,) = compare_sides(side("a", [row("x", rounds(rng, 100, 0.0005, 8))]),
-                            side("b", [row("x", rounds(rng, 100.5, 0.0005, 8))])).pairs
+    (pair,) = compare_sides(
+        side("a", [row("x", rounds(rng, 100, 0.0005, 8))]), side("b", [row("x", rounds(rng, 100.5, 0.0005, 8))])
+    ).pairs
     assert pair.verdict == "slower" and pair.difference.resolvable < 0.002
 
 
@@ -145,7 +167,8 @@ def test_rows_that_cannot_be_compared_say_why(seed):
     good = rounds(rng, 100, 0.01)
     pairs = compare_sides(
         side("a", [row("m", good), row("u", good, verified=None), row("o", good), row("old", None), row("z", good)]),
-        side("b", [row("m", good, status="mismatch"), row("u", good), row("old", None), row("z", good)])).pairs
+        side("b", [row("m", good, status="mismatch"), row("u", good), row("old", None), row("z", good)]),
+    ).pairs
     verdicts = {p.graph_id: p.verdict for p in pairs}
     assert verdicts == {"m": "b: mismatch", "u": "a: unverified", "o": "only in a", "old": "no rounds", "z": "same"}
     old = next(p for p in pairs if p.graph_id == "old")
@@ -153,8 +176,18 @@ def test_rows_that_cannot_be_compared_say_why(seed):
 
 
 def _log(folder, run_id: str, machine_key: str, rows: list[dict], quick: bool = False, load: float = 0.1) -> str:
-    header = {"kind": "kernels", "runtime": {"name": "ort-cpu"}, "request": {"quick": quick},
-              "host": {"machine": "box", "hostname": "box", "machine_key": machine_key, "load_start": [load], "cpu_affinity": 2}}
+    header = {
+        "kind": "kernels",
+        "runtime": {"name": "ort-cpu"},
+        "request": {"quick": quick},
+        "host": {
+            "machine": "box",
+            "hostname": "box",
+            "machine_key": machine_key,
+            "load_start": [load],
+            "cpu_affinity": 2,
+        },
+    }
     with RunLog.create(folder, run_id, header) as log:
         for r in rows:
             log.append({**r, "load_1m": load})
@@ -166,8 +199,10 @@ def test_an_interleaved_run_is_compared_by_its_paired_rounds(tmp_path, seed):
     rng = np.random.default_rng(seed)
     drift = np.exp(0.2 * rng.standard_normal(5))
     noise = np.exp(0.005 * rng.standard_normal((2, 5)))
-    rows = [row("g", list(100 * drift * noise[0]), variant="ort-cpu threads=1"),
-            row("g", list(70 * drift * noise[1]), variant="ort-cpu threads=2")]
+    rows = [
+        row("g", list(100 * drift * noise[0]), variant="ort-cpu threads=1"),
+        row("g", list(70 * drift * noise[1]), variant="ort-cpu threads=2"),
+    ]
     path = _log(tmp_path, "run-ab", "box-key", rows)
     result = CliRunner().invoke(app, ["compare", path])
     assert result.exit_code == 0, result.output
@@ -179,10 +214,30 @@ def test_an_interleaved_run_is_compared_by_its_paired_rounds(tmp_path, seed):
 def test_several_runs_a_side_use_their_spread(tmp_path, seed):
     rng = np.random.default_rng(seed)
     for i in range(3):
-        _log(tmp_path / "m", f"run-a{i}", "box-key", [row("g", rounds(rng, 100 * np.exp(0.05 * rng.standard_normal()), 0.005))])
+        _log(
+            tmp_path / "m",
+            f"run-a{i}",
+            "box-key",
+            [row("g", rounds(rng, 100 * np.exp(0.05 * rng.standard_normal()), 0.005))],
+        )
         _log(tmp_path / "m", f"run-b{i}", "box-key", [row("g", rounds(rng, 140, 0.005))])
-    result = CliRunner().invoke(app, ["compare", "run-a*", "--vs", "run-b0", "--vs", "run-b1", "--vs", "run-b2",
-                                      "--out", str(tmp_path), "--format", "json"])
+    result = CliRunner().invoke(
+        app,
+        [
+            "compare",
+            "run-a*",
+            "--vs",
+            "run-b0",
+            "--vs",
+            "run-b1",
+            "--vs",
+            "run-b2",
+            "--out",
+            str(tmp_path),
+            "--format",
+            "json",
+        ],
+    )
     assert result.exit_code == 0, result.output
     (table,) = json.loads(result.stdout)
     assert table["a_runs"] == ["run-a0", "run-a1", "run-a2"] and table["b_runs"] == ["run-b0", "run-b1", "run-b2"]
@@ -210,12 +265,14 @@ def test_compare_refuses_what_compares_nothing(tmp_path, seed):
     a = _log(tmp_path / "m1", "run-a", "box-key", [row("g", rounds(rng, 100, 0.01))])
     b = _log(tmp_path / "m1", "run-b", "box-key", [row("h", rounds(rng, 100, 0.01))])
     c = _log(tmp_path / "m1", "run-c", "box-key", [row("g", rounds(rng, 100, 0.01))])
-    for args, phrase in (([a, a], "a run compared with itself says nothing"),
-                         ([a, b], "have no graph verified on both sides"),
-                         ([a], "has one variant"),
-                         ([a, b, c], "say which are compared with which"),
-                         ([a, b, "--format", "xml"], "unknown format 'xml'"),
-                         ([a, b, "--fdr", "0"], "--fdr 0 must be a rate between 0 and 1")):
+    for args, phrase in (
+        ([a, a], "a run compared with itself says nothing"),
+        ([a, b], "have no graph verified on both sides"),
+        ([a], "has one variant"),
+        ([a, b, c], "say which are compared with which"),
+        ([a, b, "--format", "xml"], "unknown format 'xml'"),
+        ([a, b, "--fdr", "0"], "--fdr 0 must be a rate between 0 and 1"),
+    ):
         result = CliRunner().invoke(app, ["compare", *args])
         assert result.exit_code == 2 and phrase in " ".join(result.output.split()), (args, result.output)
         assert "Traceback" not in result.output
@@ -223,7 +280,9 @@ def test_compare_refuses_what_compares_nothing(tmp_path, seed):
 
 def test_compare_carries_the_runs_warnings_and_warns_when_machines_differ(tmp_path, seed):
     rng = np.random.default_rng(seed)
-    a = _log(tmp_path / "m1", "run-a", "box-zen4-8c-32g-avx512-bf16-aaaaaa", [row("g", rounds(rng, 100, 0.01))], load=5.0)
+    a = _log(
+        tmp_path / "m1", "run-a", "box-zen4-8c-32g-avx512-bf16-aaaaaa", [row("g", rounds(rng, 100, 0.01))], load=5.0
+    )
     b = _log(tmp_path / "m2", "run-b", "box-zen2-8c-32g-avx2-bbbbbb", [row("g", rounds(rng, 130, 0.01))], quick=True)
     result = CliRunner().invoke(app, ["compare", a, b])
     assert result.exit_code == 0, result.output
@@ -241,9 +300,31 @@ def test_an_a_a_run_interleaves_one_runtime_with_itself_and_compares_paired(tmp_
     from tests.helpers import write_csv
 
     kernels = write_csv(tmp_path / "k.csv", "m,n,k,a_t,b_t", "16,8,32,0,0")
-    done = subprocess.run([sys.executable, "-m", "dbench", "run", "--kernels", str(kernels), "--quick", "--min-time", "0.02",
-                           "--profile-runs", "1", "--threads", "1", "--runtime", "ort-cpu,ort-cpu", "--out",
-                           str(tmp_path / "res"), "--json"], capture_output=True, text=True, timeout=300)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "dbench",
+            "run",
+            "--kernels",
+            str(kernels),
+            "--quick",
+            "--min-time",
+            "0.02",
+            "--profile-runs",
+            "1",
+            "--threads",
+            "1",
+            "--runtime",
+            "ort-cpu,ort-cpu",
+            "--out",
+            str(tmp_path / "res"),
+            "--json",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert done.returncode == 0, done.stderr
     summary = json.loads(done.stdout)
     assert sorted(r["variant"] for r in summary["rows"]) == ["ort-cpu #1", "ort-cpu #2"]

@@ -16,12 +16,12 @@ def max_pool_nhwc(x: np.ndarray, kernel: int, stride: int, pad: int) -> np.ndarr
     """Max over each kernel x kernel window of an NHWC tensor; the padding (-inf) is never picked."""
     n, h, w, c = x.shape
     padded = np.full((n, h + 2 * pad, w + 2 * pad, c), -np.inf)
-    padded[:, pad:pad + h, pad:pad + w] = x
+    padded[:, pad : pad + h, pad : pad + w] = x
     out_h, out_w = (h + 2 * pad - kernel) // stride + 1, (w + 2 * pad - kernel) // stride + 1
     y = np.empty((n, out_h, out_w, c))
     for i in range(out_h):
         for j in range(out_w):
-            y[:, i, j] = padded[:, i * stride:i * stride + kernel, j * stride:j * stride + kernel].max(axis=(1, 2))
+            y[:, i, j] = padded[:, i * stride : i * stride + kernel, j * stride : j * stride + kernel].max(axis=(1, 2))
     return y.astype(x.dtype)
 
 
@@ -33,11 +33,24 @@ def test_nhwc_max_pool_is_max_pool_on_the_channels_last_tensor(seed, dtype, elem
     rng = np.random.default_rng(seed)
     info = np.iinfo(dtype)
     x = rng.integers(info.min, info.max, size=(2, 9, 7, 5), endpoint=True).astype(dtype)
-    node = helper.make_node("NhwcMaxPool", ["x"], ["y"], domain="com.microsoft", kernel_shape=[kernel, kernel],
-                            strides=[stride, stride], pads=[pad] * 4)
-    graph = helper.make_graph([node], "pool", [helper.make_tensor_value_info("x", elem, list(x.shape))],
-                              [helper.make_tensor_value_info("y", elem, None)])
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 21), helper.make_opsetid("com.microsoft", 1)])
+    node = helper.make_node(
+        "NhwcMaxPool",
+        ["x"],
+        ["y"],
+        domain="com.microsoft",
+        kernel_shape=[kernel, kernel],
+        strides=[stride, stride],
+        pads=[pad] * 4,
+    )
+    graph = helper.make_graph(
+        [node],
+        "pool",
+        [helper.make_tensor_value_info("x", elem, list(x.shape))],
+        [helper.make_tensor_value_info("y", elem, None)],
+    )
+    model = helper.make_model(
+        graph, opset_imports=[helper.make_opsetid("", 21), helper.make_opsetid("com.microsoft", 1)]
+    )
     (y,) = ReferenceEvaluator(model, new_ops=list(CONTRIB_OPS)).run(None, {"x": x})
     expected = max_pool_nhwc(x, kernel, stride, pad)
     assert y.dtype == dtype and y.shape == expected.shape and np.array_equal(y, expected)
@@ -71,8 +84,12 @@ def _reorder(op: str, shape: list[int], block: int, **attributes) -> onnx.ModelP
     from dbench.executed import NCHWC_BLOCK_KEY, NCHWC_DOMAIN
 
     node = helper.make_node(op, ["x"], ["y"], domain=NCHWC_DOMAIN, **attributes)
-    graph = helper.make_graph([node], op, [helper.make_tensor_value_info("x", TensorProto.FLOAT, shape)],
-                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)])
+    graph = helper.make_graph(
+        [node],
+        op,
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, shape)],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+    )
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid(NCHWC_DOMAIN, 1)])
     model.metadata_props.add(key=NCHWC_BLOCK_KEY, value=str(block))
     return model
@@ -93,8 +110,13 @@ def test_the_reference_reorders_give_onnx_runtimes_own_on_this_cpu(seed, channel
     rng = np.random.default_rng(seed)
     planar = [2, 3, 5, channels] if channels_last else [2, channels, 3, 5]
     padded = -(-channels // block) * block
-    cases = [(_reorder("ReorderInput", planar, block, channels_last=channels_last), planar),
-             (_reorder("ReorderOutput", [2, padded, 3, 5], block, channels=channels, channels_last=channels_last), [2, padded, 3, 5])]
+    cases = [
+        (_reorder("ReorderInput", planar, block, channels_last=channels_last), planar),
+        (
+            _reorder("ReorderOutput", [2, padded, 3, 5], block, channels=channels, channels_last=channels_last),
+            [2, padded, 3, 5],
+        ),
+    ]
     for model, shape in cases:
         x = rng.standard_normal(shape).astype(np.float32)
         (expected,) = ReferenceEvaluator(model, new_ops=list(contrib_ops(model))).run(None, {"x": x})

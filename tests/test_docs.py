@@ -33,8 +33,10 @@ DATE = re.compile(r"(?<![\w-])20\d\d-(?:0[1-9]|1[0-2])-(?:0[1-9]|[12]\d|3[01])(?
 """A calendar date (2026-11-21, also inside 2026-11-25/26 or 2026-11-26T09:04)."""
 
 MONTH = r"(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)[a-z]*\.?"
-WORDS_DATE = re.compile(rf"\b{MONTH} \d{{1,2}}(?:st|nd|rd|th)?,? 20\d\d\b|\b\d{{1,2}} {MONTH} 20\d\d\b|"
-                        r"(?<![\w.-])20[23]\d-(?:0[1-9]|1[0-2])(?![\d-])")
+WORDS_DATE = re.compile(
+    rf"\b{MONTH} \d{{1,2}}(?:st|nd|rd|th)?,? 20\d\d\b|\b\d{{1,2}} {MONTH} 20\d\d\b|"
+    r"(?<![\w.-])20[23]\d-(?:0[1-9]|1[0-2])(?![\d-])"
+)
 """A date in words (Nov 26, 2026; 26 November 2026) or a month (2026-11), as a run's date is also written."""
 
 RUN_ID = re.compile(r"(?<!\d)20\d\d(?:0[1-9]|1[0-2])(?:0[1-9]|[12]\d|3[01])-\d{6}(?!\d)")
@@ -43,8 +45,11 @@ RUN_ID = re.compile(r"(?<!\d)20\d\d(?:0[1-9]|1[0-2])(?:0[1-9]|[12]\d|3[01])-\d{6
 HEX = re.compile(r"(?<![\w./:#-])(?:0x)?[0-9a-fA-F]{7,12}\+?(?![\w-])")
 """A standalone word of 7-12 hex digits; a hash only if it passes `is_commit`."""
 
-NEAR_COMMIT = re.compile(r"\b(?:commits?|at|code|main|merge[ds]?|since|before|after|until|head|revision|rev|"
-                         r"recorded|landed|runs?|in|of|from|against|and|to)\W{0,3}$", re.IGNORECASE)
+NEAR_COMMIT = re.compile(
+    r"\b(?:commits?|at|code|main|merge[ds]?|since|before|after|until|head|revision|rev|"
+    r"recorded|landed|runs?|in|of|from|against|and|to)\W{0,3}$",
+    re.IGNORECASE,
+)
 """Words that put a hash in a commit's place when they come just before it ("at commit", "code of")."""
 
 ISSUE = re.compile(r"\b(?:issues?|PR|pull request)\s*#?\d+\b|(?<![\w&/#])#\d+\b", re.IGNORECASE)
@@ -70,7 +75,7 @@ def is_commit(text: str, match: re.Match) -> bool:
         return False
     if not (re.search(r"\d", word) and re.search(r"[a-fA-F]", word)):
         return False
-    return bool(NEAR_COMMIT.search(text[max(0, match.start() - 30):match.start()]))
+    return bool(NEAR_COMMIT.search(text[max(0, match.start() - 30) : match.start()]))
 
 
 def commits(text: str) -> list[str]:
@@ -82,7 +87,8 @@ def dates(text: str) -> list[str]:
 
 
 def issues(text: str) -> list[str]:
-    """Issue numbers in the prose; inline code is literal text (a variant label such as `ort-cpu #3`), never a citation."""
+    """Issue numbers in the prose; inline code is literal text (a variant label such as `ort-cpu #3`),
+    never a citation."""
     return [m.group(0) for m in ISSUE.finditer(re.sub(r"`[^`\n]*`", "", text))]
 
 
@@ -92,7 +98,7 @@ def without_comments(text: str) -> str:
 
 def prose(text: str) -> str:
     """The text a reader sees with link targets left out (a link may point at a dated page; its text may not)."""
-    return LINK.sub(lambda m: m.group(0)[:m.group(0).rindex("](")] + "]", without_comments(text))
+    return LINK.sub(lambda m: m.group(0)[: m.group(0).rindex("](")] + "]", without_comments(text))
 
 
 def slug(heading: str) -> str:
@@ -148,7 +154,7 @@ def missing_paths(text: str) -> list[str]:
     retrievable = set(GIT_SHOW.findall(text))
     for match in REPO_PATH.finditer(text):
         path = re.split(r"[#?]", match.group(1))[0].rstrip(".:")
-        if PLACEHOLDER.search(text[match.start():match.end() + 1]) or not path:
+        if PLACEHOLDER.search(text[match.start() : match.end() + 1]) or not path:
             continue
         if not (ROOT / path).exists() and path not in retrievable:
             missing.append(path)
@@ -160,43 +166,92 @@ def missing_paths(text: str) -> list[str]:
 def markdown_names() -> frozenset[str]:
     """The file names of every Markdown file in the repository (hidden and build folders left out)."""
     names = set()
-    for folder, subfolders, files in os.walk(ROOT):
-        subfolders[:] = [d for d in subfolders if not d.startswith(".") and d not in ("build", "node_modules", "results", "graphs")]
+    for _folder, subfolders, files in os.walk(ROOT):
+        subfolders[:] = [
+            d for d in subfolders if not d.startswith(".") and d not in ("build", "node_modules", "results", "graphs")
+        ]
         names.update(f for f in files if f.endswith(".md"))
     return frozenset(names)
 
 
 # --- the patterns on examples ---------------------------------------------------------------------
 
-@pytest.mark.parametrize("text", [
-    "measured 2026-11-21 on the VM", "(2026-11-25/26, commit 54f4cd4)", "at 2026-11-26T09:04 UTC",
-    "run `run-20261121-080201-2fbd`", "results/vm/run-20261123-210801-a583.jsonl", "on 2031-02-28",
-    "on the image of 2026-11", "measured Nov 26, 2026", "on 26 November 2026"])
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "measured 2026-11-21 on the VM",
+        "(2026-11-25/26, commit 54f4cd4)",
+        "at 2026-11-26T09:04 UTC",
+        "run `run-20261121-080201-2fbd`",
+        "results/vm/run-20261123-210801-a583.jsonl",
+        "on 2031-02-28",
+        "on the image of 2026-11",
+        "measured Nov 26, 2026",
+        "on 26 November 2026",
+    ],
+)
 def test_a_runs_date_is_found(text):
     assert dates(text)
 
 
-@pytest.mark.parametrize("text", [
-    "opset 22, IR version 10", "2026.4.1", "ONNX Runtime 1.31.1", "16777217 elements", "k = 500000",
-    "gemm_m1760_n128_k1760_nn", "IEEE 754-2008", "2048-4096 bytes", "2026-13-01", "version 2026-4", "1e-3",
-    "2048-10 elements", "1024-2048", "May be 2 threads", "the 2026.4.1-22982 build"])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "opset 22, IR version 10",
+        "2026.4.1",
+        "ONNX Runtime 1.31.1",
+        "16777217 elements",
+        "k = 500000",
+        "gemm_m1760_n128_k1760_nn",
+        "IEEE 754-2008",
+        "2048-4096 bytes",
+        "2026-13-01",
+        "version 2026-4",
+        "1e-3",
+        "2048-10 elements",
+        "1024-2048",
+        "May be 2 threads",
+        "the 2026.4.1-22982 build",
+    ],
+)
 def test_no_date_in_versions_sizes_or_ids(text):
     assert not dates(text)
 
 
-@pytest.mark.parametrize("text", [
-    "recorded in commit cfe02cd", "at commit 4328c08, one run", "the code of 188221f", "main at f424ce3+",
-    "commits d0d225b and 5f73a8a", "(commit d4e1fc0+, nothing else running)", "before 5b2b09b the suite",
-    "extracted from the upstream headers at commit `da81ba78`", "since 8045d07)"])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "recorded in commit cfe02cd",
+        "at commit 4328c08, one run",
+        "the code of 188221f",
+        "main at f424ce3+",
+        "commits d0d225b and 5f73a8a",
+        "(commit d4e1fc0+, nothing else running)",
+        "before 5b2b09b the suite",
+        "extracted from the upstream headers at commit `da81ba78`",
+        "since 8045d07)",
+    ],
+)
 def test_a_commit_hash_is_found(text):
     assert commits(text)
 
 
-@pytest.mark.parametrize("text", [
-    "`hash`: sha256 of the result bytes e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855",
-    "UUIDs `GPU-550b3c65-…`", "OpenVINO 2026.4.1-22982-e213a147257-releases", "a mask of 0x7fffffff at once",
-    "colour #1f77b4 in the plot", "gemm_m3072_n1500_k128_nn at 2x1", "deadbeef at start", "1234567 at most",
-    "a 2e7abcd0 value", "conv_w7_h7_c512 at 1x1"])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "`hash`: sha256 of the result bytes e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855",
+        "UUIDs `GPU-550b3c65-…`",
+        "OpenVINO 2026.4.1-22982-e213a147257-releases",
+        "a mask of 0x7fffffff at once",
+        "colour #1f77b4 in the plot",
+        "gemm_m3072_n1500_k128_nn at 2x1",
+        "deadbeef at start",
+        "1234567 at most",
+        "a 2e7abcd0 value",
+        "conv_w7_h7_c512 at 1x1",
+    ],
+)
 def test_no_commit_in_digests_constants_ids_or_words(text):
     assert not commits(text)
 
@@ -206,8 +261,17 @@ def test_an_issue_number_is_found(text):
     assert issues(text)
 
 
-@pytest.mark.parametrize("text", ["## Heading", "the 23rd issue of the magazine", "colour #1f77b4", "&#26;", "C# 12",
-                                  "the third copy `ort-cpu #3` of an A/A run"])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "## Heading",
+        "the 23rd issue of the magazine",
+        "colour #1f77b4",
+        "&#26;",
+        "C# 12",
+        "the third copy `ort-cpu #3` of an A/A run",
+    ],
+)
 def test_no_issue_in_headings_colours_or_entities(text):
     assert not issues(text)
 
@@ -229,13 +293,17 @@ def test_a_broken_link_and_a_missing_path_are_found(tmp_path):
     (tmp_path / "q.md").write_text("# Q\n\n## Real heading\n")
     page.write_text("[a](q.md#real-heading) [b](q.md#no-such) [c](gone.md) [d](https://x.org/y) [e](#top)\n# Top\n")
     assert broken_links(page) == ["q.md#no-such", "gone.md"]
-    assert missing_paths("`benchmarks/gen_time.py` `benchmarks/first_touch.py` `dbench/runtimes/<name>.py` DESIGN.md README.md"
-                         ) == ["benchmarks/first_touch.py", "DESIGN.md"]
+    assert missing_paths(
+        "`benchmarks/gen_time.py` `benchmarks/first_touch.py` `dbench/runtimes/<name>.py` DESIGN.md README.md"
+    ) == ["benchmarks/first_touch.py", "DESIGN.md"]
     assert missing_paths("`python benchmarks/gone.py` (removed: `git show f004a79:benchmarks/gone.py`)") == []
-    assert missing_paths("`python benchmarks/gone.py` (removed: `git show f004a79:benchmarks/other.py`)") == ["benchmarks/gone.py"]
+    assert missing_paths("`python benchmarks/gone.py` (removed: `git show f004a79:benchmarks/other.py`)") == [
+        "benchmarks/gone.py"
+    ]
 
 
 # --- the documentation itself ---------------------------------------------------------------------
+
 
 def rel(path: Path) -> str:
     return path.relative_to(ROOT).as_posix()
@@ -316,4 +384,3 @@ def test_a_measurement_page_says_when_where_what_and_how_sure(page):
     rows = {m.group(1).lower() for m in re.finditer(r"^\| ([a-z]+) \|", page.read_text(), re.MULTILINE)}
     for field in ("date", "machine", "commit", "load", "command", "spread"):
         assert field in rows or f"{field}s" in rows, f"{page.name} gives no {field}"
-

@@ -44,7 +44,9 @@ def test_the_rounds_own_noise_is_not_taken_for_drift(seed):
     rng = np.random.default_rng(seed)
     graphs = {f"g{i}": [list(300.0 * np.exp(0.05 * rng.standard_normal(3))) for _ in range(5)] for i in range(40)}
     (only,) = pooled_drift(graphs).values()
-    assert only.sd < 0.025  # against the 5 % a run-wide offset of this size would give; 99.9 % of draws stay under 0.018
+    assert (
+        only.sd < 0.025
+    )  # against the 5 % a run-wide offset of this size would give; 99.9 % of draws stay under 0.018
 
 
 def test_graphs_are_pooled_by_the_decade_of_their_time():
@@ -68,7 +70,7 @@ def test_a_graph_that_switches_state_between_runs_gets_its_own_spread_as_a_floor
     assert drift.sd > 0.3 > pooled.sd and drift.df == 4 and drift.graphs == 1
     low, high = round_spread(float(np.median(row)), row, drift=drift).rerun
     assert low < 410 < high
-    assert row_drift(pooled, None, row) is pooled and own_spread(switching[:MIN_OWN_RUNS - 1]) is None
+    assert row_drift(pooled, None, row) is pooled and own_spread(switching[: MIN_OWN_RUNS - 1]) is None
     still = [list(300 * np.exp(0.001 * rng.standard_normal(3))) for _ in range(5)]  # its own runs agree: the pool rules
     assert row_drift(pooled, own_spread(still), list(300 * np.exp(0.01 * rng.standard_normal(3)))) is pooled
 
@@ -99,8 +101,9 @@ def test_welch_with_the_drift_keeps_its_level_on_an_unchanged_machine(seed):
     rejected = 0
     for _ in range(400):
         drift = pooled_drift(history_of(rng, graphs=20, runs=5))[2]
-        rejected += sum(welch(run_rounds(rng, 300.0), run_rounds(rng, 300.0), drift.sd**2, drift.df).p <= ALPHA
-                        for _ in range(5))
+        rejected += sum(
+            welch(run_rounds(rng, 300.0), run_rounds(rng, 300.0), drift.sd**2, drift.df).p <= ALPHA for _ in range(5)
+        )
     assert alone > 0.5 and 0.025 <= rejected / 2000 <= 0.08, (alone, rejected / 2000)
 
 
@@ -114,8 +117,17 @@ def test_identical_round_medians_get_an_interval_from_the_drift_alone():
 
 
 def row(graph: str, medians: list[float], **changes) -> dict:
-    base = {"graph_id": graph, "status": "ok", "mode": "latency", "round_medians_us": medians, "runtime": "ort-cpu",
-            "runtime_version": "1", "device": "default", "runtime_options": {"threads": 2}, "weights": "const"}
+    base = {
+        "graph_id": graph,
+        "status": "ok",
+        "mode": "latency",
+        "round_medians_us": medians,
+        "runtime": "ort-cpu",
+        "runtime_version": "1",
+        "device": "default",
+        "runtime_options": {"threads": 2},
+        "weights": "const",
+    }
     return {**base, **changes}
 
 
@@ -136,9 +148,30 @@ def quick_run(tmp_path, *extra: str) -> tuple[dict, str]:
     """One real run of a tiny GEMM into tmp_path/res: what `dbench run --json` reports, and its terminal
     text (stderr)."""
     kernels = write_csv(tmp_path / "k.csv", "m,n,k,a_t,b_t", "16,8,32,0,0")
-    done = subprocess.run([sys.executable, "-m", "dbench", "run", "--kernels", str(kernels), "--quick", "--min-time", "0.02",
-                           "--profile-runs", "1", "--threads", "1", "--out", str(tmp_path / "res"), "--json", *extra],
-                          capture_output=True, text=True, timeout=300)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "dbench",
+            "run",
+            "--kernels",
+            str(kernels),
+            "--quick",
+            "--min-time",
+            "0.02",
+            "--profile-runs",
+            "1",
+            "--threads",
+            "1",
+            "--out",
+            str(tmp_path / "res"),
+            "--json",
+            *extra,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert done.returncode == 0, done.stderr
     return json.loads(done.stdout), " ".join(done.stderr.split())
 
@@ -153,7 +186,9 @@ def test_a_run_carries_the_drift_its_machine_s_earlier_runs_measured(tmp_path):
     third, third_text = quick_run(tmp_path)
     off, off_text = quick_run(tmp_path, "--history", "0")
     assert "intervals: from the rounds alone: no graph here ran twice before" in first_text
-    assert "intervals: the rounds and the drift between runs" in third_text and "(2 logs here)" in third_text  # first and second; the corrupt one skipped
+    assert (
+        "intervals: the rounds and the drift between runs" in third_text and "(2 logs here)" in third_text
+    )  # first and second; the corrupt one skipped
     assert "intervals: from the rounds alone (--history 0" in off_text
     assert [r["drift_sd"] for run in (first, second, off) for r in run["rows"]] == [None, None, None]
     (carried,) = third["rows"]
@@ -168,8 +203,14 @@ def test_compare_of_two_runs_carries_the_drift_their_rows_measured():
     from dbench.store.compare import Side, compare_sides
 
     def side(label: str, medians: list[float], drift: float | None) -> Side:
-        one = row("g", medians, verified=True, median_us=float(np.median(medians)), drift_sd=drift,
-                  drift_df=None if drift is None else 40)
+        one = row(
+            "g",
+            medians,
+            verified=True,
+            median_us=float(np.median(medians)),
+            drift_sd=drift,
+            drift_df=None if drift is None else 40,
+        )
         return Side(label, [{"g": one}], [label], ["here"])
 
     a, b = [100.0, 100.5, 99.8], [106.0, 106.3, 105.9]

@@ -10,8 +10,18 @@ from typer.testing import CliRunner
 
 from dbench.cli import app
 from dbench.errors import UsageError
-from dbench.orchestrator.estimate import (MIN_SCALE, PROCESS_START_S, GraphCost, duration, estimate, fit_budget,
-                                          graph_costs, least_call_s, parse_duration, round_seconds)
+from dbench.orchestrator.estimate import (
+    MIN_SCALE,
+    PROCESS_START_S,
+    GraphCost,
+    duration,
+    estimate,
+    fit_budget,
+    graph_costs,
+    least_call_s,
+    parse_duration,
+    round_seconds,
+)
 from dbench.store.metadata import machine_name
 from dbench.worker.profiling import CPU_FLOPS_PER_THREAD
 from dbench.worker.timing import QUICK, TimingConfig
@@ -51,14 +61,19 @@ def test_rounds_and_round_seconds_follow_the_timing_settings():
     warm = max(timing.warmup_time, 0.001)
     assert rounds == 3 and first == pytest.approx(warm + timing.min_time / 3)
     assert later == pytest.approx(warm + timing.min_time / 3 - 0.1 - warm)  # a later round pays its own work
-    slow_rounds, slow_first, _ = round_seconds(8.0, timing)  # a call over the round's share: fewer rounds, one call each
+    slow_rounds, slow_first, _ = round_seconds(
+        8.0, timing
+    )  # a call over the round's share: fewer rounds, one call each
     assert slow_rounds == 1 and slow_first == pytest.approx(8.0 + 8.0)
     rounds, first, later = round_seconds(0.65, timing, fixed_s=0.5)  # 3 samples, then a cold call and 2 a round
     assert rounds == 3 and first == pytest.approx(0.65 * 4) and later == pytest.approx(0.65 * 3)
 
 
 def test_estimate_adds_rounds_processes_and_the_first_rounds_checks():
-    costs = {("a", "ort-cpu"): GraphCost(0.001, 0.1, 0.6, 0.4, "earlier row"), ("b", "ort-cpu"): GraphCost(0.0, 0.05, 0.0, 0.05, "settings only")}
+    costs = {
+        ("a", "ort-cpu"): GraphCost(0.001, 0.1, 0.6, 0.4, "earlier row"),
+        ("b", "ort-cpu"): GraphCost(0.0, 0.05, 0.0, 0.05, "settings only"),
+    }
     plan = estimate(costs, KEYS, QUICK, verify=True, profile=True, variants=1)
     rounds, first, later = round_seconds(0.001, QUICK, 0.1)
     assert plan.jobs[("a", "ort-cpu", 0)] == pytest.approx(0.1 + first + 1.0)  # verified and profiled once
@@ -75,7 +90,10 @@ def test_estimate_adds_rounds_processes_and_the_first_rounds_checks():
 
 
 def test_fit_budget_cuts_sampling_then_the_profile_and_says_so():
-    costs = {("a", "ort-cpu"): GraphCost(0.0005, 0.1, 0.1, 0.2, "earlier row"), ("b", "ort-cpu"): GraphCost(0.0005, 0.1, 0.5, 2.5, "earlier row")}
+    costs = {
+        ("a", "ort-cpu"): GraphCost(0.0005, 0.1, 0.1, 0.2, "earlier row"),
+        ("b", "ort-cpu"): GraphCost(0.0005, 0.1, 0.5, 2.5, "earlier row"),
+    }
     timing = TimingConfig()
     full = estimate(costs, KEYS, timing, True, True, 1).total_s
     same, profile, notes = fit_budget(full + 1, costs, KEYS, timing, True, True, 1)
@@ -107,7 +125,9 @@ def test_costs_come_from_the_roofline_when_no_row_has_run(tmp_path):
     items = build_items(RunRequest(kernels=str(kernels)), "qdq")
     folder = tmp_path / "machine"
     bound = graph_costs(items, {"ort-cpu": 2}, folder)[(items[0].spec.id, "ort-cpu")]
-    assert bound.source == "settings only" and bound.call_s == pytest.approx(2 * 512**3 / (CPU_FLOPS_PER_THREAD["fp32"] * 2))
+    assert bound.source == "settings only" and bound.call_s == pytest.approx(
+        2 * 512**3 / (CPU_FLOPS_PER_THREAD["fp32"] * 2)
+    )
     folder.mkdir()
     (folder / "peak.json").write_text(json.dumps({"gemm_tflops": {"ort-cpu": {"fp32": 0.1}}, "triad_gbps": 10.0}))
     cost = graph_costs(items, {"ort-cpu": 2}, folder)[(items[0].spec.id, "ort-cpu")]
@@ -118,7 +138,9 @@ def test_without_rows_or_peak_a_cpu_call_is_bounded_by_its_flops_and_a_gpu_call_
     from dbench.orchestrator.request import RunRequest
     from dbench.sources.resolve import build_items
 
-    items = build_items(RunRequest(kernels=str(write_csv(tmp_path / "k.csv", "m,n,k,a_t,b_t", "4096,4096,4096,0,0"))), "qdq")
+    items = build_items(
+        RunRequest(kernels=str(write_csv(tmp_path / "k.csv", "m,n,k,a_t,b_t", "4096,4096,4096,0,0"))), "qdq"
+    )
     spec = items[0].spec
     assert least_call_s(spec, "ort-cpu", 1) == pytest.approx(2 * 4096**3 / CPU_FLOPS_PER_THREAD["fp32"])
     assert least_call_s(spec, "ort-cpu", 4) == pytest.approx(least_call_s(spec, "ort-cpu", 1) / 4)
@@ -130,8 +152,19 @@ def test_without_rows_or_peak_a_cpu_call_is_bounded_by_its_flops_and_a_gpu_call_
 
 def test_a_run_prints_its_plan_and_the_next_one_plans_from_its_rows(tmp_path):
     kernels = write_csv(tmp_path / "k.csv", "m,n,k,a_t,b_t", "16,8,32,0,0", "8,8,8,0,0")
-    args = ["--kernels", str(kernels), "--quick", "--min-time", "0.01", "--profile-runs", "0", "--threads", "1",
-            "--out", str(tmp_path / "res")]
+    args = [
+        "--kernels",
+        str(kernels),
+        "--quick",
+        "--min-time",
+        "0.01",
+        "--profile-runs",
+        "0",
+        "--threads",
+        "1",
+        "--out",
+        str(tmp_path / "res"),
+    ]
     first = _run(args)
     assert first.exit_code == 0, first.output
     assert "plan: at least " in first.output and "2 from the timing settings and a FLOP bound" in first.output
@@ -150,7 +183,10 @@ def test_budget_cuts_sampling_records_it_and_resume_keeps_it(tmp_path):
     assert "--budget gave up: sampling cut to" in done.output
     header = _header(out)
     assert header["budget_gave_up"] and header["request"]["budget"] == 5
-    assert header["request"]["min_time"] < TimingConfig().min_time and header["timing"]["min_time"] == header["request"]["min_time"]
+    assert (
+        header["request"]["min_time"] < TimingConfig().min_time
+        and header["timing"]["min_time"] == header["request"]["min_time"]
+    )
     roomy = _run(["--kernels", str(kernels), "--threads", "1", "--quick", "--out", str(out), "--budget", "1h"])
     assert roomy.exit_code == 0 and "--budget gave up" not in roomy.output and "budget_gave_up" not in _header(out)
 
@@ -174,8 +210,10 @@ def test_a_round_cost_cap_gives_costly_graphs_one_round_in_the_plan():
 
 def test_the_plan_leaves_out_a_profile_over_the_quick_cap():
     cap = QUICK.profile_cap_s()
-    costs = {("a", "ort-cpu"): GraphCost(0.001, 0.01, 0.0, cap * 4, "earlier row"),
-             ("b", "ort-cpu"): GraphCost(0.001, 0.01, 0.0, cap / 4, "earlier row")}
+    costs = {
+        ("a", "ort-cpu"): GraphCost(0.001, 0.01, 0.0, cap * 4, "earlier row"),
+        ("b", "ort-cpu"): GraphCost(0.001, 0.01, 0.0, cap / 4, "earlier row"),
+    }
     with_profile = estimate(costs, KEYS, QUICK, verify=False, profile=True, variants=1)
     without = estimate(costs, KEYS, QUICK, verify=False, profile=False, variants=1)
     assert with_profile.total_s == pytest.approx(without.total_s + cap / 4)  # only b's profile is within the cap

@@ -41,8 +41,12 @@ def test_every_call_follows_an_eviction_and_its_inputs_coming_back():
 
 def test_it_stops_at_the_rounds_share_of_time_and_samples():
     recorder = Recorder()
-    stats = measure_evicted(recorder.call, TimingConfig(min_time=0.0, min_samples=5, max_time=1.0, rounds=1),
-                            ReadBuffer(recorder), recorder.refresh)
+    stats = measure_evicted(
+        recorder.call,
+        TimingConfig(min_time=0.0, min_samples=5, max_time=1.0, rounds=1),
+        ReadBuffer(recorder),
+        recorder.refresh,
+    )
     assert stats.samples == 5 and recorder.events.count("call") == WARMUP_CALLS + 5
 
 
@@ -63,8 +67,17 @@ def test_the_worker_times_a_graph_with_evict_bytes_one_call_at_a_time_and_others
     stats = {}
     for item in (empty_item(identity), empty_item(identity, 2**20)):
         data, _ = item.load()
-        job = Job(spec=item.spec, model=data, sha256=None, runtime="ort-cpu", options=RuntimeOptions(threads=1),
-                  timing=TimingConfig(iterations=40, rounds=1), verify=False, profile_runs=0, contract=item.contract)
+        job = Job(
+            spec=item.spec,
+            model=data,
+            sha256=None,
+            runtime="ort-cpu",
+            options=RuntimeOptions(threads=1),
+            timing=TimingConfig(iterations=40, rounds=1),
+            verify=False,
+            profile_runs=0,
+            contract=item.contract,
+        )
         outcome = execute(job)
         assert outcome.status.value == "ok", outcome.message
         stats[item.spec.id] = outcome.stats

@@ -23,7 +23,10 @@ def first_hour():
 def test_the_proof_knows_every_glance_command_and_the_first_one():
     proof = first_hour()
     first, glance = proof.readme_commands((ROOT / "README.md").read_text())
-    assert first == "python3 -m venv .venv && .venv/bin/pip install -e '.[cpu]' && .venv/bin/dbench run --suite inference-device"
+    assert (
+        first
+        == "python3 -m venv .venv && .venv/bin/pip install -e '.[cpu]' && .venv/bin/dbench run --suite inference-device"
+    )
     assert glance == list(proof.STEPS), "README's glance and scripts/first_hour.py STEPS differ: update STEPS"
     assert "dbench report results/" in glance and "dbench compare RUN-A RUN-B" in glance
 
@@ -32,10 +35,22 @@ def test_every_placeholder_becomes_real(tmp_path):
     proof = first_hour()
     (tmp_path / "examples" / "models").mkdir(parents=True)
     (tmp_path / proof.FOREIGN).write_bytes(b"onnx")
-    state = proof.Proof(tmp_path, runs={made_by: ["run-x"] for made_by in proof.RUN_MADE_BY.values()}, interrupted="run-i")
+    state = proof.Proof(
+        tmp_path, runs={made_by: ["run-x"] for made_by in proof.RUN_MADE_BY.values()}, interrupted="run-i"
+    )
     for command in proof.STEPS:
         words = state.substituted(command)
-        assert not {"RUN", "RUN-A", "RUN-B", "RUN-ID", "KERNELS-RUN", "model.onnx", "graphs/model/", "folder-of-onnx-files/", "4-7"} & set(words), words
+        assert not {
+            "RUN",
+            "RUN-A",
+            "RUN-B",
+            "RUN-ID",
+            "KERNELS-RUN",
+            "model.onnx",
+            "graphs/model/",
+            "folder-of-onnx-files/",
+            "4-7",
+        } & set(words), words
         for word in words:
             if word.startswith("examples/"):
                 assert (ROOT / word).exists(), word

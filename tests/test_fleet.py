@@ -19,8 +19,18 @@ from dbench.store.log import RunLog
 from tests.fleet_cluster import LocalCluster
 from tests.processes import process_tree, run_tree
 
-SELECTION = ["--suite", "inference-device", "--ops", "gemm", "--id", "gemm_m*_n1_*", "--quick", "--no-profile",
-             "--threads", "1"]
+SELECTION = [
+    "--suite",
+    "inference-device",
+    "--ops",
+    "gemm",
+    "--id",
+    "gemm_m*_n1_*",
+    "--quick",
+    "--no-profile",
+    "--threads",
+    "1",
+]
 """Six batch-1 GEMVs: a few seconds a node."""
 NODES = ("node-a", "node-b", "node-c")
 TIMEOUT_S = 300
@@ -37,8 +47,12 @@ def _rows(out: Path, key: str) -> list[str]:
 
 def _wait_for_row(out: Path, key: str, fleet: subprocess.Popen) -> None:
     deadline = time.monotonic() + TIMEOUT_S
-    while not [line for path in (out / key).glob("*.jsonl") for line in path.read_text().splitlines()
-               if '"type": "result"' in line]:
+    while not [
+        line
+        for path in (out / key).glob("*.jsonl")
+        for line in path.read_text().splitlines()
+        if '"type": "result"' in line
+    ]:
         assert fleet.poll() is None, f"the fleet ended before {key} made a row: {fleet.communicate()}"
         assert time.monotonic() < deadline, f"{key} made no row in time"
         time.sleep(0.1)
@@ -66,12 +80,17 @@ def test_three_nodes_one_killed_and_back_one_lost_then_resumed(tmp_path):
         assert "never came back: node-c" in said and "--resume fleet-" in said, said
         fleet_id = next((out / "fleets").glob("fleet-*.json")).stem
         record = json.loads((out / "fleets" / f"{fleet_id}.json").read_text())
-        assert {k: m["status"] for k, m in record["machines"].items()} == {"node-a": "finished", "node-b": "finished",
-                                                                            "node-c": "lost"}
+        assert {k: m["status"] for k, m in record["machines"].items()} == {
+            "node-a": "finished",
+            "node-b": "finished",
+            "node-c": "lost",
+        }
         assert "node-b: dropped" in said, "the killed worker was seen to leave"
 
         cluster.add_node("node-c")
-        resumed = run_tree(_dbench("run", "--fleet", cluster.address, "--resume", fleet_id, "--out", str(out)), TIMEOUT_S)
+        resumed = run_tree(
+            _dbench("run", "--fleet", cluster.address, "--resume", fleet_id, "--out", str(out)), TIMEOUT_S
+        )
         assert resumed.returncode == 0, resumed.stdout + resumed.stderr
 
     six = sorted(_rows(out, "node-a"))
@@ -85,24 +104,36 @@ def test_three_nodes_one_killed_and_back_one_lost_then_resumed(tmp_path):
 
 
 def test_without_the_fleet_extra_the_command_is_one_line_exit_2(tmp_path):
-    hide = ("import sys; sys.modules['distributed'] = None; sys.argv = ['dbench'] + sys.argv[1:]; "
-            "from dbench.cli import main; main()")
-    for args in (["run", "--fleet", "tcp://127.0.0.1:1", *SELECTION, "--out", str(tmp_path / "res")],
-                 ["fleet", "tcp://127.0.0.1:1"]):
-        done = subprocess.run([sys.executable, "-c", hide, *args], capture_output=True, text=True, timeout=120,
-                              env={**os.environ, "COLUMNS": "200"})
+    hide = (
+        "import sys; sys.modules['distributed'] = None; sys.argv = ['dbench'] + sys.argv[1:]; "
+        "from dbench.cli import main; main()"
+    )
+    for args in (
+        ["run", "--fleet", "tcp://127.0.0.1:1", *SELECTION, "--out", str(tmp_path / "res")],
+        ["fleet", "tcp://127.0.0.1:1"],
+    ):
+        done = subprocess.run(
+            [sys.executable, "-c", hide, *args],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            env={**os.environ, "COLUMNS": "200"},
+        )
         assert done.returncode == 2, done.stderr
         lines = done.stderr.strip().splitlines()
         assert len(lines) == 1 and "pip install 'dbench[fleet]'" in lines[0], done.stderr
     assert not (tmp_path / "res").exists()
 
 
-@pytest.mark.parametrize("args, says", [
-    (["--kernels", "{tmp}/k.csv"], "dbench export --kernels"),
-    (["--model", "{tmp}/m.onnx"], "--model does not apply to a fleet run"),
-    (["--fleet-wait", "5"], None),
-    (["--shard", "1/2"], "--shard splits a selection"),
-])
+@pytest.mark.parametrize(
+    "args, says",
+    [
+        (["--kernels", "{tmp}/k.csv"], "dbench export --kernels"),
+        (["--model", "{tmp}/m.onnx"], "--model does not apply to a fleet run"),
+        (["--fleet-wait", "5"], None),
+        (["--shard", "1/2"], "--shard splits a selection"),
+    ],
+)
 def test_fleet_options_that_cannot_apply_are_refused(tmp_path, args, says):
     from typer.testing import CliRunner
 

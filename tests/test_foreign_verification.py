@@ -33,9 +33,11 @@ SESSIONS = {"ort-cpu": "dbench.runtimes.onnxruntime.OrtSession", "openvino": "db
 
 def conv_relu(rng, opset: int = 13) -> onnx.ModelProto:
     """x [1, 4, 8, 8] -> Conv 3x3 (8) -> Relu -> Conv 3x3 (4): real random weights."""
-    nodes = [helper.make_node("Conv", ["x", "w1", "b1"], ["c1"], name="conv1", kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
-             helper.make_node("Relu", ["c1"], ["r1"], name="relu1"),
-             helper.make_node("Conv", ["r1", "w2"], ["y"], name="conv2", kernel_shape=[3, 3], pads=[1, 1, 1, 1])]
+    nodes = [
+        helper.make_node("Conv", ["x", "w1", "b1"], ["c1"], name="conv1", kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
+        helper.make_node("Relu", ["c1"], ["r1"], name="relu1"),
+        helper.make_node("Conv", ["r1", "w2"], ["y"], name="conv2", kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
+    ]
     inits = [mb.weight("w1", (8, 4, 3, 3), rng), mb.weight("b1", (8,), rng), mb.weight("w2", (4, 8, 3, 3), rng)]
     m = mb.model(nodes, [mb.value("x", [1, 4, 8, 8])], [mb.value("y", [1, 4, 8, 8])], inits, "conv_relu")
     m.opset_import[0].version = opset
@@ -46,33 +48,54 @@ def conv_relu(rng, opset: int = 13) -> onnx.ModelProto:
 def structure_only() -> onnx.ModelProto:
     """x [1, 4, 6, 6] -> Conv (8) -> Relu -> Flatten -> Gemm (10) -> Softmax, every weight and bias a
     ConstantOfShape (one value throughout), as onnx's light_* networks are stored."""
+
     def filled(name: str, shape, value: float) -> list:
         dims = numpy_helper.from_array(np.array(shape, dtype=np.int64), f"{name}_shape")
-        node = helper.make_node("ConstantOfShape", [f"{name}_shape"], [name], name=f"fill_{name}",
-                                value=numpy_helper.from_array(np.array([value], dtype=np.float32)))
+        node = helper.make_node(
+            "ConstantOfShape",
+            [f"{name}_shape"],
+            [name],
+            name=f"fill_{name}",
+            value=numpy_helper.from_array(np.array([value], dtype=np.float32)),
+        )
         return [dims, node]
 
-    parts = [filled("w1", [8, 4, 3, 3], 0.02), filled("b1", [8], 0.0), filled("w2", [10, 8 * 36], 0.01), filled("b2", [10], 0.0)]
+    parts = [
+        filled("w1", [8, 4, 3, 3], 0.02),
+        filled("b1", [8], 0.0),
+        filled("w2", [10, 8 * 36], 0.01),
+        filled("b2", [10], 0.0),
+    ]
     nodes = [p[1] for p in parts] + [
         helper.make_node("Conv", ["x", "w1", "b1"], ["c1"], name="conv1", kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
         helper.make_node("Relu", ["c1"], ["r1"], name="relu1"),
         helper.make_node("Flatten", ["r1"], ["f"], name="flatten"),
         helper.make_node("Gemm", ["f", "w2", "b2"], ["logits"], name="fc", transB=1),
-        helper.make_node("Softmax", ["logits"], ["prob"], name="softmax", axis=1)]
+        helper.make_node("Softmax", ["logits"], ["prob"], name="softmax", axis=1),
+    ]
     m = mb.model(nodes, [mb.value("x", [1, 4, 6, 6])], [mb.value("prob", [1, 10])], [p[0] for p in parts], "structure")
     m.opset_import[0].version = 13
     m.ir_version = 7
     return m
 
 
-def run_model(path: Path, runtime: str) -> "object":
+def run_model(path: Path, runtime: str) -> object:
     """One model through its graph source and the worker, in this process (so monkeypatches reach it)."""
     from dbench.sources.model import model_item
 
     item = model_item(path, {})
     data, digest = item.load()
-    job = Job(spec=item.spec, model=data, sha256=digest, runtime=runtime, options=RuntimeOptions(threads=1), timing=QUICK,
-              verify=True, profile_runs=0, contract=item.contract)
+    job = Job(
+        spec=item.spec,
+        model=data,
+        sha256=digest,
+        runtime=runtime,
+        options=RuntimeOptions(threads=1),
+        timing=QUICK,
+        verify=True,
+        profile_runs=0,
+        contract=item.contract,
+    )
     return execute(job)
 
 
@@ -120,20 +143,35 @@ def test_runtimes_that_agree_against_a_wrong_reference_are_disputed(tmp_path, ru
     first = outcome.verification["first_difference"]
     assert (first["node"], first["op"], first["opset"], first["output"]) == ("relu1", "Relu", 13, "r1")
     assert outcome.verification["outputs"] == ["y"] and outcome.verification["check"] == "full"
-    assert f"{OTHER[runtime]} agrees with this runtime" in outcome.message and "first node that differs: Relu 'relu1'" in outcome.message
+    assert (
+        f"{OTHER[runtime]} agrees with this runtime" in outcome.message
+        and "first node that differs: Relu 'relu1'" in outcome.message
+    )
     assert outcome.stats.median_us > 0  # timed: a disputed row's time stands
 
 
 def test_a_foreign_graph_under_load_is_disputed_the_same_way(tmp_path, seed, wrong_reference):
     """Throughput rows of a foreign graph: the first request checked against the reference and the second
     implementation, every other request against the first."""
-    from dbench.sources.model import model_item
     from dbench.scenario import Load
+    from dbench.sources.model import model_item
 
     item = model_item(mb.save(conv_relu(np.random.default_rng(seed)), tmp_path, "conv_relu"), {})
     data, digest = item.load()
-    outcome = execute(Job(spec=item.spec, model=data, sha256=digest, runtime="ort-cpu", options=RuntimeOptions(threads=1),
-                          timing=QUICK, verify=True, profile_runs=0, contract=item.contract, load=Load("throughput", 2)))
+    outcome = execute(
+        Job(
+            spec=item.spec,
+            model=data,
+            sha256=digest,
+            runtime="ort-cpu",
+            options=RuntimeOptions(threads=1),
+            timing=QUICK,
+            verify=True,
+            profile_runs=0,
+            contract=item.contract,
+            load=Load("throughput", 2),
+        )
+    )
     assert outcome.status == Status.DISPUTED, outcome.message
     assert outcome.verification["requests_checked"] == 2 and outcome.verification["second"]["runtime"] == "openvino"
     assert outcome.stats.inferences > 0  # timed under load: the disputed time stands
@@ -153,7 +191,10 @@ def test_three_implementations_that_all_differ_are_a_mismatch(tmp_path, seed, mo
     wrong_runtime(monkeypatch, "ort-cpu", lambda v: v + 0.1 * np.abs(v).max())
     outcome = run_model(mb.save(conv_relu(np.random.default_rng(seed)), tmp_path, "conv_relu"), "ort-cpu")
     assert outcome.status == Status.MISMATCH and "openvino agrees with neither" in outcome.message
-    assert outcome.verification["second"]["agrees"] is False and outcome.verification["second"]["agrees_with_reference"] is False
+    assert (
+        outcome.verification["second"]["agrees"] is False
+        and outcome.verification["second"]["agrees_with_reference"] is False
+    )
 
 
 def test_without_a_second_implementation_a_mismatch_says_so(tmp_path, seed, monkeypatch, wrong_reference):
@@ -163,7 +204,10 @@ def test_without_a_second_implementation_a_mismatch_says_so(tmp_path, seed, monk
     path = mb.save(conv_relu(np.random.default_rng(seed)), tmp_path, "conv_relu")
     outcome = run_model(path, "ort-cpu")
     assert outcome.status == Status.MISMATCH
-    assert outcome.verification["second"] == {"runtime": None, "why": "no second implementation here (openvino: openvino is not installed)"}
+    assert outcome.verification["second"] == {
+        "runtime": None,
+        "why": "no second implementation here (openvino: openvino is not installed)",
+    }
     assert "no second implementation checked" in outcome.message
     from dbench.render.warnings import run_warnings
     from dbench.sources.model import model_item
@@ -180,19 +224,27 @@ def test_a_model_over_the_reference_budget_is_verified_across_runtimes(tmp_path,
     monkeypatch.setattr(model_reference, "FLOP_BUDGET", 0)
     outcome = run_model(mb.save(conv_relu(np.random.default_rng(seed)), tmp_path, "conv_relu"), runtime)
     v = outcome.verification
-    assert (outcome.status, v["ok"], v["check"], v["by"]) == (Status.OK, True, "cross-runtime", OTHER[runtime]), outcome.message
+    assert (outcome.status, v["ok"], v["check"], v["by"]) == (Status.OK, True, "cross-runtime", OTHER[runtime]), (
+        outcome.message
+    )
     assert v["error"] < 1e-5 and "above onnx.reference's budget" in v["reference"]
     assert outcome.message.startswith(f"verified against {OTHER[runtime]}, not onnx.reference")
 
 
-def test_a_reference_past_its_time_budget_is_stopped_and_the_model_verified_across_runtimes(tmp_path, seed, monkeypatch):
+def test_a_reference_past_its_time_budget_is_stopped_and_the_model_verified_across_runtimes(
+    tmp_path, seed, monkeypatch
+):
     """AveragePool is a Python loop in onnx.reference (about 0.5 s here; dbench's corrections leave this
     version to it); 0.05 s of budget stops it."""
     from dbench.sources import model_reference
 
     monkeypatch.setattr(model_reference, "TIME_BUDGET_S", 0.05)
     nodes = [helper.make_node("AveragePool", ["x"], ["y"], name="pool", kernel_shape=[3, 3], pads=[1, 1, 1, 1])]
-    path = mb.save(mb.model(nodes, [mb.value("x", [1, 16, 64, 64])], [mb.value("y", [1, 16, 64, 64])], (), "pool"), tmp_path, "pool")
+    path = mb.save(
+        mb.model(nodes, [mb.value("x", [1, 16, 64, 64])], [mb.value("y", [1, 16, 64, 64])], (), "pool"),
+        tmp_path,
+        "pool",
+    )
     outcome = run_model(path, "ort-cpu")
     assert outcome.status == Status.OK and outcome.verification["check"] == "cross-runtime", outcome.message
     assert outcome.verification["reference"] == "onnx.reference ran past its budget of 0.05 s"
@@ -228,7 +280,9 @@ def test_a_structure_only_model_is_verified_with_random_weights(tmp_path, monkey
     path = mb.save(structure_only(), tmp_path, "structure")
     outcome = run_model(path, "ort-cpu")
     v = outcome.verification
-    assert (outcome.status, v["ok"], v["random_weights"], v["exposed"]) == (Status.OK, True, 4, ["logits"]), outcome.message
+    assert (outcome.status, v["ok"], v["random_weights"], v["exposed"]) == (Status.OK, True, 4, ["logits"]), (
+        outcome.message
+    )
     assert "seeded random weights in place of its 4 constant-filled ones" in outcome.message
 
     wrong_runtime(monkeypatch, "ort-cpu", lambda value: np.flip(value, axis=-1).copy())
@@ -244,13 +298,29 @@ def test_random_weights_keep_the_timed_graph_and_values_that_set_shapes():
 
     model = structure_only()
     before = model.SerializeToString()
-    spec = GraphSpec(id="s", kernel_id="s", family="model", op="model", params={}, suites=("user",), apps=(), pass_name="fwd",
-                     form="model", precision="fp32", flops=0, flops_executed=0, inputs=(TensorSpec("x", (1, 4, 6, 6), "float32", "activation"),),
-                     outputs=(TensorSpec("prob", (1, 10), "float32", "output"),), seed=7)
+    spec = GraphSpec(
+        id="s",
+        kernel_id="s",
+        family="model",
+        op="model",
+        params={},
+        suites=("user",),
+        apps=(),
+        pass_name="fwd",
+        form="model",
+        precision="fp32",
+        flops=0,
+        flops_executed=0,
+        inputs=(TensorSpec("x", (1, 4, 6, 6), "float32", "activation"),),
+        outputs=(TensorSpec("prob", (1, 10), "float32", "output"),),
+        seed=7,
+    )
     checked = for_verification(model, spec)
     assert model.SerializeToString() == before  # the timed graph is untouched
     assert checked.replaced == ("b1", "b2", "w1", "w2") and checked.exposed == ("logits",)
-    assert [t.name for t in checked.spec.outputs] == ["prob", "logits"] and [o.name for o in checked.model.graph.output] == ["prob", "logits"]
+    assert [t.name for t in checked.spec.outputs] == ["prob", "logits"] and [
+        o.name for o in checked.model.graph.output
+    ] == ["prob", "logits"]
     drawn = {t.name: numpy_helper.to_array(t) for t in checked.model.graph.initializer}
     assert set(drawn) == {"b1", "b2", "w1", "w2"}  # the shape tensors read by nothing else are gone
     assert np.abs(drawn["w1"]).max() <= np.sqrt(6 / 36) and np.unique(drawn["w1"]).size == drawn["w1"].size
@@ -266,8 +336,11 @@ def test_the_first_difference_ignores_values_no_disagreeing_output_reads():
     from dbench.check.localise import first_disagreement
     from dbench.gen.tolerance import Tolerance
 
-    nodes = [helper.make_node("Dropout", ["x"], ["d", "mask"], name="drop"), helper.make_node("Relu", ["d"], ["r"], name="relu"),
-             helper.make_node("Neg", ["r"], ["y"], name="neg")]
+    nodes = [
+        helper.make_node("Dropout", ["x"], ["d", "mask"], name="drop"),
+        helper.make_node("Relu", ["d"], ["r"], name="relu"),
+        helper.make_node("Neg", ["r"], ["y"], name="neg"),
+    ]
     model = mb.model(nodes, [mb.value("x", [4])], [mb.value("y", [4])])
     x = np.array([-1.0, 2.0, -3.0, 4.0])
     reference = {"d": x, "mask": np.ones(4), "r": np.maximum(x, 0), "y": -np.maximum(x, 0)}
@@ -291,13 +364,20 @@ def old_opset_cnn(rng) -> onnx.ModelProto:
     Softmax over the coerced 2-D [1, 8] of a [1, 8, 1, 1] input. onnx.reference 1.23 gets both the
     BatchNormalization (training momentum) and the Softmax (no coercion) of opset 9 wrong."""
     positive = lambda name, shape: numpy_helper.from_array(rng.uniform(0.5, 1.5, shape).astype(np.float32), name)
-    nodes = [helper.make_node("Conv", ["x", "w"], ["c"], name="conv", kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
-             helper.make_node("BatchNormalization", ["c", "s", "b", "m", "v"], ["n"], name="bn"),
-             helper.make_node("Relu", ["n"], ["r"], name="relu"),
-             helper.make_node("GlobalAveragePool", ["r"], ["g"], name="gap"),
-             helper.make_node("Softmax", ["g"], ["y"], name="softmax", axis=1)]
-    inits = [mb.weight("w", (8, 4, 3, 3), rng), positive("s", (8,)), mb.weight("b", (8,), rng), mb.weight("m", (8,), rng),
-             positive("v", (8,))]
+    nodes = [
+        helper.make_node("Conv", ["x", "w"], ["c"], name="conv", kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
+        helper.make_node("BatchNormalization", ["c", "s", "b", "m", "v"], ["n"], name="bn"),
+        helper.make_node("Relu", ["n"], ["r"], name="relu"),
+        helper.make_node("GlobalAveragePool", ["r"], ["g"], name="gap"),
+        helper.make_node("Softmax", ["g"], ["y"], name="softmax", axis=1),
+    ]
+    inits = [
+        mb.weight("w", (8, 4, 3, 3), rng),
+        positive("s", (8,)),
+        mb.weight("b", (8,), rng),
+        mb.weight("m", (8,), rng),
+        positive("v", (8,)),
+    ]
     m = mb.model(nodes, [mb.value("x", [1, 4, 8, 8])], [mb.value("y", [1, 8, 1, 1])], inits, "old")
     m.opset_import[0].version = 9
     m.ir_version = 4
@@ -309,8 +389,20 @@ def test_an_old_opset_model_is_never_the_runtimes_mismatch(tmp_path, seed):
     """End to end on both CPU runtimes: where onnx.reference is wrong (uncorrected), the two runtimes agree
     against it and the rows are disputed, naming the node; where dbench corrects the reference, verified."""
     path = mb.save(old_opset_cnn(np.random.default_rng(seed)), tmp_path, "old")
-    result = invoke("run", "--model", path, "--runtime", "ort-cpu,openvino", "--quick", "--profile-runs", "0", "--threads", "1",
-                    "--out", tmp_path / "results")
+    result = invoke(
+        "run",
+        "--model",
+        path,
+        "--runtime",
+        "ort-cpu,openvino",
+        "--quick",
+        "--profile-runs",
+        "0",
+        "--threads",
+        "1",
+        "--out",
+        tmp_path / "results",
+    )
     assert result.exit_code == 0, result.output
     rows = rows_of(tmp_path / "results")
     assert len(rows) == 2
@@ -320,7 +412,10 @@ def test_an_old_opset_model_is_never_the_runtimes_mismatch(tmp_path, seed):
             assert row["verified"] is True and row["verified_by"] == "onnx.reference"
         else:
             assert row["cross_check"]["agrees"] is True and row["cross_check"]["runtime"] == OTHER[row["runtime"]]
-            assert row["first_difference"]["op"] in ("BatchNormalization", "Softmax") and row["first_difference"]["opset"] == 9
+            assert (
+                row["first_difference"]["op"] in ("BatchNormalization", "Softmax")
+                and row["first_difference"]["opset"] == 9
+            )
             assert row["median_us"] > 0 and "disputed" in result.output
     if any(r["status"] == "disputed" for r in rows):
         assert "rows disputed" in result.output  # the run's warning
@@ -336,8 +431,20 @@ def lstm_without_hidden_size() -> onnx.ModelProto:
 
 def test_a_valid_model_ort_refuses_at_session_creation_is_unsupported(tmp_path):
     path = mb.save(lstm_without_hidden_size(), tmp_path, "lstm")
-    result = invoke("run", "--model", path, "--runtime", "ort-cpu", "--quick", "--profile-runs", "0", "--threads", "1",
-                    "--out", tmp_path / "results")
+    result = invoke(
+        "run",
+        "--model",
+        path,
+        "--runtime",
+        "ort-cpu",
+        "--quick",
+        "--profile-runs",
+        "0",
+        "--threads",
+        "1",
+        "--out",
+        tmp_path / "results",
+    )
     assert result.exit_code == 0, result.output
     (row,) = rows_of(tmp_path / "results")
     assert row["status"] == "unsupported" and "hidden_size" in row["message"]
@@ -351,10 +458,26 @@ def test_a_model_onnx_rejects_too_stays_failed():
     from dbench.runtimes.onnxruntime import GraphLoadError, OrtCpu
 
     inputs = (TensorSpec("a", (2, 3), "float32", "activation"), TensorSpec("b", (4, 5), "float32", "activation"))
-    spec = GraphSpec(id="add", kernel_id="add", family="model", op="model", params={}, suites=("user",), apps=(), pass_name="fwd",
-                     form="model", precision="fp32", flops=0, flops_executed=0, inputs=inputs,
-                     outputs=(TensorSpec("c", (2, 3), "float32", "output"),), seed=1)
-    broken = mb.model([helper.make_node("Add", ["a", "b"], ["c"])], [t.value_info() for t in inputs], [mb.value("c", [2, 3])])
+    spec = GraphSpec(
+        id="add",
+        kernel_id="add",
+        family="model",
+        op="model",
+        params={},
+        suites=("user",),
+        apps=(),
+        pass_name="fwd",
+        form="model",
+        precision="fp32",
+        flops=0,
+        flops_executed=0,
+        inputs=inputs,
+        outputs=(TensorSpec("c", (2, 3), "float32", "output"),),
+        seed=1,
+    )
+    broken = mb.model(
+        [helper.make_node("Add", ["a", "b"], ["c"])], [t.value_info() for t in inputs], [mb.value("c", [2, 3])]
+    )
     with pytest.raises(GraphLoadError, match="ONNX's checker rejects the model too") as raised:
         OrtCpu(RuntimeOptions(threads=1)).prepare(broken, spec, {})
     assert not isinstance(raised.value, UnsupportedError)

@@ -19,33 +19,61 @@ from tests import model_builders as mb
 
 # model -> (dims, {(kernel id, precision, pass, form): nodes}), by construction in model_builders.
 EXPECTED = {
-    "mlp": ({"batch": 3}, {
-        ("gemm_m64_n3_k64_nn", "fp32", "fwd", "matmul"): ("fc1", "fc2"),
-        ("gemm_m10_n3_k64_tn", "fp32", "fwd", "gemm"): ("head",),
-    }),
-    "cnn": ({"n": 2}, {
-        ("conv_w12_h12_c8_n2_k8_s3_r3_pw1_ph1_sw1_sh1", "fp32", "fwd", "conv"): ("conv1", "conv3"),
-        ("conv_w12_h12_c8_n2_k8_s3_r3_pw2_ph2_sw1_sh1_g8_dw2_dh2", "fp32", "fwd", "conv"): ("depthwise",),
-        ("conv_w24_h24_c4_n2_k8_s2_r2_pw0_ph0_sw2_sh2", "fp32", "bwd_data", "convtranspose"): ("up",),
-    }),
+    "mlp": (
+        {"batch": 3},
+        {
+            ("gemm_m64_n3_k64_nn", "fp32", "fwd", "matmul"): ("fc1", "fc2"),
+            ("gemm_m10_n3_k64_tn", "fp32", "fwd", "gemm"): ("head",),
+        },
+    ),
+    "cnn": (
+        {"n": 2},
+        {
+            ("conv_w12_h12_c8_n2_k8_s3_r3_pw1_ph1_sw1_sh1", "fp32", "fwd", "conv"): ("conv1", "conv3"),
+            ("conv_w12_h12_c8_n2_k8_s3_r3_pw2_ph2_sw1_sh1_g8_dw2_dh2", "fp32", "fwd", "conv"): ("depthwise",),
+            ("conv_w24_h24_c4_n2_k8_s2_r2_pw0_ph0_sw2_sh2", "fp32", "bwd_data", "convtranspose"): ("up",),
+        },
+    ),
     "lstm": ({"seq": 5}, {("rnn_lstm_h16_n2_t5", "fp32", "fwd", "op"): ("lstm1", "lstm2")}),
-    "attention": ({}, {
-        ("gemm_m8_n8_k16_nn_b8", "fp32", "fwd", "matmul"): ("qk",),
-        ("gemm_m16_n8_k8_nn_b8", "fp32", "fwd", "matmul"): ("pv",),
-    }),
-    "int8": ({}, {
-        ("gemm_m16_n4_k32_nn", "int8", "fwd", "qdq"): ("qdq_matmul",),
-        ("gemm_m8_n4_k32_nn", "int8", "fwd", "integer"): ("integer_matmul",),
-    }),
-    "int8_qlinear": ({}, {
-        ("conv_w8_h8_c4_n1_k8_s3_r3_pw1_ph1_sw1_sh1", "int8", "fwd", "qlinear"): ("qconv",),
-        ("conv_w8_h8_c4_n1_k8_s3_r3_pw0_ph0_sw2_sh2", "int8", "fwd", "integer"): ("iconv",),
-        ("gemm_m16_n4_k32_nn", "int8", "fwd", "qlinear"): ("qmatmul",),
-    }),
+    "attention": (
+        {},
+        {
+            ("gemm_m8_n8_k16_nn_b8", "fp32", "fwd", "matmul"): ("qk",),
+            ("gemm_m16_n8_k8_nn_b8", "fp32", "fwd", "matmul"): ("pv",),
+        },
+    ),
+    "int8": (
+        {},
+        {
+            ("gemm_m16_n4_k32_nn", "int8", "fwd", "qdq"): ("qdq_matmul",),
+            ("gemm_m8_n4_k32_nn", "int8", "fwd", "integer"): ("integer_matmul",),
+        },
+    ),
+    "int8_qlinear": (
+        {},
+        {
+            ("conv_w8_h8_c4_n1_k8_s3_r3_pw1_ph1_sw1_sh1", "int8", "fwd", "qlinear"): ("qconv",),
+            ("conv_w8_h8_c4_n1_k8_s3_r3_pw0_ph0_sw2_sh2", "int8", "fwd", "integer"): ("iconv",),
+            ("gemm_m16_n4_k32_nn", "int8", "fwd", "qlinear"): ("qmatmul",),
+        },
+    ),
 }
-BUILDERS = {"mlp": mb.mlp, "cnn": mb.cnn, "lstm": mb.lstm, "attention": mb.attention, "int8": mb.int8_qdq, "int8_qlinear": mb.int8_qlinear}
-NOT_KERNELS = {"mlp": {"relu1", "relu2"}, "cnn": {"relu1"}, "lstm": {"squeeze1", "squeeze2"}, "attention": {"softmax"},
-               "int8": {"q_x", "dq_x", "dq_w", "q_y", "dq_y"}, "int8_qlinear": set()}
+BUILDERS = {
+    "mlp": mb.mlp,
+    "cnn": mb.cnn,
+    "lstm": mb.lstm,
+    "attention": mb.attention,
+    "int8": mb.int8_qdq,
+    "int8_qlinear": mb.int8_qlinear,
+}
+NOT_KERNELS = {
+    "mlp": {"relu1", "relu2"},
+    "cnn": {"relu1"},
+    "lstm": {"squeeze1", "squeeze2"},
+    "attention": {"softmax"},
+    "int8": {"q_x", "dq_x", "dq_w", "q_y", "dq_y"},
+    "int8_qlinear": set(),
+}
 
 
 def extracted(tmp_path, name: str, seed: int):
@@ -78,13 +106,26 @@ def test_kernels_csv_is_a_kernels_file(tmp_path, seed):
     loaded = {k.id: k.copies("user") for k in load_kernel_file(folder / KERNELS_FILE)}
     assert loaded == {k.kernel.id: k.copies for k in extraction.kernels}
     tags = {e.spec.kernel_id: e.spec.attrs[MODEL_ATTR] for e in read_manifest(folder)}
-    assert tags["conv_w12_h12_c8_n2_k8_s3_r3_pw1_ph1_sw1_sh1"] == {"name": "cnn", "copies": 2, "nodes": ["conv1", "conv3"],
-                                                                    "dims": {"n": 2}}
+    assert tags["conv_w12_h12_c8_n2_k8_s3_r3_pw1_ph1_sw1_sh1"] == {
+        "name": "cnn",
+        "copies": 2,
+        "nodes": ["conv1", "conv3"],
+        "dims": {"n": 2},
+    }
 
 
 def run_graph(graph, runtime: str):
-    job = Job(spec=graph.spec, model=graph.model.SerializeToString(), sha256=None, runtime=runtime,
-              options=RuntimeOptions(threads=1), timing=QUICK, weights="const", verify=True, profile_runs=0)
+    job = Job(
+        spec=graph.spec,
+        model=graph.model.SerializeToString(),
+        sha256=None,
+        runtime=runtime,
+        options=RuntimeOptions(threads=1),
+        timing=QUICK,
+        weights="const",
+        verify=True,
+        profile_runs=0,
+    )
     return execute(job)
 
 
@@ -118,16 +159,32 @@ def test_shape_arithmetic_rooted_in_constant_nodes_is_folded(tmp_path, seed):
     from dbench.frommodel.fold import open_shapes
     from dbench.frommodel.model_file import load_model
 
-    const = lambda name, value: helper.make_node("Constant", [], [name], name=name,  # noqa: E731
-                                                 value=numpy_helper.from_array(np.array(value, dtype=np.int64)))
-    nodes = [const("four", [4]), const("three", [3]), helper.make_node("Mod", ["four", "three"], ["one"], name="mod"),
-             const("zero", [0]), helper.make_node("Shape", ["x"], ["shape"], name="shape"),
-             helper.make_node("Slice", ["shape", "zero", "one"], ["rows"], name="rows"), const("width", [-1]),
-             helper.make_node("Concat", ["rows", "width"], ["target"], name="target", axis=0),
-             helper.make_node("Reshape", ["x", "target"], ["flat"], name="flat"),
-             helper.make_node("MatMul", ["flat", "w"], ["y"], name="proj")]
-    model = mb.model(nodes, [mb.value("x", ["batch", 4, 4])], [mb.value("y", ["batch", 8])],
-                     [mb.weight("w", (16, 8), np.random.default_rng(seed))], "constants")
+    const = lambda name, value: helper.make_node(
+        "Constant",
+        [],
+        [name],
+        name=name,  # noqa: E731
+        value=numpy_helper.from_array(np.array(value, dtype=np.int64)),
+    )
+    nodes = [
+        const("four", [4]),
+        const("three", [3]),
+        helper.make_node("Mod", ["four", "three"], ["one"], name="mod"),
+        const("zero", [0]),
+        helper.make_node("Shape", ["x"], ["shape"], name="shape"),
+        helper.make_node("Slice", ["shape", "zero", "one"], ["rows"], name="rows"),
+        const("width", [-1]),
+        helper.make_node("Concat", ["rows", "width"], ["target"], name="target", axis=0),
+        helper.make_node("Reshape", ["x", "target"], ["flat"], name="flat"),
+        helper.make_node("MatMul", ["flat", "w"], ["y"], name="proj"),
+    ]
+    model = mb.model(
+        nodes,
+        [mb.value("x", ["batch", 4, 4])],
+        [mb.value("y", ["batch", 8])],
+        [mb.weight("w", (16, 8), np.random.default_rng(seed))],
+        "constants",
+    )
     path = mb.save(model, tmp_path, "constants")
     loaded = load_model(path, {"batch": 3}, weights=False)
     assert not open_shapes(loaded.shapes)
@@ -139,11 +196,21 @@ def test_extension_columns_are_optional_and_validated(tmp_path):
     from dbench.errors import KernelFileError
     from tests.helpers import write_csv
 
-    path = write_csv(tmp_path / "mixed.csv", "family,m,n,k,a_t,b_t,batch,w,h,c,s,r,pad_w,pad_h,wstride,hstride,groups,dil_w,dil_h,copies",
-                     "gemm,8,8,16,0,0,8,,,,,,,,,,,,,", "gemm,8,8,16,0,0,,,,,,,,,,,,,,3",
-                     "conv,,1,8,,,,12,12,8,3,3,2,2,1,1,8,2,2,")
+    path = write_csv(
+        tmp_path / "mixed.csv",
+        "family,m,n,k,a_t,b_t,batch,w,h,c,s,r,pad_w,pad_h,wstride,hstride,groups,dil_w,dil_h,copies",
+        "gemm,8,8,16,0,0,8,,,,,,,,,,,,,",
+        "gemm,8,8,16,0,0,,,,,,,,,,,,,,3",
+        "conv,,1,8,,,,12,12,8,3,3,2,2,1,1,8,2,2,",
+    )
     kernels = {k.id: k.copies("user") for k in load_kernel_file(path)}
-    assert kernels == {"gemm_m8_n8_k16_nn_b8": 1, "gemm_m8_n8_k16_nn": 3, "conv_w12_h12_c8_n1_k8_s3_r3_pw2_ph2_sw1_sh1_g8_dw2_dh2": 1}
-    bad = write_csv(tmp_path / "bad.csv", "w,h,c,n,k,s,r,pad_w,pad_h,wstride,hstride,groups", "12,12,6,1,8,3,3,1,1,1,1,4")
+    assert kernels == {
+        "gemm_m8_n8_k16_nn_b8": 1,
+        "gemm_m8_n8_k16_nn": 3,
+        "conv_w12_h12_c8_n1_k8_s3_r3_pw2_ph2_sw1_sh1_g8_dw2_dh2": 1,
+    }
+    bad = write_csv(
+        tmp_path / "bad.csv", "w,h,c,n,k,s,r,pad_w,pad_h,wstride,hstride,groups", "12,12,6,1,8,3,3,1,1,1,1,4"
+    )
     with pytest.raises(KernelFileError, match="c=6 is not a multiple of groups=4"):
         load_kernel_file(bad)

@@ -15,9 +15,16 @@ from dbench.gen.plan import build, plan
 EVERY_SUITE = ("train", "inference_server", "inference_device")
 # Two option sets per float precision reach every GEMM, RNN and GRU form; int8 in each form, padded or not.
 OPTIONS = [
-    *(GenOptions(precision=p, gemm_form=g, rnn_form=r, gru_activation=a)
-      for p in ("fp32", "fp16", "bf16") for g, r, a in (("gemm", "op", "tanh"), ("matmul", "recurrence", "relu"))),
-    *(GenOptions(precision="int8", int8_form=f, int8_pad=pad) for f in ("qlinear", "qdq", "integer") for pad in (True, False)),
+    *(
+        GenOptions(precision=p, gemm_form=g, rnn_form=r, gru_activation=a)
+        for p in ("fp32", "fp16", "bf16")
+        for g, r, a in (("gemm", "op", "tanh"), ("matmul", "recurrence", "relu"))
+    ),
+    *(
+        GenOptions(precision="int8", int8_form=f, int8_pad=pad)
+        for f in ("qlinear", "qdq", "integer")
+        for pad in (True, False)
+    ),
 ]
 
 
@@ -33,8 +40,14 @@ def read_names(graph: onnx.GraphProto) -> set[str]:
     return names
 
 
-@pytest.mark.parametrize("options", OPTIONS, ids=lambda o: f"{o.precision}-{o.gemm_form}-{o.rnn_form}-{o.gru_activation}"
-                         + (f"-{o.int8_form}-pad{int(o.int8_pad)}" if o.precision == "int8" else ""))
+@pytest.mark.parametrize(
+    "options",
+    OPTIONS,
+    ids=lambda o: (
+        f"{o.precision}-{o.gemm_form}-{o.rnn_form}-{o.gru_activation}"
+        + (f"-{o.int8_form}-pad{int(o.int8_pad)}" if o.precision == "int8" else "")
+    ),
+)
 def test_every_declared_input_is_read(options):
     built = 0
     for request in plan(load_catalog(), EVERY_SUITE, options):

@@ -29,16 +29,21 @@ def test_every_family_module_follows_the_protocol(name):
 
 def test_int8_is_a_precision_of_gemm_and_conv_only():
     assert [n for n, f in gen_plan.FAMILIES.items() if "int8" in f.SUPPORTED_PRECISIONS] == ["gemm", "conv"]
-    kernels = [RnnKernel(cell="gru", hidden=4, batch=2, timesteps=3),
-               SparseKernel(m=4, n=4, k=4, a_t=False, b_t=False, sparsity=0.9)]
+    kernels = [
+        RnnKernel(cell="gru", hidden=4, batch=2, timesteps=3),
+        SparseKernel(m=4, n=4, k=4, a_t=False, b_t=False, sparsity=0.9),
+    ]
     for request in gen_plan.plan(kernels, ("inference_server",), GenOptions(precision="int8")):
-        with pytest.raises(UnsupportedError, match=rf"^{request.kernel.family} kernels have no int8 form \(int8 covers gemm, conv\)$"):
+        with pytest.raises(
+            UnsupportedError, match=rf"^{request.kernel.family} kernels have no int8 form \(int8 covers gemm, conv\)$"
+        ):
             gen_plan.build(request)
 
 
 def test_whole_output_families_refuse_a_row_sample():
-    graph = gen_plan.FAMILIES["conv"].build(ConvKernel(w=5, h=5, c=2, n=3, k=2, s=3, r=3, pad_w=1, pad_h=1, wstride=1, hstride=1),
-                                            "fp32", "fwd", "conv")
+    graph = gen_plan.FAMILIES["conv"].build(
+        ConvKernel(w=5, h=5, c=2, n=3, k=2, s=3, r=3, pad_w=1, pad_h=1, wstride=1, hstride=1), "fp32", "fwd", "conv"
+    )
     with pytest.raises(ValueError, match="whole outputs"):
         gen_plan.reference(graph.spec, make_feeds(graph.spec), rows=np.array([0]))
 

@@ -10,10 +10,10 @@ import pytest
 
 from dbench.catalog import ConvKernel, GemmKernel, Selection, load_catalog, select
 from dbench.gen import conv, gemm
-from dbench.gen.options import GenOptions
-from dbench.gen.plan import build, plan
 from dbench.gen.feeds import make_feeds
 from dbench.gen.graph import IR_VERSION, OPSET
+from dbench.gen.options import GenOptions
+from dbench.gen.plan import build, plan
 from dbench.gen.precision import PRECISIONS
 from tests.helpers import normalized_error, ort_session, run_ort, run_reference_evaluator
 
@@ -75,7 +75,12 @@ def _direct_conv(kernel: ConvKernel, x: np.ndarray, w: np.ndarray) -> np.ndarray
     y = np.zeros((kernel.n, kernel.k, kernel.out_h, kernel.out_w))
     for q in range(kernel.out_h):
         for p in range(kernel.out_w):
-            window = xp[:, :, q * kernel.hstride:q * kernel.hstride + kernel.r, p * kernel.wstride:p * kernel.wstride + kernel.s]
+            window = xp[
+                :,
+                :,
+                q * kernel.hstride : q * kernel.hstride + kernel.r,
+                p * kernel.wstride : p * kernel.wstride + kernel.s,
+            ]
             y[:, :, q, p] = np.einsum("ncij,kcij->nk", window, w.astype(np.float64))
     return y
 
@@ -103,8 +108,10 @@ def test_conv_reference_catches_swapped_filter_axes(seed):
 LOW_PRECISION_GRAPHS = [
     ("gemm", lambda p: gemm.build(GemmKernel(m=6, n=4, k=5, a_t=True, b_t=False), p, "fwd", "gemm")),
     ("matmul", lambda p: gemm.build(GemmKernel(m=6, n=4, k=5, a_t=False, b_t=False), p, "fwd", "matmul")),
-    *[(pass_name, lambda p, pn=pass_name: conv.build(shrunk_conv(3, 3, 1, 1, 2, 2, 1), p, pn))
-      for pass_name in ("fwd", "bwd_data", "bwd_filter")],
+    *[
+        (pass_name, lambda p, pn=pass_name: conv.build(shrunk_conv(3, 3, 1, 1, 2, 2, 1), p, pn))
+        for pass_name in ("fwd", "bwd_data", "bwd_filter")
+    ],
 ]
 
 
@@ -154,10 +161,11 @@ def test_every_catalog_gemm_and_conv_graph_is_valid(precision):
         assert not model.graph.initializer, "graph files hold no weight data"
         onnx.checker.check_model(model, full_check=True)
         inferred = onnx.shape_inference.infer_shapes(model, strict_mode=True)
-        assert [d.dim_value for d in inferred.graph.output[0].type.tensor_type.shape.dim] == list(graph.spec.outputs[0].shape)
+        assert [d.dim_value for d in inferred.graph.output[0].type.tensor_type.shape.dim] == list(
+            graph.spec.outputs[0].shape
+        )
         total += len(model.SerializeToString())
     assert total < 4_000_000
-
 
 
 @pytest.mark.parametrize("a_t,b_t", TRANSPOSES)

@@ -14,13 +14,12 @@ from onnx.reference import ReferenceEvaluator
 from dbench.catalog import load_catalog
 from dbench.catalog.kernels import ConvKernel, GemmKernel, SparseKernel
 from dbench.errors import UnsupportedError, UsageError
-from dbench.gen import plan as gen_plan
 from dbench.gen import int8
+from dbench.gen import plan as gen_plan
 from dbench.gen.feeds import make_feeds
 from dbench.gen.graph import GraphSpec
 from dbench.gen.int8_quant import INT_LIMITS, reduction_length
-from dbench.gen.options import INT8_FORMS
-from dbench.gen.options import GenOptions
+from dbench.gen.options import INT8_FORMS, GenOptions
 from dbench.gen.tolerance import Tolerance
 from dbench.gen.weights import embed_weights, split_feeds
 from tests.helpers import max_abs_error, run_ort
@@ -72,8 +71,7 @@ def test_forms_match_reference_on_every_runtime(name, form, tmp_path, seed):
     assert list(per_call) == ["X"]
     _check(graph, feeds, _ort(embed_weights(graph.model, constants), per_call), "onnxruntime const", seed)
     _check(graph, feeds, _openvino(graph.model, feeds, tmp_path), "openvino", seed)
-    _check(graph, feeds, _openvino(embed_weights(graph.model, constants), per_call, tmp_path),
-           "openvino const", seed)
+    _check(graph, feeds, _openvino(embed_weights(graph.model, constants), per_call, tmp_path), "openvino const", seed)
     _check(graph, feeds, ReferenceEvaluator(graph.model).run(None, feeds)[0], "onnx reference", seed)
 
 
@@ -104,8 +102,11 @@ def test_requantisation_rounds_half_to_even_everywhere(form, tmp_path):
     zero_y = graph.spec.attrs["zero_points"]["y"]
     ref_steps = ref - zero_y if form == "qlinear" else ref / scale["y"]
     np.testing.assert_array_equal(ref_steps, expected_steps)
-    for runtime, out in [("onnxruntime", _ort(graph.model, feeds)), ("openvino", _openvino(graph.model, feeds, tmp_path)),
-                         ("onnx reference", ReferenceEvaluator(graph.model).run(None, feeds)[0])]:
+    for runtime, out in [
+        ("onnxruntime", _ort(graph.model, feeds)),
+        ("openvino", _openvino(graph.model, feeds, tmp_path)),
+        ("onnx reference", ReferenceEvaluator(graph.model).run(None, feeds)[0]),
+    ]:
         np.testing.assert_array_equal(out[:, 0].astype(np.float64), ref, err_msg=runtime)
 
 

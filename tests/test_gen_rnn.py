@@ -14,8 +14,8 @@ from onnx import shape_inference
 from typer.testing import CliRunner
 
 from dbench.catalog import RnnKernel, load_catalog, load_kernel_file
-from dbench.cli import app
 from dbench.catalog.kernels import Origin
+from dbench.cli import app
 from dbench.errors import KernelFileError, UnsupportedError
 from dbench.gen import plan as gen_plan
 from dbench.gen import rnn
@@ -32,7 +32,9 @@ PASS_FORMS = [("fwd", "op"), ("fwd", "recurrence"), ("bwd_weights", "bptt")]
 CASES = [(c, a, p, f) for c, a in VARIANTS for p, f in PASS_FORMS]
 CASE_IDS = [f"{c}-{a}-{p}-{f}" for c, a, p, f in CASES]
 # Graphs that exist in each precision (ONNX's RNN ops have no bfloat16 type: no bf16 op form).
-RUN_CASES = [(*case, prec) for case in CASES for prec in ("fp32", "fp16", "bf16") if not (case[3] == "op" and prec == "bf16")]
+RUN_CASES = [
+    (*case, prec) for case in CASES for prec in ("fp32", "fp16", "bf16") if not (case[3] == "op" and prec == "bf16")
+]
 RUN_IDS = ["-".join(case) for case in RUN_CASES]
 
 # onnx.reference's RNN knows only Tanh/Affine activations and its GRU ignores `activations`
@@ -46,13 +48,20 @@ REFERENCE_EVALUATOR_GAPS = {
 def _kernel(cell: str, rng: np.random.Generator, timesteps: int | None = None, train: bool = False) -> RnnKernel:
     """A shrunk kernel: H in 3..5, N = 2, T in 3..4 (unless given)."""
     origins = (Origin(suite="train", app="test", line=1),) if train else ()
-    return RnnKernel(cell=cell, hidden=int(rng.integers(3, 6)), batch=2,
-                     timesteps=timesteps or int(rng.integers(3, 5)), origins=origins)
+    return RnnKernel(
+        cell=cell,
+        hidden=int(rng.integers(3, 6)),
+        batch=2,
+        timesteps=timesteps or int(rng.integers(3, 5)),
+        origins=origins,
+    )
 
 
 def _graph(kernel: RnnKernel, activation: str, pass_name: str, base: str, precision: str = "fp32"):
     gru_activation = activation if kernel.cell == "gru" else None
-    return rnn.build(kernel, precision, pass_name, rnn.form_name(base, kernel.cell, activation), gru_activation=gru_activation)
+    return rnn.build(
+        kernel, precision, pass_name, rnn.form_name(base, kernel.cell, activation), gru_activation=gru_activation
+    )
 
 
 def _rel_err(out: np.ndarray, ref: np.ndarray) -> float:
@@ -80,7 +89,9 @@ def _openvino_run(model: onnx.ModelProto, feeds: dict) -> dict:
     import openvino as ov
 
     core = ov.Core()
-    compiled = core.compile_model(core.read_model(model.SerializeToString(), b""), "CPU", {"INFERENCE_PRECISION_HINT": "f32"})
+    compiled = core.compile_model(
+        core.read_model(model.SerializeToString(), b""), "CPU", {"INFERENCE_PRECISION_HINT": "f32"}
+    )
     request = compiled.create_infer_request()
     for name, value in feeds.items():
         target = request.get_tensor(name).data
@@ -151,13 +162,21 @@ def test_onnx_reference_matches_numpy(cell, activation, pass_name, base, precisi
     assert not gap, f"onnx.reference now handles {graph.id}; remove it from REFERENCE_EVALUATOR_GAPS"
 
 
-@pytest.mark.parametrize("cell,activation,pass_name,base,precision", [c for c in RUN_CASES if c[4] != "bf16"],
-                         ids=[i for c, i in zip(RUN_CASES, RUN_IDS) if c[4] != "bf16"])
+@pytest.mark.parametrize(
+    "cell,activation,pass_name,base,precision",
+    [c for c in RUN_CASES if c[4] != "bf16"],
+    ids=[i for c, i in zip(RUN_CASES, RUN_IDS) if c[4] != "bf16"],
+)
 def test_onnxruntime_matches_numpy(cell, activation, pass_name, base, precision, rng):
     """fp32 and fp16 run and match on ONNX Runtime CPU (bf16: see test_onnxruntime_refuses_bf16_as_unsupported)."""
     graph = _graph(_kernel(cell, rng), activation, pass_name, base, precision)
     feeds = make_feeds(graph.spec, _seed(rng))
-    _check_outputs(graph, run_ort_named(ort_session(graph.model), feeds), rnn.reference(graph.spec, feeds), f"onnxruntime {graph.id}")
+    _check_outputs(
+        graph,
+        run_ort_named(ort_session(graph.model), feeds),
+        rnn.reference(graph.spec, feeds),
+        f"onnxruntime {graph.id}",
+    )
 
 
 @pytest.mark.slow
@@ -165,10 +184,28 @@ def test_onnxruntime_refuses_bf16_as_unsupported(tmp_path):
     """ONNX Runtime's CPU provider has no bfloat16 Gemm or Add: `dbench run` records every bf16
     RNN graph (each cell, forward and backward) as `unsupported` with ORT's own message. Strict: when
     ORT gains these kernels this fails, and the bf16 cases belong in test_onnxruntime_matches_numpy."""
-    kernels = write_csv(tmp_path / "rnn.csv", "cell,hidden,batch,timesteps,suite",
-                        *(f"{cell},4,2,3,train" for cell in CELLS))
-    result = CliRunner().invoke(app, ["run", "--kernels", str(kernels), "--suite", "train", "--precision", "bf16",
-                                      "--rnn-form", "recurrence", "--runtime", "ort-cpu", "--quick", "--out", str(tmp_path / "results")])
+    kernels = write_csv(
+        tmp_path / "rnn.csv", "cell,hidden,batch,timesteps,suite", *(f"{cell},4,2,3,train" for cell in CELLS)
+    )
+    result = CliRunner().invoke(
+        app,
+        [
+            "run",
+            "--kernels",
+            str(kernels),
+            "--suite",
+            "train",
+            "--precision",
+            "bf16",
+            "--rnn-form",
+            "recurrence",
+            "--runtime",
+            "ort-cpu",
+            "--quick",
+            "--out",
+            str(tmp_path / "results"),
+        ],
+    )
     assert result.exit_code == 0, result.output
     (log,) = (tmp_path / "results").rglob("*.jsonl")
     rows = [r for r in map(json.loads, log.read_text().splitlines()) if r["type"] == "result"]
@@ -188,8 +225,11 @@ def test_openvino_loads_and_matches_numpy(cell, activation, pass_name, base, pre
     _check_outputs(graph, _openvino_run(graph.model, feeds), rnn.reference(graph.spec, feeds), f"openvino {graph.id}")
 
 
-@pytest.mark.parametrize("cell,activation,pass_name,base", [c for c in CASES if c[3] != "op"],
-                         ids=[i for c, i in zip(CASES, CASE_IDS) if c[3] != "op"])
+@pytest.mark.parametrize(
+    "cell,activation,pass_name,base",
+    [c for c in CASES if c[3] != "op"],
+    ids=[i for c, i in zip(CASES, CASE_IDS) if c[3] != "op"],
+)
 def test_single_step_sequence(cell, activation, pass_name, base, rng):
     """T = 1 (four catalog kernels): the backward has no earlier state to slice, and the LSTM and
     GRU backward read no Y. Both runtimes, fed every declared input: OpenVINO drops an unread input
@@ -206,13 +246,33 @@ def test_single_step_sequence(cell, activation, pass_name, base, rng):
 def test_single_step_backward_runs_and_verifies_through_dbench_run(runtime, tmp_path):
     """`dbench run` of the T = 1 GRU (DeepBench's rnn_gru_h512_n32_t1, shrunk) and LSTM backward
     graphs: every row `ok` with its outputs verified against the numpy reference."""
-    kernels = write_csv(tmp_path / "rnn.csv", "cell,hidden,batch,timesteps,suite", "gru,8,4,1,train", "lstm,8,4,1,train")
-    result = CliRunner().invoke(app, ["run", "--kernels", str(kernels), "--suite", "train", "--pass", "bwd_weights",
-                                      "--runtime", runtime, "--quick", "--out", str(tmp_path / "results")])
+    kernels = write_csv(
+        tmp_path / "rnn.csv", "cell,hidden,batch,timesteps,suite", "gru,8,4,1,train", "lstm,8,4,1,train"
+    )
+    result = CliRunner().invoke(
+        app,
+        [
+            "run",
+            "--kernels",
+            str(kernels),
+            "--suite",
+            "train",
+            "--pass",
+            "bwd_weights",
+            "--runtime",
+            runtime,
+            "--quick",
+            "--out",
+            str(tmp_path / "results"),
+        ],
+    )
     assert result.exit_code == 0, result.output
     (log,) = (tmp_path / "results").rglob("*.jsonl")
     rows = [r for r in map(json.loads, log.read_text().splitlines()) if r["type"] == "result"]
-    assert sorted(r["graph_id"] for r in rows) == ["rnn_gru_h8_n4_t1.bwd_weights.bptt.fp32", "rnn_lstm_h8_n4_t1.bwd_weights.bptt.fp32"]
+    assert sorted(r["graph_id"] for r in rows) == [
+        "rnn_gru_h8_n4_t1.bwd_weights.bptt.fp32",
+        "rnn_lstm_h8_n4_t1.bwd_weights.bptt.fp32",
+    ]
     for row in rows:
         assert row["status"] == "ok", row
         assert row["verified"] is True, row
@@ -241,10 +301,13 @@ def test_op_and_recurrence_forms_agree(cell, activation, rng):
 def _random_layer(cell: str, rng: np.random.Generator, hidden: int = 3, batch: int = 2, steps: int = 3) -> dict:
     g = GATES[cell]
     return {
-        "x": rng.uniform(-1, 1, (steps, batch, hidden)), "w": rng.uniform(-1, 1, (g * hidden, hidden)),
+        "x": rng.uniform(-1, 1, (steps, batch, hidden)),
+        "w": rng.uniform(-1, 1, (g * hidden, hidden)),
         # biases lean positive so a vanilla ReLU layer this small is rarely all inactive
-        "r": rng.uniform(-1, 1, (g * hidden, hidden)), "b": rng.uniform(-0.5, 1, 2 * g * hidden),
-        "h0": rng.uniform(-1, 1, (batch, hidden)), "c0": rng.uniform(-1, 1, (batch, hidden)),
+        "r": rng.uniform(-1, 1, (g * hidden, hidden)),
+        "b": rng.uniform(-0.5, 1, 2 * g * hidden),
+        "h0": rng.uniform(-1, 1, (batch, hidden)),
+        "c0": rng.uniform(-1, 1, (batch, hidden)),
         "dy": rng.uniform(-1, 1, (steps, batch, hidden)),
     }
 
@@ -253,8 +316,15 @@ def _trace(cell: str, layer: dict, activation: str, r=None, b=None):
     r = layer["r"] if r is None else r
     b = layer["b"] if b is None else b
     gh = r.shape[0]
-    return forward(cell, layer["x"] @ layer["w"].T + b[:gh], r, b[gh:], layer["h0"],
-                   layer["c0"] if cell == "lstm" else None, activation)
+    return forward(
+        cell,
+        layer["x"] @ layer["w"].T + b[:gh],
+        r,
+        b[gh:],
+        layer["h0"],
+        layer["c0"] if cell == "lstm" else None,
+        activation,
+    )
 
 
 @pytest.mark.parametrize("cell,activation", VARIANTS)
@@ -286,8 +356,15 @@ def test_onnx_backward_on_a_real_forward_trace(cell, activation, rng):
     layer = _random_layer(cell, rng)
     trace = _trace(cell, layer, activation)
     graph = _graph(kernel, activation, "bwd_weights", "bptt")
-    recorded = {"dY": layer["dy"], "Y": trace.y, "initial_h": layer["h0"][None], "C": trace.c,
-                "initial_c": layer["c0"][None], "gates": trace.gates, "R": layer["r"][None]}
+    recorded = {
+        "dY": layer["dy"],
+        "Y": trace.y,
+        "initial_h": layer["h0"][None],
+        "C": trace.c,
+        "initial_c": layer["c0"][None],
+        "gates": trace.gates,
+        "R": layer["r"][None],
+    }
     feeds = {t.name: np.asarray(recorded[t.name], dtype=np.float32) for t in graph.spec.inputs}
     c0 = layer["c0"] if cell == "lstm" else None
     dr, db = backward(cell, layer["dy"], layer["r"], layer["h0"], trace, c0, activation)
@@ -370,7 +447,10 @@ def test_plan(cell, form, activation, rng):
     attrs = {"gru_activation": activation} if cell == "gru" else {}
     suffix = "_relu" if cell == "gru" and activation == "relu" else ""
     assert rnn.plan(kernel, options, train=False) == [("fwd", form + suffix, attrs)]
-    assert rnn.plan(kernel, options, train=True) == [("fwd", form + suffix, attrs), ("bwd_weights", "bptt" + suffix, attrs)]
+    assert rnn.plan(kernel, options, train=True) == [
+        ("fwd", form + suffix, attrs),
+        ("bwd_weights", "bptt" + suffix, attrs),
+    ]
 
 
 def test_form_and_attrs_must_agree(rng):

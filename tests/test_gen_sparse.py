@@ -11,9 +11,8 @@ from onnx.reference import ReferenceEvaluator
 from dbench.catalog import load_catalog
 from dbench.catalog.kernels import SparseKernel
 from dbench.errors import UnsupportedError, UsageError
-from dbench.gen import feeds
+from dbench.gen import feeds, sparse
 from dbench.gen import plan as gen_plan
-from dbench.gen import sparse
 from dbench.gen.feeds import make_feeds
 from dbench.gen.graph import TensorSpec
 from dbench.gen.options import GenOptions

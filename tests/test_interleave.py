@@ -32,8 +32,12 @@ def test_rotated_keeps_the_input_and_gives_each_variant_every_position():
 
 def test_the_runner_rotates_its_variants_by_round_and_graph():
     variants = tuple(Variant(label, "ort-cpu", RuntimeOptions(threads=1)) for label in ("a", "b", "c"))
-    runner = Runner(RunConfig(variants=variants, timing=TimingConfig(rounds=3)), {"ort-cpu": runtime_class("ort-cpu")},
-                    log=None, run_id="run-x")
+    runner = Runner(
+        RunConfig(variants=variants, timing=TimingConfig(rounds=3)),
+        {"ort-cpu": runtime_class("ort-cpu")},
+        log=None,
+        run_id="run-x",
+    )
     first = Counter()
     for number in range(3):
         for position in range(4):

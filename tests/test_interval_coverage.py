@@ -12,13 +12,20 @@ import numpy as np
 import pytest
 
 from dbench.stats.coverage import MIN_FACTOR, MIN_PAIRS, coverage, ratios
-from dbench.stats.rounds import round_spread
 from dbench.stats.records import LatencyRound
+from dbench.stats.rounds import round_spread
 from dbench.stats.summary import summarize_rounds
 from dbench.store.history import History, config_key, read_history
 
-CONFIG = {"runtime": "ort-cpu", "runtime_version": "1.0", "device": "default", "runtime_options": {"threads": 2},
-          "weights": "const", "mode": "latency", "status": "ok"}
+CONFIG = {
+    "runtime": "ort-cpu",
+    "runtime_version": "1.0",
+    "device": "default",
+    "runtime_options": {"threads": 2},
+    "weights": "const",
+    "mode": "latency",
+    "status": "ok",
+}
 KEY = config_key("ort-cpu", "1.0", "default", {"threads": 2}, "const", "latency")
 
 
@@ -28,7 +35,9 @@ def _history(runs: list[list[list[float]]]) -> History:
     history = History()
     for graphs in reversed(runs):
         for g, medians in enumerate(graphs):
-            history.add({**CONFIG, "graph_id": f"g{g}", "median_us": float(np.median(medians)), "round_medians_us": medians})
+            history.add(
+                {**CONFIG, "graph_id": f"g{g}", "median_us": float(np.median(medians)), "round_medians_us": medians}
+            )
     return history
 
 
@@ -71,22 +80,29 @@ def test_heavy_tailed_shifts_widen_and_outlier_rounds_with_steady_medians_narrow
     assert found.rate < 0.9 and found.factor > 1.5
     # One slow round in three each run: the rounds' spread is wide, while the median of the samples (here the
     # middle round) hardly moves between runs: the model is too cautious, and the history says by how much.
-    steady = _history(_runs(rng, 8, 8, lambda rng: rng.normal(0, 0.005),
-                            rounds=lambda rng: np.array([0.0, 0.002, 0.4 * rng.random()])))
+    steady = _history(
+        _runs(
+            rng, 8, 8, lambda rng: rng.normal(0, 0.005), rounds=lambda rng: np.array([0.0, 0.002, 0.4 * rng.random()])
+        )
+    )
     found = steady.coverage(KEY, 3000.0)
     assert found.rate == 1.0 and found.factor == MIN_FACTOR
 
 
 def test_summarize_rounds_scales_both_intervals_and_says_so():
-    rounds = [LatencyRound(median_us=m, min_us=m, samples_us=[m], samples=1, calls_per_sample=1, timed_s=0.1)
-              for m in (100.0, 103.0, 98.0)]
+    rounds = [
+        LatencyRound(median_us=m, min_us=m, samples_us=[m], samples=1, calls_per_sample=1, timed_s=0.1)
+        for m in (100.0, 103.0, 98.0)
+    ]
     plain = summarize_rounds(rounds, (50.0,), 0.05)
     widened = summarize_rounds(rounds, (50.0,), 0.05, coverage=coverage([2.5] * 30 + [0.1] * 10))
     assert plain["history_factor"] is None and widened["history_factor"] == 2.5
     assert widened["coverage_pairs"] == 40 and widened["coverage_inside"] == 10
     assert widened["rerun_rel"] > plain["rerun_rel"]
     spread = round_spread(100.0, [100.0, 103.0, 98.0], scale=2.5)
-    assert math.log(spread.rerun[1] / 100.0) == pytest.approx(2.5 * math.log(round_spread(100.0, [100.0, 103.0, 98.0]).rerun[1] / 100.0))
+    assert math.log(spread.rerun[1] / 100.0) == pytest.approx(
+        2.5 * math.log(round_spread(100.0, [100.0, 103.0, 98.0]).rerun[1] / 100.0)
+    )
 
 
 def test_scaling_brings_the_promise_closer_on_simulated_runs_of_heavy_tailed_shifts():
@@ -115,7 +131,13 @@ def test_read_history_keeps_each_rows_median_beside_its_rounds(tmp_path):
     folder.mkdir()
     for i, median in enumerate((100.0, 110.0)):
         header = {"type": "run", "schema_version": 3, "run_id": f"run-2026112{i}-000000-0000"}
-        row = {"type": "result", **CONFIG, "graph_id": "g", "median_us": median, "round_medians_us": [median, median * 1.01]}
+        row = {
+            "type": "result",
+            **CONFIG,
+            "graph_id": "g",
+            "median_us": median,
+            "round_medians_us": [median, median * 1.01],
+        }
         (folder / f"run-2026112{i}-000000-0000.jsonl").write_text(json.dumps(header) + "\n" + json.dumps(row) + "\n")
     history = read_history(folder, "none")
     assert history.medians[KEY]["g"] == [110.0, 100.0]  # newest first, as the rounds

@@ -9,8 +9,7 @@ import pytest
 from typer.testing import CliRunner
 
 from dbench.cli import app
-from dbench.store.invariants import (KERNEL_TIME_TOLERANCE, PROFILE_CLOCK_SLACK_US, PROFILE_CLOCK_TOLERANCE,
-                                     violations)
+from dbench.store.invariants import KERNEL_TIME_TOLERANCE, PROFILE_CLOCK_SLACK_US, PROFILE_CLOCK_TOLERANCE, violations
 
 SOUND = {"precision": "fp32", "precision_executed": "fp32", "median_us": 100.0, "kernel_time_us": 90.0}
 
@@ -40,14 +39,17 @@ def test_kernel_time_above_its_own_profiling_pass_is_a_miscount():
     assert violations({**within, "kernel_time_us": 190.0, "median_us": 100.0}) != []
 
 
-@pytest.mark.parametrize("precision, executed", [("fp32", "int64"), ("fp32", "bool"), ("fp16", "int8"),
-                                                 ("int8", "int64"), ("bf16", "fp64")])
+@pytest.mark.parametrize(
+    "precision, executed", [("fp32", "int64"), ("fp32", "bool"), ("fp16", "int8"), ("int8", "int64"), ("bf16", "fp64")]
+)
 def test_a_type_the_graph_could_not_compute_in_is_a_violation(precision, executed):
     (found,) = violations({**SOUND, "precision": precision, "precision_executed": executed})
     assert f"executed precision {executed}" in found
 
 
-@pytest.mark.parametrize("precision, executed", [("fp16", "fp32"), ("int8", "fp32"), ("int8", "int8"), ("bf16", "bf16")])
+@pytest.mark.parametrize(
+    "precision, executed", [("fp16", "fp32"), ("int8", "fp32"), ("int8", "int8"), ("bf16", "bf16")]
+)
 def test_fallbacks_a_runtime_really_takes_are_allowed(precision, executed):
     assert violations({**SOUND, "precision": precision, "precision_executed": executed}) == []
 
@@ -69,8 +71,9 @@ def test_every_row_of_a_run_keeps_the_invariants(runtime, tmp_path):
     rows = []
     for case in CASES:
         out = tmp_path / str(len(rows))
-        result = CliRunner().invoke(app, ["run", "--suite", "inference", *case, "--runtime", runtime, "--quick",
-                                          "--out", str(out)])
+        result = CliRunner().invoke(
+            app, ["run", "--suite", "inference", *case, "--runtime", runtime, "--quick", "--out", str(out)]
+        )
         assert result.exit_code == 0, result.output
         (log,) = out.glob("*/*.jsonl")
         rows += [json.loads(line) for line in log.read_text().splitlines()[1:] if '"type": "result"' in line]

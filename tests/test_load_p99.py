@@ -9,10 +9,21 @@ import math
 import numpy as np
 import pytest
 
+from dbench.stats.quantile import (
+    P99,
+    P99_ABOVE,
+    arrivals_for,
+    binomial_cdf,
+    order_ranks,
+    pooled_tail,
+    requests_above,
+    slowest,
+    tail_interval,
+    tail_percentile,
+    tail_size,
+)
 from dbench.stats.records import ServerRound, round_from_dict
 from dbench.stats.throughput import summarize_load
-from dbench.stats.quantile import (P99, P99_ABOVE, arrivals_for, binomial_cdf, order_ranks, pooled_tail, requests_above,
-                                   slowest, tail_interval, tail_percentile, tail_size)
 from dbench.worker.server import MIN_REQUESTS, requests_for
 from dbench.worker.timing import TimingConfig
 
@@ -30,8 +41,16 @@ def test_the_default_run_sends_enough_arrivals_for_25_above_its_p99():
 
 
 def brute_cdf(k: int, n: int, p: float) -> float:
-    return sum(math.exp(math.lgamma(n + 1) - math.lgamma(j + 1) - math.lgamma(n - j + 1) + j * math.log(p)
-                        + (n - j) * math.log1p(-p)) for j in range(k + 1))
+    return sum(
+        math.exp(
+            math.lgamma(n + 1)
+            - math.lgamma(j + 1)
+            - math.lgamma(n - j + 1)
+            + j * math.log(p)
+            + (n - j) * math.log1p(-p)
+        )
+        for j in range(k + 1)
+    )
 
 
 @pytest.mark.parametrize("n", [50, 300, 420, 2500])
@@ -89,12 +108,28 @@ def test_the_order_statistic_interval_covers_a_known_p99_at_least_95_percent_of_
 
 def server_round(latencies: np.ndarray, pooled: int) -> ServerRound:
     count = latencies.size
-    return ServerRound(streams=1, streams_executed=1, rate=100.0, requests=count, inferences=count, unserved=0,
-                       wall_s=count / 100.0, per_stream=[count], latency_us=list(latencies[:1000]),
-                       latency_tail_us=slowest(latencies, pooled), latency_p50_us=float(np.percentile(latencies, 50)),
-                       latency_p90_us=float(np.percentile(latencies, 90)), latency_p99_us=float(np.percentile(latencies, 99)),
-                       over_bound=0, latency_bound_us=None, arrival_span_s=(count - 1) / 100.0, arrival_rate=100.0,
-                       queue_p99_us=1.0, dispatch_lag_p99_us=1.0, search=None)
+    return ServerRound(
+        streams=1,
+        streams_executed=1,
+        rate=100.0,
+        requests=count,
+        inferences=count,
+        unserved=0,
+        wall_s=count / 100.0,
+        per_stream=[count],
+        latency_us=list(latencies[:1000]),
+        latency_tail_us=slowest(latencies, pooled),
+        latency_p50_us=float(np.percentile(latencies, 50)),
+        latency_p90_us=float(np.percentile(latencies, 90)),
+        latency_p99_us=float(np.percentile(latencies, 99)),
+        over_bound=0,
+        latency_bound_us=None,
+        arrival_span_s=(count - 1) / 100.0,
+        arrival_rate=100.0,
+        queue_p99_us=1.0,
+        dispatch_lag_p99_us=1.0,
+        search=None,
+    )
 
 
 def test_a_server_row_holds_the_exact_p99_its_interval_and_what_it_rests_on(seed):
@@ -102,7 +137,9 @@ def test_a_server_row_holds_the_exact_p99_its_interval_and_what_it_rests_on(seed
     rounds = [np.round(rng.exponential(100.0, 834), 3) for _ in range(3)]
     row = summarize_load([server_round(r, 3 * 834) for r in rounds], (50.0, 99.0), 0.05)
     everything = np.concatenate(rounds)
-    assert row["latency_p99_us"] == pytest.approx(np.percentile(everything, 99), rel=1e-12), "every request, not the kept 1000"
+    assert row["latency_p99_us"] == pytest.approx(np.percentile(everything, 99), rel=1e-12), (
+        "every request, not the kept 1000"
+    )
     assert row["latency_percentiles_us"]["99"] == row["latency_p99_us"]
     assert row["latency_p99_ci_low_us"] < row["latency_p99_us"] < row["latency_p99_ci_high_us"]
     assert row["latency_p99_above"] == 26 and row["requests"] == 2502

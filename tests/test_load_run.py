@@ -28,7 +28,10 @@ LIMIT = 4 * len(os.sched_getaffinity(0))
 
 CASES = [
     (["--scenario", "offline"], "unknown scenario 'offline'; valid: latency, throughput, server"),
-    (["--scenario", "latency", "--streams", "2"], "--streams puts requests in flight, which --scenario latency does not"),
+    (
+        ["--scenario", "latency", "--streams", "2"],
+        "--streams puts requests in flight, which --scenario latency does not",
+    ),
     (["--streams", "0"], "--streams 0 is out of range; use 1 to"),
     (["--streams", str(LIMIT + 1)], f"--streams {LIMIT + 1} is out of range"),
     (["--streams", "1,1"], "--streams names 1 twice; give each value once"),
@@ -39,9 +42,18 @@ CASES = [
     (["--scenario", "server"], "--scenario server needs --rate Q"),
     (["--scenario", "server", "--rate", "0"], "--rate 0 must be a positive number of requests per second"),
     (["--scenario", "server", "--rate", "nan"], "--rate nan must be a positive number"),
-    (["--scenario", "server", "--rate", "10", "--latency-bound", "-1"], "--latency-bound -1 must be a positive number of milliseconds"),
-    (["--scenario", "server", "--rate", "10", "--search-time", "5"], "--search-time bounds the search for the highest rate under --latency-bound"),
-    (["--scenario", "server", "--rate", "10", "--latency-bound", "5", "--search-time", "-1"], "--search-time -1 must be 0"),
+    (
+        ["--scenario", "server", "--rate", "10", "--latency-bound", "-1"],
+        "--latency-bound -1 must be a positive number of milliseconds",
+    ),
+    (
+        ["--scenario", "server", "--rate", "10", "--search-time", "5"],
+        "--search-time bounds the search for the highest rate under --latency-bound",
+    ),
+    (
+        ["--scenario", "server", "--rate", "10", "--latency-bound", "5", "--search-time", "-1"],
+        "--search-time -1 must be 0",
+    ),
     (["--resume", "run-x", "--streams", "2"], "drop --streams"),
 ]
 
@@ -69,7 +81,9 @@ def test_streams_share_the_cpus_unless_threads_are_given():
     cpus = RunRequest().cpu_count()
     variants = RunRequest(streams=[1, 2]).variants()
     assert [(v.label, v.load.streams, v.options.threads) for v in variants] == [
-        ("ort-cpu streams=1", 1, cpus), ("ort-cpu streams=2", 2, max(1, cpus // 2))]
+        ("ort-cpu streams=1", 1, cpus),
+        ("ort-cpu streams=2", 2, max(1, cpus // 2)),
+    ]
     assert [v.options.threads for v in RunRequest(streams=2, threads=1).variants()] == [1]
     assert RunRequest().variants()[0].load is None, "latency stays the default"
 
@@ -84,15 +98,42 @@ def rows_of(out: Path, run_id: str | None = None) -> list[dict]:
     return [r for p in logs for r in map(json.loads, p.read_text().splitlines()) if r["type"] == "result"]
 
 
-LATENCY_ONLY = ("median_us", "p10_us", "p90_us", "p99_us", "min_us", "mean_us", "tflops", "gbps", "samples_us",
-                "round_medians_us", "rerun_low_us", "rerun_high_us", "percentiles_us", "first_call_us")
+LATENCY_ONLY = (
+    "median_us",
+    "p10_us",
+    "p90_us",
+    "p99_us",
+    "min_us",
+    "mean_us",
+    "tflops",
+    "gbps",
+    "samples_us",
+    "round_medians_us",
+    "rerun_low_us",
+    "rerun_high_us",
+    "percentiles_us",
+    "first_call_us",
+)
 
 
 @pytest.mark.slow
 def test_a_stream_sweep_on_both_runtimes_gives_throughput_rows_a_knee_and_compares(kernels, tmp_path):
     out = tmp_path / "res"
-    result = runner.invoke(app, ["run", "--kernels", str(kernels), "--runtime", "ort-cpu,openvino", "--streams", "1,2",
-                                 *FAST, "--out", str(out)])
+    result = runner.invoke(
+        app,
+        [
+            "run",
+            "--kernels",
+            str(kernels),
+            "--runtime",
+            "ort-cpu,openvino",
+            "--streams",
+            "1,2",
+            *FAST,
+            "--out",
+            str(out),
+        ],
+    )
     assert result.exit_code == 0, result.output
     rows = rows_of(out)
     assert len(rows) == 2 * 4 and {r["status"] for r in rows} == {"ok"}
@@ -101,7 +142,9 @@ def test_a_stream_sweep_on_both_runtimes_gives_throughput_rows_a_knee_and_compar
         assert row["mode"] == "throughput" and row["verified"] is True
         assert row["threads_per_stream"] == max(1, cpus // row["streams"])
         assert row["inferences_per_s"] > 0 and row["throughput_tflops"] > 0 and len(row["round_per_inference_us"]) == 3
-        assert row["inferences_per_s_low"] < row["inferences_per_s"] < row["inferences_per_s_high"] or row["interval_note"]
+        assert (
+            row["inferences_per_s_low"] < row["inferences_per_s"] < row["inferences_per_s_high"] or row["interval_note"]
+        )
         assert row["latency_p50_us"] <= row["latency_p99_us"] and len(row["stream_inferences"]) == row["streams"]
         assert all(row[field] is None for field in LATENCY_ONLY), "no latency-row figure in a throughput row"
         assert row["precision_executed"] == "fp32", "the profile of one request alone gives the executed precision"
@@ -128,21 +171,45 @@ def test_a_stream_sweep_on_both_runtimes_gives_throughput_rows_a_knee_and_compar
 def test_compare_refuses_a_throughput_row_against_a_latency_row(kernels, tmp_path):
     out = tmp_path / "res"
     for extra in ((), ("--streams", "2")):
-        result = runner.invoke(app, ["run", "--kernels", str(kernels), "--id", "gemm_m16_*", *extra, *FAST, "--out", str(out)])
+        result = runner.invoke(
+            app, ["run", "--kernels", str(kernels), "--id", "gemm_m16_*", *extra, *FAST, "--out", str(out)]
+        )
         assert result.exit_code == 0, result.output
     latency, throughput = (r["run_id"] for r in sorted(rows_of(out), key=lambda r: r.get("mode") != "latency"))
     refused = runner.invoke(app, ["compare", latency, throughput, "--out", str(out)])
     assert refused.exit_code == 2
-    assert "holds latency rows" in refused.output and "throughput rows: a latency row is not comparable" in " ".join(refused.output.split())
+    assert "holds latency rows" in refused.output and "throughput rows: a latency row is not comparable" in " ".join(
+        refused.output.split()
+    )
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("runtime", ["ort-cpu", "openvino"])
 def test_the_server_scenario_measures_arrivals_latency_and_the_highest_rate(kernels, tmp_path, runtime):
     out = tmp_path / "res"
-    result = runner.invoke(app, ["run", "--kernels", str(kernels), "--id", "gemm_m16_*", "--runtime", runtime,
-                                 "--scenario", "server", "--rate", "300", "--latency-bound", "20", "--search-time", "1",
-                                 *FAST, "--out", str(out)])
+    result = runner.invoke(
+        app,
+        [
+            "run",
+            "--kernels",
+            str(kernels),
+            "--id",
+            "gemm_m16_*",
+            "--runtime",
+            runtime,
+            "--scenario",
+            "server",
+            "--rate",
+            "300",
+            "--latency-bound",
+            "20",
+            "--search-time",
+            "1",
+            *FAST,
+            "--out",
+            str(out),
+        ],
+    )
     assert result.exit_code == 0, result.output
     (row,) = rows_of(out)
     assert row["mode"] == "server" and row["rate"] == 300 and row["latency_bound_us"] == 20_000

@@ -5,7 +5,6 @@ row's figures and intervals from its rounds (the same interval rule as latency r
 from __future__ import annotations
 
 import dataclasses
-
 import math
 
 import numpy as np
@@ -13,11 +12,11 @@ import pytest
 
 from dbench.stats.arrivals import arrival_rate, poisson_schedule
 from dbench.stats.knee import SweepPoint, find_knee
-from dbench.stats.records import ServerRound, ThroughputRound, round_from_dict
-from dbench.stats.throughput import summarize_load
 from dbench.stats.quantile import slowest
 from dbench.stats.ratesearch import RateSearch, Trial
+from dbench.stats.records import ServerRound, ThroughputRound, round_from_dict
 from dbench.stats.rounds import round_spread
+from dbench.stats.throughput import summarize_load
 
 
 def test_schedule_has_exactly_the_asked_rate_and_poisson_shape(seed):
@@ -103,9 +102,18 @@ def test_search_uses_a_known_result():
 def throughput_round(inferences: int, wall_s: float, streams: int = 2) -> ThroughputRound:
     latencies = list(np.random.default_rng(inferences).uniform(90, 110, inferences))
     p50, p90, p99 = np.percentile(latencies, [50, 90, 99])
-    return ThroughputRound(streams=streams, streams_executed=streams, inferences=inferences, wall_s=wall_s,
-                           per_stream=[inferences // streams] * streams, latency_us=latencies, latency_p50_us=p50,
-                           latency_p90_us=p90, latency_p99_us=p99, warmup_s=0.01)
+    return ThroughputRound(
+        streams=streams,
+        streams_executed=streams,
+        inferences=inferences,
+        wall_s=wall_s,
+        per_stream=[inferences // streams] * streams,
+        latency_us=latencies,
+        latency_p50_us=p50,
+        latency_p90_us=p90,
+        latency_p99_us=p99,
+        warmup_s=0.01,
+    )
 
 
 def test_throughput_row_pools_rounds_and_takes_its_interval_from_them():
@@ -129,25 +137,49 @@ def test_one_round_has_no_throughput_interval():
     assert row["inferences_per_s_low"] is None and row["rerun_rel"] is None and "1 round" in row["interval_note"]
 
 
-def server_round(p99: float, over: int, span: float = 1.0, search: dict | None = None, service_us: float = 5000.0) -> ServerRound:
+def server_round(
+    p99: float, over: int, span: float = 1.0, search: dict | None = None, service_us: float = 5000.0
+) -> ServerRound:
     latencies = np.linspace(10, p99, 101)
-    return ServerRound(streams=1, streams_executed=1, rate=100.0, requests=101, inferences=101, unserved=0,
-                       service_mean_us=service_us, wall_s=1.05, per_stream=[101], latency_tail_us=slowest(latencies, 3 * 101),
-                       latency_us=list(latencies), latency_p50_us=float(np.median(latencies)),
-                       latency_p90_us=float(np.percentile(latencies, 90)), latency_p99_us=p99, over_bound=over,
-                       latency_bound_us=50.0, arrival_span_s=span, arrival_rate=100.0, queue_p99_us=3.0,
-                       dispatch_lag_p99_us=2.0, search=search)
+    return ServerRound(
+        streams=1,
+        streams_executed=1,
+        rate=100.0,
+        requests=101,
+        inferences=101,
+        unserved=0,
+        service_mean_us=service_us,
+        wall_s=1.05,
+        per_stream=[101],
+        latency_tail_us=slowest(latencies, 3 * 101),
+        latency_us=list(latencies),
+        latency_p50_us=float(np.median(latencies)),
+        latency_p90_us=float(np.percentile(latencies, 90)),
+        latency_p99_us=p99,
+        over_bound=over,
+        latency_bound_us=50.0,
+        arrival_span_s=span,
+        arrival_rate=100.0,
+        queue_p99_us=3.0,
+        dispatch_lag_p99_us=2.0,
+        search=search,
+    )
 
 
 def test_server_row_gives_shares_rates_and_the_p99_interval():
     search = {"max_rate": 80.0, "max_rate_failed": 84.0}
-    row = summarize_load([server_round(60.0, 5), server_round(66.0, 7, span=1.01, search=search),
-                          server_round(63.0, 6)], (50.0, 99.0), 0.05)
+    row = summarize_load(
+        [server_round(60.0, 5), server_round(66.0, 7, span=1.01, search=search), server_round(63.0, 6)],
+        (50.0, 99.0),
+        0.05,
+    )
     assert row["over_bound"] == pytest.approx(18 / 303)
     assert row["arrival_rate"] == pytest.approx(300 / 3.01)
     assert row["round_p99_us"] == [60.0, 66.0, 63.0] and row["search"] == search
     assert row["latency_p99_low_us"] < row["latency_p99_us"] < row["latency_p99_high_us"]
-    assert math.isclose(row["rerun_rel"], (row["latency_p99_high_us"] - row["latency_p99_low_us"]) / 2 / row["latency_p99_us"])
+    assert math.isclose(
+        row["rerun_rel"], (row["latency_p99_high_us"] - row["latency_p99_low_us"]) / 2 / row["latency_p99_us"]
+    )
 
 
 def test_server_row_gives_the_load_its_rate_was_at_its_runs_own_time():

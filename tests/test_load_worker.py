@@ -15,15 +15,15 @@ import pytest
 
 from dbench.catalog import GemmKernel
 from dbench.gen import gemm
+from dbench.outcome import Status
 from dbench.runtimes.base import ConcurrentSession, RuntimeOptions
-from dbench.stats.records import ThroughputRound
 from dbench.runtimes.onnxruntime import OrtConcurrentSession, OrtRuntime
 from dbench.runtimes.openvino import OpenVinoConcurrentSession, _fill
-from dbench.outcome import Status
 from dbench.scenario import Load
+from dbench.stats.records import ThroughputRound
+from dbench.stats.throughput import offered_load
 from dbench.worker.job import Job
 from dbench.worker.main import execute
-from dbench.stats.throughput import offered_load
 from dbench.worker.server import serve
 from dbench.worker.streams import keep_busy
 from dbench.worker.timing import QUICK, TimingConfig
@@ -33,8 +33,17 @@ RUNTIMES = ["ort-cpu", "openvino"]
 
 
 def job(runtime: str, load: Load, timing: TimingConfig = QUICK, **kw) -> Job:
-    return Job(spec=GRAPH.spec, model=GRAPH.model.SerializeToString(), sha256=None, runtime=runtime,
-               options=RuntimeOptions(threads=1), timing=timing.per_round(), load=load, profile_runs=2, **kw)
+    return Job(
+        spec=GRAPH.spec,
+        model=GRAPH.model.SerializeToString(),
+        sha256=None,
+        runtime=runtime,
+        options=RuntimeOptions(threads=1),
+        timing=timing.per_round(),
+        load=load,
+        profile_runs=2,
+        **kw,
+    )
 
 
 @pytest.mark.parametrize("runtime", RUNTIMES)
@@ -57,9 +66,18 @@ def test_throughput_job_keeps_every_request_busy_and_verifies_each(runtime):
 
 def test_threads_per_stream_add_up_in_one_ort_session():
     """Two requests of two threads each: the shared pool gets 2 x (2 - 1) workers beside the two callers."""
-    outcome = execute(Job(spec=GRAPH.spec, model=GRAPH.model.SerializeToString(), sha256=None, runtime="ort-cpu",
-                          options=RuntimeOptions(threads=2), timing=QUICK.per_round(), load=Load("throughput", 2),
-                          profile_runs=0))
+    outcome = execute(
+        Job(
+            spec=GRAPH.spec,
+            model=GRAPH.model.SerializeToString(),
+            sha256=None,
+            runtime="ort-cpu",
+            options=RuntimeOptions(threads=2),
+            timing=QUICK.per_round(),
+            load=Load("throughput", 2),
+            profile_runs=0,
+        )
+    )
     assert outcome.status == Status.OK and outcome.runtime_options["intra_op_num_threads"] == 3
 
 
@@ -100,8 +118,11 @@ class SequentialOrt(OrtRuntime):
 
 
 def test_a_runtime_without_concurrent_execution_is_unsupported_with_the_reason(monkeypatch):
-    monkeypatch.setitem(__import__("dbench.runtimes.registry", fromlist=["RUNTIMES"]).RUNTIMES, "ort-sequential",
-                        f"{__name__}:SequentialOrt")
+    monkeypatch.setitem(
+        __import__("dbench.runtimes.registry", fromlist=["RUNTIMES"]).RUNTIMES,
+        "ort-sequential",
+        f"{__name__}:SequentialOrt",
+    )
     outcome = execute(job("ort-sequential", Load("throughput", 2)))
     assert outcome.status == Status.UNSUPPORTED and outcome.stats is None
     assert "ort-sequential has no concurrent execution in dbench" in outcome.message
@@ -174,9 +195,13 @@ def test_server_latency_counts_from_arrival_and_grows_with_queueing(seed):
     assert min(two.per_stream) > 0 and two.queue_p99_us < heavy.queue_p99_us
     for result, rate, requests in ((light, 50.0, 1), (heavy, 450.0, 1), (two, 450.0, 2)):
         assert 2000 <= result.service_mean_us < 4000, "the runs' own time: a 2 ms sleep and its wake-up"
-        assert offered_load(rate, result.service_mean_us, requests) == pytest.approx(rate * result.service_mean_us / 1e6 / requests)
-    load = {name: offered_load(rate, r.service_mean_us, n) for name, r, rate, n in
-            (("light", light, 50.0, 1), ("heavy", heavy, 450.0, 1), ("two", two, 450.0, 2))}
+        assert offered_load(rate, result.service_mean_us, requests) == pytest.approx(
+            rate * result.service_mean_us / 1e6 / requests
+        )
+    load = {
+        name: offered_load(rate, r.service_mean_us, n)
+        for name, r, rate, n in (("light", light, 50.0, 1), ("heavy", heavy, 450.0, 1), ("two", two, 450.0, 2))
+    }
     assert load["light"] < 0.2 and load["heavy"] > 0.9 and 0.45 < load["two"] < 0.9
 
 
@@ -187,7 +212,9 @@ def test_an_overloaded_server_abandons_what_it_cannot_serve_and_ends_by_itself(s
     result = serve(ServiceTime(1, 0.01), 1000.0, 100, seed, 5_000.0)
     assert time.perf_counter() - started < 1.0, "not the 1 s that serving every request would take"
     assert result.requests == 100 and 0 < result.inferences < 50 and result.unserved == 100 - result.inferences
-    span_us = 99 / 1000.0 * 1e6  # the schedule's span; the deadline is twice it, so the last arrival waits at least one span
+    span_us = (
+        99 / 1000.0 * 1e6
+    )  # the schedule's span; the deadline is twice it, so the last arrival waits at least one span
     assert result.latency_p99_us >= span_us, "an abandoned request counts as waiting until the deadline"
     assert result.over_bound >= result.unserved
 

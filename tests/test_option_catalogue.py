@@ -29,10 +29,12 @@ INT_HUGE = "9" * 30
 TEXT_VALUES = {"empty": "", "huge": "x" * 5000}
 NAME_LIKE = {"nan": "nan", "negative": "-1"}
 """Text that can be a real name: accepted or refused, never a traceback."""
-SLOW_WHEN_ACCEPTED = {("peak", "--out"): "a folder called nan or -1 is a real folder: peak would measure this "
-                                         "machine's ceilings for half a minute each",
-                      ("calibrate", "--out"): "a folder called nan or -1 is a real folder: calibrate would measure for its "
-                                              "20 s budget each"}
+SLOW_WHEN_ACCEPTED = {
+    ("peak", "--out"): "a folder called nan or -1 is a real folder: peak would measure this "
+    "machine's ceilings for half a minute each",
+    ("calibrate", "--out"): "a folder called nan or -1 is a real folder: calibrate would measure for its "
+    "20 s budget each",
+}
 """Name-like values that are rightly accepted and would then do minutes of real work: not run."""
 
 
@@ -80,10 +82,18 @@ def catalogue() -> list[Case]:
                 continue
             if _is_number(param):
                 values = {**NUMBER_VALUES, **({"huge": INT_HUGE} if _is_int(param) else {})}
-                cases += [Case(command_name, _name(param), _names(param), kind, value, True) for kind, value in values.items()]
+                cases += [
+                    Case(command_name, _name(param), _names(param), kind, value, True) for kind, value in values.items()
+                ]
             else:
-                cases += [Case(command_name, _name(param), _names(param), kind, value, True) for kind, value in TEXT_VALUES.items()]
-                cases += [Case(command_name, _name(param), _names(param), kind, value, False) for kind, value in NAME_LIKE.items()]
+                cases += [
+                    Case(command_name, _name(param), _names(param), kind, value, True)
+                    for kind, value in TEXT_VALUES.items()
+                ]
+                cases += [
+                    Case(command_name, _name(param), _names(param), kind, value, False)
+                    for kind, value in NAME_LIKE.items()
+                ]
     return cases
 
 
@@ -109,8 +119,23 @@ def inputs(tmp_path_factory) -> Path:
     kernels = write_csv(folder / "k.csv", "m,n,k,a_t,b_t", "16,8,32,0,0")
     save(mlp(np.random.default_rng(0)), folder, "mlp")
     for _ in range(2):
-        result = runner.invoke(app, ["run", "--kernels", str(kernels), "--quick", "--min-time", "0.01", "--profile-runs", "0",
-                                     "--threads", "1", "--out", str(folder / "results")])
+        result = runner.invoke(
+            app,
+            [
+                "run",
+                "--kernels",
+                str(kernels),
+                "--quick",
+                "--min-time",
+                "0.01",
+                "--profile-runs",
+                "0",
+                "--threads",
+                "1",
+                "--out",
+                str(folder / "results"),
+            ],
+        )
         assert result.exit_code == 0, result.output
     return folder
 
@@ -123,11 +148,22 @@ def base(command: str, inputs: Path) -> tuple[list[str], dict[str, str | None]]:
         "list": ([], {"--kernels": kernels}),
         "gen": ([], {"--kernels": kernels, "--out": "graphs"}),
         "export": ([], {"--kernels": kernels, "--out": "b.tar.gz"}),
-        "run": ([], {"--kernels": kernels, "--quick": None, "--min-time": "0.01", "--profile-runs": "0", "--threads": "1",
-                     "--out": "results"}),
+        "run": (
+            [],
+            {
+                "--kernels": kernels,
+                "--quick": None,
+                "--min-time": "0.01",
+                "--profile-runs": "0",
+                "--threads": "1",
+                "--out": "results",
+            },
+        ),
         "compare": (runs, {"--out": str(inputs / "results")}),
-        "predict": ([str(inputs / "mlp.onnx")], {"--dim": "batch=1", "--quick": None, "--min-time": "0.01", "--threads": "1",
-                                                "--out": "results"}),
+        "predict": (
+            [str(inputs / "mlp.onnx")],
+            {"--dim": "batch=1", "--quick": None, "--min-time": "0.01", "--threads": "1", "--out": "results"},
+        ),
         "report": ([str(inputs / "results")], {"--out": "report"}),
         "peak": ([], {"--runtime": "ort-cpu", "--out": "results"}),
         "calibrate": ([], {"--budget": "20s", "--id": "gemm_m64_n1_k1216_nn", "--out": "results"}),
@@ -156,11 +192,14 @@ def test_a_bad_value_is_refused_in_one_line(case, inputs, tmp_path, monkeypatch)
     work.mkdir()
     monkeypatch.chdir(work)
     result = runner.invoke(app, argv(case, inputs), env={"COLUMNS": "200"})
-    assert result.exception is None or isinstance(result.exception, SystemExit), \
+    assert result.exception is None or isinstance(result.exception, SystemExit), (
         f"{case.command} {case.option} {case.value[:20]!r} raised {result.exception!r}:\n{result.output[-3000:]}"
+    )
     if result.exit_code == 0 and not case.must_refuse:
         return  # a real name (a folder called nan), accepted
-    assert result.exit_code == 2, f"{case.command} {case.option} {case.value[:20]!r} exited {result.exit_code}:\n{result.output[-3000:]}"
+    assert result.exit_code == 2, (
+        f"{case.command} {case.option} {case.value[:20]!r} exited {result.exit_code}:\n{result.output[-3000:]}"
+    )
     lines = [line for line in result.output.splitlines() if line.strip()]
     assert lines and lines[-1].startswith("error: "), result.output[-3000:]
     errors = [line for line in lines if line.startswith("error: ")]

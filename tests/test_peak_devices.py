@@ -19,24 +19,52 @@ CPU_GEMM, GPU_GEMM = 0.5, 50.0
 
 def _peaks(**changes) -> dict:
     """A peak.json of one machine with CPU runtimes and one GPU runtime measured, as `dbench peak` writes it."""
-    peaks = {"machine_key": "m", "taken_at": "t0", "copy_gbps": 23.6, "triad_gbps": HOST_TRIAD, "skipped": {},
-             "gemm_tflops": {"ort-cpu": {"fp32": CPU_GEMM}, "torch": {"fp32": 0.3},
-                             "torch-cuda": {"fp32": GPU_GEMM, "fp16": 400.0}},
-             "gemm_shapes": {"ort-cpu": {"fp32": []}, "torch": {"fp32": []}, "torch-cuda": {"fp32": [], "fp16": []}},
-             "device_bandwidth": {"torch-cuda": {"copy_gbps": 3800.0, "triad_gbps": GPU_TRIAD, "array_bytes": 2**30,
-                                                 "device": "NVIDIA H200", "l2_bytes": 60 * 2**20, "taken_at": "t0"}}}
+    peaks = {
+        "machine_key": "m",
+        "taken_at": "t0",
+        "copy_gbps": 23.6,
+        "triad_gbps": HOST_TRIAD,
+        "skipped": {},
+        "gemm_tflops": {
+            "ort-cpu": {"fp32": CPU_GEMM},
+            "torch": {"fp32": 0.3},
+            "torch-cuda": {"fp32": GPU_GEMM, "fp16": 400.0},
+        },
+        "gemm_shapes": {"ort-cpu": {"fp32": []}, "torch": {"fp32": []}, "torch-cuda": {"fp32": [], "fp16": []}},
+        "device_bandwidth": {
+            "torch-cuda": {
+                "copy_gbps": 3800.0,
+                "triad_gbps": GPU_TRIAD,
+                "array_bytes": 2**30,
+                "device": "NVIDIA H200",
+                "l2_bytes": 60 * 2**20,
+                "taken_at": "t0",
+            }
+        },
+    }
     return {**peaks, **changes}
 
 
 def _row(runtime: str, tflops: float, precision: str = "fp32", intensity: float = 1e6) -> dict:
-    return {"runtime": runtime, "precision": precision, "status": "ok", "verified": True, "tflops": tflops,
-            "intensity": intensity}
+    return {
+        "runtime": runtime,
+        "precision": precision,
+        "status": "ok",
+        "verified": True,
+        "tflops": tflops,
+        "intensity": intensity,
+    }
 
 
 def test_the_registry_s_gpu_runtimes_are_the_nvidia_adapters():
     kinds = {name: device_kind(name) for name in RUNTIMES}
     assert {name for name, kind in kinds.items() if kind == "gpu"} == {"torch-cuda", "ort-cuda", "ort-trt", "tensorrt"}
-    assert {name for name, kind in kinds.items() if kind == "cpu"} == set(RUNTIMES) - {"torch-cuda", "ort-cuda", "ort-trt", "tensorrt"}
+    assert {name for name, kind in kinds.items() if kind == "cpu"} == set(RUNTIMES) - {
+        "torch-cuda",
+        "ort-cuda",
+        "ort-trt",
+        "tensorrt",
+    }
     assert device_kind("no-such-runtime") is None
 
 
@@ -76,12 +104,28 @@ def test_run_summary_says_each_row_against_its_device():
 
 
 def test_a_new_peak_keeps_the_highest_device_bandwidth_and_the_gpus_it_did_not_measure():
-    old = _peaks(skipped={"ort-trt bandwidth": "no GPU", "tensorrt bandwidth": "no GPU"},
-                 device_bandwidth={**_peaks()["device_bandwidth"],
-                                   "ort-cuda": {"copy_gbps": 3900.0, "triad_gbps": 3950.0, "array_bytes": 2**30,
-                                                "device": "NVIDIA H200", "l2_bytes": 60 * 2**20, "taken_at": "t0"}})
-    measured = {"copy_gbps": 3850.0, "triad_gbps": 3000.0, "array_bytes": 2**30, "device": "NVIDIA H200",
-                "l2_bytes": 60 * 2**20, "taken_at": "t1"}
+    old = _peaks(
+        skipped={"ort-trt bandwidth": "no GPU", "tensorrt bandwidth": "no GPU"},
+        device_bandwidth={
+            **_peaks()["device_bandwidth"],
+            "ort-cuda": {
+                "copy_gbps": 3900.0,
+                "triad_gbps": 3950.0,
+                "array_bytes": 2**30,
+                "device": "NVIDIA H200",
+                "l2_bytes": 60 * 2**20,
+                "taken_at": "t0",
+            },
+        },
+    )
+    measured = {
+        "copy_gbps": 3850.0,
+        "triad_gbps": 3000.0,
+        "array_bytes": 2**30,
+        "device": "NVIDIA H200",
+        "l2_bytes": 60 * 2**20,
+        "taken_at": "t1",
+    }
     new = _peaks(taken_at="t1", device_bandwidth={"torch-cuda": measured, "tensorrt": measured}, skipped={})
     merged = merge_peaks(old, new)
     devices = merged["device_bandwidth"]
@@ -94,19 +138,37 @@ def test_a_new_peak_keeps_the_highest_device_bandwidth_and_the_gpus_it_did_not_m
 
 def _frame(rows: list[dict]) -> pd.DataFrame:
     """The report's kernel frame, with only the columns the roofline reads."""
-    return pd.DataFrame([{"machine": "m", "precision": "fp32", "counts": True, "family": "gemm", "variant": r["runtime"],
-                          "min_bytes": 2**31, **r} for r in rows])
+    return pd.DataFrame(
+        [
+            {
+                "machine": "m",
+                "precision": "fp32",
+                "counts": True,
+                "family": "gemm",
+                "variant": r["runtime"],
+                "min_bytes": 2**31,
+                **r,
+            }
+            for r in rows
+        ]
+    )
 
 
 def test_the_roofline_draws_one_roof_per_device_from_its_own_ceilings():
     from dbench.report import plots
 
-    frame = _frame([{"runtime": "ort-cpu", "intensity": 10.0, "tflops": 0.1, "gbps": 10.0},
-                    {"runtime": "torch-cuda", "intensity": 10.0, "tflops": 30.0, "gbps": 3000.0}])
+    frame = _frame(
+        [
+            {"runtime": "ort-cpu", "intensity": 10.0, "tflops": 0.1, "gbps": 10.0},
+            {"runtime": "torch-cuda", "intensity": 10.0, "tflops": 30.0, "gbps": 3000.0},
+        ]
+    )
     figure, notes = plots.roofline(frame, "m", "fp32", _peaks(), {"L3": 32 * 2**20})
     roofs = [line.get_label() for line in figure.axes[0].get_lines()]
-    assert roofs == [f"CPU: triad {HOST_TRIAD:.0f} GB/s, GEMM {CPU_GEMM:.3g} TFLOP/s",
-                     f"NVIDIA H200: triad {GPU_TRIAD:.0f} GB/s, GEMM {GPU_GEMM:.3g} TFLOP/s"]
+    assert roofs == [
+        f"CPU: triad {HOST_TRIAD:.0f} GB/s, GEMM {CPU_GEMM:.3g} TFLOP/s",
+        f"NVIDIA H200: triad {GPU_TRIAD:.0f} GB/s, GEMM {GPU_GEMM:.3g} TFLOP/s",
+    ]
     assert notes == []  # the GPU row at 3000 GB/s is under its own roof, not above the host's 20 GB/s
     figure, notes = plots.roofline(frame, "m", "fp32", _peaks(device_bandwidth={}), {"L3": 32 * 2**20})
     assert notes == ["no GPU memory bandwidth in peak.json: run dbench peak --runtime torch-cuda"]
@@ -119,7 +181,9 @@ def test_the_plan_never_estimates_a_gpu_graph_from_the_host_s_ceilings(tmp_path)
     from dbench.sources.resolve import build_items
     from tests.helpers import write_csv
 
-    items = build_items(RunRequest(kernels=str(write_csv(tmp_path / "k.csv", "m,n,k,a_t,b_t", "512,512,512,0,0"))), "qdq")
+    items = build_items(
+        RunRequest(kernels=str(write_csv(tmp_path / "k.csv", "m,n,k,a_t,b_t", "512,512,512,0,0"))), "qdq"
+    )
     folder = tmp_path / "machine"
     folder.mkdir()
     (folder / "peak.json").write_text(json.dumps(_peaks(device_bandwidth={})))

@@ -28,33 +28,64 @@ RUNTIMES = ("ort-cpu", "openvino")
 
 def conv_relu(rng) -> onnx.ModelProto:
     """Conv 3x3 + bias -> Relu: both runtimes fuse the Relu into the convolution."""
-    nodes = [helper.make_node("Conv", ["x", "w", "b"], ["c"], name="conv", kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
-             helper.make_node("Relu", ["c"], ["y"], name="relu")]
-    return mb.model(nodes, [mb.value("x", [1, 8, 16, 16])], [mb.value("y", [1, 16, 16, 16])],
-                    [mb.weight("w", (16, 8, 3, 3), rng), mb.weight("b", (16,), rng)], "conv_relu")
+    nodes = [
+        helper.make_node("Conv", ["x", "w", "b"], ["c"], name="conv", kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
+        helper.make_node("Relu", ["c"], ["y"], name="relu"),
+    ]
+    return mb.model(
+        nodes,
+        [mb.value("x", [1, 8, 16, 16])],
+        [mb.value("y", [1, 16, 16, 16])],
+        [mb.weight("w", (16, 8, 3, 3), rng), mb.weight("b", (16,), rng)],
+        "conv_relu",
+    )
 
 
 def unfused_chain(rng) -> onnx.ModelProto:
     """Conv -> MaxPool -> Conv: neither runtime fuses a pooling between two convolutions."""
-    nodes = [helper.make_node("Conv", ["x", "w1"], ["h"], name="conv1", kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
-             helper.make_node("MaxPool", ["h"], ["p"], name="pool", kernel_shape=[2, 2], strides=[2, 2]),
-             helper.make_node("Conv", ["p", "w2"], ["y"], name="conv2", kernel_shape=[3, 3], pads=[1, 1, 1, 1])]
-    return mb.model(nodes, [mb.value("x", [1, 8, 16, 16])], [mb.value("y", [1, 8, 8, 8])],
-                    [mb.weight("w1", (8, 8, 3, 3), rng), mb.weight("w2", (8, 8, 3, 3), rng)], "chain")
+    nodes = [
+        helper.make_node("Conv", ["x", "w1"], ["h"], name="conv1", kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
+        helper.make_node("MaxPool", ["h"], ["p"], name="pool", kernel_shape=[2, 2], strides=[2, 2]),
+        helper.make_node("Conv", ["p", "w2"], ["y"], name="conv2", kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
+    ]
+    return mb.model(
+        nodes,
+        [mb.value("x", [1, 8, 16, 16])],
+        [mb.value("y", [1, 8, 8, 8])],
+        [mb.weight("w1", (8, 8, 3, 3), rng), mb.weight("w2", (8, 8, 3, 3), rng)],
+        "chain",
+    )
 
 
 def twin_blocks(rng) -> onnx.ModelProto:
     """Two Conv+Relu blocks of the same shapes, other weights: one unit graph, counted twice."""
-    nodes = [helper.make_node("Conv", ["x", "w1"], ["c1"], name="conv1", kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
-             helper.make_node("Relu", ["c1"], ["r1"], name="relu1"),
-             helper.make_node("Conv", ["r1", "w2"], ["c2"], name="conv2", kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
-             helper.make_node("Relu", ["c2"], ["y"], name="relu2")]
-    return mb.model(nodes, [mb.value("x", [1, 16, 12, 12])], [mb.value("y", [1, 16, 12, 12])],
-                    [mb.weight("w1", (16, 16, 3, 3), rng), mb.weight("w2", (16, 16, 3, 3), rng)], "twins")
+    nodes = [
+        helper.make_node("Conv", ["x", "w1"], ["c1"], name="conv1", kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
+        helper.make_node("Relu", ["c1"], ["r1"], name="relu1"),
+        helper.make_node("Conv", ["r1", "w2"], ["c2"], name="conv2", kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
+        helper.make_node("Relu", ["c2"], ["y"], name="relu2"),
+    ]
+    return mb.model(
+        nodes,
+        [mb.value("x", [1, 16, 12, 12])],
+        [mb.value("y", [1, 16, 12, 12])],
+        [mb.weight("w1", (16, 16, 3, 3), rng), mb.weight("w2", (16, 16, 3, 3), rng)],
+        "twins",
+    )
 
 
-MODELS = {"conv_relu": conv_relu, "chain": unfused_chain, "twins": twin_blocks, "mlp": mb.mlp, "cnn": mb.cnn,
-          "lstm": mb.lstm, "attention": mb.attention, "int8": mb.int8_qdq, "int8_pool": mb.int8_pool, "se": mb.squeeze_excite}
+MODELS = {
+    "conv_relu": conv_relu,
+    "chain": unfused_chain,
+    "twins": twin_blocks,
+    "mlp": mb.mlp,
+    "cnn": mb.cnn,
+    "lstm": mb.lstm,
+    "attention": mb.attention,
+    "int8": mb.int8_qdq,
+    "int8_pool": mb.int8_pool,
+    "se": mb.squeeze_excite,
+}
 DIMS = {"mlp": {"batch": 4}, "cnn": {"n": 1}, "lstm": {"seq": 5}}
 
 
@@ -62,7 +93,9 @@ def executed(path: Path, dims: dict[str, int], runtime: str) -> ExecutedGraph:
     """The runtime's report of its layers for the model, asked in this process as the worker asks it."""
     item = named_model_item(path, dims)
     data, _ = item.load()
-    answer = describe_execution(ExecutionJob(item.spec, data, runtime, RuntimeOptions(threads=1), "const", item.contract))
+    answer = describe_execution(
+        ExecutionJob(item.spec, data, runtime, RuntimeOptions(threads=1), "const", item.contract)
+    )
     assert isinstance(answer, ExecutedGraph), answer
     return answer
 
@@ -124,7 +157,9 @@ def _timed_inserted(prepared, graph, model_cut, path) -> list[tuple[ExecutedLaye
     found = []
     for unit, graph_id in zip(model_cut.units, graphs.layout):
         if unit.kind == INSERTED and graph_id:
-            found.append((layers[unit.layers[0]], onnx.load_model_from_string(items[graph_id].load()[0]), items[graph_id]))
+            found.append(
+                (layers[unit.layers[0]], onnx.load_model_from_string(items[graph_id].load()[0]), items[graph_id])
+            )
     return found
 
 
@@ -144,13 +179,18 @@ def test_the_nchwc_reorders_onnx_runtime_inserts_are_timed_as_units_of_their_own
     prepared, graph, model_cut, path, _ = cut_of(tmp_path, "se", seed, "ort-cpu")
     block = nchwc_block_size()
     reorders = [layer for layer in graph.layers if "Reorder" in layer.op_type]
-    assert {layer.op_type for layer in reorders} == {"com.microsoft.nchwc:ReorderInput", "com.microsoft.nchwc:ReorderOutput"}
+    assert {layer.op_type for layer in reorders} == {
+        "com.microsoft.nchwc:ReorderInput",
+        "com.microsoft.nchwc:ReorderOutput",
+    }
     assert all(layer.layout == f"NCHWc{block}" for layer in reorders)
     timed = _timed_inserted(prepared, graph, model_cut, path)
     assert sorted(layer.name for layer, _, _ in timed) == sorted(layer.name for layer in reorders)
     model = prepared.loaded.model
     types = {**value_types(model), **value_types(prepared.loaded.shapes)}
-    values = _all_values(model, types, {"x": np.random.default_rng(seed).uniform(-1, 1, (1, 8, 10, 10)).astype(np.float32)})
+    values = _all_values(
+        model, types, {"x": np.random.default_rng(seed).uniform(-1, 1, (1, 8, 10, 10)).astype(np.float32)}
+    )
     for layer, unit_graph, item in timed:  # identical reorders are one graph (the first's names), counted
         assert [(n.domain, n.op_type) for n in unit_graph.graph.node] == [tuple(layer.op_type.split(":"))]
         assert item.spec.attrs["predict"]["kind"] == INSERTED and item.spec.attrs["predict"]["weight_bytes"] == 0
@@ -167,7 +207,9 @@ def test_the_nchwc_reorders_onnx_runtime_inserts_are_timed_as_units_of_their_own
             assert np.array_equal(got, planar)
         feeds = make_feeds(item.spec)
         expected, by = reference_outputs(unit_graph, item.spec, feeds)
-        assert by == "onnx.reference" and np.array_equal(expected[unit_graph.graph.output[0].name], session.run(None, feeds)[0])
+        assert by == "onnx.reference" and np.array_equal(
+            expected[unit_graph.graph.output[0].name], session.run(None, feeds)[0]
+        )
 
 
 def test_the_transposes_onnx_runtime_inserts_around_its_channels_last_layers_are_units(tmp_path, seed):
@@ -180,7 +222,9 @@ def test_the_transposes_onnx_runtime_inserts_around_its_channels_last_layers_are
     assert sorted(dict(layer.attributes)["perm"] for layer, _, _ in timed) == [(0, 2, 3, 1), (0, 3, 1, 2)]
     model = prepared.loaded.model
     types = {**value_types(model), **value_types(prepared.loaded.shapes)}
-    values = _all_values(model, types, {"x": np.random.default_rng(seed).uniform(-1, 1, (1, 8, 32, 32)).astype(np.float32)})
+    values = _all_values(
+        model, types, {"x": np.random.default_rng(seed).uniform(-1, 1, (1, 8, 32, 32)).astype(np.float32)}
+    )
     for layer, unit_graph, _ in timed:
         known = layer.inputs[0] if layer.inputs[0] in values else layer.outputs[0]
         perm = dict(layer.attributes)["perm"]
@@ -206,8 +250,15 @@ def test_an_inserted_layer_is_a_graph_where_its_shapes_can_be_told():
     from dbench.units.graph import inserted_model
 
     base = mb.model([helper.make_node("Identity", ["a"], ["b"])], [mb.value("a", [1])], [mb.value("b", [1])])
-    types = {v.name: v for v in [mb.value("y", [1, 20, 5, 5]), mb.value("yl", [1, 5, 5, 20]), mb.value("xl", [1, 5, 5, 12]),
-                                 mb.value("t", [1, 4, 4, 8], TensorProto.UINT8)]}
+    types = {
+        v.name: v
+        for v in [
+            mb.value("y", [1, 20, 5, 5]),
+            mb.value("yl", [1, 5, 5, 20]),
+            mb.value("xl", [1, 5, 5, 12]),
+            mb.value("t", [1, 4, 4, 8], TensorProto.UINT8),
+        ]
+    }
 
     def dims(layer):
         found = inserted_model(base, types, layer)
@@ -218,11 +269,30 @@ def test_an_inserted_layer_is_a_graph_where_its_shapes_can_be_told():
         return shape(found.graph.input[0]), shape(found.graph.output[0])
 
     out = "com.microsoft.nchwc:ReorderOutput"
-    assert dims(ExecutedLayer("r", out, (), ("b0",), ("y",), layout="NCHWc16", attributes=(("channels", 20),))) == ([1, 32, 5, 5], [1, 20, 5, 5])
-    assert dims(ExecutedLayer("r", out, (), ("b0",), ("yl",), layout="NCHWc8", attributes=(("channels", 20), ("channels_last", 1))))         == ([1, 24, 5, 5], [1, 5, 5, 20])
-    assert dims(ExecutedLayer("r", "com.microsoft.nchwc:ReorderInput", (), ("xl",), ("b1",), layout="NCHWc8",
-                              attributes=(("channels_last", 1),))) == ([1, 5, 5, 12], [1, 16, 5, 5])
-    assert dims(ExecutedLayer("t", "Transpose", (), ("t0",), ("t",), attributes=(("perm", (0, 3, 1, 2)),))) == ([1, 4, 8, 4], [1, 4, 4, 8])
+    assert dims(ExecutedLayer("r", out, (), ("b0",), ("y",), layout="NCHWc16", attributes=(("channels", 20),))) == (
+        [1, 32, 5, 5],
+        [1, 20, 5, 5],
+    )
+    assert dims(
+        ExecutedLayer(
+            "r", out, (), ("b0",), ("yl",), layout="NCHWc8", attributes=(("channels", 20), ("channels_last", 1))
+        )
+    ) == ([1, 24, 5, 5], [1, 5, 5, 20])
+    assert dims(
+        ExecutedLayer(
+            "r",
+            "com.microsoft.nchwc:ReorderInput",
+            (),
+            ("xl",),
+            ("b1",),
+            layout="NCHWc8",
+            attributes=(("channels_last", 1),),
+        )
+    ) == ([1, 5, 5, 12], [1, 16, 5, 5])
+    assert dims(ExecutedLayer("t", "Transpose", (), ("t0",), ("t",), attributes=(("perm", (0, 3, 1, 2)),))) == (
+        [1, 4, 8, 4],
+        [1, 4, 4, 8],
+    )
     assert dims(ExecutedLayer("r", out, (), ("b0",), ("y",), attributes=(("channels", 20),))) is None
     assert dims(ExecutedLayer("t", "Transpose", (), ("t0",), ("t",))) is None
     assert dims(ExecutedLayer("v", "Reshape", (), ("y", "shape"), ("v0",), moves_data=True)) is None
@@ -257,7 +327,9 @@ def test_each_unit_graph_computes_what_the_model_computes_there(tmp_path, seed, 
     for value in model.graph.input:
         shape = [d.dim_value for d in value.type.tensor_type.shape.dim]
         dtype = onnx.helper.tensor_dtype_to_np_dtype(value.type.tensor_type.elem_type)
-        feeds[value.name] = (rng.integers(0, 255, shape) if np.issubdtype(dtype, np.integer) else rng.uniform(-1, 1, shape)).astype(dtype)
+        feeds[value.name] = (
+            rng.integers(0, 255, shape) if np.issubdtype(dtype, np.integer) else rng.uniform(-1, 1, shape)
+        ).astype(dtype)
     values = {**feeds, **_all_values(model, types, feeds)}
     checked = 0
     for index, unit in enumerate(model_cut.units):
@@ -291,9 +363,13 @@ def test_a_layer_onnx_runtime_runs_channels_last_is_timed_as_that_layer(tmp_path
     (unit,) = [u for u in model_cut.units if u.layers == (pools[0].name,)]
     assert [model_cut.names[i] for i in unit.nodes] == ["dq_h", "pool", "q_p"]
     graphs = unit_graphs(prepared, graph, model_identity(path, {}, "ort-cpu", {"threads": 1}), "int8")
-    (item,) = [i for i in graphs.items if i.spec.attrs["predict"].get("timed_as") and not i.spec.attrs["predict"].get("timing")]
+    (item,) = [
+        i for i in graphs.items if i.spec.attrs["predict"].get("timed_as") and not i.spec.attrs["predict"].get("timing")
+    ]
     assert item.spec.attrs["predict"]["timed_as"] == "com.microsoft:NhwcMaxPool on NHWC"
-    assert [t.shape for t in item.spec.inputs] == [(1, 32, 32, 16)] and [t.shape for t in item.spec.outputs] == [(1, 16, 16, 16)]
+    assert [t.shape for t in item.spec.inputs] == [(1, 32, 32, 16)] and [t.shape for t in item.spec.outputs] == [
+        (1, 16, 16, 16)
+    ]
     data, _ = item.load()
     unit_graph = onnx.load_model_from_string(data)
     assert [(n.domain, n.op_type) for n in unit_graph.graph.node] == [("com.microsoft", "NhwcMaxPool")]
@@ -315,17 +391,30 @@ def test_a_layer_runs_as_itself_only_where_it_is_one_channels_last_layer_over_on
     """A planar layer, or a unit with two inputs, keeps the unit graph itself (no executed model)."""
     from dbench.units.graph import executed_model
 
-    pool = ExecutedLayer("pool_token_1", "com.microsoft:NhwcMaxPool", inputs=("h",), outputs=("p",), layout="NHWC",
-                         attributes=(("kernel_shape", (2, 2)), ("strides", (2, 2))))
-    one = mb.model([helper.make_node("MaxPool", ["h"], ["p"], name="pool", kernel_shape=[2, 2], strides=[2, 2])],
-                   [mb.value("h", [1, 4, 8, 8], TensorProto.UINT8)], [mb.value("p", [1, 4, 4, 4], TensorProto.UINT8)])
+    pool = ExecutedLayer(
+        "pool_token_1",
+        "com.microsoft:NhwcMaxPool",
+        inputs=("h",),
+        outputs=("p",),
+        layout="NHWC",
+        attributes=(("kernel_shape", (2, 2)), ("strides", (2, 2))),
+    )
+    one = mb.model(
+        [helper.make_node("MaxPool", ["h"], ["p"], name="pool", kernel_shape=[2, 2], strides=[2, 2])],
+        [mb.value("h", [1, 4, 8, 8], TensorProto.UINT8)],
+        [mb.value("p", [1, 4, 4, 4], TensorProto.UINT8)],
+    )
     timed = executed_model(one, pool)
-    assert [(v.name, [d.dim_value for d in v.type.tensor_type.shape.dim]) for v in [*timed.graph.input, *timed.graph.output]] \
-        == [("h", [1, 8, 8, 4]), ("p", [1, 4, 4, 4])]
+    assert [
+        (v.name, [d.dim_value for d in v.type.tensor_type.shape.dim]) for v in [*timed.graph.input, *timed.graph.output]
+    ] == [("h", [1, 8, 8, 4]), ("p", [1, 4, 4, 4])]
     onnx.checker.check_model(timed)
     assert executed_model(one, ExecutedLayer("pool", "MaxPool", inputs=("h",), outputs=("p",))) is None
-    two = mb.model([helper.make_node("Add", ["h", "g"], ["p"], name="add")],
-                   [mb.value("h", [1, 4, 8, 8]), mb.value("g", [1, 4, 8, 8])], [mb.value("p", [1, 4, 8, 8])])
+    two = mb.model(
+        [helper.make_node("Add", ["h", "g"], ["p"], name="add")],
+        [mb.value("h", [1, 4, 8, 8]), mb.value("g", [1, 4, 8, 8])],
+        [mb.value("p", [1, 4, 8, 8])],
+    )
     assert executed_model(two, pool) is None
 
 
@@ -337,12 +426,32 @@ def test_a_stored_report_gives_back_the_channels_last_layers_attributes():
 
     from dbench.orchestrator.predict import executed_from_header
 
-    report = ExecutedGraph("ort-cpu", (ExecutedLayer("pool_token_1", "com.microsoft:NhwcMaxPool", ("pool",), ("h",), ("p",),
-                                                     layout="NHWC", attributes=(("auto_pad", "NOTSET"), ("pads", (1, 1, 1, 1)))),
-                                       ExecutedLayer("ReorderOutput", "com.microsoft.nchwc:ReorderOutput", ("ReorderOutput",),
-                                                     ("reorder_token_1",), ("h2",), moves_data=True, layout="NCHWc16",
-                                                     attributes=(("channels", 20), ("channels_last", 0))),
-                                       ExecutedLayer("conv", "Conv", ("conv",), ("x", "w"), ("h",))), tensor_names=True)
+    report = ExecutedGraph(
+        "ort-cpu",
+        (
+            ExecutedLayer(
+                "pool_token_1",
+                "com.microsoft:NhwcMaxPool",
+                ("pool",),
+                ("h",),
+                ("p",),
+                layout="NHWC",
+                attributes=(("auto_pad", "NOTSET"), ("pads", (1, 1, 1, 1))),
+            ),
+            ExecutedLayer(
+                "ReorderOutput",
+                "com.microsoft.nchwc:ReorderOutput",
+                ("ReorderOutput",),
+                ("reorder_token_1",),
+                ("h2",),
+                moves_data=True,
+                layout="NCHWc16",
+                attributes=(("channels", 20), ("channels_last", 0)),
+            ),
+            ExecutedLayer("conv", "Conv", ("conv",), ("x", "w"), ("h",)),
+        ),
+        tensor_names=True,
+    )
     assert executed_from_header(json.loads(json.dumps(dataclasses.asdict(report)))) == report
 
 
@@ -350,23 +459,35 @@ def test_identical_units_are_one_graph_with_a_count_and_keep_their_kernel_id(tmp
     path = mb.save(twin_blocks(np.random.default_rng(seed)), tmp_path, "twins")
     graph = executed(path, {}, "ort-cpu")
     graphs = unit_graphs(prepare(path, {}), graph, model_identity(path, {}, "ort-cpu", {"threads": 1}), "fp32")
-    timed = [item for item in graphs.items if item.spec.family == "unit" and not item.spec.attrs["predict"].get("timing")]
+    timed = [
+        item for item in graphs.items if item.spec.family == "unit" and not item.spec.attrs["predict"].get("timing")
+    ]
     units = [item for item in timed if item.spec.attrs["predict"]["kind"] == EXECUTED]
     assert len(units) == 1
     tag = units[0].spec.attrs["predict"]
     assert tag["count"] == 2 and [o["nodes"] for o in tag["occurrences"]] == [["conv1", "relu1"], ["conv2", "relu2"]]
     assert tag["kernels"] == ["conv_w12_h12_c16_n1_k16_s3_r3_pw1_ph1_sw1_sh1"]
     # Its evicted twin: the same graph, read after the model's traffic (both occurrences' weights and outputs).
-    (twin,) = [item for item in graphs.items if item.spec.attrs["predict"].get("timing") == "evicted" and item.spec.id.startswith(units[0].spec.id)]
+    (twin,) = [
+        item
+        for item in graphs.items
+        if item.spec.attrs["predict"].get("timing") == "evicted" and item.spec.id.startswith(units[0].spec.id)
+    ]
     assert twin.spec.id == units[0].spec.id + ".evicted" and twin.load() == units[0].load()
     assert tag["weight_bytes"] == 16 * 16 * 3 * 3 * 4 and tag["io_bytes"] == 2 * 16 * 12 * 12 * 4
     # The traffic also holds what the layers ONNX Runtime inserts write (its NCHWc reorders, timed as units too).
-    inserted = sum(item.spec.attrs["predict"]["count"] * sum(t.nbytes for t in item.spec.outputs) for item in timed
-                   if item.spec.attrs["predict"]["kind"] == INSERTED)
-    assert twin.spec.attrs["evict_bytes"] == tag["evict_bytes"] == 2 * (tag["weight_bytes"] + 16 * 12 * 12 * 4) + inserted
+    inserted = sum(
+        item.spec.attrs["predict"]["count"] * sum(t.nbytes for t in item.spec.outputs)
+        for item in timed
+        if item.spec.attrs["predict"]["kind"] == INSERTED
+    )
+    assert (
+        twin.spec.attrs["evict_bytes"] == tag["evict_bytes"] == 2 * (tag["weight_bytes"] + 16 * 12 * 12 * 4) + inserted
+    )
 
 
 # The cut's rules, on reports made by hand.
+
 
 def _structure(nodes, inputs, outputs, initializers=()) -> Structure:
     graph = helper.make_graph(nodes, "g", inputs, outputs, initializer=list(initializers))
@@ -374,7 +495,9 @@ def _structure(nodes, inputs, outputs, initializers=()) -> Structure:
     return Structure(graph, shaped=frozenset(names))
 
 
-def _units(structure: Structure, layers: list[ExecutedLayer], tensor_names: bool = False) -> list[tuple[str, list[str], list[str]]]:
+def _units(
+    structure: Structure, layers: list[ExecutedLayer], tensor_names: bool = False
+) -> list[tuple[str, list[str], list[str]]]:
     model_cut = cut(structure, ExecutedGraph("test", tuple(layers), tensor_names))
     return [(u.kind, [model_cut.names[i] for i in u.nodes], list(u.layers)) for u in model_cut.units]
 
@@ -385,16 +508,24 @@ Y = mb.value("y", [2, 4])
 
 def test_an_epilogue_the_runtime_fused_joins_its_producer():
     """conv -> add(other input x) -> relu, the layer named after conv only: add and relu join it."""
-    nodes = [helper.make_node("Relu", ["x"], ["c"], name="conv"), helper.make_node("Add", ["c", "x"], ["s"], name="add"),
-             helper.make_node("Relu", ["s"], ["y"], name="relu")]
+    nodes = [
+        helper.make_node("Relu", ["x"], ["c"], name="conv"),
+        helper.make_node("Add", ["c", "x"], ["s"], name="add"),
+        helper.make_node("Relu", ["s"], ["y"], name="relu"),
+    ]
     s = _structure(nodes, [X], [Y])
-    assert _units(s, [ExecutedLayer("conv_fused", "Conv", ("conv",))]) == [("executed", ["conv", "add", "relu"], ["conv_fused"])]
+    assert _units(s, [ExecutedLayer("conv_fused", "Conv", ("conv",))]) == [
+        ("executed", ["conv", "add", "relu"], ["conv_fused"])
+    ]
 
 
 def test_a_prologue_the_runtime_fused_joins_its_reader():
     """The parts of a GELU before the layer that names only its last node join that layer."""
-    nodes = [helper.make_node("Div", ["x", "x"], ["d"], name="div"), helper.make_node("Erf", ["d"], ["e"], name="erf"),
-             helper.make_node("Mul", ["x", "e"], ["y"], name="mul")]
+    nodes = [
+        helper.make_node("Div", ["x", "x"], ["d"], name="div"),
+        helper.make_node("Erf", ["d"], ["e"], name="erf"),
+        helper.make_node("Mul", ["x", "e"], ["y"], name="mul"),
+    ]
     s = _structure(nodes, [X], [Y])
     assert _units(s, [ExecutedLayer("gelu", "Gelu", ("mul",))]) == [("executed", ["div", "erf", "mul"], ["gelu"])]
 
@@ -405,17 +536,25 @@ def test_a_layer_claims_the_nodes_between_the_model_tensors_it_reads_and_writes(
     are units of their own."""
     nodes = [helper.make_node("Neg", ["x"], ["a"], name="n1"), helper.make_node("Abs", ["a"], ["y"], name="n2")]
     s = _structure(nodes, [X], [Y])
-    layers = [ExecutedLayer("reshape_in", "Reshape", (), ("x",), ("t0",), moves_data=True),
-              ExecutedLayer("fused_7", "Fused", (), ("t0",), ("t1",)),
-              ExecutedLayer("reorder_out", "ReorderOutput", (), ("t1",), ("y",), moves_data=True)]
-    assert _units(s, layers, tensor_names=True) == [("executed", ["n1", "n2"], ["fused_7"]), ("inserted", [], ["reshape_in"]),
-                                                    ("inserted", [], ["reorder_out"])]
+    layers = [
+        ExecutedLayer("reshape_in", "Reshape", (), ("x",), ("t0",), moves_data=True),
+        ExecutedLayer("fused_7", "Fused", (), ("t0",), ("t1",)),
+        ExecutedLayer("reorder_out", "ReorderOutput", (), ("t1",), ("y",), moves_data=True),
+    ]
+    assert _units(s, layers, tensor_names=True) == [
+        ("executed", ["n1", "n2"], ["fused_7"]),
+        ("inserted", [], ["reshape_in"]),
+        ("inserted", [], ["reorder_out"]),
+    ]
 
 
 def test_units_that_feed_each_other_in_a_cycle_are_merged():
     """a -> b -> c with a and c in one layer and b in another: one unit, so that each is contiguous."""
-    nodes = [helper.make_node("Neg", ["x"], ["a"], name="a"), helper.make_node("Abs", ["a"], ["b"], name="b"),
-             helper.make_node("Neg", ["b"], ["y"], name="c")]
+    nodes = [
+        helper.make_node("Neg", ["x"], ["a"], name="a"),
+        helper.make_node("Abs", ["a"], ["b"], name="b"),
+        helper.make_node("Neg", ["b"], ["y"], name="c"),
+    ]
     s = _structure(nodes, [X], [Y])
     (unit,) = _units(s, [ExecutedLayer("l1", "K", ("a", "c")), ExecutedLayer("l2", "K", ("b",))])
     assert unit[:2] == ("executed", ["a", "b", "c"]) and sorted(unit[2]) == ["l1", "l2"]
@@ -423,13 +562,26 @@ def test_units_that_feed_each_other_in_a_cycle_are_merged():
 
 def test_a_dequantize_of_computed_data_goes_with_its_readers_and_is_repeated_in_each():
     scale = onnx.numpy_helper.from_array(np.array(0.1, dtype=np.float32), "s")
-    nodes = [helper.make_node("QuantizeLinear", ["x", "s"], ["q"], name="quant"),
-             helper.make_node("DequantizeLinear", ["q", "s"], ["d"], name="dq"),
-             helper.make_node("Relu", ["d"], ["r1"], name="first"), helper.make_node("Neg", ["d"], ["r2"], name="second"),
-             helper.make_node("Add", ["r1", "r2"], ["y"], name="add")]
+    nodes = [
+        helper.make_node("QuantizeLinear", ["x", "s"], ["q"], name="quant"),
+        helper.make_node("DequantizeLinear", ["q", "s"], ["d"], name="dq"),
+        helper.make_node("Relu", ["d"], ["r1"], name="first"),
+        helper.make_node("Neg", ["d"], ["r2"], name="second"),
+        helper.make_node("Add", ["r1", "r2"], ["y"], name="add"),
+    ]
     s = _structure(nodes, [X], [Y], [scale])
-    model_cut = cut(s, ExecutedGraph("test", (ExecutedLayer("q", "Q", ("quant",)), ExecutedLayer("l1", "K", ("first",)),
-                                              ExecutedLayer("l2", "K", ("second",)), ExecutedLayer("l3", "K", ("add",)))))
+    model_cut = cut(
+        s,
+        ExecutedGraph(
+            "test",
+            (
+                ExecutedLayer("q", "Q", ("quant",)),
+                ExecutedLayer("l1", "K", ("first",)),
+                ExecutedLayer("l2", "K", ("second",)),
+                ExecutedLayer("l3", "K", ("add",)),
+            ),
+        ),
+    )
     owner = {model_cut.names[i]: unit for unit in model_cut.units for i in unit.nodes}
     assert owner["dq"] is owner["first"]
     assert [model_cut.names[i] for i in owner["second"].borrowed] == ["dq"]
@@ -438,12 +590,22 @@ def test_a_dequantize_of_computed_data_goes_with_its_readers_and_is_repeated_in_
 def test_static_values_read_by_several_units_are_folded():
     """A shape computed from x's bound shape, read by two reshapes in two layers: computed at load."""
     shape = onnx.numpy_helper.from_array(np.array([8], dtype=np.int64), "flat")
-    nodes = [helper.make_node("Shape", ["x"], ["s"], name="shape"), helper.make_node("ReduceProd", ["s"], ["n"], name="prod", keepdims=1),
-             helper.make_node("Reshape", ["x", "n"], ["a"], name="r1"), helper.make_node("Reshape", ["x", "flat"], ["b"], name="r2"),
-             helper.make_node("Reshape", ["b", "n"], ["y"], name="r3")]
+    nodes = [
+        helper.make_node("Shape", ["x"], ["s"], name="shape"),
+        helper.make_node("ReduceProd", ["s"], ["n"], name="prod", keepdims=1),
+        helper.make_node("Reshape", ["x", "n"], ["a"], name="r1"),
+        helper.make_node("Reshape", ["x", "flat"], ["b"], name="r2"),
+        helper.make_node("Reshape", ["b", "n"], ["y"], name="r3"),
+    ]
     s = _structure(nodes, [X], [mb.value("y", [8])], [shape])
-    units = _units(s, [ExecutedLayer("l1", "Reshape", ("r1",)), ExecutedLayer("l2", "Reshape", ("r2",)),
-                       ExecutedLayer("l3", "Reshape", ("r3",))])
+    units = _units(
+        s,
+        [
+            ExecutedLayer("l1", "Reshape", ("r1",)),
+            ExecutedLayer("l2", "Reshape", ("r2",)),
+            ExecutedLayer("l3", "Reshape", ("r3",)),
+        ],
+    )
     assert (FOLDED, ["shape", "prod"], []) in units
 
 
@@ -451,8 +613,10 @@ def test_a_layer_that_names_nothing_but_computes_joins_the_unit_it_feeds():
     """OpenVINO's LSTMSequence names only itself: it belongs to the unit of the layer it feeds."""
     nodes = [helper.make_node("Neg", ["x"], ["a"], name="rnn"), helper.make_node("Abs", ["a"], ["y"], name="after")]
     s = _structure(nodes, [X], [Y])
-    layers = [ExecutedLayer("Seq_12", "RNNSeq", ("Seq_12",), ("x#0",), ("Seq_12#0",)),
-              ExecutedLayer("after", "Eltwise", ("after",), ("Seq_12#0",), ("after#0",))]
+    layers = [
+        ExecutedLayer("Seq_12", "RNNSeq", ("Seq_12",), ("x#0",), ("Seq_12#0",)),
+        ExecutedLayer("after", "Eltwise", ("after",), ("Seq_12#0",), ("after#0",)),
+    ]
     (unit,) = _units(s, layers)
     assert unit[1] == ["rnn", "after"] and sorted(unit[2]) == ["Seq_12", "after"]
 
@@ -461,8 +625,11 @@ def test_dbench_names_nodes_the_runtime_then_reports():
     """Nameless and duplicate node names are given dbench's own names before the runtime sees the model."""
     from dbench.units.structure import name_nodes
 
-    nodes = [helper.make_node("Neg", ["x"], ["a"]), helper.make_node("Abs", ["a"], ["b"], name="dup"),
-             helper.make_node("Neg", ["b"], ["y"], name="dup")]
+    nodes = [
+        helper.make_node("Neg", ["x"], ["a"]),
+        helper.make_node("Abs", ["a"], ["b"], name="dup"),
+        helper.make_node("Neg", ["b"], ["y"], name="dup"),
+    ]
     model = name_nodes(mb.model(nodes, [X], [Y]))
     assert [n.name for n in model.graph.node] == ["Neg_0", "dup", "dup_2"]
     assert TensorProto.FLOAT  # the model's types are untouched
@@ -472,13 +639,20 @@ def test_a_unit_reading_a_value_of_unknown_shape_is_unsupported_with_the_reason(
     """NonZero's output has a data-dependent length: the unit that reads it cannot be drawn a feed."""
     from dbench.errors import UnsupportedError
 
-    nodes = [helper.make_node("NonZero", ["x"], ["n"], name="nonzero"), helper.make_node("Cast", ["n"], ["f"], name="cast", to=1),
-             helper.make_node("Relu", ["f"], ["y"], name="relu")]
+    nodes = [
+        helper.make_node("NonZero", ["x"], ["n"], name="nonzero"),
+        helper.make_node("Cast", ["n"], ["f"], name="cast", to=1),
+        helper.make_node("Relu", ["f"], ["y"], name="relu"),
+    ]
     model = mb.model(nodes, [X], [mb.value("y", [2, None])])
     path = mb.save(model, tmp_path, "nonzero")
     prepared = prepare(path, {})
-    model_cut = cut(prepared.structure, ExecutedGraph("test", (ExecutedLayer("nz", "NonZero", ("nonzero",)),
-                                                               ExecutedLayer("rest", "Relu", ("cast", "relu")))))
+    model_cut = cut(
+        prepared.structure,
+        ExecutedGraph(
+            "test", (ExecutedLayer("nz", "NonZero", ("nonzero",)), ExecutedLayer("rest", "Relu", ("cast", "relu")))
+        ),
+    )
     types = {**value_types(prepared.loaded.model), **value_types(prepared.loaded.shapes)}
     second = next(u for u in model_cut.units if u.layers == ("rest",))
     with pytest.raises(UnsupportedError, match="shape of input 'n' is unknown"):

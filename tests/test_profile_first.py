@@ -43,7 +43,11 @@ def test_only_graphs_surely_slower_than_the_bound_qualify():
 def _ort_session(graph, profiling: bool):
     runtime = require("ort-cpu")(RuntimeOptions(threads=1))
     constants, per_call = split_feeds(graph.spec, make_feeds(graph.spec), "const")
-    session = runtime.prepare_profiling(graph.model, graph.spec, constants) if profiling else runtime.prepare(graph.model, graph.spec, constants)
+    session = (
+        runtime.prepare_profiling(graph.model, graph.spec, constants)
+        if profiling
+        else runtime.prepare(graph.model, graph.spec, constants)
+    )
     session.bind(per_call)
     return session
 
@@ -90,15 +94,27 @@ def test_calls_before_the_round_count_as_its_warm_up():
     assert len(calls) == stats.samples * stats.calls_per_sample  # no warm-up call: the two before sufficed
     assert stats.first_call_us == 5000.0  # the cold call was the first of those before
     calls.clear()
-    more = measure(lambda: calls.append(1), dataclasses.replace(config, warmup_calls=3),
-                   before=Warmed(calls=2, seconds=0.001, first_ns=5e6, best_ns=1e6))
+    more = measure(
+        lambda: calls.append(1),
+        dataclasses.replace(config, warmup_calls=3),
+        before=Warmed(calls=2, seconds=0.001, first_ns=5e6, best_ns=1e6),
+    )
     assert len(calls) == 1 + more.samples * more.calls_per_sample  # one more to reach three
 
 
 @pytest.mark.parametrize("graph, first", [(SLOW, True), (FAST, False)])
 def test_the_worker_profiles_a_slow_graph_before_timing_and_a_fast_one_after(graph, first):
-    job = Job(spec=graph.spec, model=graph.model.SerializeToString(), sha256=None, runtime="ort-cpu",
-              options=RuntimeOptions(threads=1), timing=QUICK, weights="const", verify=True, profile_runs=2)
+    job = Job(
+        spec=graph.spec,
+        model=graph.model.SerializeToString(),
+        sha256=None,
+        runtime="ort-cpu",
+        options=RuntimeOptions(threads=1),
+        timing=QUICK,
+        weights="const",
+        verify=True,
+        profile_runs=2,
+    )
     outcome = execute(job)
     assert outcome.status.value == "ok" and outcome.verification["ok"], outcome.message
     assert [n["op_type"] for n in outcome.nodes] == ["Gemm"] and outcome.profile_s > 0
@@ -110,9 +126,18 @@ def test_the_worker_profiles_a_slow_graph_before_timing_and_a_fast_one_after(gra
 
 
 def _job(graph, cap_s: float | None) -> Job:
-    return Job(spec=graph.spec, model=graph.model.SerializeToString(), sha256=None, runtime="ort-cpu",
-               options=RuntimeOptions(threads=1), timing=QUICK, weights="const", verify=True, profile_runs=2,
-               profile_cap_s=cap_s)
+    return Job(
+        spec=graph.spec,
+        model=graph.model.SerializeToString(),
+        sha256=None,
+        runtime="ort-cpu",
+        options=RuntimeOptions(threads=1),
+        timing=QUICK,
+        weights="const",
+        verify=True,
+        profile_runs=2,
+        profile_cap_s=cap_s,
+    )
 
 
 @pytest.mark.parametrize("graph", [SLOW, FAST])
@@ -120,7 +145,9 @@ def test_a_profile_over_the_quick_cap_is_left_out_and_the_row_says_why(graph):
     outcome = execute(_job(graph, 1e-9))
     assert outcome.status.value == "ok" and outcome.verification["ok"]
     assert not outcome.nodes and outcome.profile_call_us is None
-    assert outcome.message.startswith("no per-node profile: it would cost about") and "without --quick" in outcome.message
+    assert (
+        outcome.message.startswith("no per-node profile: it would cost about") and "without --quick" in outcome.message
+    )
 
 
 def test_quick_caps_the_profile_at_the_graphs_sampling_time():

@@ -15,19 +15,33 @@ from onnx import TensorProto, helper, numpy_helper
 F32 = np.float32
 
 
-def one_node(op: str, version: int, inputs: dict[str, np.ndarray | None], outputs: int = 1, stored: tuple[str, ...] = (),
-             **attributes) -> onnx.ModelProto:
+def one_node(
+    op: str,
+    version: int,
+    inputs: dict[str, np.ndarray | None],
+    outputs: int = 1,
+    stored: tuple[str, ...] = (),
+    **attributes,
+) -> onnx.ModelProto:
     """A model of one `op` node at opset `version`; None marks an omitted optional input, `stored`
     inputs are initializers; outputs are left untyped (the evaluators do not need their types)."""
     names = [name if value is not None else "" for name, value in inputs.items()]
     while names and not names[-1]:
         names.pop()
     node = helper.make_node(op, names, [f"y{i}" for i in range(outputs)], **attributes)
-    graph_inputs = [helper.make_tensor_value_info(n, helper.np_dtype_to_tensor_dtype(v.dtype), v.shape)
-                    for n, v in inputs.items() if v is not None and n not in stored]
+    graph_inputs = [
+        helper.make_tensor_value_info(n, helper.np_dtype_to_tensor_dtype(v.dtype), v.shape)
+        for n, v in inputs.items()
+        if v is not None and n not in stored
+    ]
     initializers = [numpy_helper.from_array(v, n) for n, v in inputs.items() if v is not None and n in stored]
-    graph = helper.make_graph([node], op, graph_inputs, [helper.make_value_info(f"y{i}", onnx.TypeProto()) for i in range(outputs)],
-                              initializers)
+    graph = helper.make_graph(
+        [node],
+        op,
+        graph_inputs,
+        [helper.make_value_info(f"y{i}", onnx.TypeProto()) for i in range(outputs)],
+        initializers,
+    )
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", version)])
     model.ir_version = 7
     return model
@@ -47,7 +61,9 @@ def close(got, expected, rtol: float = 1e-5) -> bool:  # noqa: ANN001
     return bool(np.allclose(got.astype(np.float64), expected.astype(np.float64), rtol=rtol, atol=rtol))
 
 
-def check(model: onnx.ModelProto, inputs: dict[str, np.ndarray | None], expected: list[np.ndarray], rtol: float = 1e-5) -> None:
+def check(
+    model: onnx.ModelProto, inputs: dict[str, np.ndarray | None], expected: list[np.ndarray], rtol: float = 1e-5
+) -> None:
     """dbench's reference gives `expected`; onnx.reference alone does not (it raises or differs)."""
     from onnx.reference import ReferenceEvaluator
 
@@ -60,8 +76,9 @@ def check(model: onnx.ModelProto, inputs: dict[str, np.ndarray | None], expected
         raw = ReferenceEvaluator(model).run(None, feeds)
     except Exception:  # onnx.reference cannot run it at all: also a failure of the uncorrected reference
         return
-    assert not (len(raw) >= len(expected) and all(close(r, e, rtol) for r, e in zip(raw, expected))), \
+    assert not (len(raw) >= len(expected) and all(close(r, e, rtol) for r, e in zip(raw, expected))), (
         "onnx.reference alone passes: the correction is not needed for this case"
+    )
 
 
 # ---------------------------------------------------------------- normalization
@@ -86,7 +103,9 @@ def test_softmax_family_before_13_coerces_the_input_to_2d_at_axis(seed, op, vers
     x = rng.standard_normal((2, 3, 2, 2)).astype(F32)
     check(one_node(op, version, {"x": x}), {"x": x}, [coerced(x, 1, op)])  # axis left out: 1, not 13's -1
     check(one_node(op, version, {"x": x}, axis=1), {"x": x}, [coerced(x, 1, op)])  # rows of 12, not 3 per position
-    x = rng.standard_normal((1, 10, 1, 1)).astype(F32)  # a classifier's [1, C, 1, 1] output: onnx.reference gives all ones
+    x = rng.standard_normal((1, 10, 1, 1)).astype(
+        F32
+    )  # a classifier's [1, C, 1, 1] output: onnx.reference gives all ones
     check(one_node(op, version, {"x": x}), {"x": x}, [coerced(x, 1, op)])
 
 
@@ -124,7 +143,7 @@ def test_lrn_normalises_every_channel(seed, version):
     size, alpha, beta, bias = 3, 0.4, 0.75, 1.5
     square = np.zeros(x.shape)
     for c in range(5):
-        square[:, c] = (x[:, max(0, c - 1):min(4, c + 1) + 1].astype(np.float64) ** 2).sum(axis=1)
+        square[:, c] = (x[:, max(0, c - 1) : min(4, c + 1) + 1].astype(np.float64) ** 2).sum(axis=1)
     expected = (x / (bias + alpha / size * square) ** beta).astype(F32)
     check(one_node("LRN", version, {"x": x}, size=size, alpha=alpha, beta=beta, bias=bias), {"x": x}, [expected])
 
@@ -135,7 +154,9 @@ def test_lrn_normalises_every_channel(seed, version):
 def max_pool_1d(x: np.ndarray, kernel: int, stride: int, begin: int, end: int) -> np.ndarray:
     padded = np.pad(x.astype(np.float64), [(0, 0), (0, 0), (begin, end)], constant_values=-np.inf)
     out = (padded.shape[-1] - kernel) // stride + 1
-    return np.stack([padded[..., i * stride:i * stride + kernel].max(axis=-1) for i in range(out)], axis=-1).astype(x.dtype)
+    return np.stack([padded[..., i * stride : i * stride + kernel].max(axis=-1) for i in range(out)], axis=-1).astype(
+        x.dtype
+    )
 
 
 @pytest.mark.parametrize("version", [1, 8, 10, 11, 12, 22])
@@ -148,17 +169,23 @@ def test_max_pool_pads_its_start_and_end_as_given(seed, version):
 def test_max_pool_same_lower_has_ceil_of_size_over_stride_outputs(seed, version):
     x = np.random.default_rng(seed).standard_normal((1, 2, 7)).astype(F32)
     # SAME_LOWER, kernel 2, stride 2: 4 outputs, total padding 1, put at the start
-    check(one_node("MaxPool", version, {"x": x}, kernel_shape=[2], strides=[2], auto_pad="SAME_LOWER"), {"x": x},
-          [max_pool_1d(x, 2, 2, 1, 0)])
+    check(
+        one_node("MaxPool", version, {"x": x}, kernel_shape=[2], strides=[2], auto_pad="SAME_LOWER"),
+        {"x": x},
+        [max_pool_1d(x, 2, 2, 1, 0)],
+    )
 
 
 def test_average_pool_1_divides_by_the_elements_outside_the_padding(seed):
     x = np.random.default_rng(seed).standard_normal((2, 2, 5)).astype(F32)
     padded = np.pad(x.astype(np.float64), [(0, 0), (0, 0), (1, 1)])
     counts = np.pad(np.ones(5), (1, 1))
-    windows = [(padded[..., i:i + 3].sum(axis=-1) / counts[i:i + 3].sum()) for i in range(0, 5, 2)]
-    check(one_node("AveragePool", 1, {"x": x}, kernel_shape=[3], pads=[1, 1], strides=[2]), {"x": x},
-          [np.stack(windows, axis=-1).astype(F32)])
+    windows = [(padded[..., i : i + 3].sum(axis=-1) / counts[i : i + 3].sum()) for i in range(0, 5, 2)]
+    check(
+        one_node("AveragePool", 1, {"x": x}, kernel_shape=[3], pads=[1, 1], strides=[2]),
+        {"x": x},
+        [np.stack(windows, axis=-1).astype(F32)],
+    )
 
 
 @pytest.mark.parametrize("version", [18, 22])
@@ -167,8 +194,14 @@ def test_lp_pool_with_ceil_mode_drops_only_a_window_starting_in_the_end_padding(
     # kernel 2, stride 2, pads 1 and 2: ceil((7 + 3 - 2) / 2) + 1 = 5 windows, the fifth would start at 8,
     # in the padding
     windows = [(0, 1), (1, 3), (3, 5), (5, 7)]
-    expected = np.stack([np.sqrt((x[..., a:b].astype(np.float64) ** 2).sum(axis=-1)) for a, b in windows], axis=-1).astype(F32)
-    check(one_node("LpPool", version, {"x": x}, kernel_shape=[2], strides=[2], pads=[1, 2], ceil_mode=1, p=2), {"x": x}, [expected])
+    expected = np.stack(
+        [np.sqrt((x[..., a:b].astype(np.float64) ** 2).sum(axis=-1)) for a, b in windows], axis=-1
+    ).astype(F32)
+    check(
+        one_node("LpPool", version, {"x": x}, kernel_shape=[2], strides=[2], pads=[1, 2], ceil_mode=1, p=2),
+        {"x": x},
+        [expected],
+    )
 
 
 @pytest.mark.parametrize("version", [1, 22])
@@ -192,8 +225,10 @@ def conv_transpose_1d(x: np.ndarray, w: np.ndarray, stride: int, begin: int, end
     k = w.shape[2]
     full = np.zeros((n, w.shape[1], (length - 1) * stride + k))
     for i in range(length):
-        full[:, :, i * stride:i * stride + k] += np.einsum("nc,cmk->nmk", x[:, :, i].astype(np.float64), w.astype(np.float64))
-    return full[:, :, begin:full.shape[2] - end].astype(x.dtype)
+        full[:, :, i * stride : i * stride + k] += np.einsum(
+            "nc,cmk->nmk", x[:, :, i].astype(np.float64), w.astype(np.float64)
+        )
+    return full[:, :, begin : full.shape[2] - end].astype(x.dtype)
 
 
 @pytest.mark.parametrize("version", [1, 11, 22])
@@ -203,9 +238,14 @@ def test_conv_transpose_runs_groups(seed, version):
     inputs = {"x": x, "w": w}
     # two groups of 2 input channels and 2 output channels each; SAME_UPPER, stride 2: output 8 of the 9 reached
     # (total padding 1: start 0, end 1)
-    expected = np.concatenate([conv_transpose_1d(x[:, :2], w[:2], 2, 0, 1), conv_transpose_1d(x[:, 2:], w[2:], 2, 0, 1)], axis=1)
-    check(one_node("ConvTranspose", version, inputs, stored=("w",), strides=[2], auto_pad="SAME_UPPER", group=2), inputs,
-          [expected])
+    expected = np.concatenate(
+        [conv_transpose_1d(x[:, :2], w[:2], 2, 0, 1), conv_transpose_1d(x[:, 2:], w[2:], 2, 0, 1)], axis=1
+    )
+    check(
+        one_node("ConvTranspose", version, inputs, stored=("w",), strides=[2], auto_pad="SAME_UPPER", group=2),
+        inputs,
+        [expected],
+    )
 
 
 # ---------------------------------------------------------------- recurrent
@@ -227,18 +267,18 @@ def recurrent(op: str, x, w, r, b, lengths, clip):  # noqa: ANN001, ANN201
         h, c = np.zeros(hidden), np.zeros(hidden)
         for t in range(lengths[n]):
             xt = x[t, n].astype(np.float64)
-            gates = w[0] @ xt + r[0] @ h + bias[:len(bias) // 2] + bias[len(bias) // 2:]
+            gates = w[0] @ xt + r[0] @ h + bias[: len(bias) // 2] + bias[len(bias) // 2 :]
             if op == "RNN":
                 h = np.tanh(np.clip(gates, -clip, clip))
             elif op == "GRU":
                 z = sigmoid(np.clip(gates[:hidden], -clip, clip))
-                reset = sigmoid(np.clip(gates[hidden:2 * hidden], -clip, clip))
-                wh, rh = w[0][2 * hidden:], r[0][2 * hidden:]
-                wb, rb = bias[2 * hidden:3 * hidden], bias[5 * hidden:]
+                reset = sigmoid(np.clip(gates[hidden : 2 * hidden], -clip, clip))
+                wh, rh = w[0][2 * hidden :], r[0][2 * hidden :]
+                wb, rb = bias[2 * hidden : 3 * hidden], bias[5 * hidden :]
                 candidate = np.tanh(np.clip(wh @ xt + rh @ (reset * h) + rb + wb, -clip, clip))
                 h = (1 - z) * candidate + z * h
             else:
-                i, o, f, g = (np.clip(gates[k * hidden:(k + 1) * hidden], -clip, clip) for k in range(4))
+                i, o, f, g = (np.clip(gates[k * hidden : (k + 1) * hidden], -clip, clip) for k in range(4))
                 c = sigmoid(f) * c + sigmoid(i) * np.tanh(g)
                 h = sigmoid(o) * np.tanh(c)
             y[t, 0, n] = h
@@ -258,7 +298,11 @@ def test_recurrent_ops_stop_each_sequence_at_its_length_and_clip(seed, op, versi
     inputs = {"x": x, "w": w, "r": r, "b": b, "lengths": lengths}
     expected = list(recurrent(op, x, w, r, b, lengths, 0.5))
     for version in versions:
-        check(one_node(op, version, inputs, outputs=2, stored=("w", "r", "b"), hidden_size=hidden, clip=0.5), inputs, expected)
+        check(
+            one_node(op, version, inputs, outputs=2, stored=("w", "r", "b"), hidden_size=hidden, clip=0.5),
+            inputs,
+            expected,
+        )
 
 
 # ---------------------------------------------------------------- early versions and other tensor ops
@@ -267,25 +311,43 @@ def test_recurrent_ops_stop_each_sequence_at_its_length_and_clip(seed, op, versi
 def test_element_wise_ops_before_7_broadcast_b_from_axis(seed):
     rng = np.random.default_rng(seed)
     a, b = rng.standard_normal((2, 3, 4, 5)).astype(F32), rng.standard_normal((3, 4)).astype(F32)
-    for op, formula in (("Add", np.add), ("Sub", np.subtract), ("Mul", np.multiply), ("Div", np.divide), ("Pow", np.power)):
+    for op, formula in (
+        ("Add", np.add),
+        ("Sub", np.subtract),
+        ("Mul", np.multiply),
+        ("Div", np.divide),
+        ("Pow", np.power),
+    ):
         base = np.abs(a) + 0.5 if op == "Pow" else a
         inputs = {"a": base, "b": b}
         for version in (1, 6):
-            check(one_node(op, version, inputs, broadcast=1, axis=1), inputs, [formula(base, b.reshape(1, 3, 4, 1)).astype(F32)])
+            check(
+                one_node(op, version, inputs, broadcast=1, axis=1),
+                inputs,
+                [formula(base, b.reshape(1, 3, 4, 1)).astype(F32)],
+            )
     x, y = rng.random((2, 3, 4)) < 0.5, rng.random(3) < 0.5
     for op, formula in (("And", np.logical_and), ("Or", np.logical_or), ("Xor", np.logical_xor)):
-        check(one_node(op, 1, {"a": x, "b": y}, broadcast=1, axis=1), {"a": x, "b": y}, [formula(x, y.reshape(1, 3, 1))])
+        check(
+            one_node(op, 1, {"a": x, "b": y}, broadcast=1, axis=1), {"a": x, "b": y}, [formula(x, y.reshape(1, 3, 1))]
+        )
     p, q = rng.integers(0, 3, (2, 3, 4)).astype(np.int32), rng.integers(0, 3, 3).astype(np.int32)
     check(one_node("Equal", 1, {"a": p, "b": q}, broadcast=1, axis=1), {"a": p, "b": q}, [p == q.reshape(1, 3, 1)])
     f, g = rng.standard_normal((2, 3, 4)).astype(F32), rng.standard_normal(3).astype(F32)
     for op, formula in (("Greater", np.greater), ("Less", np.less)):
-        check(one_node(op, 1, {"a": f, "b": g}, broadcast=1, axis=1), {"a": f, "b": g}, [formula(f, g.reshape(1, 3, 1))])
+        check(
+            one_node(op, 1, {"a": f, "b": g}, broadcast=1, axis=1), {"a": f, "b": g}, [formula(f, g.reshape(1, 3, 1))]
+        )
 
 
 @pytest.mark.parametrize("version", [1, 6])
 def test_gemm_before_7_scales_c_by_beta(seed, version):
     rng = np.random.default_rng(seed)
-    a, b, c = rng.standard_normal((2, 3)).astype(F32), rng.standard_normal((3, 4)).astype(F32), rng.standard_normal((2, 4)).astype(F32)
+    a, b, c = (
+        rng.standard_normal((2, 3)).astype(F32),
+        rng.standard_normal((3, 4)).astype(F32),
+        rng.standard_normal((2, 4)).astype(F32),
+    )
     inputs = {"a": a, "b": b, "c": c}
     check(one_node("Gemm", version, inputs, alpha=0.5, beta=0.25), inputs, [(0.5 * a @ b + 0.25 * c).astype(F32)])
 
@@ -346,7 +408,10 @@ def test_pad_removes_elements_for_negative_pads(seed, version):
 @pytest.mark.parametrize("version", [9, 11])
 def test_scatter_is_scatter_elements(seed, version):
     rng = np.random.default_rng(seed)
-    data, updates = rng.standard_normal((3, 4)).astype(F32), rng.standard_normal((2, 2)).astype(F32)  # indices smaller than data
+    data, updates = (
+        rng.standard_normal((3, 4)).astype(F32),
+        rng.standard_normal((2, 2)).astype(F32),
+    )  # indices smaller than data
     indices = np.stack([rng.permutation(4)[:2] for _ in range(2)]).astype(np.int64)
     expected = data.copy()
     for i in range(2):
@@ -379,7 +444,9 @@ def test_upsample_and_resize_10_read_the_input_at_output_over_scale(seed):
     rows = np.minimum(np.arange(6) / 2, 2)
     top = np.floor(rows).astype(int)
     row_weight = (rows - top)[:, None]
-    linear = (linear_cols[..., top, :] * (1 - row_weight) + linear_cols[..., np.minimum(top + 1, 2), :] * row_weight).astype(F32)
+    linear = (
+        linear_cols[..., top, :] * (1 - row_weight) + linear_cols[..., np.minimum(top + 1, 2), :] * row_weight
+    ).astype(F32)
     scales = np.array([1, 1, 2, 3], dtype=F32)
     for mode, expected in (("nearest", nearest), ("linear", linear)):
         check(one_node("Upsample", 7, {"x": x}, mode=mode, scales=[1.0, 1.0, 2.0, 3.0]), {"x": x}, [expected])
@@ -398,11 +465,17 @@ def test_corrections_apply_to_the_versions_named_and_no_other():
     from dbench.sources.reference_corrections import CORRECTIONS, correction_for
 
     assert correction_for("", "Softmax", 12) is not None and correction_for("", "Softmax", 13) is None
-    assert correction_for("", "BatchNormalization", 13) is not None and correction_for("", "BatchNormalization", 14) is None
+    assert (
+        correction_for("", "BatchNormalization", 13) is not None
+        and correction_for("", "BatchNormalization", 14) is None
+    )
     assert correction_for("", "Conv", 11) is None and correction_for("", "NoSuchOp", 11) is None
     for correction in CORRECTIONS:
-        versions = [s.since_version for s in onnx.defs.get_all_schemas_with_history()
-                    if s.name == correction.op_type and s.domain == correction.domain]
+        versions = [
+            s.since_version
+            for s in onnx.defs.get_all_schemas_with_history()
+            if s.name == correction.op_type and s.domain == correction.domain
+        ]
         assert set(correction.versions) <= set(versions), correction
         for version in versions:
             found = correction_for(correction.domain, correction.op_type, version)
@@ -414,12 +487,22 @@ def test_a_subgraph_is_corrected_too(seed):
     from dbench.sources.foreign_reference import foreign_evaluator
 
     x = np.random.default_rng(seed).standard_normal((1, 6, 1, 1)).astype(F32)
-    branch = helper.make_graph([helper.make_node("Softmax", ["x"], ["s"])], "branch", [],
-                               [helper.make_tensor_value_info("s", TensorProto.FLOAT, None)])
+    branch = helper.make_graph(
+        [helper.make_node("Softmax", ["x"], ["s"])],
+        "branch",
+        [],
+        [helper.make_tensor_value_info("s", TensorProto.FLOAT, None)],
+    )
     node = helper.make_node("If", ["c"], ["y"], then_branch=branch, else_branch=branch)
-    graph = helper.make_graph([node], "if", [helper.make_tensor_value_info("c", TensorProto.BOOL, []),
-                                             helper.make_tensor_value_info("x", TensorProto.FLOAT, x.shape)],
-                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)])
+    graph = helper.make_graph(
+        [node],
+        "if",
+        [
+            helper.make_tensor_value_info("c", TensorProto.BOOL, []),
+            helper.make_tensor_value_info("x", TensorProto.FLOAT, x.shape),
+        ],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+    )
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 11)])
     (y,) = foreign_evaluator(model).run(None, {"c": np.array(True), "x": x})
     assert close(y, coerced(x, 1, "Softmax"))
@@ -433,8 +516,12 @@ def test_the_check_of_a_foreign_model_uses_the_corrected_reference(tmp_path, see
     from dbench.sources.model_reference import reference_outputs
 
     node = helper.make_node("Softmax", ["x"], ["y"], axis=1)
-    graph = helper.make_graph([node], "head", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 10, 1, 1])],
-                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 10, 1, 1])])
+    graph = helper.make_graph(
+        [node],
+        "head",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 10, 1, 1])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 10, 1, 1])],
+    )
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 11)])
     path = tmp_path / "head.onnx"
     onnx.save(model, str(path))
@@ -454,8 +541,11 @@ def test_roi_align_10_uses_the_region_coordinates_unshifted(seed):
     rois = np.array([[x1, 1.0, x1 + 2.0, 3.0]], dtype=F32)
     inputs = {"x": x, "rois": rois, "batch": np.zeros(1, dtype=np.int64)}
     # one bin, 2 x 2 samples at x1 + 0.5 and x1 + 1.5: the mean column is x1 + 1
-    check(one_node("RoiAlign", 10, inputs, stored=("rois", "batch"), output_height=1, output_width=1, sampling_ratio=2),
-          inputs, [np.full((1, 1, 1, 1), x1 + 1.0, dtype=F32)])
+    check(
+        one_node("RoiAlign", 10, inputs, stored=("rois", "batch"), output_height=1, output_width=1, sampling_ratio=2),
+        inputs,
+        [np.full((1, 1, 1, 1), x1 + 1.0, dtype=F32)],
+    )
 
 
 def test_label_encoder_1_maps_strings_to_their_index(seed):
@@ -466,8 +556,12 @@ def test_label_encoder_1_maps_strings_to_their_index(seed):
     names = ["cat", "dog", "emu"]
     x = np.array(np.random.default_rng(seed).choice(names + ["yak"], size=6), dtype=object)
     node = helper.make_node("LabelEncoder", ["x"], ["y"], domain="ai.onnx.ml", classes_strings=names, default_int64=-7)
-    graph = helper.make_graph([node], "encoder", [helper.make_tensor_value_info("x", TensorProto.STRING, [6])],
-                              [helper.make_tensor_value_info("y", TensorProto.INT64, [6])])
+    graph = helper.make_graph(
+        [node],
+        "encoder",
+        [helper.make_tensor_value_info("x", TensorProto.STRING, [6])],
+        [helper.make_tensor_value_info("y", TensorProto.INT64, [6])],
+    )
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("ai.onnx.ml", 1), helper.make_opsetid("", 13)])
     expected = np.array([names.index(v) if v in names else -7 for v in x], dtype=np.int64)
     (y,) = foreign_evaluator(model).run(None, {"x": x})

@@ -24,8 +24,12 @@ pytestmark = pytest.mark.slow
 
 
 def rows_of(folder: Path) -> list[dict]:
-    return [json.loads(line) for path in folder.rglob("run-*.jsonl") for line in path.read_text().splitlines()
-            if json.loads(line)["type"] == "result"]
+    return [
+        json.loads(line)
+        for path in folder.rglob("run-*.jsonl")
+        for line in path.read_text().splitlines()
+        if json.loads(line)["type"] == "result"
+    ]
 
 
 def test_rows_keep_samples_and_the_runtime_clock(two_runtimes):
@@ -33,13 +37,17 @@ def test_rows_keep_samples_and_the_runtime_clock(two_runtimes):
     assert {r["runtime"] for r in rows} == {"ort-cpu", "openvino"} and len(rows) == 6
     for row in rows:
         assert row["status"] == "ok" and row["verified"] is True
-        assert len(row["samples_us"]) == sum(row["round_sizes"]) <= min(row["samples"], 1000) and row["first_call_us"] > 0
+        assert (
+            len(row["samples_us"]) == sum(row["round_sizes"]) <= min(row["samples"], 1000) and row["first_call_us"] > 0
+        )
         assert row["rounds"] == len(row["round_medians_us"]) == len(row["round_sizes"]) == 3
         assert row["ci_low_us"] <= row["median_us"] <= row["ci_high_us"]
         # OpenVINO's own clock is read after every sample; ORT has none
         assert (row["runtime_median_us"] is not None and row["runtime_median_us"] > 0) == (row["runtime"] == "openvino")
     header = json.loads(next(two_runtimes.rglob("run-*.jsonl")).read_text().splitlines()[0])
-    assert header["schema_version"] == 3 and header["host"]["machine_key"] in str(next(two_runtimes.rglob("run-*.jsonl")))
+    assert header["schema_version"] == 3 and header["host"]["machine_key"] in str(
+        next(two_runtimes.rglob("run-*.jsonl"))
+    )
     assert all(row["load_1m"] >= 0 for row in rows)
 
 
@@ -59,7 +67,10 @@ def test_report_writes_every_output(two_runtimes, tmp_path):
     assert result.exit_code == 0, result.output
     markdown = (out / "report.md").read_text()
     assert "## gemm" in markdown and "ort-cpu median" in markdown and "openvino speedup" in markdown
-    assert "no ceilings measured: run dbench peak" in result.output or (out / "report.html").read_text().count("data:image/png") >= 4
+    assert (
+        "no ceilings measured: run dbench peak" in result.output
+        or (out / "report.html").read_text().count("data:image/png") >= 4
+    )
     summary = (out / "summary.csv").read_text()
     assert "geomean_speedup" in summary and "openvino" in summary
     for name in ("rows.csv", "report.html", "report.xlsx"):
@@ -105,8 +116,10 @@ def test_xlsx_freezes_headers_and_formats_numbers(two_runtimes, tmp_path):
     assert all(book[name].freeze_panes == "B2" for name in book.sheetnames)
     sheet = book["gemm"]
     header = [c.value for c in sheet[1]]
-    formats = {name: sheet.cell(row=2, column=header.index(name) + 1).number_format
-               for name in ("ort-cpu median µs", "ort-cpu TFLOP/s", "ort-cpu speedup")}
+    formats = {
+        name: sheet.cell(row=2, column=header.index(name) + 1).number_format
+        for name in ("ort-cpu median µs", "ort-cpu TFLOP/s", "ort-cpu speedup")
+    }
     assert formats == {"ort-cpu median µs": "#,##0.0", "ort-cpu TFLOP/s": "0.0000", "ort-cpu speedup": '0.00"×"'}
     assert sheet.column_dimensions["B"].width >= len("ort-cpu median µs")
 
@@ -118,8 +131,12 @@ def test_html_headers_name_machines_shortly_with_a_legend(tmp_path):
 
     keys = ["board-zen4-8c-32g-avx512-111111", "board-neoverse_n1-4c-8g-neon-222222"]
     for key, folder, median in zip(keys, "ab", (10.0, 20.0)):
-        fake_log(tmp_path / folder, f"run-{folder}", {"hostname": "board", "machine_key": key, "cpu_model": "CPU " + folder},
-                 [_row("gemm_a", "ok", median)])
+        fake_log(
+            tmp_path / folder,
+            f"run-{folder}",
+            {"hostname": "board", "machine_key": key, "cpu_model": "CPU " + folder},
+            [_row("gemm_a", "ok", median)],
+        )
     page = to_html(build_report(load([tmp_path])), {})
     heads = " ".join(re.findall(r"<thead>.*?</thead>", page, re.S))
     assert not any(key in heads for key in keys) and "M1" in heads and "M2" in heads
@@ -145,8 +162,8 @@ def test_pngs_have_content(two_runtimes, tmp_path):
 
 
 def test_roofline_draws_ceilings_from_dbench_peak(two_runtimes, tmp_path):
-    from dbench.report import plots
     from dbench.peak.measure import gemm_rates, measure_bandwidth
+    from dbench.report import plots
 
     frame = load([two_runtimes]).kernels
     machine = frame.machine[0]
@@ -177,15 +194,36 @@ def test_unknown_schema_is_one_line(tmp_path):
 
 
 def _row(kernel: str, status: str, median: float | None, runtime: str = "ort-cpu") -> dict:
-    return {"graph_id": f"{kernel}.fwd.gemm.fp32", "kernel_id": kernel, "family": "gemm", "op": "gemm", "pass": "fwd",
-            "form": "gemm", "precision": "fp32", "precision_executed": "fp32" if median else "", "precision_fallback": False,
-            "runtime": runtime, "status": status, "verified": status == "ok", "median_us": median,
-            "tflops": 1e-3 if median else None, "samples_us": [median] * 8 if median else None, "flops": 1000,
-            "min_bytes": 100, "intensity": 10.0, "gbps": 1.0}
+    return {
+        "graph_id": f"{kernel}.fwd.gemm.fp32",
+        "kernel_id": kernel,
+        "family": "gemm",
+        "op": "gemm",
+        "pass": "fwd",
+        "form": "gemm",
+        "precision": "fp32",
+        "precision_executed": "fp32" if median else "",
+        "precision_fallback": False,
+        "runtime": runtime,
+        "status": status,
+        "verified": status == "ok",
+        "median_us": median,
+        "tflops": 1e-3 if median else None,
+        "samples_us": [median] * 8 if median else None,
+        "flops": 1000,
+        "min_bytes": 100,
+        "intensity": 10.0,
+        "gbps": 1.0,
+    }
 
 
 def test_no_verified_rows_says_so(tmp_path):
-    fake_log(tmp_path / "m", "run-a", {"machine_key": "k1"}, [_row("gemm_a", "unsupported", None), _row("gemm_b", "mismatch", None)])
+    fake_log(
+        tmp_path / "m",
+        "run-a",
+        {"machine_key": "k1"},
+        [_row("gemm_a", "unsupported", None), _row("gemm_b", "mismatch", None)],
+    )
     out = tmp_path / "rep"
     result = CliRunner().invoke(app, ["report", str(tmp_path / "m"), "--out", str(out)])
     assert result.exit_code == 0, result.output
@@ -195,10 +233,23 @@ def test_no_verified_rows_says_so(tmp_path):
 
 def test_two_machines_with_one_host_name_stay_apart(tmp_path):
     host = {"hostname": "board", "machine": "board"}
-    fake_log(tmp_path / "a", "run-a", {**host, "machine_key": "board-zen4-8c-32g-avx512-111111"}, [_row("gemm_a", "ok", 10.0)])
-    fake_log(tmp_path / "b", "run-b", {**host, "machine_key": "board-neoverse_n1-4c-8g-neon-222222"}, [_row("gemm_a", "ok", 20.0)])
+    fake_log(
+        tmp_path / "a",
+        "run-a",
+        {**host, "machine_key": "board-zen4-8c-32g-avx512-111111"},
+        [_row("gemm_a", "ok", 10.0)],
+    )
+    fake_log(
+        tmp_path / "b",
+        "run-b",
+        {**host, "machine_key": "board-neoverse_n1-4c-8g-neon-222222"},
+        [_row("gemm_a", "ok", 20.0)],
+    )
     report = build_report(load([tmp_path]))
-    assert [g.label for g in report.groups] == ["board-zen4-8c-32g-avx512-111111", "board-neoverse_n1-4c-8g-neon-222222"]
+    assert [g.label for g in report.groups] == [
+        "board-zen4-8c-32g-avx512-111111",
+        "board-neoverse_n1-4c-8g-neon-222222",
+    ]
     assert any("2 different machines" in n for n in report.notes)
     table = report.families["gemm"]
     assert table[("board-neoverse_n1-4c-8g-neon-222222", "speedup")].iloc[0] == pytest.approx(0.5)
@@ -209,15 +260,25 @@ def test_the_baseline_is_this_machines_runs_unless_asked(tmp_path):
     from dbench.store.metadata import machine_name
 
     here = machine_name()
-    fake_log(tmp_path / "reference", "run-1", {"hostname": "ref", "machine_key": "ref-zen2-2c-24g-avx2-aaaaaa",
-                                                "taken_at": "2020-01-01T00:00:00+00:00"}, [_row("gemm_a", "ok", 10.0)])
-    fake_log(tmp_path / "mine", "run-2", {"hostname": "me", "machine_key": here, "taken_at": "2030-01-01T00:00:00+00:00"},
-             [_row("gemm_a", "ok", 20.0)])
+    fake_log(
+        tmp_path / "reference",
+        "run-1",
+        {"hostname": "ref", "machine_key": "ref-zen2-2c-24g-avx2-aaaaaa", "taken_at": "2020-01-01T00:00:00+00:00"},
+        [_row("gemm_a", "ok", 10.0)],
+    )
+    fake_log(
+        tmp_path / "mine",
+        "run-2",
+        {"hostname": "me", "machine_key": here, "taken_at": "2030-01-01T00:00:00+00:00"},
+        [_row("gemm_a", "ok", 20.0)],
+    )
     paths = [tmp_path / "reference", tmp_path / "mine"]
     assert build_report(load(paths)).baseline.machine == "ref-zen2-2c-24g-avx2-aaaaaa"  # no home: the first, as before
     assert build_report(load(paths), home=here).baseline.machine == here
     assert build_report(load(paths), "ref-zen2-2c-24g-avx2-aaaaaa", home=here).baseline.machine != here  # asked
-    result = CliRunner().invoke(app, ["report", *map(str, paths), "--out", str(tmp_path / "rep")], env={"COLUMNS": "300"})
+    result = CliRunner().invoke(
+        app, ["report", *map(str, paths), "--out", str(tmp_path / "rep")], env={"COLUMNS": "300"}
+    )
     assert result.exit_code == 0, result.output
     assert f"speedup vs {here}" in " ".join(result.output.split())
 
@@ -253,8 +314,10 @@ def test_report_modules_do_not_import_matplotlib_until_plotting():
     import subprocess
     import sys
 
-    code = ("import sys\nimport dbench.cli, dbench.report.write, dbench.report.plots, dbench.report.build\n"
-            "sys.exit(1 if 'matplotlib' in sys.modules or 'openpyxl' in sys.modules else 0)")
+    code = (
+        "import sys\nimport dbench.cli, dbench.report.write, dbench.report.plots, dbench.report.build\n"
+        "sys.exit(1 if 'matplotlib' in sys.modules or 'openpyxl' in sys.modules else 0)"
+    )
     assert subprocess.run([sys.executable, "-c", code], timeout=120).returncode == 0
 
 
@@ -273,13 +336,18 @@ def test_peak_measures_the_suite_s_largest_gemm_beside_the_squares():
     from dbench.peak.measure import GEMM_SQUARES, gemm_shapes
 
     shapes = gemm_shapes()
-    assert shapes[:len(GEMM_SQUARES)] == [(n, n, n) for n in GEMM_SQUARES] and shapes[-1] == (8448, 6000, 2816)
+    assert shapes[: len(GEMM_SQUARES)] == [(n, n, n) for n in GEMM_SQUARES] and shapes[-1] == (8448, 6000, 2816)
 
 
-@pytest.mark.parametrize("args,phrase", [(["--runtime", "ort-cpuu"], "unknown runtime 'ort-cpuu'"),
-                                         (["--runtime", "nope"], "unknown runtime 'nope'"),
-                                         (["--precision", "fp64"], "unknown precision 'fp64' for dbench peak; valid: fp32"),
-                                         (["--runtime", ""], "'--runtime' / '-r': is empty")])
+@pytest.mark.parametrize(
+    "args,phrase",
+    [
+        (["--runtime", "ort-cpuu"], "unknown runtime 'ort-cpuu'"),
+        (["--runtime", "nope"], "unknown runtime 'nope'"),
+        (["--precision", "fp64"], "unknown precision 'fp64' for dbench peak; valid: fp32"),
+        (["--runtime", ""], "'--runtime' / '-r': is empty"),
+    ],
+)
 def test_peak_refuses_bad_input_and_keeps_the_measured_ceiling(args, phrase, tmp_path):
     """A typo after a good `dbench peak` must not rewrite peak.json with an empty GEMM ceiling."""
     from dbench.store.metadata import machine_name
@@ -296,11 +364,24 @@ def test_peak_refuses_bad_input_and_keeps_the_measured_ceiling(args, phrase, tmp
 def test_a_new_peak_keeps_the_highest_ceiling_and_what_it_did_not_measure():
     from dbench.peak.ceilings import merge_peaks
 
-    old = {"machine_key": "m", "taken_at": "t0", "copy_gbps": 20.0, "triad_gbps": 15.0, "skipped": {"openvino bf16": "no bf16"},
-           "gemm_tflops": {"ort-cpu": {"fp32": 0.20}, "openvino": {"fp32": 0.30}},
-           "gemm_shapes": {"ort-cpu": {"fp32": ["old"]}, "openvino": {"fp32": ["old"]}}}
-    new = {"machine_key": "m", "taken_at": "t1", "copy_gbps": 18.0, "triad_gbps": 16.0, "skipped": {},
-           "gemm_tflops": {"ort-cpu": {"fp32": 0.25}}, "gemm_shapes": {"ort-cpu": {"fp32": ["new"]}}}
+    old = {
+        "machine_key": "m",
+        "taken_at": "t0",
+        "copy_gbps": 20.0,
+        "triad_gbps": 15.0,
+        "skipped": {"openvino bf16": "no bf16"},
+        "gemm_tflops": {"ort-cpu": {"fp32": 0.20}, "openvino": {"fp32": 0.30}},
+        "gemm_shapes": {"ort-cpu": {"fp32": ["old"]}, "openvino": {"fp32": ["old"]}},
+    }
+    new = {
+        "machine_key": "m",
+        "taken_at": "t1",
+        "copy_gbps": 18.0,
+        "triad_gbps": 16.0,
+        "skipped": {},
+        "gemm_tflops": {"ort-cpu": {"fp32": 0.25}},
+        "gemm_shapes": {"ort-cpu": {"fp32": ["new"]}},
+    }
     merged = merge_peaks(old, new)
     assert merged["gemm_tflops"] == {"ort-cpu": {"fp32": 0.25}, "openvino": {"fp32": 0.30}}
     assert merged["gemm_shapes"]["ort-cpu"]["fp32"] == ["new"] and merged["gemm_taken_at"]["ort-cpu"]["fp32"] == "t1"
@@ -320,7 +401,9 @@ def test_report_sets_each_whole_model_beside_the_sum_of_its_kernels(tmp_path):
     report = build_report(load([REPO / "docs/measurements/reference-results/vm-epyc-2core/models"]))
     models = report.models.set_index(["model", "runtime"])
     assert set(models.index) == {(m, r) for m in ("resnet18", "encoder", "lstm") for r in ("ort-cpu", "openvino")}
-    assert (models.share == models.kernels_us / models.model_us).all() and (models.kernels_timed == models.kernels).all()
+    assert (models.share == models.kernels_us / models.model_us).all() and (
+        models.kernels_timed == models.kernels
+    ).all()
     assert "share" in display_models(report).columns
     write_report(report, tmp_path)
     assert "Whole model vs the sum of its kernels" in (tmp_path / "report.md").read_text()
@@ -332,7 +415,14 @@ def test_spreads_read_as_people_read_them_and_absurd_ones_are_capped():
     from dbench.render.numbers import format_spread
     from dbench.render.warnings import run_warnings
 
-    assert [format_spread(r) for r in (0.0123, 0.999, 0.9996, 1.234, 10.0, 2318.5)] == ["±1.2%", "±99.9%", "±100%", "±123%", "±1000%", "±>1000%"]
+    assert [format_spread(r) for r in (0.0123, 0.999, 0.9996, 1.234, 10.0, 2318.5)] == [
+        "±1.2%",
+        "±99.9%",
+        "±100%",
+        "±123%",
+        "±1000%",
+        "±>1000%",
+    ]
     row = {"graph_id": "g", "status": "ok", "unstable": True, "rerun_rel": 231854.3, "rounds": 2}
     (line,) = run_warnings([row], {})
     assert "worst g at ±>1000%: its rounds disagree" in line
@@ -347,12 +437,28 @@ def test_run_summary_keeps_every_number_whole_at_any_width(width):
 
     from dbench.render.tables import results_table
 
-    row = {"graph_id": "conv_w700_h161_c1_n4_k32_s20_r5_pw0_ph0_sw2_sh2.fwd.conv.fp32", "status": "ok", "precision": "fp32",
-           "precision_executed": "fp32", "verified": True, "median_us": 123456.7, "rerun_rel": 1.234, "rounds": 3, "unstable": True,
-           "p90_us": 234567.8, "p99_us": 345678.9, "first_call_us": 456789.1, "tflops": 0.0226387, "gbps": 1.87}
+    row = {
+        "graph_id": "conv_w700_h161_c1_n4_k32_s20_r5_pw0_ph0_sw2_sh2.fwd.conv.fp32",
+        "status": "ok",
+        "precision": "fp32",
+        "precision_executed": "fp32",
+        "verified": True,
+        "median_us": 123456.7,
+        "rerun_rel": 1.234,
+        "rounds": 3,
+        "unstable": True,
+        "p90_us": 234567.8,
+        "p99_us": 345678.9,
+        "first_call_us": 456789.1,
+        "tflops": 0.0226387,
+        "gbps": 1.87,
+    }
     console = Console(file=StringIO(), width=width, color_system=None)
-    rows = [row, {**row, "status": "unsupported", "median_us": None},
-            {**row, "precision": "fp16", "precision_executed": "fp32", "precision_fallback": True}]
+    rows = [
+        row,
+        {**row, "status": "unsupported", "median_us": None},
+        {**row, "precision": "fp16", "precision_executed": "fp32", "precision_fallback": True},
+    ]
     console.print(results_table(rows, "t", width))
     text = console.file.getvalue()
     assert max(len(line) for line in text.splitlines()) <= width

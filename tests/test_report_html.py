@@ -23,7 +23,10 @@ from tests.report_fixtures import two_runtimes  # noqa: F401 (fixture)
 pytestmark = pytest.mark.slow
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
-needs_chromium = pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed (apt-get install chromium; .ci/run does it where apt is available)")
+needs_chromium = pytest.mark.skipif(
+    CHROMIUM is None,
+    reason="chromium is not installed (apt-get install chromium; .ci/run does it where apt is available)",
+)
 
 PROBE = """<script>
 window.__errors = [];
@@ -42,10 +45,25 @@ def open_in_chromium(page: Path, tmp_path: Path) -> tuple[dict, str]:
     """Load a copy of `page` with PROBE injected first in <head>; return what PROBE saw and Chromium's log."""
     probed = tmp_path / "probed.html"
     probed.write_text(page.read_text().replace("<head>", "<head>" + PROBE, 1))
-    command = [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-               "--disable-component-update", "--disable-sync", "--no-first-run", f"--user-data-dir={tmp_path / 'profile'}",
-               "--enable-logging=stderr", "--v=0", "--virtual-time-budget=5000", "--dump-dom", probed.as_uri()]
-    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    command = [
+        CHROMIUM,
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        "--no-first-run",
+        f"--user-data-dir={tmp_path / 'profile'}",
+        "--enable-logging=stderr",
+        "--v=0",
+        "--virtual-time-budget=5000",
+        "--dump-dom",
+        probed.as_uri(),
+    ]
+    process = subprocess.Popen(
+        command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True
+    )
     try:
         dom, log = process.communicate(timeout=120)
     finally:
@@ -73,6 +91,8 @@ def test_html_report_renders_in_chromium(two_runtimes, tmp_path):
 def test_the_probe_sees_a_broken_image(tmp_path):
     """The check above can fail: a PNG that does not decode has naturalWidth 0 and raises an error event."""
     page = tmp_path / "broken.html"
-    page.write_text('<!DOCTYPE html><html><head></head><body><img src="data:image/png;base64,iVBORw0KGgoAAAA="></body></html>')
+    page.write_text(
+        '<!DOCTYPE html><html><head></head><body><img src="data:image/png;base64,iVBORw0KGgoAAAA="></body></html>'
+    )
     check, _ = open_in_chromium(page, tmp_path)
     assert check["images"] == [0] and check["errors"] == ["IMG"]

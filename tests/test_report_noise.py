@@ -24,8 +24,10 @@ def two_runs(tmp_path_factory) -> Path:
     root = tmp_path_factory.mktemp("noise-report")
     kernels = write_csv(root / "k.csv", "m,n,k,a_t,b_t", "32,32,32,0,0", "8,8,8,0,0")
     for args in (["--weights", "input"], [], []):
-        result = runner.invoke(app, ["run", "--kernels", str(kernels), "--min-time", "0.06", "--no-profile", *args,
-                                     "--out", str(root / "res")])
+        result = runner.invoke(
+            app,
+            ["run", "--kernels", str(kernels), "--min-time", "0.06", "--no-profile", *args, "--out", str(root / "res")],
+        )
         assert result.exit_code == 0, result.output
     return root / "res"
 
@@ -39,7 +41,9 @@ def test_each_figure_says_how_many_runs_measured_it_and_their_range(two_runs):
     report = build_report(results)
     (note,) = [n for n in report.notes if "runs of one configuration" in n]
     assert "each figure is the latest run's" in note and "spread by SD" in note
-    (mixed,) = [n for n in report.notes if "holds rows of 2 configurations" in n]  # the first, --weights input run: same label
+    (mixed,) = [
+        n for n in report.notes if "holds rows of 2 configurations" in n
+    ]  # the first, --weights input run: same label
     assert "weights input" in mixed and "weights const" in mixed
 
 

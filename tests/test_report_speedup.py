@@ -22,9 +22,20 @@ def _frame(seed: int) -> pd.DataFrame:
             rounds = [base * factor * float(rng.uniform(0.98, 1.02)) for _ in range(12)]
             if variant == "b":
                 rounds[:5] = [r * 1.5 for r in rounds[:5]]
-            rows.append({"kernel": f"k{kernel}", "machine": "m", "variant": variant, "precision": "fp32", "run_id": run_id,
-                         "counts": True, "median_us": float(np.median(rounds)), "round_medians_us": rounds,
-                         "drift_sd": None, "drift_df": None})
+            rows.append(
+                {
+                    "kernel": f"k{kernel}",
+                    "machine": "m",
+                    "variant": variant,
+                    "precision": "fp32",
+                    "run_id": run_id,
+                    "counts": True,
+                    "median_us": float(np.median(rounds)),
+                    "round_medians_us": rounds,
+                    "drift_sd": None,
+                    "drift_df": None,
+                }
+            )
     return pd.DataFrame(rows)
 
 
@@ -33,8 +44,13 @@ def test_each_speedup_and_their_geometric_mean_lie_inside_their_intervals(seed):
     a, b = Group("m", "a", "fp32", "a"), Group("m", "b", "fp32", "b")
     found = [s for (label, _), s in speedups(frame, [a, b], a).items() if label == "b"]
     assert len(found) == 8 and all(s.low is not None for s in found)
-    medians = [float(frame[(frame.variant == "a") & (frame.kernel == k)].median_us.iloc[0]
-                     / frame[(frame.variant == "b") & (frame.kernel == k)].median_us.iloc[0]) for k in sorted(set(frame.kernel))]
+    medians = [
+        float(
+            frame[(frame.variant == "a") & (frame.kernel == k)].median_us.iloc[0]
+            / frame[(frame.variant == "b") & (frame.kernel == k)].median_us.iloc[0]
+        )
+        for k in sorted(set(frame.kernel))
+    ]
     assert any(not s.low <= m <= s.high for s, m in zip(found, medians)), "no kernel here tells the two estimates apart"
     for s in found:
         assert s.low <= s.value <= s.high

@@ -11,8 +11,8 @@ from typer.testing import CliRunner
 
 from dbench.cli import app
 from dbench.report.build import build_report
-from dbench.report.results import load
 from dbench.report.markdown import to_markdown
+from dbench.report.results import load
 from dbench.report.vendor import ratio_sentence, ratio_title
 from tests.helpers import write_csv
 from tests.report_fixtures import KERNELS
@@ -25,8 +25,25 @@ def torch_and_ort(tmp_path_factory):
     folder = tmp_path_factory.mktemp("vendor")
     kernels = write_csv(folder / "k.csv", *KERNELS)
     for runtime in ("ort-cpu", "torch"):
-        result = CliRunner().invoke(app, ["run", "--runtime", runtime, "--kernels", str(kernels), "--quick", "--min-time", "0.05",
-                                          "--profile-runs", "2", "--threads", "1", "--out", str(folder / "res")])
+        result = CliRunner().invoke(
+            app,
+            [
+                "run",
+                "--runtime",
+                runtime,
+                "--kernels",
+                str(kernels),
+                "--quick",
+                "--min-time",
+                "0.05",
+                "--profile-runs",
+                "2",
+                "--threads",
+                "1",
+                "--out",
+                str(folder / "res"),
+            ],
+        )
         assert result.exit_code == 0, result.output
     return folder / "res"
 
@@ -45,9 +62,14 @@ def test_baseline_torch_reads_as_the_fraction_of_the_vendor_library(torch_and_or
         assert table.at[kernel, (labels["ort-cpu"], "speedup")] == pytest.approx(torch_us / ort_us)
         assert table.at[kernel, (labels["torch"], "speedup")] == pytest.approx(1.0)
     text = to_markdown(report, [])
-    assert ratio_sentence("torch", labels["torch"]) in text and "fraction of the vendor library's speed (oneDNN/MKL" in text
+    assert (
+        ratio_sentence("torch", labels["torch"]) in text
+        and "fraction of the vendor library's speed (oneDNN/MKL" in text
+    )
     assert f"geomean fraction of oneDNN/MKL ({labels['torch']})" in text
-    result = CliRunner().invoke(app, ["report", str(torch_and_ort), "--baseline", "torch", "--out", str(tmp_path / "r")])
+    result = CliRunner().invoke(
+        app, ["report", str(torch_and_ort), "--baseline", "torch", "--out", str(tmp_path / "r")]
+    )
     assert result.exit_code == 0, result.output
     assert "fraction of oneDNN/MKL" in (tmp_path / "r" / "report.md").read_text()
 

@@ -31,16 +31,38 @@ def _rows(out: Path) -> list[dict]:
 
 def test_an_interleaved_resolve_run_stops_each_graph_by_its_paired_interval(tmp_path, kernels):
     out = tmp_path / "res"
-    result = runner.invoke(app, ["run", "--kernels", str(kernels), "--runtime", "ort-cpu,ort-cpu", "--resolve", "50%",
-                                 "--rounds", "8", "--min-time", "0.1", "--no-profile", "--out", str(out)])
+    result = runner.invoke(
+        app,
+        [
+            "run",
+            "--kernels",
+            str(kernels),
+            "--runtime",
+            "ort-cpu,ort-cpu",
+            "--resolve",
+            "50%",
+            "--rounds",
+            "8",
+            "--min-time",
+            "0.1",
+            "--no-profile",
+            "--out",
+            str(out),
+        ],
+    )
     assert result.exit_code == 0, result.output
-    assert "resolve: rounds per graph until its anytime-valid 95% interval is within ±50%, at most 8 a graph" in result.output
+    assert (
+        "resolve: rounds per graph until its anytime-valid 95% interval is within ±50%, at most 8 a graph"
+        in result.output
+    )
     assert "--resolve 50%:" in result.output
     rows = _rows(out)
     assert len(rows) == 4 and all(r["resolve_target"] == 0.5 for r in rows)
     for graph in {r["graph_id"] for r in rows}:
         pair = [r for r in rows if r["graph_id"] == graph]
-        assert pair[0]["rounds"] == pair[1]["rounds"] and 3 <= pair[0]["rounds"] <= 8  # a graph's variants stop together
+        assert (
+            pair[0]["rounds"] == pair[1]["rounds"] and 3 <= pair[0]["rounds"] <= 8
+        )  # a graph's variants stop together
         assert pair[0]["resolved"] == pair[1]["resolved"]
         if pair[0]["resolved"]:
             assert pair[1]["resolve_half"] <= 0.5 and "resolved" in pair[1]["resolve_note"]
@@ -54,12 +76,31 @@ def test_an_interleaved_resolve_run_stops_each_graph_by_its_paired_interval(tmp_
 
 def test_a_single_resolve_run_takes_rounds_as_long_as_a_fixed_runs(tmp_path, kernels):
     out = tmp_path / "res"
-    result = runner.invoke(app, ["run", "--kernels", str(kernels), "--id", "gemm_m8_*", "--resolve", "90%", "--rounds", "6",
-                                 "--min-time", "0.09", "--no-profile", "--out", str(out)])
+    result = runner.invoke(
+        app,
+        [
+            "run",
+            "--kernels",
+            str(kernels),
+            "--id",
+            "gemm_m8_*",
+            "--resolve",
+            "90%",
+            "--rounds",
+            "6",
+            "--min-time",
+            "0.09",
+            "--no-profile",
+            "--out",
+            str(out),
+        ],
+    )
     assert result.exit_code == 0, result.output
     (log,) = out.glob("*/*.jsonl")
     header = json.loads(log.read_text().splitlines()[0])
-    assert header["timing"]["rounds"] == 6 and header["timing"]["share_rounds"] == 3  # 0.03 s a round, as a 3-round run's
+    assert (
+        header["timing"]["rounds"] == 6 and header["timing"]["share_rounds"] == 3
+    )  # 0.03 s a round, as a 3-round run's
     (row,) = _rows(out)
     assert row["resolve_target"] == 0.9 and 3 <= row["rounds"] <= 6
 
@@ -68,8 +109,11 @@ def test_the_injected_slowdown_is_for_named_variants_only_and_refused_when_misna
     assert injected(["ort-cpu #1", "ort-cpu #2"]) == {}
     monkeypatch.setenv(VARIABLE, "ort-cpu #2=0.10")
     assert injected(["ort-cpu #1", "ort-cpu #2"]) == {"ort-cpu #2": 0.10}
-    for bad, phrase in (("ort-cpu #3=0.1", "is no variant of this run"), ("ort-cpu #2", "write LABEL=FRACTION"),
-                        ("ort-cpu #2=-1", "write LABEL=FRACTION")):
+    for bad, phrase in (
+        ("ort-cpu #3=0.1", "is no variant of this run"),
+        ("ort-cpu #2", "write LABEL=FRACTION"),
+        ("ort-cpu #2=-1", "write LABEL=FRACTION"),
+    ):
         monkeypatch.setenv(VARIABLE, bad)
         with pytest.raises(Exception, match=phrase):
             injected(["ort-cpu #1", "ort-cpu #2"])
@@ -91,8 +135,21 @@ def test_a_slowed_call_waits_at_least_its_fraction_of_its_own_time():
 def test_a_run_with_an_injected_slowdown_says_so_in_its_header_rows_and_printout(tmp_path, kernels, monkeypatch):
     monkeypatch.setenv(VARIABLE, "ort-cpu #2=0.25")
     out = tmp_path / "res"
-    result = runner.invoke(app, ["run", "--kernels", str(kernels), "--id", "gemm_m64_*", "--runtime", "ort-cpu,ort-cpu",
-                                 "--quick", "--out", str(out)])
+    result = runner.invoke(
+        app,
+        [
+            "run",
+            "--kernels",
+            str(kernels),
+            "--id",
+            "gemm_m64_*",
+            "--runtime",
+            "ort-cpu,ort-cpu",
+            "--quick",
+            "--out",
+            str(out),
+        ],
+    )
     assert result.exit_code == 0, result.output
     assert "is slowed by 25% on purpose" in result.output
     rows = {r["variant"]: r for r in _rows(out)}

@@ -12,8 +12,15 @@ from dbench.worker.timing import QUICK, TimingConfig
 
 
 def _round(inputs_s: float, prepare_s: float, warmup_s: float, median_us: float = 10.0) -> Outcome:
-    stats = LatencyRound(median_us=median_us, min_us=median_us, samples=1, calls_per_sample=1, timed_s=0.01, samples_us=[median_us],
-                         warmup_s=warmup_s)
+    stats = LatencyRound(
+        median_us=median_us,
+        min_us=median_us,
+        samples=1,
+        calls_per_sample=1,
+        timed_s=0.01,
+        samples_us=[median_us],
+        warmup_s=warmup_s,
+    )
     return Outcome(Status.OK, stats=stats, inputs_s=inputs_s, prepare_s=prepare_s)
 
 

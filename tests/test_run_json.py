@@ -12,9 +12,29 @@ from tests.helpers import write_csv
 
 def test_run_json_is_the_only_stdout_and_matches_the_log(tmp_path):
     kernels = write_csv(tmp_path / "k.csv", "m,n,k,a_t,b_t", "16,8,32,0,0", "8,8,8,0,0")
-    done = subprocess.run([sys.executable, "-m", "dbench", "run", "--kernels", str(kernels), "--quick", "--min-time", "0.02",
-                           "--profile-runs", "1", "--threads", "1", "--out", str(tmp_path / "res"), "--json"],
-                          capture_output=True, text=True, timeout=300)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "dbench",
+            "run",
+            "--kernels",
+            str(kernels),
+            "--quick",
+            "--min-time",
+            "0.02",
+            "--profile-runs",
+            "1",
+            "--threads",
+            "1",
+            "--out",
+            str(tmp_path / "res"),
+            "--json",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert done.returncode == 0, done.stderr
     summary = json.loads(done.stdout, parse_constant=_not_json)
     (log,) = (tmp_path / "res").glob("*/*.jsonl")
@@ -34,6 +54,10 @@ def _not_json(name: str):
 
 
 def test_run_json_with_bad_input_prints_no_json(tmp_path):
-    done = subprocess.run([sys.executable, "-m", "dbench", "run", "--suite", "nope", "--json", "--out", str(tmp_path)],
-                          capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [sys.executable, "-m", "dbench", "run", "--suite", "nope", "--json", "--out", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 2 and done.stdout == "" and done.stderr.startswith("error: unknown suite")

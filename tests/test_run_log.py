@@ -11,11 +11,18 @@ import pytest
 from typer.testing import CliRunner
 
 from dbench.cli import app
-from dbench.store.log import RunLog
 from dbench.outcome import Status
+from dbench.store.log import RunLog
 from dbench.store.schema import LOAD_FIELDS, Row
 
-REFERENCE = Path(__file__).parent.parent / "docs" / "measurements" / "reference-results" / "vm-epyc-2core" / "run-20261121-080201-2fbd.jsonl"
+REFERENCE = (
+    Path(__file__).parent.parent
+    / "docs"
+    / "measurements"
+    / "reference-results"
+    / "vm-epyc-2core"
+    / "run-20261121-080201-2fbd.jsonl"
+)
 runner = CliRunner()
 
 
@@ -39,15 +46,59 @@ def test_reference_rows_match_the_row_schema():
     log = RunLog.read(REFERENCE)
     rows = log.rows()
     keys = set(Row.__dataclass_fields__) - {"pass_name"} | {"pass", "type"}
-    later = {"invariant_violations", "spread", "mad_us", "ci_low_us", "ci_high_us", "ci_rel", "first_call_us",
-             "runtime_median_us", "device_median_us", "samples_us", "load_1m", "verified_by",
-             "profile_call_us", "variant", "percentiles_us", "rerun_low_us", "rerun_high_us", "rerun_rel",
-             "interval_note", "rounds", "round_medians_us", "round_sizes", "round_sd", "device_graph_median_us",
-             "gpu_state", *LOAD_FIELDS, "mode", "streams", "threads_per_stream", "throughput_tflops", "rate",
-             "latency_bound_us", "verify_check", "false_accept", "drift_sd", "drift_df", "drift_runs",
-             "coverage_pairs", "coverage_inside", "history_factor", "overlapped", "injected_slowdown", "resolve_target",
-             "resolved", "resolve_half", "resolve_note", "cross_check", "first_difference", "disagreeing_outputs",
-             "reference_unavailable", "verify_random_weights"}  # fields added after schema version 1
+    later = {
+        "invariant_violations",
+        "spread",
+        "mad_us",
+        "ci_low_us",
+        "ci_high_us",
+        "ci_rel",
+        "first_call_us",
+        "runtime_median_us",
+        "device_median_us",
+        "samples_us",
+        "load_1m",
+        "verified_by",
+        "profile_call_us",
+        "variant",
+        "percentiles_us",
+        "rerun_low_us",
+        "rerun_high_us",
+        "rerun_rel",
+        "interval_note",
+        "rounds",
+        "round_medians_us",
+        "round_sizes",
+        "round_sd",
+        "device_graph_median_us",
+        "gpu_state",
+        *LOAD_FIELDS,
+        "mode",
+        "streams",
+        "threads_per_stream",
+        "throughput_tflops",
+        "rate",
+        "latency_bound_us",
+        "verify_check",
+        "false_accept",
+        "drift_sd",
+        "drift_df",
+        "drift_runs",
+        "coverage_pairs",
+        "coverage_inside",
+        "history_factor",
+        "overlapped",
+        "injected_slowdown",
+        "resolve_target",
+        "resolved",
+        "resolve_half",
+        "resolve_note",
+        "cross_check",
+        "first_difference",
+        "disagreeing_outputs",
+        "reference_unavailable",
+        "verify_random_weights",
+    }  # fields added after schema version 1
     assert rows and all(set(r) == keys - later for r in rows), "old rows: the same keys, less the later fields"
     assert {Status(r["status"]) for r in rows} == {Status.OK}
 
@@ -90,16 +141,22 @@ def _edited(tmp_path: Path, line: str) -> Path:
     return path
 
 
-@pytest.mark.parametrize(("line", "words"), [
-    ("5", "line 49 is not a JSON object"),
-    ('{"type": "result", "graph_id": 5, "status": "ok"}', "line 49 is a result row without 'graph_id' as text"),
-    ('{"type": "result", "graph_id": "g"}', "line 49 is a result row without 'status' as text"),
-])
+@pytest.mark.parametrize(
+    ("line", "words"),
+    [
+        ("5", "line 49 is not a JSON object"),
+        ('{"type": "result", "graph_id": 5, "status": "ok"}', "line 49 is a result row without 'graph_id' as text"),
+        ('{"type": "result", "graph_id": "g"}', "line 49 is a result row without 'status' as text"),
+    ],
+)
 def test_a_hand_edited_line_is_named_by_every_reader(tmp_path, line, words):
     """compare and report say which line is wrong, in one line, instead of failing inside their tables."""
     path = _edited(tmp_path, line)
     assert len(REFERENCE.read_text().splitlines()) == 48  # the line numbers above
-    for command in (["compare", path.stem, "--out", str(tmp_path / "res")], ["report", str(path), "--out", str(tmp_path / "rep")]):
+    for command in (
+        ["compare", path.stem, "--out", str(tmp_path / "res")],
+        ["report", str(path), "--out", str(tmp_path / "rep")],
+    ):
         result = runner.invoke(app, command)
         assert result.exit_code == 2, result.output
         assert words in result.output and "the log is corrupt" in result.output and "Traceback" not in result.output

@@ -100,7 +100,9 @@ def test_the_lock_is_released_and_its_file_removed_when_the_run_ends(finished_ru
 
 def test_resume_command_keeps_a_results_folder_other_than_the_default(tmp_path):
     assert resume_command(Path("results/m/run-1.jsonl")) == "dbench run --resume run-1"
-    assert resume_command(tmp_path / "out" / "m" / "run-1.jsonl") == f"dbench run --resume run-1 --out {tmp_path / 'out'}"
+    assert (
+        resume_command(tmp_path / "out" / "m" / "run-1.jsonl") == f"dbench run --resume run-1 --out {tmp_path / 'out'}"
+    )
 
 
 @pytest.mark.slow
@@ -115,16 +117,35 @@ def test_a_failed_write_mid_run_names_the_cause_and_the_resume_command(tmp_path)
         resource.setrlimit(resource.RLIMIT_FSIZE, (12_000, 12_000))
 
     # No profiling: its JSON (in the temporary folder, a few kB per warm-up run) would hit the limit first.
-    done = subprocess.run([sys.executable, "-m", "dbench", "run", "--kernels", str(kernels), "--quick", "--profile-runs", "0",
-                           "--out", str(out)],
-                          capture_output=True, text=True, timeout=300, preexec_fn=limit_file_size)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "dbench",
+            "run",
+            "--kernels",
+            str(kernels),
+            "--quick",
+            "--profile-runs",
+            "0",
+            "--out",
+            str(out),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        preexec_fn=limit_file_size,
+    )
     assert done.returncode == 1 and "Traceback" not in done.stderr, done.stderr
     assert "cannot write to" in done.stderr and f"--out {out}" in done.stderr
     command = done.stderr.split("finish with: ")[1].split()
     result = runner.invoke(app, command[1:])
     assert result.exit_code == 0, result.output
     (log,) = out.glob("*/*.jsonl")
-    assert len({json.loads(line)["graph_id"] for line in log.read_text().splitlines()[1:] if '"type": "result"' in line}) == 8
+    assert (
+        len({json.loads(line)["graph_id"] for line in log.read_text().splitlines()[1:] if '"type": "result"' in line})
+        == 8
+    )
 
 
 def test_a_header_without_a_request_is_one_line(finished_run):
@@ -144,7 +165,11 @@ def test_huge_user_kernels_are_exported_after_their_oom_rows(tmp_path):
     assert "Traceback" not in result.output and result.exception is None or isinstance(result.exception, SystemExit)
     (log,) = out.glob("*/*.jsonl")
     assert log.with_suffix(".parquet").exists() and log.with_suffix(".csv").exists()
-    statuses = {json.loads(line)["kernel_id"]: json.loads(line)["status"] for line in log.read_text().splitlines()[1:] if '"type": "result"' in line}
+    statuses = {
+        json.loads(line)["kernel_id"]: json.loads(line)["status"]
+        for line in log.read_text().splitlines()[1:]
+        if '"type": "result"' in line
+    }
     assert statuses == {"gemm_m100000000_n100000000_k100000000_nn": "oom", "gemm_m16_n8_k32_nn": "ok"}
 
 

@@ -34,7 +34,11 @@ CASES = [
     (["--percentiles", "50,101"], 2, "--percentiles 50,101 must be 1 to 20 numbers from 0 to 100"),
     (["--percentiles", "nan"], 2, "--percentiles nan must be 1 to 20 numbers"),
     # variants
-    (["--runtime", "ort-cpu,ort-cpu,ort-cpu,ort-cpu"], 2, "--runtime names ort-cpu 4 times; name a runtime once, or up to 3 times for an A/A run"),
+    (
+        ["--runtime", "ort-cpu,ort-cpu,ort-cpu,ort-cpu"],
+        2,
+        "--runtime names ort-cpu 4 times; name a runtime once, or up to 3 times for an A/A run",
+    ),
     (["--runtime", "ort-cpu,"], 2, "names no runtime between its commas"),
     (["--runtime", "ort-cpu,tvm"], 2, "unknown runtime 'tvm'"),
     (["--threads", "1,1"], 2, "--threads names 1 twice"),
@@ -61,16 +65,27 @@ CASES = [
     (["--id", "nomatch_*"], 2, "no kernel matches --suite inference --id 'nomatch_*' in the DeepBench catalog"),
     (["--graphs", "{G}"], 2, "lists no graphs"),
     # conflicting options
-    (["--kernels", "{K}", "--graphs", "{G}", "--precision", "bf16"], 2, "--graphs runs the folder's graphs as generated, so --kernels, --precision"),
+    (
+        ["--kernels", "{K}", "--graphs", "{G}", "--precision", "bf16"],
+        2,
+        "--graphs runs the folder's graphs as generated, so --kernels, --precision",
+    ),
     (["--graphs", "{G}", "--gemm-form", "matmul"], 2, "so --gemm-form cannot apply"),
-    (["--resume", "run-x", "--runtime", "openvino", "--suite", "train"], 2,
-     "--resume takes the selection, runtime and timing from the run; drop --suite, --runtime"),
+    (
+        ["--resume", "run-x", "--runtime", "openvino", "--suite", "train"],
+        2,
+        "--resume takes the selection, runtime and timing from the run; drop --suite, --runtime",
+    ),
     (["--resume", "run-x", "--min-time", "0.3"], 2, "drop --min-time"),
     # options a runtime does not honour, or values it would refuse for every graph
     (["--option", "NOPE=1"], 2, "--option NOPE is not a CPUExecutionProvider option; known: use_arena"),
     (["--device", "GPU7"], 2, "--device is not supported by runtime ort-cpu"),
     (["--runtime", "openvino", "--option", "NOPE=1"], 2, "--option NOPE is not an OpenVINO property"),
-    (["--runtime", "openvino", "--option", "NUM_STREAMS=banana"], 2, "--option NUM_STREAMS=banana is not valid; use AUTO or NUMA or a non-negative integer"),
+    (
+        ["--runtime", "openvino", "--option", "NUM_STREAMS=banana"],
+        2,
+        "--option NUM_STREAMS=banana is not valid; use AUTO or NUMA or a non-negative integer",
+    ),
     (["--runtime", "openvino", "--graph-opt", "basic"], 2, "--graph-opt is not supported by runtime openvino"),
     (["--runtime", "openvino", "--device", "GPU7"], 2, "--device 'GPU7' is not an OpenVINO device name"),
     (["--runtime", "tvm"], 2, "unknown runtime 'tvm'; known runtimes: ort-cpu"),
@@ -83,8 +98,11 @@ def _command(args: list[str], tmp_path: Path) -> list[str]:
     folder = tmp_path / "g"
     folder.mkdir()
     write_manifest(folder, [])
-    files = {"{K}": write_csv(tmp_path / "k.csv", "m,n,k,a_t,b_t", "16,8,32,0,0"),
-             "{H}": write_csv(tmp_path / "h.csv", "m,n,k,a_t,b_t"), "{G}": folder}
+    files = {
+        "{K}": write_csv(tmp_path / "k.csv", "m,n,k,a_t,b_t", "16,8,32,0,0"),
+        "{H}": write_csv(tmp_path / "h.csv", "m,n,k,a_t,b_t"),
+        "{G}": folder,
+    }
     return ["run", "--out", str(tmp_path / "res"), *(str(files.get(a, a)) for a in args)]
 
 
@@ -123,17 +141,29 @@ def test_bad_gen_input_is_one_line_and_writes_no_folder(args, code, phrase, tmp_
     assert "Traceback" not in result.output and not (tmp_path / "g").exists()
 
 
-@pytest.mark.parametrize("field,value,phrase", [
-    ("flops", "many", "flops must be a non-negative integer, not 'many'"),
-    ("inputs", [{"name": "A", "shape": "abc", "dtype": "float32", "role": "weight"}], "input A: shape must be a list"),
-    ("suites", "inference", "suites must be a list of text"),
-    ("precision", 32, "precision must be text"),
-])
+@pytest.mark.parametrize(
+    "field,value,phrase",
+    [
+        ("flops", "many", "flops must be a non-negative integer, not 'many'"),
+        (
+            "inputs",
+            [{"name": "A", "shape": "abc", "dtype": "float32", "role": "weight"}],
+            "input A: shape must be a list",
+        ),
+        ("suites", "inference", "suites must be a list of text"),
+        ("precision", 32, "precision must be text"),
+    ],
+)
 def test_manifest_field_of_the_wrong_type_is_one_line_before_any_log(field, value, phrase, tmp_path):
     """A hand-edited manifest used to reach the worker and end in a traceback after the log existed."""
     import json
 
-    assert runner.invoke(app, ["gen", "--suite", "inference-device", "--ops", "gemm", "--out", str(tmp_path / "g")]).exit_code == 0
+    assert (
+        runner.invoke(
+            app, ["gen", "--suite", "inference-device", "--ops", "gemm", "--out", str(tmp_path / "g")]
+        ).exit_code
+        == 0
+    )
     manifest = tmp_path / "g" / "inference-device" / "manifest.json"
     data = json.loads(manifest.read_text())
     data["graphs"][0][field] = value
@@ -144,9 +174,8 @@ def test_manifest_field_of_the_wrong_type_is_one_line_before_any_log(field, valu
 
 
 def test_missing_manifest_hint_names_the_suite_the_folder_stands_for(tmp_path):
-    from dbench.gen.manifest import read_manifest
     from dbench.errors import DbenchError
+    from dbench.gen.manifest import read_manifest
 
     with pytest.raises(DbenchError, match=rf"dbench gen --suite train --out {tmp_path}`"):
         read_manifest(tmp_path / "train")
-

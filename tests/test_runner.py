@@ -16,8 +16,8 @@ import pytest
 from typer.testing import CliRunner
 
 from dbench.cli import app
-from dbench.orchestrator.request import COMPARE_ROUNDS, RunRequest
 from dbench.gen.manifest import read_manifest, sha256, write_manifest
+from dbench.orchestrator.request import COMPARE_ROUNDS, RunRequest
 from dbench.stats.interleave import rotated
 from tests.helpers import write_csv
 
@@ -52,8 +52,15 @@ def wait_for_rows(out: Path, count: int, seconds: float = 60, of=rows_of) -> Non
 
 
 def dbench(*args: str, env: dict | None = None, **kwargs) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-m", "dbench", *args], env={**os.environ, **(env or {})},
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True, **kwargs)
+    return subprocess.Popen(
+        [sys.executable, "-m", "dbench", *args],
+        env={**os.environ, **(env or {})},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+        **kwargs,
+    )
 
 
 def worker_children(pid: int) -> list[int]:
@@ -102,7 +109,9 @@ def test_run_logs_verified_rows_with_metadata(kernels, tmp_path):
     for row in rows:  # every row from its three rounds, each round's median kept exactly
         mine = sorted((r for r in rounds if r["graph_id"] == row["graph_id"]), key=lambda r: r["round"])
         assert row["rounds"] == 3 and row["round_medians_us"] == [r["outcome"]["stats"]["median_us"] for r in mine]
-        assert sum(row["round_sizes"]) == len(row["samples_us"]) and row["samples"] == sum(r["outcome"]["stats"]["samples"] for r in mine)
+        assert sum(row["round_sizes"]) == len(row["samples_us"]) and row["samples"] == sum(
+            r["outcome"]["stats"]["samples"] for r in mine
+        )
         assert row["variant"] == "ort-cpu" and set(row["percentiles_us"]) == {"50", "90", "99"}
     # verification and the profile come from the first round only; later rounds only time
     assert all(r["outcome"]["verification"] for r in rounds if r["round"] == 1)
@@ -122,7 +131,9 @@ def test_large_outputs_are_verified_on_a_sample_of_rows(tmp_path):
 
 def test_unsupported_precision_is_a_row_not_a_crash(kernels, tmp_path):
     out = tmp_path / "res"
-    result = runner.invoke(app, ["run", "--kernels", str(kernels), "--id", "gemm_m16_*", "--precision", "bf16", *FAST, "--out", str(out)])
+    result = runner.invoke(
+        app, ["run", "--kernels", str(kernels), "--id", "gemm_m16_*", "--precision", "bf16", *FAST, "--out", str(out)]
+    )
     assert result.exit_code == 0, result.output
     (row,) = rows_of(out)
     assert row["status"] == "unsupported" and "NOT_IMPLEMENTED" in row["message"]
@@ -131,7 +142,9 @@ def test_unsupported_precision_is_a_row_not_a_crash(kernels, tmp_path):
 @pytest.mark.slow
 def test_crashing_kernel_is_recorded_and_the_run_goes_on(kernels, tmp_path):
     out = tmp_path / "res"
-    proc = dbench("run", "--kernels", str(kernels), *FAST, "--out", str(out), env={"DBENCH_WORKER_CRASH_ON": "gemm_m48_"})
+    proc = dbench(
+        "run", "--kernels", str(kernels), *FAST, "--out", str(out), env={"DBENCH_WORKER_CRASH_ON": "gemm_m48_"}
+    )
     proc.communicate(timeout=120)
     assert proc.returncode == 3, "a crashed row makes the run exit 3"
     rows = {r["kernel_id"]: r for r in rows_of(out)}
@@ -142,8 +155,17 @@ def test_crashing_kernel_is_recorded_and_the_run_goes_on(kernels, tmp_path):
 @pytest.mark.slow
 def test_hanging_kernel_times_out_and_the_run_goes_on(kernels, tmp_path):
     out = tmp_path / "res"
-    proc = dbench("run", "--kernels", str(kernels), *FAST, "--timeout", "5", "--out", str(out),
-                  env={"DBENCH_WORKER_HANG_ON": "gemm_m32_"})
+    proc = dbench(
+        "run",
+        "--kernels",
+        str(kernels),
+        *FAST,
+        "--timeout",
+        "5",
+        "--out",
+        str(out),
+        env={"DBENCH_WORKER_HANG_ON": "gemm_m32_"},
+    )
     proc.communicate(timeout=120)
     rows = {r["kernel_id"]: r for r in rows_of(out)}
     assert rows["gemm_m32_n8_k32_nn"]["status"] == "timeout"
@@ -167,8 +189,17 @@ def test_worker_killed_from_outside_is_crashed_not_oom(kernels, tmp_path):
     """A SIGKILL with no out-of-memory record in the cgroup is not called oom: the row says crashed
     and who killed it, and the run goes on."""
     out = tmp_path / "res"
-    proc = dbench("run", "--kernels", str(kernels), *FAST, "--rounds", "1", "--out", str(out),
-                  env={"DBENCH_WORKER_HANG_ON": "gemm_m32_"})
+    proc = dbench(
+        "run",
+        "--kernels",
+        str(kernels),
+        *FAST,
+        "--rounds",
+        "1",
+        "--out",
+        str(out),
+        env={"DBENCH_WORKER_HANG_ON": "gemm_m32_"},
+    )
     try:
         wait_for_rows(out, 1)
         deadline = time.time() + 30
@@ -183,7 +214,9 @@ def test_worker_killed_from_outside_is_crashed_not_oom(kernels, tmp_path):
             os.killpg(proc.pid, signal.SIGKILL)
             proc.communicate()
     row = {r["kernel_id"]: r for r in rows_of(out)}["gemm_m32_n8_k32_nn"]
-    assert row["status"] == "crashed" and "SIGKILL from outside dbench (no out-of-memory record found)" in row["message"]
+    assert (
+        row["status"] == "crashed" and "SIGKILL from outside dbench (no out-of-memory record found)" in row["message"]
+    )
     assert len(rows_of(out)) == 6 and proc.returncode == 3
 
 
@@ -192,7 +225,9 @@ def test_killed_run_resumes_with_every_graph_exactly_once(kernels, tmp_path):
     """Killed in its first round: the resumed run keeps the rounds measured before the kill, measures
     each missing round once, and writes each graph's row once, from all its rounds."""
     out = tmp_path / "res"
-    proc = dbench("run", "--kernels", str(kernels), *FAST, "--out", str(out), env={"DBENCH_WORKER_HANG_ON": "gemm_m64_"})
+    proc = dbench(
+        "run", "--kernels", str(kernels), *FAST, "--out", str(out), env={"DBENCH_WORKER_HANG_ON": "gemm_m64_"}
+    )
     wait_for_rows(out, 3, of=round_lines)
     os.killpg(proc.pid, signal.SIGKILL)  # parent and worker, mid-run
     proc.wait()
@@ -214,12 +249,18 @@ def test_killed_run_resumes_with_every_graph_exactly_once(kernels, tmp_path):
 @pytest.mark.slow
 def test_a_crash_in_a_later_round_makes_the_row_crashed_and_names_the_round(kernels, tmp_path):
     out = tmp_path / "res"
-    proc = dbench("run", "--kernels", str(kernels), *FAST, "--out", str(out), env={"DBENCH_WORKER_CRASH_ON": "gemm_m48_@2"})
+    proc = dbench(
+        "run", "--kernels", str(kernels), *FAST, "--out", str(out), env={"DBENCH_WORKER_CRASH_ON": "gemm_m48_@2"}
+    )
     proc.communicate(timeout=300)
     assert proc.returncode == 3
     rows = {r["kernel_id"]: r for r in rows_of(out)}
     crashed = rows["gemm_m48_n8_k32_tn"]
-    assert crashed["status"] == "crashed" and crashed["message"].startswith("round 2 of 3: ") and "SIGSEGV" in crashed["message"]
+    assert (
+        crashed["status"] == "crashed"
+        and crashed["message"].startswith("round 2 of 3: ")
+        and "SIGSEGV" in crashed["message"]
+    )
     assert crashed["median_us"] is None and crashed["verified"] is True  # round 1 had verified it
     assert [r["rounds"] for r in rows.values() if r["status"] == "ok"] == [3] * 5
 
@@ -228,8 +269,15 @@ def test_a_crash_in_a_later_round_makes_the_row_crashed_and_names_the_round(kern
 def test_sigkilled_run_leaves_no_worker_behind(kernels, tmp_path):
     """SIGKILL of `dbench run` alone (not its group): the worker, in its own process group, dies with
     it (PR_SET_PDEATHSIG) instead of hanging on."""
-    proc = dbench("run", "--kernels", str(kernels), *FAST, "--out", str(tmp_path / "res"),
-                  env={"DBENCH_WORKER_HANG_ON": "gemm_m16_"})
+    proc = dbench(
+        "run",
+        "--kernels",
+        str(kernels),
+        *FAST,
+        "--out",
+        str(tmp_path / "res"),
+        env={"DBENCH_WORKER_HANG_ON": "gemm_m16_"},
+    )
     workers: list[int] = []
     try:
         deadline = time.time() + 60
@@ -258,8 +306,10 @@ def test_weights_are_fed_for_training_graphs_and_constant_for_inference(tmp_path
     """`--weights auto`: the train-only GEMM feeds its weights per call, the inference one holds them as
     constants; the row says which, and `--weights input` overrides both."""
     kernels = write_csv(tmp_path / "k.csv", "m,n,k,a_t,b_t,suite", "16,8,32,0,0,train", "32,8,32,0,0,inference_server")
-    for mode, expected in (("auto", {"gemm_m16_n8_k32_nn": "input", "gemm_m32_n8_k32_nn": "const"}),
-                           ("input", {"gemm_m16_n8_k32_nn": "input", "gemm_m32_n8_k32_nn": "input"})):
+    for mode, expected in (
+        ("auto", {"gemm_m16_n8_k32_nn": "input", "gemm_m32_n8_k32_nn": "const"}),
+        ("input", {"gemm_m16_n8_k32_nn": "input", "gemm_m32_n8_k32_nn": "input"}),
+    ):
         out = tmp_path / mode
         result = runner.invoke(app, ["run", "--kernels", str(kernels), "--weights", mode, *FAST, "--out", str(out)])
         assert result.exit_code == 0, result.output
@@ -285,8 +335,16 @@ def test_the_runtime_receives_the_jobs_weights_mode(weights, monkeypatch):
 
     monkeypatch.setattr(OrtCpu, "prepare", recording_prepare)
     graph = gemm.build(GemmKernel(m=32, n=8, k=16, a_t=False, b_t=False), "fp32", "fwd", "gemm")
-    job = worker.Job(spec=graph.spec, model=graph.model.SerializeToString(), sha256=None, runtime="ort-cpu",
-                     options=RuntimeOptions(threads=1), timing=QUICK, weights=weights, profile_runs=0)
+    job = worker.Job(
+        spec=graph.spec,
+        model=graph.model.SerializeToString(),
+        sha256=None,
+        runtime="ort-cpu",
+        options=RuntimeOptions(threads=1),
+        timing=QUICK,
+        weights=weights,
+        profile_runs=0,
+    )
     assert graph.spec.weights and worker.execute(job).status == "ok"
     assert received == [sorted(t.name for t in graph.spec.weights) if weights == "const" else []]
 
@@ -296,7 +354,9 @@ def test_the_runtime_receives_the_jobs_weights_mode(weights, monkeypatch):
 def test_ctrl_c_keeps_finished_rows(stop, kernels, tmp_path):
     """Ctrl-C, or SIGTERM as a scheduler or `kill` sends it: rows kept, one line saying how to finish."""
     out = tmp_path / "res"
-    proc = dbench("run", "--kernels", str(kernels), *FAST, "--out", str(out), env={"DBENCH_WORKER_HANG_ON": "gemm_m48_"})
+    proc = dbench(
+        "run", "--kernels", str(kernels), *FAST, "--out", str(out), env={"DBENCH_WORKER_HANG_ON": "gemm_m48_"}
+    )
     wait_for_rows(out, 2, of=round_lines)
     proc.send_signal(stop)
     _, stderr = proc.communicate(timeout=30)
@@ -321,7 +381,9 @@ def test_corrupt_graph_fails_alone(graph_folder, tmp_path):
     assert result.exit_code == 3, result.output
     rows = {r["graph_id"]: r for r in rows_of(out)}
     bad = rows[entries[0].spec.id]
-    assert bad["status"] == "failed" and ("cannot load the graph" in bad["message"] or "does not match its manifest" in bad["message"])
+    assert bad["status"] == "failed" and (
+        "cannot load the graph" in bad["message"] or "does not match its manifest" in bad["message"]
+    )
     assert sum(r["status"] == "ok" for r in rows.values()) == 5
 
 
@@ -354,13 +416,16 @@ def test_manifest_that_does_not_match_its_graph(graph_folder, tmp_path):
     assert row["status"] == "failed" and "does not match its manifest" in row["message"]
 
 
-@pytest.mark.parametrize("args,code,needle", [
-    (("run", "--runtime", "tvm"), 2, "unknown runtime 'tvm'; known runtimes: ort-cpu"),
-    (("run", "--runtime", "ort-cuda"), 2, "pip install 'dbench[gpu]'"),
-    (("run", "--resume", "run-nope"), 2, "unknown run 'run-nope'"),
-    (("run", "--weights", "maybe"), 2, "unknown weights mode"),
-    (("run", "--graph-opt", "max"), 2, "unknown graph optimisation level 'max'; valid: disable, basic"),
-])
+@pytest.mark.parametrize(
+    "args,code,needle",
+    [
+        (("run", "--runtime", "tvm"), 2, "unknown runtime 'tvm'; known runtimes: ort-cpu"),
+        (("run", "--runtime", "ort-cuda"), 2, "pip install 'dbench[gpu]'"),
+        (("run", "--resume", "run-nope"), 2, "unknown run 'run-nope'"),
+        (("run", "--weights", "maybe"), 2, "unknown weights mode"),
+        (("run", "--graph-opt", "max"), 2, "unknown graph optimisation level 'max'; valid: disable, basic"),
+    ],
+)
 def test_run_bad_input_is_one_line(args, code, needle, tmp_path):
     result = runner.invoke(app, [*args, "--out", str(tmp_path)])
     assert result.exit_code == code, result.output
@@ -415,15 +480,20 @@ def test_int8_run_shows_what_ran_in_int8_and_sparse_speedup(tmp_path):
 def test_compare_two_runs_side_by_side(kernels, tmp_path):
     out = tmp_path / "res"
     for threads in ("1", "2"):
-        result = runner.invoke(app, ["run", "--kernels", str(kernels), "--id", "gemm_m16_*", "--threads", threads, *FAST, "--out", str(out)])
+        result = runner.invoke(
+            app,
+            ["run", "--kernels", str(kernels), "--id", "gemm_m16_*", "--threads", threads, *FAST, "--out", str(out)],
+        )
         assert result.exit_code == 0, result.output
     first, second = sorted(p.stem for p in out.glob("*/*.jsonl"))
     result = runner.invoke(app, ["compare", first, second, "--out", str(out)])
     assert result.exit_code == 0, result.output
     assert "gemm_m16_n8_k32_tn.fwd.gemm.fp32" in result.stdout and "geometric-mean time ratio" in result.stdout
     assert "Welch's t over each run's rounds" in " ".join(result.stdout.split())
-    rows = {p.stem: next(r for r in map(json.loads, p.read_text().splitlines()) if r["type"] == "result")
-            for p in out.glob("*/*.jsonl")}
+    rows = {
+        p.stem: next(r for r in map(json.loads, p.read_text().splitlines()) if r["type"] == "result")
+        for p in out.glob("*/*.jsonl")
+    }
     from dbench.stats.differences import welch
 
     expected = welch(rows[first]["round_medians_us"], rows[second]["round_medians_us"])
@@ -440,33 +510,70 @@ def test_an_interleaved_run_times_each_graph_on_every_variant_in_every_round(ker
     out = tmp_path / "res"
     # --quick's sampling without its round cost cap: OpenVINO's 0.12 s compile of a tiny graph comes near the
     # cap's 0.17 s a round on a loaded machine, and this test is about interleaving, not about that cap
-    result = runner.invoke(app, ["run", "--kernels", str(kernels), "--id", "gemm_m[13][62]_*", "--runtime", "ort-cpu,openvino",
-                                 "--threads", "1,2", "--min-time", "0.02", "--max-time", "0.5", "--warmup", "0",
-                                 "--profile-runs", "2", "--out", str(out)])
+    result = runner.invoke(
+        app,
+        [
+            "run",
+            "--kernels",
+            str(kernels),
+            "--id",
+            "gemm_m[13][62]_*",
+            "--runtime",
+            "ort-cpu,openvino",
+            "--threads",
+            "1,2",
+            "--min-time",
+            "0.02",
+            "--max-time",
+            "0.5",
+            "--warmup",
+            "0",
+            "--profile-runs",
+            "2",
+            "--out",
+            str(out),
+        ],
+    )
     assert result.exit_code == 0, result.output
     labels = ["ort-cpu threads=1", "ort-cpu threads=2", "openvino threads=1", "openvino threads=2"]
     rows = rows_of(out)
-    assert sorted((r["graph_id"], r["variant"]) for r in rows) == sorted((g, v) for g in {r["graph_id"] for r in rows} for v in labels)
-    assert {(r["variant"], r["runtime"], r["runtime_options"].get("threads", r["runtime_options"].get("intra_op_num_threads")))
-            for r in rows} >= {("ort-cpu threads=2", "ort-cpu", 2)}
+    assert sorted((r["graph_id"], r["variant"]) for r in rows) == sorted(
+        (g, v) for g in {r["graph_id"] for r in rows} for v in labels
+    )
+    assert {
+        (
+            r["variant"],
+            r["runtime"],
+            r["runtime_options"].get("threads", r["runtime_options"].get("intra_op_num_threads")),
+        )
+        for r in rows
+    } >= {("ort-cpu threads=2", "ort-cpu", 2)}
     firsts = set()
-    for number in range(1, COMPARE_ROUNDS + 1):  # an interleaved run's rounds; in each, a graph's four variants back to back
+    for number in range(
+        1, COMPARE_ROUNDS + 1
+    ):  # an interleaved run's rounds; in each, a graph's four variants back to back
         graphs = [r["graph_id"] for r in round_lines(out) if r["round"] == number]
-        assert all(len(set(graphs[i:i + 4])) == 1 for i in range(0, len(graphs), 4)) and len(graphs) == 8
+        assert all(len(set(graphs[i : i + 4])) == 1 for i in range(0, len(graphs), 4)) and len(graphs) == 8
         variants = [r["variant"] for r in round_lines(out) if r["round"] == number]
-        assert all(variants[i:i + 4] in [rotated(labels, turn) for turn in range(4)] for i in range(0, 8, 4))
+        assert all(variants[i : i + 4] in [rotated(labels, turn) for turn in range(4)] for i in range(0, 8, 4))
         firsts.update(variants[0:8:4])
     assert len(firsts) > 1  # rotated round by round: no variant always runs first
     said = " ".join(result.output.split())  # the run's own brief verdicts: each variant against the first
-    assert all(f"{label} against {labels[0]}: " in said for label in labels[1:]) and "kernel by kernel: dbench compare" in said
+    assert (
+        all(f"{label} against {labels[0]}: " in said for label in labels[1:])
+        and "kernel by kernel: dbench compare" in said
+    )
     assert "b against a" not in said  # compare's summary speaks of the variants by name
     run_id = next(out.glob("*/*.jsonl")).stem
     compared = runner.invoke(app, ["compare", run_id, "--out", str(out), "--format", "json"])
     assert compared.exit_code == 0, compared.output
     tables = json.loads(compared.stdout)
     assert [(t["a"], t["b"]) for t in tables] == [(labels[0], label) for label in labels[1:]]
-    assert all(k["method"].startswith("paired over rounds") and k["a_rounds"] == k["b_rounds"] == COMPARE_ROUNDS
-               for t in tables for k in t["kernels"])
+    assert all(
+        k["method"].startswith("paired over rounds") and k["a_rounds"] == k["b_rounds"] == COMPARE_ROUNDS
+        for t in tables
+        for k in t["kernels"]
+    )
     report = runner.invoke(app, ["report", str(out), "--out", str(tmp_path / "rep")])
     assert report.exit_code == 0, report.output
     assert all(label in report.stdout for label in labels)
@@ -485,16 +592,24 @@ def test_an_interleaved_latency_run_gets_the_compare_rounds_unless_told():
 @pytest.mark.parametrize("resets", [True, False])
 def test_memory_is_reported_only_when_the_peak_could_be_reset(resets, monkeypatch):
     """Without a reset, VmHWM would be the largest earlier kernel's peak: the row says nothing instead."""
-    from dbench.worker import main as worker, memory
-    from dbench.worker.timing import QUICK
     from dbench.catalog import GemmKernel
     from dbench.gen import gemm
     from dbench.runtimes.base import RuntimeOptions
+    from dbench.worker import main as worker
+    from dbench.worker import memory
+    from dbench.worker.timing import QUICK
 
     monkeypatch.setattr(memory, "reset_peak", lambda: resets)
     graph = gemm.build(GemmKernel(m=32, n=8, k=16, a_t=False, b_t=False), "fp32", "fwd", "gemm")
-    job = worker.Job(spec=graph.spec, model=graph.model.SerializeToString(), sha256=None, runtime="ort-cpu",
-                     options=RuntimeOptions(threads=1), timing=QUICK, profile_runs=2)
+    job = worker.Job(
+        spec=graph.spec,
+        model=graph.model.SerializeToString(),
+        sha256=None,
+        runtime="ort-cpu",
+        options=RuntimeOptions(threads=1),
+        timing=QUICK,
+        profile_runs=2,
+    )
     outcome = worker.execute(job)
     assert outcome.status == "ok" and outcome.stats.median_us > 0
     if resets:
@@ -521,7 +636,8 @@ class _ScriptedPasses:
 def test_a_profiling_pass_slower_than_the_timed_calls_is_taken_again_and_the_fastest_kept():
     """A load burst during the profile is the machine, not the kernel: another pass is taken (at most
     PROFILE_ATTEMPTS), each after a warm-up of about PROFILE_WARMUP_S."""
-    from dbench.worker.profiling import PROFILE_ATTEMPTS, PROFILE_WARMUP_CALLS, best_profile as _profile
+    from dbench.worker.profiling import PROFILE_ATTEMPTS, PROFILE_WARMUP_CALLS
+    from dbench.worker.profiling import best_profile as _profile
 
     burst = _ScriptedPasses([5000.0, 4000.0, 1100.0, 900.0])
     assert _profile(burst, 10, median_us=1000.0).call_us == 1100.0
@@ -568,14 +684,20 @@ def test_the_worker_reports_each_phase_of_a_job_before_its_outcome():
     from dbench.catalog.kernels import GemmKernel
     from dbench.gen.plan import GraphRequest, build
     from dbench.orchestrator.worker_process import WorkerProcess
-    from dbench.runtimes.base import RuntimeOptions
     from dbench.outcome import Status
+    from dbench.runtimes.base import RuntimeOptions
     from dbench.worker.job import Job
     from dbench.worker.timing import QUICK
 
     graph = build(GraphRequest(GemmKernel(m=8, n=4, k=16, a_t=False, b_t=False), "fp32", "fwd", "gemm"))
-    job = Job(spec=graph.spec, model=graph.model.SerializeToString(), sha256=None, runtime="ort-cpu",
-              options=RuntimeOptions(threads=1), timing=QUICK)
+    job = Job(
+        spec=graph.spec,
+        model=graph.model.SerializeToString(),
+        sha256=None,
+        runtime="ort-cpu",
+        options=RuntimeOptions(threads=1),
+        timing=QUICK,
+    )
     phases: list[str] = []
     worker = WorkerProcess()
     try:
@@ -594,8 +716,7 @@ def _scripted_worker(gaps_s: list[float]):
     from multiprocessing.connection import Connection
 
     from dbench.orchestrator.worker_process import WorkerProcess
-    from dbench.outcome import Status
-    from dbench.outcome import Outcome, Phase
+    from dbench.outcome import Outcome, Phase, Status
 
     ours, theirs = socket.socketpair()
     worker = WorkerProcess()

@@ -14,8 +14,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from dbench.worker import main as worker
-from dbench.worker.timing import QUICK
 from dbench.catalog import ConvKernel, GemmKernel
 from dbench.catalog.kernels import RnnKernel, SparseKernel
 from dbench.errors import DbenchError, UsageError
@@ -23,10 +21,19 @@ from dbench.gen import conv, gemm, int8, rnn, sparse
 from dbench.runtimes import gpu
 from dbench.runtimes.base import RuntimeOptions
 from dbench.runtimes.elf import needed_libraries
-from dbench.runtimes.ort_gpu import OrtCuda, OrtTensorrt, ort_gpu_problem, require_provider, tiny_model, trt_provider_options
+from dbench.runtimes.ort_gpu import (
+    OrtCuda,
+    OrtTensorrt,
+    ort_gpu_problem,
+    require_provider,
+    tiny_model,
+    trt_provider_options,
+)
 from dbench.runtimes.registry import RUNTIMES, runtime_class
 from dbench.runtimes.tensorrt import Tensorrt
 from dbench.runtimes.tensorrt_options import parse_cuda_options, parse_tensorrt_options
+from dbench.worker import main as worker
+from dbench.worker.timing import QUICK
 
 GPU_RUNTIMES = ("ort-cuda", "ort-trt", "tensorrt")
 REPO = Path(__file__).resolve().parents[1]
@@ -80,7 +87,8 @@ def test_the_provider_libraries_missing_sonames_are_named():
 def test_driver_probe_says_no_driver_when_libcuda_cannot_load():
     assert gpu.driver_problem("libcuda-not-here.so.1") == (
         "no NVIDIA driver: libcuda-not-here.so.1 not found (install the NVIDIA driver; a container needs the GPU "
-        "passed through)")
+        "passed through)"
+    )
 
 
 def test_probes_on_this_machine_are_truthful():
@@ -100,8 +108,10 @@ def test_ort_gpu_probe_names_the_cpu_onnxruntime():
         pytest.skip("this onnxruntime has the CUDA EP")
     for cls in (OrtCuda, OrtTensorrt):
         ok, reason = cls.availability()
-        assert not ok and reason == (f"onnxruntime-gpu is not installed (the CPU onnxruntime {onnxruntime.__version__} is): "
-                                     "pip install 'dbench[gpu]' in its own environment")
+        assert not ok and reason == (
+            f"onnxruntime-gpu is not installed (the CPU onnxruntime {onnxruntime.__version__} is): "
+            "pip install 'dbench[gpu]' in its own environment"
+        )
 
 
 def test_tensorrt_probe_names_the_missing_package():
@@ -141,8 +151,15 @@ def test_worker_records_a_cuda_job_here_as_failed_not_timed_on_the_cpu():
     if ort_gpu_problem("CUDAExecutionProvider") is None:
         pytest.skip("a real CUDA EP is here")
     graph = gemm.build(GemmKernel(m=8, n=4, k=8, a_t=False, b_t=False), "fp32", "fwd", "gemm")
-    job = worker.Job(spec=graph.spec, model=graph.model.SerializeToString(), sha256=None, runtime="ort-cuda",
-                     options=RuntimeOptions(), timing=QUICK, profile_runs=2)
+    job = worker.Job(
+        spec=graph.spec,
+        model=graph.model.SerializeToString(),
+        sha256=None,
+        runtime="ort-cuda",
+        options=RuntimeOptions(),
+        timing=QUICK,
+        profile_runs=2,
+    )
     outcome = worker.execute(job)
     assert outcome.status == "failed" and "refusing to run on the CPU" in outcome.message
     assert outcome.stats is None and outcome.device_median_us is None
@@ -151,7 +168,10 @@ def test_worker_records_a_cuda_job_here_as_failed_not_timed_on_the_cpu():
 def test_gpu_sessions_refuse_cpu_fallback_in_their_session_options():
     options = OrtCuda(RuntimeOptions()).session_options(profiling=False)
     assert options.get_session_config_entry("session.disable_cpu_ep_fallback") == "1"
-    assert OrtCuda(RuntimeOptions()).run_options(True).get_run_config_entry("disable_synchronize_execution_providers") == "0"
+    assert (
+        OrtCuda(RuntimeOptions()).run_options(True).get_run_config_entry("disable_synchronize_execution_providers")
+        == "0"
+    )
 
 
 @pytest.mark.parametrize("name", GPU_RUNTIMES)
@@ -159,9 +179,27 @@ def test_dbench_run_on_a_gpu_runtime_fails_fast_with_the_reason(name, tmp_path):
     ok, reason = runtime_class(name).availability()
     if ok:
         pytest.skip(f"{name} is usable here")
-    result = subprocess.run([sys.executable, "-m", "dbench", "run", "--runtime", name, "--suite", "inference-device",
-                             "--ops", "gemm", "--out", str(tmp_path)], capture_output=True, text=True, timeout=120,
-                            cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO)})
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "dbench",
+            "run",
+            "--runtime",
+            name,
+            "--suite",
+            "inference-device",
+            "--ops",
+            "gemm",
+            "--out",
+            str(tmp_path),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=REPO,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+    )
     assert result.returncode != 0
     lines = (result.stdout + result.stderr).strip().splitlines()
     assert lines == [f"error: runtime {name} is not usable here: {reason}"]
@@ -170,10 +208,16 @@ def test_dbench_run_on_a_gpu_runtime_fails_fast_with_the_reason(name, tmp_path):
 
 def test_cuda_options_map_to_provider_options_and_refuse_bad_values():
     runtime = OrtCuda(RuntimeOptions(device="cuda:1", extra={"cudnn_conv_algo_search": "heuristic", "cuda_graph": "1"}))
-    assert runtime.provider_options() == {"device_id": "1", "cudnn_conv_algo_search": "HEURISTIC", "use_tf32": "0",
-                                          "enable_cuda_graph": "1"}
+    assert runtime.provider_options() == {
+        "device_id": "1",
+        "cudnn_conv_algo_search": "HEURISTIC",
+        "use_tf32": "0",
+        "enable_cuda_graph": "1",
+    }
     assert parse_cuda_options({"use_tf32": "1"}, allow_runtime_precision=True).use_tf32
-    with pytest.raises(UsageError, match="use_tf32=1 runs fp32 graphs' matrix math in TF32: add --allow-runtime-precision"):
+    with pytest.raises(
+        UsageError, match="use_tf32=1 runs fp32 graphs' matrix math in TF32: add --allow-runtime-precision"
+    ):
         parse_cuda_options({"use_tf32": "1"}, allow_runtime_precision=False)
     with pytest.raises(UsageError, match="--option warp is not an ort-cuda option; known: cudnn_conv_algo_search"):
         OrtCuda.validate_values(RuntimeOptions(extra={"warp": "9"}))
@@ -184,19 +228,33 @@ def test_cuda_options_map_to_provider_options_and_refuse_bad_values():
 
 
 def test_tensorrt_options_map_to_the_ep_and_refuse_bad_values(tmp_path):
-    options = trt_provider_options(0, {"builder_optimization_level": "5", "workspace_mb": "64", "cuda_graph": "1"},
-                                   allow_runtime_precision=False, int8=True, cache_dir=str(tmp_path))
-    assert options == {"device_id": "0", "trt_fp16_enable": "False", "trt_int8_enable": "True",
-                       "trt_builder_optimization_level": "5", "trt_cuda_graph_enable": "True",
-                       "trt_max_workspace_size": str(64 << 20), "trt_engine_cache_enable": "True",
-                       "trt_engine_cache_path": str(tmp_path), "trt_timing_cache_enable": "True",
-                       "trt_timing_cache_path": str(tmp_path)}
+    options = trt_provider_options(
+        0,
+        {"builder_optimization_level": "5", "workspace_mb": "64", "cuda_graph": "1"},
+        allow_runtime_precision=False,
+        int8=True,
+        cache_dir=str(tmp_path),
+    )
+    assert options == {
+        "device_id": "0",
+        "trt_fp16_enable": "False",
+        "trt_int8_enable": "True",
+        "trt_builder_optimization_level": "5",
+        "trt_cuda_graph_enable": "True",
+        "trt_max_workspace_size": str(64 << 20),
+        "trt_engine_cache_enable": "True",
+        "trt_engine_cache_path": str(tmp_path),
+        "trt_timing_cache_enable": "True",
+        "trt_timing_cache_path": str(tmp_path),
+    }
     assert "trt_engine_cache_enable" not in trt_provider_options(0, {}, True, False, None)
     assert trt_provider_options(0, {}, True, False, None)["trt_fp16_enable"] == "True"
     assert parse_tensorrt_options({}).builder_optimization_level == 3
-    for extra, needle in [({"builder_optimization_level": "6"}, "use an integer from 0 to 5"),
-                          ({"cuda_graph": "yes"}, "use cuda_graph=0 or cuda_graph=1"),
-                          ({"fp16": "1"}, "--option fp16 is not a TensorRT option")]:
+    for extra, needle in [
+        ({"builder_optimization_level": "6"}, "use an integer from 0 to 5"),
+        ({"cuda_graph": "yes"}, "use cuda_graph=0 or cuda_graph=1"),
+        ({"fp16": "1"}, "--option fp16 is not a TensorRT option"),
+    ]:
         with pytest.raises(UsageError, match=needle):
             Tensorrt.validate_values(RuntimeOptions(extra=extra))
 
@@ -226,9 +284,13 @@ def test_pip_library_dirs_are_the_wheels_folders(tmp_path, monkeypatch):
 
 FAMILIES = {
     "gemm": lambda: gemm.build(GemmKernel(m=64, n=32, k=48, a_t=True, b_t=False), "fp16", "fwd", "gemm"),
-    "conv": lambda: conv.build(ConvKernel(w=9, h=7, c=3, n=2, k=4, s=3, r=2, pad_w=1, pad_h=0, wstride=2, hstride=1), "fp32", "fwd"),
+    "conv": lambda: conv.build(
+        ConvKernel(w=9, h=7, c=3, n=2, k=4, s=3, r=2, pad_w=1, pad_h=0, wstride=2, hstride=1), "fp32", "fwd"
+    ),
     "rnn": lambda: rnn.build(RnnKernel(cell="lstm", hidden=16, batch=2, timesteps=3), "fp32", "fwd", "op"),
-    "sparse": lambda: sparse.build(SparseKernel(m=64, n=8, k=32, a_t=False, b_t=False, sparsity=0.9), "fp32", "fwd", "sparse"),
+    "sparse": lambda: sparse.build(
+        SparseKernel(m=64, n=8, k=32, a_t=False, b_t=False, sparsity=0.9), "fp32", "fwd", "sparse"
+    ),
     "int8": lambda: int8.build(GemmKernel(m=32, n=16, k=64, a_t=False, b_t=False), "int8", "fwd", "qdq"),
 }
 
@@ -241,8 +303,15 @@ def test_every_family_runs_verified_and_device_timed(name, family):
     if not ok:
         pytest.skip(f"{name}: {reason}")
     graph = FAMILIES[family]()
-    job = worker.Job(spec=graph.spec, model=graph.model.SerializeToString(), sha256=None, runtime=name,
-                     options=RuntimeOptions(), timing=QUICK, profile_runs=3)
+    job = worker.Job(
+        spec=graph.spec,
+        model=graph.model.SerializeToString(),
+        sha256=None,
+        runtime=name,
+        options=RuntimeOptions(),
+        timing=QUICK,
+        profile_runs=3,
+    )
     outcome = worker.execute(job)
     assert outcome.status == "ok", outcome.message
     assert outcome.verification["ok"]

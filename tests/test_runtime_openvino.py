@@ -13,16 +13,16 @@ import onnx
 import pytest
 from typer.testing import CliRunner
 
-from dbench.check.verdict import compare
 from dbench.catalog import ConvKernel, GemmKernel, RnnKernel, SparseKernel
 from dbench.catalog.kernels import Origin
+from dbench.check.verdict import compare
 from dbench.cli import app
 from dbench.errors import DbenchError, UnsupportedError, UsageError
 from dbench.gen import conv, gemm
-from dbench.gen.options import GenOptions
-from dbench.gen.plan import GraphRequest, build, plan, reference, tolerance
 from dbench.gen.feeds import make_feeds
 from dbench.gen.graph import Graph
+from dbench.gen.options import GenOptions
+from dbench.gen.plan import GraphRequest, build, plan, reference, tolerance
 from dbench.gen.weights import split_feeds
 from dbench.runtimes.base import NodeProfile, RuntimeOptions
 from dbench.runtimes.openvino import KERNEL_PRECISION, OpenVino, kernel_precision
@@ -71,14 +71,18 @@ def compute(nodes: list[NodeProfile]) -> list[NodeProfile]:
     return [n for n in nodes if n.precision]
 
 
-@pytest.mark.parametrize("kernel,pass_name,form,weights", [
-    (GEMM, "fwd", "gemm", "const"),
-    (GEMM, "fwd", "gemm", "input"),
-    (GEMM, "fwd", "matmul", "const"),
-    (CONV, "fwd", "conv", "const"),
-    (CONV, "bwd_data", "convtranspose", "input"),
-    (CONV, "bwd_filter", "conv_dilated", "input"),
-], ids=lambda v: v if isinstance(v, str) else v.family)
+@pytest.mark.parametrize(
+    "kernel,pass_name,form,weights",
+    [
+        (GEMM, "fwd", "gemm", "const"),
+        (GEMM, "fwd", "gemm", "input"),
+        (GEMM, "fwd", "matmul", "const"),
+        (CONV, "fwd", "conv", "const"),
+        (CONV, "bwd_data", "convtranspose", "input"),
+        (CONV, "bwd_filter", "conv_dilated", "input"),
+    ],
+    ids=lambda v: v if isinstance(v, str) else v.family,
+)
 def test_fp32_gemm_and_conv_verify_and_run_f32_kernels(kernel, pass_name, form, weights, seed):
     graph = build(GraphRequest(kernel, "fp32", pass_name, form))
     runtime, nodes, verdict = execute(graph, seed, weights)
@@ -155,14 +159,19 @@ def test_auto_device_pins_the_precision_of_the_device_it_picks(seed):
     runtime, nodes, verdict = execute(gemm.build(GEMM, "fp32", "fwd", "gemm"), seed, device="AUTO")
     assert verdict.ok and precision_of(nodes) == "fp32"
     compiled = runtime.describe()["compiled"]
-    assert compiled["EXECUTION_DEVICES"] == "CPU" and compiled["DEVICE_PROPERTIES.CPU.INFERENCE_PRECISION_HINT"] == "f32"
+    assert (
+        compiled["EXECUTION_DEVICES"] == "CPU" and compiled["DEVICE_PROPERTIES.CPU.INFERENCE_PRECISION_HINT"] == "f32"
+    )
     if "FP16" not in capabilities():
         with pytest.raises(UnsupportedError, match="does not execute fp16"):
             execute(gemm.build(GEMM, "fp16", "fwd", "gemm"), seed, device="AUTO")
 
 
-RNN_CASES = [(cell, pass_name, form) for cell in ("vanilla", "lstm", "gru")
-             for pass_name, form in (("fwd", "op"), ("fwd", "recurrence"), ("bwd_weights", "bptt"))]
+RNN_CASES = [
+    (cell, pass_name, form)
+    for cell in ("vanilla", "lstm", "gru")
+    for pass_name, form in (("fwd", "op"), ("fwd", "recurrence"), ("bwd_weights", "bptt"))
+]
 RNN_CASES += [("gru", "fwd", "op_relu"), ("gru", "fwd", "recurrence_relu")]  # DeepBench README's ReLU candidate
 
 
@@ -183,9 +192,14 @@ def test_rnn_both_forms_and_bptt_verify(cell, pass_name, form, seed):
         assert all(n.kernel.endswith("_f32") for n in compute(nodes))
 
 
-@pytest.mark.parametrize("kernel", [GemmKernel(m=16, n=8, k=32, a_t=False, b_t=False),
-                                    ConvKernel(w=9, h=7, c=4, n=2, k=8, s=3, r=2, pad_w=1, pad_h=0, wstride=2, hstride=1)],
-                         ids=["gemm", "conv"])
+@pytest.mark.parametrize(
+    "kernel",
+    [
+        GemmKernel(m=16, n=8, k=32, a_t=False, b_t=False),
+        ConvKernel(w=9, h=7, c=4, n=2, k=8, s=3, r=2, pad_w=1, pad_h=0, wstride=2, hstride=1),
+    ],
+    ids=["gemm", "conv"],
+)
 def test_int8_qdq_runs_int8_kernels_and_verifies(kernel, seed):
     (request,) = plan([kernel], (), GenOptions(precision="int8", int8_form=OpenVino.int8_form))
     _, nodes, verdict = execute(build(request), seed)
@@ -205,16 +219,19 @@ def test_sparse_verifies(form, seed):
     assert precision_of(nodes) == "fp32"
 
 
-@pytest.mark.parametrize("node_type,exec_type,fused,precision", [
-    ("FullyConnected", "brgemm_avx512_bf16", (), "bf16"),
-    ("Convolution", "brgconv_avx512_I8", (), "int8"),
-    ("FullyConnected", "gemm_mlas_f32", (), "fp32"),
-    ("Reorder", "jit_uni_f32", (), ""),
-    ("Subgraph", "jit_avx512_f16", ("Convert_3673",), ""),  # a Convert OpenVINO inserted
-    ("Subgraph", "jit_avx512_f32", ("quantize_x", "Convert_11902"), ""),  # the graph's QuantizeLinear
-    ("Subgraph", "jit_avx512_f32", ("Convert_3674", "Y", "Y.0"), "fp32"),  # a Convert fused into the Gemm's + C
-    ("TensorIterator", "unknown_i32", (), ""),
-])
+@pytest.mark.parametrize(
+    "node_type,exec_type,fused,precision",
+    [
+        ("FullyConnected", "brgemm_avx512_bf16", (), "bf16"),
+        ("Convolution", "brgconv_avx512_I8", (), "int8"),
+        ("FullyConnected", "gemm_mlas_f32", (), "fp32"),
+        ("Reorder", "jit_uni_f32", (), ""),
+        ("Subgraph", "jit_avx512_f16", ("Convert_3673",), ""),  # a Convert OpenVINO inserted
+        ("Subgraph", "jit_avx512_f32", ("quantize_x", "Convert_11902"), ""),  # the graph's QuantizeLinear
+        ("Subgraph", "jit_avx512_f32", ("Convert_3674", "Y", "Y.0"), "fp32"),  # a Convert fused into the Gemm's + C
+        ("TensorIterator", "unknown_i32", (), ""),
+    ],
+)
 def test_kernel_names_give_the_precision(node_type, exec_type, fused, precision):
     sources = {"quantize_x": "QuantizeLinear", "Y": "Gemm"}
     assert kernel_precision(node_type, exec_type, fused, sources) == precision
@@ -226,8 +243,15 @@ def _layers(us: float) -> list:
 
     import openvino
 
-    return [SimpleNamespace(node_name="mm", node_type="FullyConnected", exec_type="brgemm_avx512_f32",
-                            status=openvino.ProfilingInfo.Status.EXECUTED, real_time=timedelta(microseconds=us))]
+    return [
+        SimpleNamespace(
+            node_name="mm",
+            node_type="FullyConnected",
+            exec_type="brgemm_avx512_f32",
+            status=openvino.ProfilingInfo.Status.EXECUTED,
+            real_time=timedelta(microseconds=us),
+        )
+    ]
 
 
 def test_cpu_profile_is_a_running_average_whose_cold_first_run_is_taken_out():
@@ -265,8 +289,18 @@ def test_a_real_profiling_pass_brackets_its_layer_times(seed):
     session.close()
     nodes = [vars(n) for n in profile.nodes]
     assert profile.call_us is not None and kernel_time(nodes) > 0
-    assert violations({"precision": "fp32", "precision_executed": "fp32", "kernel_time_us": kernel_time(nodes),
-                       "profile_call_us": profile.call_us, "nodes": nodes}) == []
+    assert (
+        violations(
+            {
+                "precision": "fp32",
+                "precision_executed": "fp32",
+                "kernel_time_us": kernel_time(nodes),
+                "profile_call_us": profile.call_us,
+                "nodes": nodes,
+            }
+        )
+        == []
+    )
 
 
 class _Counting:
@@ -332,8 +366,11 @@ def test_cpu_plugin_still_reports_running_averages():
     compiled = core.compile_model(model, "CPU", {"PERF_COUNT": "YES", "INFERENCE_PRECISION_HINT": "f32"})
 
     def layer_times(request) -> dict[str, float]:
-        return {layer.node_name: layer.real_time.total_seconds() for layer in request.get_profiling_info()
-                if layer.status == openvino.ProfilingInfo.Status.EXECUTED}
+        return {
+            layer.node_name: layer.real_time.total_seconds()
+            for layer in request.get_profiling_info()
+            if layer.status == openvino.ProfilingInfo.Status.EXECUTED
+        }
 
     ran = compiled.create_infer_request()
     for _ in range(3):
@@ -378,8 +415,23 @@ def rows_of(out: Path) -> list[dict]:
 def test_dbench_run_on_openvino_end_to_end(tmp_path):
     kernels = write_csv(tmp_path / "k.csv", "m,n,k,a_t,b_t", "16,8,32,0,0", "32,8,32,1,0", "48,8,32,0,1")
     out = tmp_path / "res"
-    result = CliRunner().invoke(app, ["run", "--runtime", "openvino", "--kernels", str(kernels), "--quick",
-                                      "--profile-runs", "2", "--threads", "1", "--out", str(out)])
+    result = CliRunner().invoke(
+        app,
+        [
+            "run",
+            "--runtime",
+            "openvino",
+            "--kernels",
+            str(kernels),
+            "--quick",
+            "--profile-runs",
+            "2",
+            "--threads",
+            "1",
+            "--out",
+            str(out),
+        ],
+    )
     assert result.exit_code == 0, result.output
     rows = rows_of(out)
     assert len(rows) == 3
@@ -400,10 +452,26 @@ def test_dbench_run_on_openvino_end_to_end(tmp_path):
 @pytest.mark.slow
 def test_dbench_run_with_an_unknown_device_is_one_line(tmp_path):
     kernels = write_csv(tmp_path / "k.csv", "m,n,k,a_t,b_t", "16,8,32,0,0")
-    result = CliRunner().invoke(app, ["run", "--runtime", "openvino", "--device", "GPU", "--kernels", str(kernels),
-                                      "--quick", "--out", str(tmp_path / "res")])
+    result = CliRunner().invoke(
+        app,
+        [
+            "run",
+            "--runtime",
+            "openvino",
+            "--device",
+            "GPU",
+            "--kernels",
+            str(kernels),
+            "--quick",
+            "--out",
+            str(tmp_path / "res"),
+        ],
+    )
     assert result.exit_code == 1
-    assert "device 'GPU' is not available here; devices OpenVINO sees: CPU" in result.output and "Traceback" not in result.output
+    assert (
+        "device 'GPU' is not available here; devices OpenVINO sees: CPU" in result.output
+        and "Traceback" not in result.output
+    )
 
 
 def test_graph_input_nothing_reads_is_fed_to_openvino_without_error(seed):
@@ -418,9 +486,23 @@ def test_graph_input_nothing_reads_is_fed_to_openvino_without_error(seed):
     y = TensorSpec("Y", (3, 4), "float32", "activation")
     model = make_model("relu", [helper.make_node("Relu", ["A"], ["Y"])], [a], [y])
     model.graph.input.append(unused.value_info())  # as a user's graph may; dbench's generators refuse to
-    spec = GraphSpec(id="relu.fwd.op.fp32", kernel_id="relu", family="test", op="relu", params={}, suites=(), apps=(),
-                     pass_name="fwd", form="op", precision="fp32", flops=0, flops_executed=0, inputs=(a, unused),
-                     outputs=(y,), seed=seed)
+    spec = GraphSpec(
+        id="relu.fwd.op.fp32",
+        kernel_id="relu",
+        family="test",
+        op="relu",
+        params={},
+        suites=(),
+        apps=(),
+        pass_name="fwd",
+        form="op",
+        precision="fp32",
+        flops=0,
+        flops_executed=0,
+        inputs=(a, unused),
+        outputs=(y,),
+        seed=seed,
+    )
     feeds = make_feeds(spec, seed)
     session = OpenVino(RuntimeOptions()).prepare(model, spec, {})
     session.bind(feeds)

@@ -47,8 +47,10 @@ def test_constants_in_memory_act_as_embedded_weights(precision, seed):
     graph = conv.build(KERNEL, precision, "fwd")
     constants, per_call = split_feeds(graph.spec, make_feeds(graph.spec, seed), "const")
     runtime = OrtCpu(RuntimeOptions(threads=1))
-    sessions = [runtime.prepare(graph.model, graph.spec, constants),
-                runtime.prepare(embed_weights(graph.model, constants), graph.spec, {})]
+    sessions = [
+        runtime.prepare(graph.model, graph.spec, constants),
+        runtime.prepare(embed_weights(graph.model, constants), graph.spec, {}),
+    ]
     assert [i.name for i in sessions[0].session.get_inputs()] == list(per_call)
     results = []
     for session in sessions:
@@ -58,7 +60,8 @@ def test_constants_in_memory_act_as_embedded_weights(precision, seed):
     in_memory = sessions[0]
     parsed = onnx.load_model_from_string(in_memory.model_bytes)
     assert [(t.name, t.data_location, t.raw_data) for t in parsed.graph.initializer if t.name in constants] == [
-        (name, onnx.TensorProto.EXTERNAL, b"") for name in constants]
+        (name, onnx.TensorProto.EXTERNAL, b"") for name in constants
+    ]
     np.testing.assert_array_equal(results[0][0], results[1][0])
     assert results[0][1] == results[1][1]
 
@@ -99,8 +102,15 @@ def _profile_events(runs: list[dict[str, list[int]]]) -> list[dict]:
             op = name.split("_")[0]
             shape = [{"int64": []}] if op == "Loop" else [{"float": [2, 2]}]
             for dur in durations:
-                events.append({"cat": "Node", "name": f"{name}_kernel_time", "ts": ts, "dur": dur,
-                               "args": {"op_name": op, "provider": "CPUExecutionProvider", "input_type_shape": shape}})
+                events.append(
+                    {
+                        "cat": "Node",
+                        "name": f"{name}_kernel_time",
+                        "ts": ts,
+                        "dur": dur,
+                        "args": {"op_name": op, "provider": "CPUExecutionProvider", "input_type_shape": shape},
+                    }
+                )
                 ts += dur + 1
         events.append({"cat": "Session", "name": "model_run", "ts": start, "dur": ts - start})
         ts += 5
@@ -133,8 +143,12 @@ def test_node_times_add_up_within_the_pass_however_they_vary_between_runs():
     from dbench.runtimes.onnxruntime import parse_profile
     from dbench.store.schema import kernel_time
 
-    runs = [{"Gemm_0": [1], "Gemm_1": [1]}, {"Gemm_0": [10], "Gemm_1": [1]}, {"Gemm_0": [10], "Gemm_1": [10]},
-            {"Gemm_0": [1], "Gemm_1": [10]}]
+    runs = [
+        {"Gemm_0": [1], "Gemm_1": [1]},
+        {"Gemm_0": [10], "Gemm_1": [1]},
+        {"Gemm_0": [10], "Gemm_1": [10]},
+        {"Gemm_0": [1], "Gemm_1": [10]},
+    ]
     profile = parse_profile(_profile_events(runs))
     assert kernel_time([vars(n) for n in profile.nodes]) == 11 and profile.call_us == 13
 
@@ -152,8 +166,18 @@ def test_a_real_profiling_pass_brackets_its_node_times(seed):
     nodes = [vars(n) for n in profile.nodes]
     kernel = kernel_time(nodes)
     assert profile.call_us is not None and 0 < kernel <= profile.call_us
-    assert violations({"precision": "fp32", "precision_executed": "fp32", "kernel_time_us": kernel,
-                       "profile_call_us": profile.call_us, "nodes": nodes}) == []
+    assert (
+        violations(
+            {
+                "precision": "fp32",
+                "precision_executed": "fp32",
+                "kernel_time_us": kernel,
+                "profile_call_us": profile.call_us,
+                "nodes": nodes,
+            }
+        )
+        == []
+    )
 
 
 def test_loop_body_events_are_summed_per_run_and_the_loop_is_a_container():
@@ -174,8 +198,21 @@ def test_recurrence_graph_reports_fp32_and_no_kernel_time_above_its_median(tmp_p
     """End to end on ORT: the Loop form of a vanilla RNN used to report int64 and 10-80x its median."""
     from dbench.cli import app
 
-    result = CliRunner().invoke(app, ["run", "--suite", "inference", "--id", "rnn_vanilla_h64_*", "--rnn-form",
-                                      "recurrence", "--quick", "--out", str(tmp_path)])
+    result = CliRunner().invoke(
+        app,
+        [
+            "run",
+            "--suite",
+            "inference",
+            "--id",
+            "rnn_vanilla_h64_*",
+            "--rnn-form",
+            "recurrence",
+            "--quick",
+            "--out",
+            str(tmp_path),
+        ],
+    )
     assert result.exit_code == 0, result.output
     (log,) = tmp_path.glob("*/*.jsonl")
     (row,) = [json.loads(line) for line in log.read_text().splitlines()[1:] if '"type": "result"' in line]
@@ -231,15 +268,26 @@ def test_cuda_provider_runs_and_verifies(seed):
     assert session.device_memory() > 0
 
 
-@pytest.mark.parametrize("raised,expected,message", [
-    (lambda s: s.RuntimeException("[ONNXRuntimeError] : 6 : RUNTIME_EXCEPTION : Exception during initialization: std::bad_alloc"),
-     OutOfMemory, "bad_alloc"),
-    (lambda s: MemoryError("std::bad_alloc"), OutOfMemory, "out of memory: std::bad_alloc"),
-    (lambda s: s.NotImplemented("[ONNXRuntimeError] : 9 : NOT_IMPLEMENTED : Could not find an implementation"),
-     UnsupportedError, "NOT_IMPLEMENTED"),
-    (lambda s: s.InvalidGraph("[ONNXRuntimeError] : 10 : INVALID_GRAPH : bad"), GraphLoadError, "InvalidGraph"),
-    (lambda s: s.Fail("[ONNXRuntimeError] : 1 : FAIL : something"), DbenchError, "FAIL : something"),
-])
+@pytest.mark.parametrize(
+    "raised,expected,message",
+    [
+        (
+            lambda s: s.RuntimeException(
+                "[ONNXRuntimeError] : 6 : RUNTIME_EXCEPTION : Exception during initialization: std::bad_alloc"
+            ),
+            OutOfMemory,
+            "bad_alloc",
+        ),
+        (lambda s: MemoryError("std::bad_alloc"), OutOfMemory, "out of memory: std::bad_alloc"),
+        (
+            lambda s: s.NotImplemented("[ONNXRuntimeError] : 9 : NOT_IMPLEMENTED : Could not find an implementation"),
+            UnsupportedError,
+            "NOT_IMPLEMENTED",
+        ),
+        (lambda s: s.InvalidGraph("[ONNXRuntimeError] : 10 : INVALID_GRAPH : bad"), GraphLoadError, "InvalidGraph"),
+        (lambda s: s.Fail("[ONNXRuntimeError] : 1 : FAIL : something"), DbenchError, "FAIL : something"),
+    ],
+)
 def test_ort_exceptions_are_classified_by_type(raised, expected, message):
     """ORT's own exception types (and MemoryError, std::bad_alloc at the Python boundary) become
     dbench's; only an allocation failure ORT reports as a plain RuntimeException is told by its text."""

@@ -16,13 +16,30 @@ from dbench.runtimes.tensorrt import write_external_model
 from dbench.runtimes.tensorrt_layers import node_profiles, precision_of
 from tests.helpers import normalized_error, run_ort
 
-FIELDS = {"graph_sha256": "ab" * 32, "tensorrt": "10.16.1.11", "gpu": "NVIDIA H100", "gpu_uuid": "0f" * 16,
-          "compute_capability": "9.0", "strongly_typed": True, "builder_optimization_level": 3, "workspace_mb": None}
+FIELDS = {
+    "graph_sha256": "ab" * 32,
+    "tensorrt": "10.16.1.11",
+    "gpu": "NVIDIA H100",
+    "gpu_uuid": "0f" * 16,
+    "compute_capability": "9.0",
+    "strongly_typed": True,
+    "builder_optimization_level": 3,
+    "workspace_mb": None,
+}
 
 
-@pytest.mark.parametrize("field,other", [("graph_sha256", "cd" * 32), ("tensorrt", "11.4.0.106"), ("gpu", "NVIDIA H200"),
-                                         ("gpu_uuid", "1f" * 16), ("compute_capability", "8.0"),
-                                         ("builder_optimization_level", 5), ("workspace_mb", 512)])
+@pytest.mark.parametrize(
+    "field,other",
+    [
+        ("graph_sha256", "cd" * 32),
+        ("tensorrt", "11.4.0.106"),
+        ("gpu", "NVIDIA H200"),
+        ("gpu_uuid", "1f" * 16),
+        ("compute_capability", "8.0"),
+        ("builder_optimization_level", 5),
+        ("workspace_mb", 512),
+    ],
+)
 def test_engine_key_changes_with_every_field(field, other):
     assert engine_cache.engine_key({**FIELDS, field: other}) != engine_cache.engine_key(FIELDS)
     assert engine_cache.engine_key(dict(reversed(list(FIELDS.items())))) == engine_cache.engine_key(FIELDS)
@@ -47,7 +64,9 @@ def test_cache_round_trip_and_stale_headers_are_rebuilt(tmp_path):
     assert engine_cache.read_engine(path, FIELDS) == (b"\x00plan\nbytes", "")
     assert not list(tmp_path.glob("*.partial"))
     plan, note = engine_cache.read_engine(path, {**FIELDS, "tensorrt": "11.4.0.106", "gpu": "NVIDIA H200"})
-    assert plan is None and note == f"engine cache {path} was built for gpu='NVIDIA H100', tensorrt='10.16.1.11'; rebuilt"
+    assert (
+        plan is None and note == f"engine cache {path} was built for gpu='NVIDIA H100', tensorrt='10.16.1.11'; rebuilt"
+    )
     path.write_bytes(b"some other engine")
     assert engine_cache.read_engine(path, FIELDS) == (None, f"engine cache {path} has no dbench header; rebuilt")
 
@@ -69,30 +88,62 @@ def test_weights_written_beside_the_model_are_the_graph_constants(tmp_path, seed
     assert normalized_error(out, gemm.reference(graph.spec, feeds)["Y"]) < 1e-5
 
 
-LAYERS_10 = {"Layers": [
-    {"Name": "reformat_in", "LayerType": "Reformat", "Inputs": [{"Name": "X", "Format/Datatype": "Row major linear FP32"}],
-     "Outputs": [{"Name": "x16", "Format/Datatype": "Channel major FP16 format where channel % 8 == 0"}], "TacticName": ""},
-    {"Name": "conv", "LayerType": "CaskConvolution", "Inputs": [{"Name": "x16", "Format/Datatype": "Channel major FP16 format"}],
-     "Outputs": [{"Name": "Y", "Format/Datatype": "Row major linear FP32"}], "TacticName": "sm90_xmma_fprop_implicit_gemm_f16f16"},
-], "Bindings": ["X", "Y"]}
-LAYERS_11 = {"Layers": [
-    {"Name": "gemm", "LayerType": "gemm", "Inputs": [{"Name": "X", "DataType": "Int8", "Format": "kLINEAR"}],
-     "Outputs": [{"Name": "Y", "DataType": "Float", "Format": "kLINEAR"}], "TacticName": "sm90_xmma_gemm_s8s8"},
-], "I/O Tensors": [{"Name": "X", "IOMode": "Input", "DataType": "Int8"}]}
+LAYERS_10 = {
+    "Layers": [
+        {
+            "Name": "reformat_in",
+            "LayerType": "Reformat",
+            "Inputs": [{"Name": "X", "Format/Datatype": "Row major linear FP32"}],
+            "Outputs": [{"Name": "x16", "Format/Datatype": "Channel major FP16 format where channel % 8 == 0"}],
+            "TacticName": "",
+        },
+        {
+            "Name": "conv",
+            "LayerType": "CaskConvolution",
+            "Inputs": [{"Name": "x16", "Format/Datatype": "Channel major FP16 format"}],
+            "Outputs": [{"Name": "Y", "Format/Datatype": "Row major linear FP32"}],
+            "TacticName": "sm90_xmma_fprop_implicit_gemm_f16f16",
+        },
+    ],
+    "Bindings": ["X", "Y"],
+}
+LAYERS_11 = {
+    "Layers": [
+        {
+            "Name": "gemm",
+            "LayerType": "gemm",
+            "Inputs": [{"Name": "X", "DataType": "Int8", "Format": "kLINEAR"}],
+            "Outputs": [{"Name": "Y", "DataType": "Float", "Format": "kLINEAR"}],
+            "TacticName": "sm90_xmma_gemm_s8s8",
+        },
+    ],
+    "I/O Tensors": [{"Name": "X", "IOMode": "Input", "DataType": "Int8"}],
+}
 
 
 def test_inspector_json_of_tensorrt_10_and_11_gives_layers_kernels_and_executed_precision():
     nodes = node_profiles(LAYERS_10, {"conv": 12.5, "reformat_in": 1.0})
     assert [(n.name, n.op_type, n.kernel, n.precision, n.time_us) for n in nodes] == [
         ("reformat_in", "Reformat", "", "", 1.0),
-        ("conv", "CaskConvolution", "sm90_xmma_fprop_implicit_gemm_f16f16", "fp16", 12.5)]
+        ("conv", "CaskConvolution", "sm90_xmma_fprop_implicit_gemm_f16f16", "fp16", 12.5),
+    ]
     (node,) = node_profiles(LAYERS_11, {})
     assert (node.precision, node.time_us, node.provider) == ("int8", 0.0, "TensorRT")
     assert [n.name for n in node_profiles({"Layers": ["a", "b"]}, {"a": 2.0})] == ["a", "b"]
 
 
-@pytest.mark.parametrize("text,name", [("Row major linear FP32", "fp32"), ("Half", "fp16"), ("BFloat16", "bf16"),
-                                       ("Int8", "int8"), ("Float", "fp32"), ("Row major linear INT32", "int32"), ("Bool", "")])
+@pytest.mark.parametrize(
+    "text,name",
+    [
+        ("Row major linear FP32", "fp32"),
+        ("Half", "fp16"),
+        ("BFloat16", "bf16"),
+        ("Int8", "int8"),
+        ("Float", "fp32"),
+        ("Row major linear INT32", "int32"),
+        ("Bool", ""),
+    ],
+)
 def test_precision_names(text, name):
     assert precision_of(text) == name
 

@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from dbench.catalog.kernels import ConvKernel, GemmKernel, RnnKernel, SparseKernel
+from dbench.check.verdict import compare
 from dbench.errors import DbenchError, UnsupportedError, UsageError
 from dbench.gen import conv, gemm, rnn, sparse
 from dbench.gen.feeds import make_feeds
@@ -31,7 +32,6 @@ from dbench.runtimes.torch_rnn import reorder_gates
 from dbench.store.schema import executed_precision, kernel_time
 from dbench.worker import main as worker
 from dbench.worker.timing import QUICK
-from dbench.check.verdict import compare
 
 torch = pytest.importorskip("torch", reason="torch is not installed: pip install -e '.[test]' installs the CPU build")
 
@@ -43,9 +43,14 @@ SPARSE = SparseKernel(m=20, n=7, k=33, a_t=False, b_t=False, sparsity=0.9)
 
 def _graphs(precision: str) -> dict[str, Graph]:
     """One shrunk graph of every float family, pass and form."""
-    graphs = {f"gemm_{a}{b}": gemm.build(GemmKernel(m=20, n=7, k=33, a_t=a == "t", b_t=b == "t"), precision, "fwd", "gemm")
-              for a in "nt" for b in "nt"}
-    graphs["gemm_batched"] = gemm.build(GemmKernel(m=20, n=7, k=33, a_t=False, b_t=False, batch=3), precision, "fwd", "matmul")
+    graphs = {
+        f"gemm_{a}{b}": gemm.build(GemmKernel(m=20, n=7, k=33, a_t=a == "t", b_t=b == "t"), precision, "fwd", "gemm")
+        for a in "nt"
+        for b in "nt"
+    }
+    graphs["gemm_batched"] = gemm.build(
+        GemmKernel(m=20, n=7, k=33, a_t=False, b_t=False, batch=3), precision, "fwd", "matmul"
+    )
     graphs |= {f"conv_{p}": conv.build(CONV, precision, p) for p in ("fwd", "bwd_data", "bwd_filter")}
     graphs["conv_grouped_dilated"] = conv.build(GROUPED, precision, "fwd")
     graphs |= {f"sparse_{form}": sparse.build(SPARSE, precision, "fwd", form) for form in ("sparse", "dense")}
@@ -54,11 +59,23 @@ def _graphs(precision: str) -> dict[str, Graph]:
         forms = ("recurrence",) if precision == "bf16" else ("op", "recurrence")  # ONNX's RNN ops have no bf16
         graphs |= {f"{cell}_{form}": rnn.build(kernel, precision, "fwd", form) for form in forms}
         graphs[f"{cell}_bptt"] = rnn.build(kernel, precision, "bwd_weights", "bptt")
-    graphs["gru_recurrence_relu"] = rnn.build(RnnKernel(cell="gru", hidden=8, batch=3, timesteps=4), precision, "fwd",
-                                              "recurrence_relu", gru_activation="relu")
-    graphs["gru_bptt_relu"] = rnn.build(RnnKernel(cell="gru", hidden=8, batch=3, timesteps=4), precision, "bwd_weights",
-                                        "bptt_relu", gru_activation="relu")
-    graphs["lstm_bptt_t1"] = rnn.build(RnnKernel(cell="lstm", hidden=8, batch=3, timesteps=1), precision, "bwd_weights", "bptt")
+    graphs["gru_recurrence_relu"] = rnn.build(
+        RnnKernel(cell="gru", hidden=8, batch=3, timesteps=4),
+        precision,
+        "fwd",
+        "recurrence_relu",
+        gru_activation="relu",
+    )
+    graphs["gru_bptt_relu"] = rnn.build(
+        RnnKernel(cell="gru", hidden=8, batch=3, timesteps=4),
+        precision,
+        "bwd_weights",
+        "bptt_relu",
+        gru_activation="relu",
+    )
+    graphs["lstm_bptt_t1"] = rnn.build(
+        RnnKernel(cell="lstm", hidden=8, batch=3, timesteps=1), precision, "bwd_weights", "bptt"
+    )
     return graphs
 
 
@@ -96,22 +113,29 @@ def test_every_float_family_verifies_in_its_own_precision(precision, weights, se
         nodes = [asdict(n) for n in profile.nodes]
         assert executed_precision(nodes) == precision, name
         summed = kernel_time(nodes)
-        assert summed is None or summed <= profile.call_us, f"{name}: nodes {summed} us outside their call {profile.call_us} us"
+        assert summed is None or summed <= profile.call_us, (
+            f"{name}: nodes {summed} us outside their call {profile.call_us} us"
+        )
 
 
 @pytest.mark.parametrize("form", ["qlinear", "qdq"])
 @pytest.mark.parametrize("family", ["gemm", "conv"])
 @pytest.mark.parametrize("weights", ["const", "input"])
 def test_int8_runs_on_the_quantized_engine_bit_exact(family, form, weights, seed):
-    kernel = GemmKernel(m=22, n=7, k=33, a_t=False, b_t=False) if family == "gemm" else ConvKernel(
-        w=9, h=7, c=3, n=2, k=6, s=3, r=2, pad_w=1, pad_h=0, wstride=2, hstride=1)
+    kernel = (
+        GemmKernel(m=22, n=7, k=33, a_t=False, b_t=False)
+        if family == "gemm"
+        else ConvKernel(w=9, h=7, c=3, n=2, k=6, s=3, r=2, pad_w=1, pad_h=0, wstride=2, hstride=1)
+    )
     build = gemm.build if family == "gemm" else conv.build
     graph = build(kernel, "int8", "fwd", form)
     runtime = TorchCpu(RuntimeOptions(threads=1))
     verdict, profile, _ = _run(runtime, graph, seed, weights)
     assert verdict.ok and verdict.error == 0.0, verdict  # power-of-two scales: exact, even for qdq
     ops = {n.op_type for n in profile.nodes if n.precision}
-    assert f"quantized::{'linear' if family == 'gemm' else 'conv2d'}" in ops, ops  # which op took longest is timing, not a fact
+    assert f"quantized::{'linear' if family == 'gemm' else 'conv2d'}" in ops, (
+        ops
+    )  # which op took longest is timing, not a fact
     assert (f"quantized::{'linear' if family == 'gemm' else 'conv2d'}_prepack" in ops) == (weights == "input"), ops
     quantized_op = f"quantized::{'linear' if family == 'gemm' else 'conv2d'}"
     assert {n.precision for n in profile.nodes if n.op_type == quantized_op} == {"int8"}
@@ -130,7 +154,9 @@ def test_refusals_name_their_reason(seed):
     batched = gemm.build(GemmKernel(m=24, n=8, k=32, a_t=False, b_t=False, batch=2), "int8", "fwd", "qlinear")
     with pytest.raises(UnsupportedError, match="batched int8 GEMM"):
         _run(runtime, batched, seed)
-    gru_relu = rnn.build(RnnKernel(cell="gru", hidden=8, batch=2, timesteps=3), "fp32", "fwd", "op_relu", gru_activation="relu")
+    gru_relu = rnn.build(
+        RnnKernel(cell="gru", hidden=8, batch=2, timesteps=3), "fp32", "fwd", "op_relu", gru_activation="relu"
+    )
     with pytest.raises(UnsupportedError, match="tanh candidate only"):
         _run(runtime, gru_relu, seed)
     model = gemm.build(GemmKernel(m=8, n=4, k=8, a_t=False, b_t=False), "fp32", "fwd", "gemm")
@@ -161,12 +187,16 @@ def test_lstm_and_gru_gate_blocks_follow_torch_order():
 
 def test_fp32_stays_ieee_unless_the_runtime_may_choose():
     """Run in a fresh process each: the precision switches are process-wide."""
-    code = ("import json\nfrom dbench.runtimes.base import RuntimeOptions\nfrom dbench.runtimes.torch import TorchCpu\n"
-            "import sys\nr = TorchCpu(RuntimeOptions(threads=1, allow_runtime_precision=sys.argv[1] == '1'))\n"
-            "print(json.dumps(r.describe()['fp32_precision']))")
+    code = (
+        "import json\nfrom dbench.runtimes.base import RuntimeOptions\nfrom dbench.runtimes.torch import TorchCpu\n"
+        "import sys\nr = TorchCpu(RuntimeOptions(threads=1, allow_runtime_precision=sys.argv[1] == '1'))\n"
+        "print(json.dumps(r.describe()['fp32_precision']))"
+    )
     seen = {}
     for allowed in ("0", "1"):
-        done = subprocess.run([sys.executable, "-c", code, allowed], capture_output=True, text=True, timeout=120, cwd=REPO)
+        done = subprocess.run(
+            [sys.executable, "-c", code, allowed], capture_output=True, text=True, timeout=120, cwd=REPO
+        )
         assert done.returncode == 0, done.stderr
         seen[allowed] = json.loads(done.stdout.strip().splitlines()[-1])
     assert set(seen["0"].values()) == {"ieee"}
@@ -184,10 +214,12 @@ def test_describe_records_the_settings_in_force():
 
 
 def test_options_are_checked_in_the_parent():
-    for options, message in [(RuntimeOptions(extra={"cuda_graph": "1"}), "not a torch option"),
-                             (RuntimeOptions(extra={"quantized_engine": "arm"}), "use one of x86"),
-                             (RuntimeOptions(device="1"), "--device is not supported by runtime torch"),
-                             (RuntimeOptions(graph_optimization="basic"), "--graph-opt is not supported")]:
+    for options, message in [
+        (RuntimeOptions(extra={"cuda_graph": "1"}), "not a torch option"),
+        (RuntimeOptions(extra={"quantized_engine": "arm"}), "use one of x86"),
+        (RuntimeOptions(device="1"), "--device is not supported by runtime torch"),
+        (RuntimeOptions(graph_optimization="basic"), "--graph-opt is not supported"),
+    ]:
         with pytest.raises(UsageError, match=message):
             TorchCpu.validate(options)
     with pytest.raises(UsageError, match="--threads is not supported by runtime torch-cuda"):
@@ -200,8 +232,10 @@ def test_options_are_checked_in_the_parent():
 def test_a_cuda_library_refusing_a_case_is_unsupported_and_other_runtime_errors_fail():
     from dbench.runtimes.torch import classified
 
-    refused = ("CUDA error: CUBLAS_STATUS_NOT_SUPPORTED when calling cublasLtMatmul with transpose_mat1 0 "
-               "transpose_mat2 0 m 32 n 24 k 64")  # as torch 2.11 said it on an H200
+    refused = (
+        "CUDA error: CUBLAS_STATUS_NOT_SUPPORTED when calling cublasLtMatmul with transpose_mat1 0 "
+        "transpose_mat2 0 m 32 n 24 k 64"
+    )  # as torch 2.11 said it on an H200
     with pytest.raises(UnsupportedError, match="CUBLAS_STATUS_NOT_SUPPORTED"):
         with classified():
             raise RuntimeError(refused)
@@ -250,8 +284,15 @@ def test_a_tf32_kernel_is_an_allowed_fallback_of_an_fp32_row_never_of_fp16():
 
 def test_the_worker_times_verifies_and_profiles_a_torch_job():
     graph = rnn.build(RnnKernel(cell="lstm", hidden=16, batch=2, timesteps=4), "fp32", "fwd", "op")
-    job = worker.Job(spec=graph.spec, model=graph.model.SerializeToString(), sha256=None, runtime="torch",
-                     options=RuntimeOptions(threads=1), timing=QUICK, profile_runs=3)
+    job = worker.Job(
+        spec=graph.spec,
+        model=graph.model.SerializeToString(),
+        sha256=None,
+        runtime="torch",
+        options=RuntimeOptions(threads=1),
+        timing=QUICK,
+        profile_runs=3,
+    )
     outcome = worker.execute(job)
     assert outcome.status == "ok", outcome.message
     assert outcome.verification["ok"] and outcome.verification["by"] == "numpy"
@@ -262,9 +303,32 @@ def test_the_worker_times_verifies_and_profiles_a_torch_job():
 
 def test_dbench_run_on_torch_writes_verified_rows(tmp_path):
     env = {**os.environ, "PYTHONPATH": str(REPO)}
-    done = subprocess.run([sys.executable, "-m", "dbench", "run", "--runtime", "torch", "--suite", "inference-device",
-                           "--ops", "gemm", "--id", "*_n1_*", "--quick", "--threads", "1", "--out", str(tmp_path)],
-                          capture_output=True, text=True, timeout=600, cwd=REPO, env=env)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "dbench",
+            "run",
+            "--runtime",
+            "torch",
+            "--suite",
+            "inference-device",
+            "--ops",
+            "gemm",
+            "--id",
+            "*_n1_*",
+            "--quick",
+            "--threads",
+            "1",
+            "--out",
+            str(tmp_path),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        cwd=REPO,
+        env=env,
+    )
     assert done.returncode == 0, done.stdout + done.stderr
     rows = [json.loads(line) for path in tmp_path.rglob("*.jsonl") for line in path.read_text().splitlines()]
     results = [r for r in rows if r["type"] == "result"]
@@ -275,6 +339,7 @@ def test_dbench_run_on_torch_writes_verified_rows(tmp_path):
 
 
 # ---- torch-cuda, CPU-side ------------------------------------------------------------------------
+
 
 def test_cuda_version_is_read_from_the_installed_package(tmp_path):
     (tmp_path / "version.py").write_text("__version__ = '2.13.0'\ncuda: Optional[str] = '13.0'\n")
@@ -289,34 +354,64 @@ def test_torch_cuda_probe_is_truthful_here():
         pytest.skip("torch-cuda is usable here: covered by the gpu tests")
     assert reason == torch_cuda_problem()
     if installed_cuda_version(Path(torch.__file__).parent) is None:
-        assert reason == (f"the installed torch {importlib.metadata.version('torch')} is a CPU build: install a CUDA "
-                          "build of PyTorch (pip install 'dbench[torch-cuda]')")
+        assert reason == (
+            f"the installed torch {importlib.metadata.version('torch')} is a CPU build: install a CUDA "
+            "build of PyTorch (pip install 'dbench[torch-cuda]')"
+        )
 
 
 def test_torch_cuda_probe_of_a_cuda_build_without_a_driver_names_the_driver(tmp_path):
     (tmp_path / "version.py").write_text("cuda: Optional[str] = '13.0'\n")
-    assert torch_cuda_problem("libcuda-not-here.so.1", tmp_path).startswith("no NVIDIA driver: libcuda-not-here.so.1 not found")
+    assert torch_cuda_problem("libcuda-not-here.so.1", tmp_path).startswith(
+        "no NVIDIA driver: libcuda-not-here.so.1 not found"
+    )
 
 
 def test_dbench_run_on_torch_cuda_fails_fast_with_the_reason(tmp_path):
     ok, reason = runtime_class("torch-cuda").availability()
     if ok:
         pytest.skip("torch-cuda is usable here")
-    done = subprocess.run([sys.executable, "-m", "dbench", "run", "--runtime", "torch-cuda", "--suite", "inference-device",
-                           "--ops", "gemm", "--out", str(tmp_path)], capture_output=True, text=True, timeout=120,
-                          cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO)})
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "dbench",
+            "run",
+            "--runtime",
+            "torch-cuda",
+            "--suite",
+            "inference-device",
+            "--ops",
+            "gemm",
+            "--out",
+            str(tmp_path),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=REPO,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+    )
     assert done.returncode != 0
-    assert (done.stdout + done.stderr).strip().splitlines() == [f"error: runtime torch-cuda is not usable here: {reason}"]
+    assert (done.stdout + done.stderr).strip().splitlines() == [
+        f"error: runtime torch-cuda is not usable here: {reason}"
+    ]
     assert not list(tmp_path.rglob("*.jsonl"))
 
 
 def test_check_gpu_script_stops_with_one_line_without_a_gpu(tmp_path):
     if shutil.which("nvidia-smi"):
         pytest.skip("nvidia-smi is here: scripts/check-gpu.sh runs for real on this machine")
-    done = subprocess.run(["bash", str(REPO / "scripts" / "check-gpu.sh"), "--out", str(tmp_path)], capture_output=True,
-                          text=True, timeout=60)
+    done = subprocess.run(
+        ["bash", str(REPO / "scripts" / "check-gpu.sh"), "--out", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert done.returncode == 3
-    assert done.stderr.strip().splitlines() == ["check-gpu: no NVIDIA GPU visible (nvidia-smi -L failed): run this on a GPU machine"]
+    assert done.stderr.strip().splitlines() == [
+        "check-gpu: no NVIDIA GPU visible (nvidia-smi -L failed): run this on a GPU machine"
+    ]
 
 
 def _stand_in_gpu(tmp_path: Path) -> dict[str, str]:
@@ -332,10 +427,15 @@ def test_check_gpu_script_says_why_each_runtime_could_not_run(tmp_path):
     """A stand-in nvidia-smi lists a GPU, no GPU runtime is usable here: every line says the probe's
     reason, nothing is attempted, and the script fails (nothing ran)."""
     env = _stand_in_gpu(tmp_path)
-    done = subprocess.run(["bash", str(REPO / "scripts" / "check-gpu.sh"), "--no-install", "--out", str(tmp_path / "out")],
-                          capture_output=True, text=True, timeout=300, env=env)
+    done = subprocess.run(
+        ["bash", str(REPO / "scripts" / "check-gpu.sh"), "--no-install", "--out", str(tmp_path / "out")],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=env,
+    )
     assert done.returncode == 1, done.stdout + done.stderr
-    summary = done.stdout[done.stdout.index("check-gpu summary"):]
+    summary = done.stdout[done.stdout.index("check-gpu summary") :]
     for name in ("torch-cuda", "ort-cuda", "ort-trt", "tensorrt"):
         ok, reason = runtime_class(name).availability()
         assert not ok and f"could not: {name}: {reason}" in summary
@@ -368,8 +468,23 @@ def test_check_gpu_script_unpacks_carried_parts_only_when_all_match(tmp_path):
 
     def check(deps: Path) -> str:
         env = {**stand_in, "DBENCH_GPU_DEPS": str(deps)}
-        done = subprocess.run(["bash", str(REPO / "scripts" / "check-gpu.sh"), "--no-install", "--packed", str(carried),
-                               "--only", "nccl", "--out", str(tmp_path / "out")], capture_output=True, text=True, timeout=300, env=env)
+        done = subprocess.run(
+            [
+                "bash",
+                str(REPO / "scripts" / "check-gpu.sh"),
+                "--no-install",
+                "--packed",
+                str(carried),
+                "--only",
+                "nccl",
+                "--out",
+                str(tmp_path / "out"),
+            ],
+            capture_output=True,
+            text=True,
+            timeout=300,
+            env=env,
+        )
         return done.stdout
 
     assert "unpacking onnxruntime-gpu from 2 carried parts" in check(tmp_path / "deps")
@@ -385,10 +500,20 @@ def test_pack_script_plans_a_lease_whose_calls_each_carry_one_part(tmp_path):
     and only the last unpacks the parts and checks ort-cuda."""
     carried = tmp_path / "carry"
     carried.mkdir()
-    for name in ("ort-gpu.tar.xz.part00", "ort-gpu.tar.xz.part01", "ort-gpu.tar.xz.part02", "ort-gpu.tar.xz.part03", "ort-gpu.sha256"):
+    for name in (
+        "ort-gpu.tar.xz.part00",
+        "ort-gpu.tar.xz.part01",
+        "ort-gpu.tar.xz.part02",
+        "ort-gpu.tar.xz.part03",
+        "ort-gpu.sha256",
+    ):
         (carried / name).write_bytes(b"x")
-    done = subprocess.run(["bash", str(REPO / "scripts" / "pack-ort-gpu.sh"), "--plan", "--out", str(carried)],
-                          capture_output=True, text=True, timeout=60)
+    done = subprocess.run(
+        ["bash", str(REPO / "scripts" / "pack-ort-gpu.sh"), "--plan", "--out", str(carried)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert done.returncode == 0, done.stderr
     lines = done.stdout.splitlines()
     carries = [line for line in lines if ". carry [" in line]
@@ -400,12 +525,21 @@ def test_pack_script_plans_a_lease_whose_calls_each_carry_one_part(tmp_path):
         assert ("--packed /tmp/carry --only ort-cuda" in command) == (i == 3)
         assert ("--no-peak" in command) == (i in (1, 2))
         assert command.endswith(f"tar -czf $OUT/gpu-check-{i + 1}.tgz gpu-check")
-    assert [op for c in commands for op in ("rnn", "sparse", "gemm,conv") if f"--ops {op} " in c] == ["rnn", "sparse", "gemm,conv"]
+    assert [op for c in commands for op in ("rnn", "sparse", "gemm,conv") if f"--ops {op} " in c] == [
+        "rnn",
+        "sparse",
+        "gemm,conv",
+    ]
     empty = tmp_path / "empty"
-    refused = subprocess.run(["bash", str(REPO / "scripts" / "pack-ort-gpu.sh"), "--plan", "--out", str(empty)],
-                             capture_output=True, text=True, timeout=60)
+    refused = subprocess.run(
+        ["bash", str(REPO / "scripts" / "pack-ort-gpu.sh"), "--plan", "--out", str(empty)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert refused.returncode == 1 and refused.stderr.strip().splitlines() == [
-        f"pack-ort-gpu: no parts in {empty} (run it without --plan first)"]
+        f"pack-ort-gpu: no parts in {empty} (run it without --plan first)"
+    ]
 
 
 # ---- gpu-marked: torch-cuda on a GPU ---------------------------------------------------------------
@@ -418,8 +552,12 @@ GPU_GRAPHS = {
     "conv_bwd_filter": lambda: conv.build(CONV, "fp32", "bwd_filter"),
     "lstm_op": lambda: rnn.build(RnnKernel(cell="lstm", hidden=16, batch=2, timesteps=3), "fp32", "fwd", "op"),
     "gru_op": lambda: rnn.build(RnnKernel(cell="gru", hidden=16, batch=2, timesteps=3), "fp32", "fwd", "op"),
-    "gru_bptt": lambda: rnn.build(RnnKernel(cell="gru", hidden=16, batch=2, timesteps=3), "fp32", "bwd_weights", "bptt"),
-    "sparse": lambda: sparse.build(SparseKernel(m=64, n=8, k=32, a_t=False, b_t=False, sparsity=0.9), "fp32", "fwd", "sparse"),
+    "gru_bptt": lambda: rnn.build(
+        RnnKernel(cell="gru", hidden=16, batch=2, timesteps=3), "fp32", "bwd_weights", "bptt"
+    ),
+    "sparse": lambda: sparse.build(
+        SparseKernel(m=64, n=8, k=32, a_t=False, b_t=False, sparsity=0.9), "fp32", "fwd", "sparse"
+    ),
     "int8_qdq": lambda: gemm.build(GemmKernel(m=32, n=32, k=64, a_t=False, b_t=False), "int8", "fwd", "qdq"),
 }
 
@@ -447,8 +585,15 @@ def test_torch_cuda_runs_verified_and_device_timed_with_and_without_a_graph(name
     if not ok:
         pytest.skip(f"torch-cuda: {reason}")
     graph = GPU_GRAPHS[name]()
-    job = worker.Job(spec=graph.spec, model=graph.model.SerializeToString(), sha256=None, runtime="torch-cuda",
-                     options=RuntimeOptions(), timing=QUICK, profile_runs=3)
+    job = worker.Job(
+        spec=graph.spec,
+        model=graph.model.SerializeToString(),
+        sha256=None,
+        runtime="torch-cuda",
+        options=RuntimeOptions(),
+        timing=QUICK,
+        profile_runs=3,
+    )
     outcome = worker.execute(job)
     assert outcome.status == "ok", outcome.message
     assert outcome.verification["ok"]

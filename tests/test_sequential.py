@@ -12,8 +12,8 @@ import pytest
 
 from dbench.orchestrator.resolve import Resolver
 from dbench.outcome import Outcome, Status
-from dbench.stats.records import LatencyRound
 from dbench.stats import sequential
+from dbench.stats.records import LatencyRound
 from dbench.stats.student import t_quantile
 
 LOOKS = 40
@@ -78,8 +78,13 @@ def test_rounds_to_reach_is_the_first_round_within_the_target():
 
 
 def _outcomes(medians: list[float]) -> list[Outcome]:
-    return [Outcome(Status.OK, stats=LatencyRound(median_us=m, min_us=m, samples=1, calls_per_sample=1, timed_s=m / 1e6,
-                                                  samples_us=[m])) for m in medians]
+    return [
+        Outcome(
+            Status.OK,
+            stats=LatencyRound(median_us=m, min_us=m, samples=1, calls_per_sample=1, timed_s=m / 1e6, samples_us=[m]),
+        )
+        for m in medians
+    ]
 
 
 def test_a_graph_is_settled_when_its_paired_interval_is_within_the_target():
@@ -87,7 +92,9 @@ def test_a_graph_is_settled_when_its_paired_interval_is_within_the_target():
     a = list(1000 * np.exp(rng.normal(0, 0.05, 30)))
     tight = [m * 1.1 * math.exp(e) for m, e in zip(a, rng.normal(0, 0.005, 30))]
     resolver = Resolver(0.05, 60, None)
-    assert resolver.settle("g", {"a": _outcomes(a[:3]), "b": _outcomes(tight[:3])}, more=True) is None  # no interval yet
+    assert (
+        resolver.settle("g", {"a": _outcomes(a[:3]), "b": _outcomes(tight[:3])}, more=True) is None
+    )  # no interval yet
     settled = resolver.settle("g", {"a": _outcomes(a[:12]), "b": _outcomes(tight[:12])}, more=True)
     assert settled.resolved and "resolved" in settled.note
     fields = settled.fields("b")
@@ -104,7 +111,9 @@ def test_a_graph_out_of_reach_is_given_up_and_says_what_it_would_need():
     assert not settled.resolved and "given up" in settled.note and "calibration about 321" in settled.note
     capped = Resolver(0.02, 4, None).settle("g", {"a": _outcomes(a[:4]), "b": _outcomes(b[:4])}, more=False)
     assert not capped.resolved and "--rounds 4 at most" in capped.note
-    budget = Resolver(0.02, 60, 10.0).settle("g", {"a": _outcomes(a[:3]), "b": _outcomes(b[:3])}, more=True, budget_out=True)
+    budget = Resolver(0.02, 60, 10.0).settle(
+        "g", {"a": _outcomes(a[:3]), "b": _outcomes(b[:3])}, more=True, budget_out=True
+    )
     assert "--budget ran out" in budget.note
 
 

@@ -36,7 +36,9 @@ def test_split_is_disjoint_complete_and_balanced(seed):
         ids = [g for part in parts for g in part]
         assert sorted(ids) == sorted(g for g, _ in weights) and len(set(ids)) == len(ids)
         loads = [sum(dict(weights)[g] for g in part) for part in parts]
-        assert max(loads) - min(loads) <= max(w for _, w in weights) + 1e-9, "no part heavier than another by more than one graph"
+        assert max(loads) - min(loads) <= max(w for _, w in weights) + 1e-9, (
+            "no part heavier than another by more than one graph"
+        )
         assert split(list(reversed(weights)), count) == parts, "the same split whatever order the graphs come in"
 
 
@@ -56,15 +58,33 @@ def test_two_parts_are_exactly_the_selection_with_estimates_within_20_percent(se
 def test_parts_run_merge_into_one_run_in_report_and_compare(tmp_path):
     out = tmp_path / "res"
     for index in (1, 2):
-        result = runner.invoke(app, ["run", *TINY, "--runtime", "ort-cpu,ort-cpu", "--rounds", "3",
-                                     "--shard", f"{index}/2", "--shard-label", "nightly", "--out", str(out)])
+        result = runner.invoke(
+            app,
+            [
+                "run",
+                *TINY,
+                "--runtime",
+                "ort-cpu,ort-cpu",
+                "--rounds",
+                "3",
+                "--shard",
+                f"{index}/2",
+                "--shard-label",
+                "nightly",
+                "--out",
+                str(out),
+            ],
+        )
         assert result.exit_code == 0, result.output
     logs = sorted(out.glob("*/*.jsonl"))
     headers = [RunLog.read(path).header() for path in logs]
     graphs = [{row["graph_id"] for row in RunLog.read(path).rows()} for path in logs]
     config, items = _items(RunRequest(suite="inference-device", ops=("gemm",), pattern="gemm_m*_n1_*", quick=True))
     assert graphs[0] | graphs[1] == {item.spec.id for item in items} and not graphs[0] & graphs[1]
-    assert {h["shard"]["label"] for h in headers} == {"nightly"} and sorted(h["shard"]["index"] for h in headers) == [1, 2]
+    assert {h["shard"]["label"] for h in headers} == {"nightly"} and sorted(h["shard"]["index"] for h in headers) == [
+        1,
+        2,
+    ]
 
     from dbench.report.results import load
 
@@ -97,17 +117,34 @@ def test_a_resumed_part_runs_its_own_graphs(tmp_path):
     assert sorted(again) == sorted(json.loads(line)["graph_id"] for line in rows), "the part's graphs, each once"
 
 
-@pytest.mark.parametrize("args, says", [
-    (["--shard", "0/2"], "parts count from 1"),
-    (["--shard", "3/2"], "the part must be 1 to 2"),
-    (["--shard", "half"], "is not i/N"),
-    (["--shard-label", "x"], "add --shard i/N"),
-    (["--shard", "1/2", "--shard-label", "a b"], "--shard-label 'a b'"),
-    (["--shard", "7/7"], "part 7 holds none"),
-])
+@pytest.mark.parametrize(
+    "args, says",
+    [
+        (["--shard", "0/2"], "parts count from 1"),
+        (["--shard", "3/2"], "the part must be 1 to 2"),
+        (["--shard", "half"], "is not i/N"),
+        (["--shard-label", "x"], "add --shard i/N"),
+        (["--shard", "1/2", "--shard-label", "a b"], "--shard-label 'a b'"),
+        (["--shard", "7/7"], "part 7 holds none"),
+    ],
+)
 def test_bad_shard_options_are_one_line_exit_2(tmp_path, args, says):
-    result = runner.invoke(app, ["run", "--suite", "inference-device", "--ops", "gemm", "--id", "gemm_m*_n1_k1*",
-                                 "--quick", *args, "--out", str(tmp_path / "res")])
+    result = runner.invoke(
+        app,
+        [
+            "run",
+            "--suite",
+            "inference-device",
+            "--ops",
+            "gemm",
+            "--id",
+            "gemm_m*_n1_k1*",
+            "--quick",
+            *args,
+            "--out",
+            str(tmp_path / "res"),
+        ],
+    )
     assert result.exit_code == 2 and says in " ".join(result.output.split()), result.output
     assert not (tmp_path / "res").exists() or not list((tmp_path / "res").rglob("*.jsonl"))
 
@@ -119,12 +156,25 @@ def test_the_sbatch_template_runs_the_parts_of_one_run(tmp_path):
     import sys
 
     script = Path(__file__).parent.parent / "scripts" / "dbench-array.sbatch"
-    env = {**os.environ, "SLURM_ARRAY_JOB_ID": "4242", "SLURM_ARRAY_TASK_COUNT": "2", "VENV": sys.prefix,
-           "SUITE": "inference-device", "OPS": "gemm", "RESULTS": str(tmp_path / "res"),
-           "EXTRA_ARGS": "--id gemm_m*_n1_k1* --quick --no-profile --rounds 1"}
+    env = {
+        **os.environ,
+        "SLURM_ARRAY_JOB_ID": "4242",
+        "SLURM_ARRAY_TASK_COUNT": "2",
+        "VENV": sys.prefix,
+        "SUITE": "inference-device",
+        "OPS": "gemm",
+        "RESULTS": str(tmp_path / "res"),
+        "EXTRA_ARGS": "--id gemm_m*_n1_k1* --quick --no-profile --rounds 1",
+    }
     for task in ("1", "2"):
-        done = subprocess.run(["bash", str(script)], env={**env, "SLURM_ARRAY_TASK_ID": task}, capture_output=True,
-                              text=True, timeout=300, cwd=tmp_path)
+        done = subprocess.run(
+            ["bash", str(script)],
+            env={**env, "SLURM_ARRAY_TASK_ID": task},
+            capture_output=True,
+            text=True,
+            timeout=300,
+            cwd=tmp_path,
+        )
         assert done.returncode == 0, done.stderr
     from dbench.report.results import load
 
@@ -148,8 +198,14 @@ def test_compare_across_machines_keeps_saying_so(tmp_path, monkeypatch):
 
 def _part_log(folder: Path, run_id: str, index: int, host: dict, graphs: list[str], count: int = 3) -> Path:
     """A part's log as `dbench run --shard` writes it: its header's shard record and one row a graph."""
-    header = {"type": "run", "schema_version": 3, "run_id": run_id, "kind": "kernels", "host": host,
-              "shard": {"index": index, "count": count, "label": "lab", "split": "s1", "ids": graphs}}
+    header = {
+        "type": "run",
+        "schema_version": 3,
+        "run_id": run_id,
+        "kind": "kernels",
+        "host": host,
+        "shard": {"index": index, "count": count, "label": "lab", "split": "s1", "ids": graphs},
+    }
     rows = [{"type": "result", "graph_id": g, "status": "ok"} for g in graphs]
     path = folder / f"{run_id}.jsonl"
     path.write_text("".join(json.dumps(line) + "\n" for line in [header, *rows]))
@@ -159,11 +215,19 @@ def _part_log(folder: Path, run_id: str, index: int, host: dict, graphs: list[st
 def test_merge_keeps_the_newest_copy_of_a_part_names_missing_ones_and_groups_alike_nodes(tmp_path):
     from dbench.store.shards import merge
 
-    node = {"microarchitecture": "zen3", "isa": ["avx2"], "cpu_model": "EPYC", "cpu_affinity": 8, "gpus": [],
-            "memory_bytes": 32 * 2**30}
-    logs = [RunLog.read(_part_log(tmp_path, "run-20261128-010000-aaaa", 1, {**node, "machine_key": "n1-x"}, ["g1"])),
-            RunLog.read(_part_log(tmp_path, "run-20261128-020000-bbbb", 1, {**node, "machine_key": "n1-x"}, ["g1b"])),
-            RunLog.read(_part_log(tmp_path, "run-20261128-010000-cccc", 2, {**node, "machine_key": "n2-x"}, ["g2"]))]
+    node = {
+        "microarchitecture": "zen3",
+        "isa": ["avx2"],
+        "cpu_model": "EPYC",
+        "cpu_affinity": 8,
+        "gpus": [],
+        "memory_bytes": 32 * 2**30,
+    }
+    logs = [
+        RunLog.read(_part_log(tmp_path, "run-20261128-010000-aaaa", 1, {**node, "machine_key": "n1-x"}, ["g1"])),
+        RunLog.read(_part_log(tmp_path, "run-20261128-020000-bbbb", 1, {**node, "machine_key": "n1-x"}, ["g1b"])),
+        RunLog.read(_part_log(tmp_path, "run-20261128-010000-cccc", 2, {**node, "machine_key": "n2-x"}, ["g2"])),
+    ]
     (run,) = merge(logs)
     assert run.run_id == "lab" and [r["graph_id"] for r in run.rows()] == ["g1b", "g2"], "the newer copy of part 1"
     said = " ".join(run.notes)

@@ -12,8 +12,16 @@ from dbench.store.derived import sparse_speedups, with_derived
 
 
 def row(form: str, rounds: list[float], variant: str = "ort-cpu", kernel: str = "sparse_m64") -> dict:
-    return {"family": "sparse", "status": "ok", "kernel_id": kernel, "precision": "fp32", "form": form, "variant": variant,
-            "median_us": float(np.median(rounds)), "round_medians_us": rounds}
+    return {
+        "family": "sparse",
+        "status": "ok",
+        "kernel_id": kernel,
+        "precision": "fp32",
+        "form": form,
+        "variant": variant,
+        "median_us": float(np.median(rounds)),
+        "round_medians_us": rounds,
+    }
 
 
 def test_a_true_speedup_is_found_and_its_interval_holds_it(seed):
@@ -41,10 +49,16 @@ def test_rounds_that_cannot_tell_the_forms_apart_say_so():
 
 def test_an_interleaved_run_has_a_speedup_per_variant_and_exports_the_interval(seed):
     rng = np.random.default_rng(seed)
-    rows = [row(form, list(median * np.exp(0.01 * rng.standard_normal(3))), variant)
-            for variant, dense_us in (("ort-cpu", 200), ("openvino", 90)) for form, median in (("dense", dense_us), ("sparse", 100))]
+    rows = [
+        row(form, list(median * np.exp(0.01 * rng.standard_normal(3))), variant)
+        for variant, dense_us in (("ort-cpu", 200), ("openvino", 90))
+        for form, median in (("dense", dense_us), ("sparse", 100))
+    ]
     speedups = sparse_speedups(rows)
-    assert speedups[("ort-cpu", "sparse_m64")].verdict == "faster" and speedups[("openvino", "sparse_m64")].verdict == "slower"
+    assert (
+        speedups[("ort-cpu", "sparse_m64")].verdict == "faster"
+        and speedups[("openvino", "sparse_m64")].verdict == "slower"
+    )
     exported = {(r["variant"], r["form"]): r for r in with_derived(rows)}
     for variant in ("ort-cpu", "openvino"):
         sparse = exported[(variant, "sparse")]

@@ -67,8 +67,13 @@ def test_the_resolvable_change_is_detected_about_as_often_as_promised(seed):
     n, sd = 5, 0.04
     change = welch(rounds(rng, n, sd=sd), rounds(rng, n, sd=sd)).resolvable  # depends on the drawn spread
     expected = np.mean([welch(rounds(rng, n, sd=sd), rounds(rng, n, sd=sd)).resolvable for _ in range(200)])
-    found = sum(welch(rounds(rng, n, sd=sd), rounds(rng, n, 100.0 * (1 + expected), sd)).p <= ALPHA
-                for _ in range(SIMULATIONS)) / SIMULATIONS
+    found = (
+        sum(
+            welch(rounds(rng, n, sd=sd), rounds(rng, n, 100.0 * (1 + expected), sd)).p <= ALPHA
+            for _ in range(SIMULATIONS)
+        )
+        / SIMULATIONS
+    )
     assert change > 0 and 0.65 <= found <= 0.95, (expected, found)
 
 
@@ -99,13 +104,19 @@ def test_the_rounds_said_to_resolve_a_change_find_it_about_as_often_as_promised(
 
     needed = [paired_rounds_to_resolve(paired(*pairs(5)), 5, change) for _ in range(201)]
     rounds_needed = int(np.median(needed))
-    exact = next(n for n in range(2, 1000) if (t_quantile(0.975, n - 1) + t_quantile(0.8, n - 1)) * sd / math.sqrt(n)
-                 <= math.log1p(change))
+    exact = next(
+        n
+        for n in range(2, 1000)
+        if (t_quantile(0.975, n - 1) + t_quantile(0.8, n - 1)) * sd / math.sqrt(n) <= math.log1p(change)
+    )
     assert abs(rounds_needed - exact) <= 0.35 * exact, (rounds_needed, exact)  # 5 pairs estimate the SD roughly
     found = sum(paired(*pairs(rounds_needed, 1 + change)).p <= ALPHA for _ in range(SIMULATIONS)) / SIMULATIONS
     assert 0.6 <= found <= 0.95, (rounds_needed, found)
     spread = paired(np.full(5, 100.0), 100.0 * np.exp([0.3, -0.3, 0.3, -0.3, 0.0]))  # an SD of 26 % a pair
-    assert paired_rounds_to_resolve(spread, 5, change) > 50 and paired_rounds_to_resolve(spread, 5, change, most=50) is None
+    assert (
+        paired_rounds_to_resolve(spread, 5, change) > 50
+        and paired_rounds_to_resolve(spread, 5, change, most=50) is None
+    )
 
 
 def test_pooled_runs_see_the_between_run_variance_that_rounds_miss(seed):
@@ -117,8 +128,13 @@ def test_pooled_runs_see_the_between_run_variance_that_rounds_miss(seed):
         return rounds(rng, 5, 100.0 * math.exp(0.06 * rng.standard_normal()), sd=0.01)
 
     welch_false = sum(welch(run(), run()).p <= ALPHA for _ in range(500)) / 500
-    pooled_false = sum(pooled([np.log(run()).mean() for _ in range(3)], [np.log(run()).mean() for _ in range(3)]).p <= ALPHA
-                       for _ in range(LEVEL_SIMULATIONS)) / LEVEL_SIMULATIONS
+    pooled_false = (
+        sum(
+            pooled([np.log(run()).mean() for _ in range(3)], [np.log(run()).mean() for _ in range(3)]).p <= ALPHA
+            for _ in range(LEVEL_SIMULATIONS)
+        )
+        / LEVEL_SIMULATIONS
+    )
     assert welch_false > 0.5 and LEVEL_BOUNDS[0] <= pooled_false <= LEVEL_BOUNDS[1]
 
 
@@ -151,7 +167,9 @@ def test_digamma_and_trigamma_against_known_values():
 
     assert digamma(1.0) == pytest.approx(-0.5772156649015329, abs=1e-9)
     assert digamma(0.5) == pytest.approx(-0.5772156649015329 - 2 * math.log(2), abs=1e-9)
-    assert trigamma(1.0) == pytest.approx(math.pi**2 / 6, abs=1e-9) and trigamma(0.5) == pytest.approx(math.pi**2 / 2, abs=1e-9)
+    assert trigamma(1.0) == pytest.approx(math.pi**2 / 6, abs=1e-9) and trigamma(0.5) == pytest.approx(
+        math.pi**2 / 2, abs=1e-9
+    )
     for x in (0.3, 1.0, 3.7, 40.0):
         assert trigamma_inverse(trigamma(x)) == pytest.approx(x, rel=1e-6)
 
@@ -181,8 +199,12 @@ def interleaved_table(rng, kernels: int, rounds: int, change: float = 1.0) -> li
     table = []
     for sd in sds:
         drift = np.exp(0.2 * rng.standard_normal(rounds))
-        table.append((100 * drift * np.exp(sd * rng.standard_normal(rounds)),
-                      100 * change * drift * np.exp(sd * rng.standard_normal(rounds))))
+        table.append(
+            (
+                100 * drift * np.exp(sd * rng.standard_normal(rounds)),
+                100 * change * drift * np.exp(sd * rng.standard_normal(rounds)),
+            )
+        )
     return table
 
 

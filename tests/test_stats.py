@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 
 from dbench.stats.rounds import round_spread
-from dbench.stats.summary import summarize_rounds
 from dbench.stats.samples import KEPT_SAMPLES, kept
+from dbench.stats.summary import summarize_rounds
 from dbench.worker.stats import summarize
 from dbench.worker.timing import DEFAULT_PERCENTILES, QUICK, TimingConfig, measure
 
@@ -26,7 +26,18 @@ def rows_of_rounds(rounds: list[list[float]]) -> dict:
 def test_one_sample_has_no_spread_and_no_interval():
     row = rows_of_rounds([[5.0]])
     assert row["samples"] == 1 and row["median_us"] == 5.0 and row["rounds"] == 1
-    for field in ("std_us", "cv", "spread", "mad_us", "ci_low_us", "ci_high_us", "ci_rel", "rerun_rel", "unstable", "round_sd"):
+    for field in (
+        "std_us",
+        "cv",
+        "spread",
+        "mad_us",
+        "ci_low_us",
+        "ci_high_us",
+        "ci_rel",
+        "rerun_rel",
+        "unstable",
+        "round_sd",
+    ):
         assert row[field] is None, field
     assert row["interval_note"].startswith("1 round: no interval")
 
@@ -50,7 +61,11 @@ def test_pooled_figures_and_round_bookkeeping():
     rounds = [list(range(1, 51)), list(range(51, 101))]
     row = rows_of_rounds(rounds)
     assert row["samples"] == 100 and row["min_us"] == 1.0 and row["round_sizes"] == [50, 50]
-    assert row["median_us"] == pytest.approx(50.5) and row["p10_us"] == pytest.approx(10.9) and row["p99_us"] == pytest.approx(99.01)
+    assert (
+        row["median_us"] == pytest.approx(50.5)
+        and row["p10_us"] == pytest.approx(10.9)
+        and row["p99_us"] == pytest.approx(99.01)
+    )
     assert row["round_medians_us"] == [25.5, 75.5] and row["percentiles_us"]["99"] == pytest.approx(99.01)
     assert row["round_sd"] == pytest.approx(np.std(np.log([25.5, 75.5]), ddof=1))
 
@@ -59,9 +74,13 @@ def test_the_row_keeps_at_most_kept_samples_whatever_the_rounds():
     rounds = [list(np.arange(1.0, 3001.0))] * 4
     row = rows_of_rounds(rounds)
     assert len(row["samples_us"]) <= KEPT_SAMPLES and sum(row["round_sizes"]) == len(row["samples_us"])
-    assert row["samples"] == 4 * 3000 and row["round_sizes"] == [250] * 4  # the row keeps a quarter of KEPT_SAMPLES a round
+    assert (
+        row["samples"] == 4 * 3000 and row["round_sizes"] == [250] * 4
+    )  # the row keeps a quarter of KEPT_SAMPLES a round
     uneven = rows_of_rounds([list(np.arange(1.0, 6.0)), list(np.arange(1.0, 3001.0)), list(np.arange(1.0, 3001.0))])
-    assert uneven["round_sizes"] == [5, 497, 498] and len(uneven["samples_us"]) == KEPT_SAMPLES  # a short round's share goes to the others
+    assert (
+        uneven["round_sizes"] == [5, 497, 498] and len(uneven["samples_us"]) == KEPT_SAMPLES
+    )  # a short round's share goes to the others
 
 
 def test_the_interval_is_where_the_rounds_put_it():
@@ -123,7 +142,10 @@ def test_a_round_takes_its_share_of_the_time_count_and_iterations():
     config = TimingConfig(min_time=2.0, max_time=10.0, min_samples=10, rounds=4, iterations=101)
     share = config.per_round()
     assert (share.rounds, share.min_time, share.max_time, share.min_samples, share.iterations) == (1, 0.5, 2.5, 3, 26)
-    assert TimingConfig(rounds=3).per_round().min_samples == 3 and TimingConfig(min_samples=10).per_round().min_samples == 4
+    assert (
+        TimingConfig(rounds=3).per_round().min_samples == 3
+        and TimingConfig(min_samples=10).per_round().min_samples == 4
+    )
 
 
 def test_a_later_round_pays_its_own_work_out_of_its_share():
@@ -137,11 +159,15 @@ def test_a_later_round_pays_its_own_work_out_of_its_share():
     assert TimingConfig(iterations=30).per_round().paid(1.0, 1).iterations == 10
     assert TimingConfig(iterations=30).per_round().paid(1.0, 1).min_time == share.min_time
 
-    slow = TimingConfig(warmup_calls=1, warmup_time=0.0, min_time=0.03, min_samples=9, max_time=10.0, min_sample_ns=1).per_round()
+    slow = TimingConfig(
+        warmup_calls=1, warmup_time=0.0, min_time=0.03, min_samples=9, max_time=10.0, min_sample_ns=1
+    ).per_round()
     calls = []
+
     def call():
         calls.append(1)
         time.sleep(0.02)
+
     first = measure(call, slow)
     assert len(calls) == 1 + 3 and first.samples == 3  # the first round: its whole share of samples
     calls.clear()

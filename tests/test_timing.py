@@ -7,9 +7,9 @@ import time
 import numpy as np
 import pytest
 
-from dbench.worker.timing import TimingConfig, measure
 from dbench.check.verdict import compare
 from dbench.gen.tolerance import Tolerance
+from dbench.worker.timing import TimingConfig, measure
 
 
 def test_short_calls_are_batched_long_calls_are_not():

@@ -88,8 +88,19 @@ def test_wait_queues_behind_the_holder_and_then_holds_the_lock():
 
 def test_a_registration_of_a_dead_process_is_ignored_and_removed(timing_lock):
     stale = timing_lock / "timer-999999999.json"
-    stale.write_text(json.dumps({"pid": 999999999, "user": "x", "what": "run run-old", "out": "/x", "started": "t",
-                                 "holds_lock": True, "start_ticks": "1"}))
+    stale.write_text(
+        json.dumps(
+            {
+                "pid": 999999999,
+                "user": "x",
+                "what": "run run-old",
+                "out": "/x",
+                "started": "t",
+                "holds_lock": True,
+                "start_ticks": "1",
+            }
+        )
+    )
     assert timers() == [] and not stale.exists()
     with TimingLock("run run-new", "/here").acquire() as lock:  # the lock itself is free: no holder alive
         assert lock.header()["held"]
@@ -121,7 +132,11 @@ def test_rows_timed_beside_another_run_say_so_through_compare_and_report(tmp_pat
     assert rows and all(r["overlapped"] == ["run-20261128-000000-beef"] for r in rows)
     header = json.loads(first.read_text().splitlines()[0])
     assert header["timing_lock"]["held"] is False
-    assert all(json.loads(line).get("overlapped") is None for line in second.read_text().splitlines() if '"type": "result"' in line)
+    assert all(
+        json.loads(line).get("overlapped") is None
+        for line in second.read_text().splitlines()
+        if '"type": "result"' in line
+    )
     compared = runner.invoke(app, ["compare", str(first), str(second)])
     assert "were timed while another dbench was timing" in compared.output
     assert "started beside another dbench" in compared.output

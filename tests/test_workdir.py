@@ -15,7 +15,11 @@ def test_files_left_behind_are_found(tmp_path):
     (tmp_path / "results" / "machine" / "run.jsonl").write_text("")
     (tmp_path / "__pycache__").mkdir()
     (tmp_path / "__pycache__" / "x.pyc").write_bytes(b"")
-    assert left_behind(before, tmp_path) == ["onnxruntime_profile__1.json", "results/machine", "results/machine/run.jsonl"]
+    assert left_behind(before, tmp_path) == [
+        "onnxruntime_profile__1.json",
+        "results/machine",
+        "results/machine/run.jsonl",
+    ]
 
 
 def test_nothing_new_is_nothing_left(tmp_path):

@@ -47,7 +47,7 @@ def expected_pattern(ranks: int, dtype: str) -> np.ndarray:
 
 def _periods(buf: Any) -> tuple[Any, Any]:
     rows = buf.size // PERIOD
-    return buf[: rows * PERIOD].reshape(rows, PERIOD), buf[rows * PERIOD:]
+    return buf[: rows * PERIOD].reshape(rows, PERIOD), buf[rows * PERIOD :]
 
 
 def fill(buf: Any, pattern: Any) -> None:
@@ -85,8 +85,9 @@ class Verdict:
     repeatable: bool | None
 
 
-def _checked_call(impl: Implementation, device: Device, send: Any, recv: Any, in_place: bool,
-                  values: Any, expected: Any) -> tuple[int, str]:
+def _checked_call(
+    impl: Implementation, device: Device, send: Any, recv: Any, in_place: bool, values: Any, expected: Any
+) -> tuple[int, str]:
     if in_place:
         fill(recv, values)
     else:
@@ -96,8 +97,9 @@ def _checked_call(impl: Implementation, device: Device, send: Any, recv: Any, in
     return count_wrong(recv, expected), digest(device.to_host(recv))
 
 
-def check(impl: Implementation, device: Device, send: Any, recv: Any, in_place: bool, values: Any,
-          expected: Any, repeat: bool) -> Verdict:
+def check(
+    impl: Implementation, device: Device, send: Any, recv: Any, in_place: bool, values: Any, expected: Any, repeat: bool
+) -> Verdict:
     """Run the checked call (and REPEATS more with `repeat`); `values`/`expected` are one period each."""
     wrong, first = _checked_call(impl, device, send, recv, in_place, values, expected)
     if not repeat:

@@ -20,8 +20,9 @@ def bytes_per_rank(impl: Implementation, elements: int, itemsize: int) -> dict[s
     return {"gpu": buffers, "cpu": elements * itemsize}
 
 
-def check_fits(elements: int, itemsize: int, impls: list[Implementation], devices: dict[str, Device],
-               local_ranks: int) -> None:
+def check_fits(
+    elements: int, itemsize: int, impls: list[Implementation], devices: dict[str, Device], local_ranks: int
+) -> None:
     """Raise a clear error when the largest message (`elements` per rank) cannot fit on this host."""
     for name, device in devices.items():
         per_rank = max(bytes_per_rank(i, elements, itemsize).get(name, 0) for i in impls)
@@ -33,4 +34,5 @@ def check_fits(elements: int, itemsize: int, impls: list[Implementation], device
             raise DbenchError(
                 f"size {elements} ({elements * itemsize / GB:.2f} GB per buffer) needs {needed / GB:.1f} GB of {where} "
                 f"({sharing} ranks x {per_rank / GB:.2f} GB for send, receive and scratch buffers) "
-                f"but {free / GB:.1f} GB is free: choose smaller --sizes or fewer ranks per host")
+                f"but {free / GB:.1f} GB is free: choose smaller --sizes or fewer ranks per host"
+            )

@@ -114,8 +114,9 @@ class Nccl(Implementation):
     def run(self, send: Any | None, recv: Any) -> None:
         stream = self.device.xp.cuda.get_current_stream()
         source = recv if send is None else send
-        self.communicator.allReduce(source.data.ptr, recv.data.ptr, recv.size, self.types[str(recv.dtype)],
-                                    self.nccl.NCCL_SUM, stream.ptr)
+        self.communicator.allReduce(
+            source.data.ptr, recv.data.ptr, recv.size, self.types[str(recv.dtype)], self.nccl.NCCL_SUM, stream.ptr
+        )
         stream.synchronize()
 
 
@@ -128,16 +129,20 @@ def require(name: str, device: Device, local_ranks: int) -> None:
         except ImportError:
             raise InputError("nccl needs CuPy built with NCCL and an NVIDIA GPU: pip install 'dbench[gpu]'") from None
         if device.sharing(local_ranks) > 1:  # NCCL says only NCCL_ERROR_INVALID_USAGE (seen on one H200)
-            raise InputError(f"nccl needs a GPU of its own for each rank: {local_ranks} ranks on this host share its "
-                             f"{device.devices} GPU(s), and NCCL refuses two ranks on one "
-                             "device; start at most one rank per GPU, or use --impl mpi or ring")
+            raise InputError(
+                f"nccl needs a GPU of its own for each rank: {local_ranks} ranks on this host share its "
+                f"{device.devices} GPU(s), and NCCL refuses two ranks on one "
+                "device; start at most one rank per GPU, or use --impl mpi or ring"
+            )
     elif isinstance(device, Gpu) and not mpi_cuda_support():
         from mpi4py import MPI
 
         vendor, version = MPI.get_vendor()
         library = f"{vendor} {'.'.join(map(str, version))}"
-        raise DbenchError(f"{name} with --device gpu needs a CUDA-aware MPI, and {library} is not one "
-                          "(MPIX_Query_cuda_support is 0 or missing): use --impl nccl, or --device cpu")
+        raise DbenchError(
+            f"{name} with --device gpu needs a CUDA-aware MPI, and {library} is not one "
+            "(MPIX_Query_cuda_support is 0 or missing): use --impl nccl, or --device cpu"
+        )
 
 
 def implementation(name: str, comm: Any, device: Device) -> Implementation:

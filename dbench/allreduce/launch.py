@@ -20,8 +20,15 @@ from pathlib import Path
 from typing import IO
 
 from dbench.allreduce.options import Arguments, resolve
-from dbench.allreduce.rank import (INTERRUPTED, LAUNCH_FILE, MPI_HELP, NEED_TWO, RankStatus, die_with_parent,
-                                   read_statuses)
+from dbench.allreduce.rank import (
+    INTERRUPTED,
+    LAUNCH_FILE,
+    MPI_HELP,
+    NEED_TWO,
+    RankStatus,
+    die_with_parent,
+    read_statuses,
+)
 from dbench.errors import DbenchError, InputError, UsageError
 
 MPIEXEC_ENV = "DBENCH_MPIEXEC"  # use this mpiexec instead of the one beside the Python interpreter
@@ -39,8 +46,10 @@ def find_mpiexec() -> Path:
     override = os.environ.get(MPIEXEC_ENV)
     if override:
         if not (Path(override).is_file() and os.access(override, os.X_OK)):
-            raise InputError(f"mpiexec not found at {override} (from {MPIEXEC_ENV}): {MPI_HELP}, "
-                              f"or point {MPIEXEC_ENV} at your MPI's mpiexec")
+            raise InputError(
+                f"mpiexec not found at {override} (from {MPIEXEC_ENV}): {MPI_HELP}, "
+                f"or point {MPIEXEC_ENV} at your MPI's mpiexec"
+            )
         return Path(override)
     beside = Path(sys.executable).parent / "mpiexec"
     found = beside if beside.is_file() else shutil.which("mpiexec")
@@ -95,8 +104,15 @@ def _start(command: list[str]) -> subprocess.Popen:
     """mpiexec in a session of its own (so Ctrl-C reaches only the launcher, which ends the job itself),
     SIGKILLed by Linux if the launcher dies first (PR_SET_PDEATHSIG, set before exec); Hydra's proxy then
     kills the ranks, which also die with the proxy (see rank.die_with_parent)."""
-    return subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=_child_env(),
-                            start_new_session=True, preexec_fn=functools.partial(die_with_parent, os.getpid()))
+    return subprocess.Popen(
+        command,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=_child_env(),
+        start_new_session=True,
+        preexec_fn=functools.partial(die_with_parent, os.getpid()),
+    )
 
 
 def _end(job: subprocess.Popen, pumps: list[threading.Thread]) -> None:
@@ -115,15 +131,18 @@ def _run_job(command: list[str], out: Path) -> tuple[int, str]:
     return its exit code and the tail of both (Hydra reports a killed rank on stdout, Open MPI on stderr)."""
     tails: tuple[deque[str], deque[str]] = (deque(maxlen=OUTPUT_KEEP), deque(maxlen=OUTPUT_KEEP))
     job = _start(command)
-    pumps = [threading.Thread(target=_pump, args=(job.stdout, sys.stdout, tails[0]), daemon=True),
-             threading.Thread(target=_pump, args=(job.stderr, sys.stderr, tails[1]), daemon=True)]
+    pumps = [
+        threading.Thread(target=_pump, args=(job.stdout, sys.stdout, tails[0]), daemon=True),
+        threading.Thread(target=_pump, args=(job.stderr, sys.stderr, tails[1]), daemon=True),
+    ]
     try:
         for pump in pumps:
             pump.start()
         code = job.wait()
     except KeyboardInterrupt:
-        raise Interrupted(f"interrupted; mpiexec and its ranks were stopped (rows measured so far are in the "
-                          f"run's log under {out})") from None
+        raise Interrupted(
+            f"interrupted; mpiexec and its ranks were stopped (rows measured so far are in the run's log under {out})"
+        ) from None
     finally:
         _end(job, pumps)
     return code, "".join(tails[0]) + "".join(tails[1])
@@ -132,10 +151,15 @@ def _run_job(command: list[str], out: Path) -> tuple[int, str]:
 def _named_deaths(statuses: dict[int, RankStatus], output: str) -> list[str]:
     """Ranks that mpiexec says died (Hydra names the pid, Open MPI the rank), as `rank R (pid P on H): how`."""
     by_pid = {s.pid: s.rank for s in statuses.values()}
-    deaths = [f"rank {by_pid[int(pid)]} (pid {pid} on {host}) died with exit code {code}"
-              for pid, host, code in HYDRA_DEATH.findall(output) if int(pid) in by_pid]
-    deaths += [f"rank {rank} (pid {pid} on {host}) was killed by signal {sig}"
-               for rank, pid, host, sig in OPENMPI_DEATH.findall(output)]
+    deaths = [
+        f"rank {by_pid[int(pid)]} (pid {pid} on {host}) died with exit code {code}"
+        for pid, host, code in HYDRA_DEATH.findall(output)
+        if int(pid) in by_pid
+    ]
+    deaths += [
+        f"rank {rank} (pid {pid} on {host}) was killed by signal {sig}"
+        for rank, pid, host, sig in OPENMPI_DEATH.findall(output)
+    ]
     return deaths
 
 
@@ -153,10 +177,14 @@ def verdict(statuses: dict[int, RankStatus], ranks: int, returncode: int, output
         if deaths:
             # When one rank is killed, mpiexec kills the others with the same signal and may report any
             # of them first: name what it reported and every rank that did not finish, claim no cause.
-            raise DbenchError(f"mpiexec reported: {'; '.join(deaths)}; ranks {', '.join(map(str, unfinished))} did not finish "
-                              "(the first rank mpiexec reports is not necessarily the one that died first)")
-        raise DbenchError(f"ranks {', '.join(map(str, unfinished))} did not finish (mpiexec exit code {returncode}); "
-                          "see the messages above")
+            raise DbenchError(
+                f"mpiexec reported: {'; '.join(deaths)}; ranks {', '.join(map(str, unfinished))} did not finish "
+                "(the first rank mpiexec reports is not necessarily the one that died first)"
+            )
+        raise DbenchError(
+            f"ranks {', '.join(map(str, unfinished))} did not finish (mpiexec exit code {returncode}); "
+            "see the messages above"
+        )
     if returncode != 0:
         raise DbenchError(f"mpiexec exited with code {returncode} although every rank finished; see its messages above")
     return max(s.code for s in statuses.values())
@@ -166,9 +194,11 @@ def check_rank_count(ranks: int) -> None:
     """Refuse more ranks than MAX_RANKS_PER_CORE per core this process may use: --np starts every rank here."""
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
     if ranks > MAX_RANKS_PER_CORE * cores:
-        raise UsageError(f"--np {ranks} puts more than {MAX_RANKS_PER_CORE} ranks on each of this host's {cores} cores, "
-                         f"where busy-waiting ranks measure the scheduler and may never finish; use --np "
-                         f"{MAX_RANKS_PER_CORE * cores} or fewer, or start ranks across hosts with mpiexec or srun")
+        raise UsageError(
+            f"--np {ranks} puts more than {MAX_RANKS_PER_CORE} ranks on each of this host's {cores} cores, "
+            f"where busy-waiting ranks measure the scheduler and may never finish; use --np "
+            f"{MAX_RANKS_PER_CORE * cores} or fewer, or start ranks across hosts with mpiexec or srun"
+        )
 
 
 def launch(ranks: int, args: Arguments, command: list[str]) -> int:
@@ -182,8 +212,20 @@ def launch(ranks: int, args: Arguments, command: list[str]) -> int:
     mpiexec = find_mpiexec()
     flags = launcher_flags(flavour(mpiexec), os.geteuid() == 0)
     with tempfile.TemporaryDirectory(prefix="dbench-allreduce-") as folder:
-        job = [str(mpiexec), *flags, "-n", str(ranks), sys.executable, "-m", "mpi4py", "-m", "dbench.allreduce",
-               *args.to_argv(), "--status-dir", folder]
+        job = [
+            str(mpiexec),
+            *flags,
+            "-n",
+            str(ranks),
+            sys.executable,
+            "-m",
+            "mpi4py",
+            "-m",
+            "dbench.allreduce",
+            *args.to_argv(),
+            "--status-dir",
+            folder,
+        ]
         (Path(folder) / LAUNCH_FILE).write_text(json.dumps({"command": command, "mpiexec": job}))
         returncode, output = _run_job(job, args.out)
         return verdict(read_statuses(Path(folder)), ranks, returncode, output)

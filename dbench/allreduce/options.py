@@ -45,8 +45,9 @@ def parse_count(text: str, what: str) -> int:
     match = COUNT.match(text)
     value = int(match.group(1)) * SUFFIXES[match.group(2).upper()] if match else 0
     if value <= 0:
-        raise UsageError(f"{what}: {text!r} is not a positive count; "
-                         "write e.g. 100000, 4K or 16M (K/M/G = 2^10/2^20/2^30)")
+        raise UsageError(
+            f"{what}: {text!r} is not a positive count; write e.g. 100000, 4K or 16M (K/M/G = 2^10/2^20/2^30)"
+        )
     return value
 
 
@@ -94,8 +95,18 @@ class Arguments:
 
     def to_argv(self) -> list[str]:
         """Command-line arguments that reproduce these options in a rank process (--out made absolute)."""
-        argv = ["--dtype", self.dtype, "--impl", self.impl, "--iters", self.iters, "--out", str(self.out.absolute()),
-                "--device", self.device]
+        argv = [
+            "--dtype",
+            self.dtype,
+            "--impl",
+            self.impl,
+            "--iters",
+            self.iters,
+            "--out",
+            str(self.out.absolute()),
+            "--device",
+            self.device,
+        ]
         if self.sizes is not None:
             argv += ["--sizes", self.sizes]
         if self.begin is not None:
@@ -142,9 +153,16 @@ class Options:
 
     def record(self) -> dict:
         """The options as stored in the run header."""
-        return {"sizes": [s.elements for s in self.sizes], "dtype": self.dtype,
-                "implementations": list(self.implementations), "iters": self.iters, "warmup": self.warmup,
-                "check_repeat": self.check_repeat, "device": self.device, "out": str(self.out)}
+        return {
+            "sizes": [s.elements for s in self.sizes],
+            "dtype": self.dtype,
+            "implementations": list(self.implementations),
+            "iters": self.iters,
+            "warmup": self.warmup,
+            "check_repeat": self.check_repeat,
+            "device": self.device,
+            "out": str(self.out),
+        }
 
 
 def _choice(value: str, valid: tuple[str, ...], option: str) -> str:
@@ -175,7 +193,9 @@ def resolve(args: Arguments) -> Options:
         sizes = sweep(args.begin or args.end, args.end or args.begin, args.factor, ITEMSIZE[dtype])
     else:
         if args.factor != Arguments.factor:
-            raise UsageError(f"-f/--stepfactor {args.factor} multiplies the sizes of a -b/-e sweep; add -b and -e, or drop -f")
+            raise UsageError(
+                f"-f/--stepfactor {args.factor} multiplies the sizes of a -b/-e sweep; add -b and -e, or drop -f"
+            )
         sizes = size_list(args.sizes or "deepbench")
     iters = _iters(args.iters)
     if iters == "deepbench" and any(s.upstream_repeats is None for s in sizes):

@@ -11,25 +11,27 @@ import signal
 import socket
 import sys
 import traceback
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
-from typing import Any, Callable, TypeVar
+from typing import Any, TypeVar
 
 from dbench.allreduce.data import Verdict, check, expected_pattern, fill, rank_pattern
 from dbench.allreduce.devices import Device, Gpu, Host
 from dbench.allreduce.fits import check_fits
 from dbench.allreduce.implementations import Implementation, implementation, require
 from dbench.allreduce.options import Arguments, Options, Size, resolve
-from dbench.allreduce.results import (ROWS_NOT_OK, Outcome, Result, mpi_info, open_log, print_error, report,
-                                      summarize)
+from dbench.allreduce.results import ROWS_NOT_OK, Outcome, Result, mpi_info, open_log, print_error, report, summarize
 from dbench.errors import DbenchError, InputError, UsageError
 
 T = TypeVar("T")
 LAUNCH_FILE = "launch.json"
 MPI_HELP = "pip install 'dbench[mpi]'"
 NEED_TWO = "all-reduce needs at least two ranks: use --np 2 (or more), or start it with mpiexec -n 2 (or more)"
-SINGLETONS = ("mpiexec started ranks that each see a world of one: mpi4py's MPI library is not the one of this "
-              "mpiexec; set DBENCH_MPIEXEC to the mpiexec of mpi4py's MPI")
+SINGLETONS = (
+    "mpiexec started ranks that each see a world of one: mpi4py's MPI library is not the one of this "
+    "mpiexec; set DBENCH_MPIEXEC to the mpiexec of mpi4py's MPI"
+)
 FAIL_ENV = "DBENCH_ALLREDUCE_FAIL_RANK"  # testing: "R" makes rank R raise, "R:kill" SIGKILL itself, "R:wrong" miscount
 INTERRUPTED = 130  # exit code after Ctrl-C, as `dbench run`
 PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
@@ -143,8 +145,9 @@ def _run(MPI: Any, comm: Any, args: Arguments, status_dir: Path | None) -> int:
     return 0
 
 
-def _measure_size(comm: Any, impl: Implementation, size: Size, options: Options, values: Any,
-                  expected: Any) -> list[Result]:
+def _measure_size(
+    comm: Any, impl: Implementation, size: Size, options: Options, values: Any, expected: Any
+) -> list[Result]:
     """Time and check one size on one implementation, out of place then in place; rows on rank 0 only."""
     xp, n, dtype = impl.device.xp, size.elements, options.dtype
     values, expected = xp.asarray(values), xp.asarray(expected)
@@ -160,9 +163,19 @@ def _measure_size(comm: Any, impl: Implementation, size: Size, options: Options,
         verdict = miscount_if_asked(comm.rank, verdict)
         outcomes = comm.gather(Outcome(seconds, verdict), root=0)
         if comm.rank == 0:
-            rows.append(summarize(outcomes, elements=n, itemsize=options.itemsize, dtype=dtype,
-                                  implementation=impl.name, device=impl.device.name, in_place=in_place,
-                                  iters=iters, warmup=warmup))
+            rows.append(
+                summarize(
+                    outcomes,
+                    elements=n,
+                    itemsize=options.itemsize,
+                    dtype=dtype,
+                    implementation=impl.name,
+                    device=impl.device.name,
+                    in_place=in_place,
+                    iters=iters,
+                    warmup=warmup,
+                )
+            )
     return rows
 
 

@@ -19,9 +19,11 @@ from dbench.store.metadata import host_metadata, machine_name
 from dbench.terminal import console
 
 ROWS_NOT_OK = 3  # exit status when any row is not ok (a mismatch), the rule `dbench run` follows too
-CAPTION = ("time: per-rank mean per call, mean over ranks (min and max over ranks are in the CSV).  GB/s: algbw = "
-           "bytes/time; busbw = algbw*2(n-1)/n (nccl-tests); DeepBench GB/s = bytes*ranks/time (its result sheets, "
-           "in the table below)")
+CAPTION = (
+    "time: per-rank mean per call, mean over ranks (min and max over ranks are in the CSV).  GB/s: algbw = "
+    "bytes/time; busbw = algbw*2(n-1)/n (nccl-tests); DeepBench GB/s = bytes*ranks/time (its result sheets, "
+    "in the table below)"
+)
 
 
 @dataclass(frozen=True)
@@ -61,8 +63,18 @@ class Result:
         return asdict(self)
 
 
-def summarize(outcomes: list[Outcome], *, elements: int, itemsize: int, dtype: str, implementation: str,
-              device: str, in_place: bool, iters: int, warmup: int) -> Result:
+def summarize(
+    outcomes: list[Outcome],
+    *,
+    elements: int,
+    itemsize: int,
+    dtype: str,
+    implementation: str,
+    device: str,
+    in_place: bool,
+    iters: int,
+    warmup: int,
+) -> Result:
     """Combine the ranks' outcomes: algbw = bytes/time, busbw = algbw*2(n-1)/n (nccl-tests),
     DeepBench's GB/s = bytes*ranks/time (its result sheets); #wrong summed over ranks."""
     ranks, nbytes = len(outcomes), elements * itemsize
@@ -75,13 +87,28 @@ def summarize(outcomes: list[Outcome], *, elements: int, itemsize: int, dtype: s
     ok = wrong == 0 and len(digests) == 1 and repeat_identical is not False
     algbw = nbytes / mean / 1e9
     return Result(
-        elements=elements, bytes=nbytes, dtype=dtype, ranks=ranks, implementation=implementation, device=device,
-        in_place=in_place, iters=iters, warmup=warmup,
-        time_min_us=min(times) * 1e6, time_mean_us=mean * 1e6, time_max_us=max(times) * 1e6,
-        algbw_gbps=algbw, busbw_gbps=algbw * 2 * (ranks - 1) / ranks, deepbench_gbps=nbytes * ranks / mean / 1e9,
-        wrong=wrong, hash=outcomes[0].verdict.digest, hash_agree=len(digests) == 1,
-        repeat_identical=repeat_identical, status="ok" if ok else "mismatch",
+        elements=elements,
+        bytes=nbytes,
+        dtype=dtype,
+        ranks=ranks,
+        implementation=implementation,
+        device=device,
+        in_place=in_place,
+        iters=iters,
+        warmup=warmup,
+        time_min_us=min(times) * 1e6,
+        time_mean_us=mean * 1e6,
+        time_max_us=max(times) * 1e6,
+        algbw_gbps=algbw,
+        busbw_gbps=algbw * 2 * (ranks - 1) / ranks,
+        deepbench_gbps=nbytes * ranks / mean / 1e9,
+        wrong=wrong,
+        hash=outcomes[0].verdict.digest,
+        hash_agree=len(digests) == 1,
+        repeat_identical=repeat_identical,
+        status="ok" if ok else "mismatch",
     )
+
 
 def mpi_info() -> dict[str, Any]:
     """The MPI library (vendor, version, full version text), the MPI standard and mpi4py's version."""
@@ -90,17 +117,30 @@ def mpi_info() -> dict[str, Any]:
 
     vendor, numbers = MPI.get_vendor()
     version = ".".join(map(str, numbers))
-    return {"library": f"{vendor} {version}", "vendor": vendor, "vendor_version": version,
-            "library_version": MPI.Get_library_version().strip(), "standard": "{}.{}".format(*MPI.Get_version()),
-            "mpi4py": mpi4py.__version__}
+    return {
+        "library": f"{vendor} {version}",
+        "vendor": vendor,
+        "vendor_version": version,
+        "library_version": MPI.Get_library_version().strip(),
+        "standard": "{}.{}".format(*MPI.Get_version()),
+        "mpi4py": mpi4py.__version__,
+    }
 
 
 def open_log(options: Options, mpi: dict[str, Any], hostnames: list[str], launch: dict[str, Any]) -> RunLog:
     """Create `<out>/<machine>/allreduce-<time>-<id>.jsonl` with the run header."""
-    header = {"kind": "allreduce", "host": host_metadata(), "mpi": mpi, "ranks": len(hostnames),
-              "hostnames": hostnames, "options": options.record(), "command": launch.get("command", sys.argv),
-              "mpiexec": launch.get("mpiexec")}
+    header = {
+        "kind": "allreduce",
+        "host": host_metadata(),
+        "mpi": mpi,
+        "ranks": len(hostnames),
+        "hostnames": hostnames,
+        "options": options.record(),
+        "command": launch.get("command", sys.argv),
+        "mpiexec": launch.get("mpiexec"),
+    }
     return RunLog.create(folder=options.out / machine_name(), run_id=new_run_id("allreduce"), header=header)
+
 
 def _bytes(n: int) -> str:
     for unit, scale in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
@@ -120,8 +160,11 @@ def _check(placements: dict[bool, Result]) -> str:
     bad = [(in_place, r) for in_place, r in placements.items() if r.status != "ok"]
     if not bad:
         return "[green]exact[/]"
-    return "[bold red]" + "; ".join(f"{'in' if in_place else 'out of'} place: {', '.join(_problems(r))}"
-                                    for in_place, r in bad) + "[/]"
+    return (
+        "[bold red]"
+        + "; ".join(f"{'in' if in_place else 'out of'} place: {', '.join(_problems(r))}" for in_place, r in bad)
+        + "[/]"
+    )
 
 
 def _side(r: Result | None) -> list[str]:
@@ -145,8 +188,14 @@ def results_table(results: list[Result], library: str) -> Table:
     first = results[0]
     devices = {r.device for r in results}
     where = f", {first.device} buffers" if len(devices) == 1 else ""
-    table = Table(title=f"all-reduce sum, {first.dtype}, {first.ranks} ranks, {library}{where}", caption=CAPTION,
-                  box=box.SIMPLE_HEAD, padding=(0, 1, 0, 0), pad_edge=False, show_edge=False)
+    table = Table(
+        title=f"all-reduce sum, {first.dtype}, {first.ranks} ranks, {library}{where}",
+        caption=CAPTION,
+        box=box.SIMPLE_HEAD,
+        padding=(0, 1, 0, 0),
+        pad_edge=False,
+        show_edge=False,
+    )
     for name in ("elements", "bytes", "impl", "iters"):
         table.add_column(f"\n{name}", justify="left" if name == "impl" else "right", no_wrap=True)
     for place in ("out of place", "in place"):
@@ -156,8 +205,15 @@ def results_table(results: list[Result], library: str) -> Table:
     for (elements, implementation, device), placements in by_size(results).items():
         any_row = next(iter(placements.values()))
         impl = implementation if len(devices) == 1 else f"{implementation} ({device})"
-        table.add_row(str(elements), _bytes(any_row.bytes), impl, str(any_row.iters),
-                      *_side(placements.get(False)), *_side(placements.get(True)), _check(placements))
+        table.add_row(
+            str(elements),
+            _bytes(any_row.bytes),
+            impl,
+            str(any_row.iters),
+            *_side(placements.get(False)),
+            *_side(placements.get(True)),
+            _check(placements),
+        )
     return table
 
 
@@ -176,9 +232,16 @@ def best_table(results: list[Result]) -> Table:
             table.add_row(str(elements), "[bold red]no exact result[/]", "", "", "", "")
             continue
         place = "in place" if r.in_place else "out of place"
-        table.add_row(str(r.elements), f"{r.implementation} ({r.device}, {place})", f"{r.time_mean_us:.1f}",
-                      f"{r.algbw_gbps:.4g}", f"{r.busbw_gbps:.4g}", f"{r.deepbench_gbps:.4g}")
+        table.add_row(
+            str(r.elements),
+            f"{r.implementation} ({r.device}, {place})",
+            f"{r.time_mean_us:.1f}",
+            f"{r.algbw_gbps:.4g}",
+            f"{r.busbw_gbps:.4g}",
+            f"{r.deepbench_gbps:.4g}",
+        )
     return table
+
 
 def report(log: Any, results: list[Result], library: str, crowded: bool = False) -> str | None:
     """Rank 0: export the run, print the tables, and say what failed the checks (None when all exact).
@@ -191,16 +254,21 @@ def report(log: Any, results: list[Result], library: str, crowded: bool = False)
     out.print(results_table(results, library))
     out.print(best_table(results))
     if crowded:
-        out.print("[yellow]note:[/] more ranks than cores on this host: ranks busy-wait for messages, so times "
-                  "include waiting for the OS scheduler", highlight=False)
+        out.print(
+            "[yellow]note:[/] more ranks than cores on this host: ranks busy-wait for messages, so times "
+            "include waiting for the OS scheduler",
+            highlight=False,
+        )
     out.print(f"results: {log.path} (+ {', '.join(p.suffix for p in written)})", highlight=False)
     if note:
         out.print(f"note: {note}", highlight=False, markup=False)
     bad = [r for r in results if r.status != "ok"]
     if not bad:
         return None
-    return (f"{len(bad)} of {len(results)} results are not exact (see the check column), e.g. "
-            f"{bad[0].implementation} at {bad[0].elements} elements: {bad[0].wrong} wrong")
+    return (
+        f"{len(bad)} of {len(results)} results are not exact (see the check column), e.g. "
+        f"{bad[0].implementation} at {bad[0].elements} elements: {bad[0].wrong} wrong"
+    )
 
 
 def print_error(message: object) -> None:

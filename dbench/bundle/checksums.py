@@ -26,7 +26,9 @@ def parse_checksums(text: str) -> dict[str, str]:
     for number, line in enumerate(text.splitlines(), 1):
         match = LINE.match(line)
         if not match:
-            raise InputError(f"{CHECKSUMS} line {number} is not `<sha256>  <file>`; re-export the bundle with `dbench export`")
+            raise InputError(
+                f"{CHECKSUMS} line {number} is not `<sha256>  <file>`; re-export the bundle with `dbench export`"
+            )
         sha, name = match.groups()
         if name in sums:
             raise InputError(f"{CHECKSUMS} lists {name!r} twice; re-export the bundle with `dbench export`")

@@ -18,8 +18,8 @@ from dbench.bundle.checksums import CHECKSUMS, format_checksums
 from dbench.bundle.readme import README, readme_text
 from dbench.errors import DbenchError, InputError
 from dbench.gen.graph import GraphSpec
-from dbench.gen.plan import GraphRequest
 from dbench.gen.manifest import MANIFEST, Entry, manifest_text, sha256
+from dbench.gen.plan import GraphRequest
 from dbench.gen.writer import write_graphs
 
 ARCHIVE_SUFFIXES = (".tar.gz", ".tgz")
@@ -50,7 +50,9 @@ def _members(requests: list[GraphRequest], suite: str, skipped: dict[str, int]) 
         shutil.rmtree(scratch, ignore_errors=True)
     graphs = json.loads(members[MANIFEST])["graphs"]
     if not graphs:
-        raise InputError("nothing to export: no graph could be generated for this selection (see --precision and --ops)")
+        raise InputError(
+            "nothing to export: no graph could be generated for this selection (see --precision and --ops)"
+        )
     members[README] = readme_text(len(graphs), suite, sorted({g["precision"] for g in graphs})).encode()
     members[CHECKSUMS] = format_checksums(members).encode()
     return members
@@ -61,8 +63,11 @@ def write_archive(members: dict[str, bytes], out: Path) -> None:
     and renamed, so a failure leaves no partial archive."""
     partial = out.with_name(out.name + ".partial")
     try:
-        with open(partial, "wb") as raw, gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0) as packed, \
-                tarfile.open(fileobj=packed, mode="w", format=tarfile.PAX_FORMAT) as tar:
+        with (
+            open(partial, "wb") as raw,
+            gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0) as packed,
+            tarfile.open(fileobj=packed, mode="w", format=tarfile.PAX_FORMAT) as tar,
+        ):
             for name in sorted(members):
                 info = tarfile.TarInfo(name)
                 info.size, info.mtime, info.mode = len(members[name]), 0, 0o644

@@ -3,7 +3,7 @@ subgraphs and its Constant nodes, so a bundle can refuse a location that leaves 
 
 from __future__ import annotations
 
-from typing import Iterator
+from collections.abc import Iterator
 
 import onnx
 

@@ -28,8 +28,13 @@ extra or linked file refuses the run. Results go to results/<machine>/<run>.json
 
 def readme_text(graphs: int, suite: str, precisions: list[str]) -> str:
     """The README for a bundle of `graphs` graphs (no dates: the same export gives the same bytes)."""
-    return TEXT.format(graphs=graphs, suite=suite, precisions=", ".join(precisions) or "none",
-                       version=dbench.__version__, manifest_version=MANIFEST_VERSION)
+    return TEXT.format(
+        graphs=graphs,
+        suite=suite,
+        precisions=", ".join(precisions) or "none",
+        version=dbench.__version__,
+        manifest_version=MANIFEST_VERSION,
+    )
 
 
 UNITS_TEXT = """\
@@ -48,8 +53,19 @@ Bring the run's .jsonl home and predict the model's latency on the board from it
 """
 
 
-def units_readme_text(graphs: int, model: str, dims: str, runtime: str, settings: str, run_flags: str, package: str) -> str:
+def units_readme_text(
+    graphs: int, model: str, dims: str, runtime: str, settings: str, run_flags: str, package: str
+) -> str:
     """The README of a bundle of a model's units (no dates: the same export gives the same bytes)."""
-    return UNITS_TEXT.format(graphs=graphs, model=model, dims=dims or "no --dim", runtime=runtime, settings=settings,
-                             version=dbench.__version__, manifest_version=MANIFEST_VERSION, run_flags=run_flags,
-                             dim_flags=f" --dim {dims}" if dims else "", package=package)
+    return UNITS_TEXT.format(
+        graphs=graphs,
+        model=model,
+        dims=dims or "no --dim",
+        runtime=runtime,
+        settings=settings,
+        version=dbench.__version__,
+        manifest_version=MANIFEST_VERSION,
+        run_flags=run_flags,
+        dim_flags=f" --dim {dims}" if dims else "",
+        package=package,
+    )

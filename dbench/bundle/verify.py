@@ -26,14 +26,18 @@ def _check_checksums(members: dict[str, bytes], where: str) -> None:
     except UnicodeDecodeError:
         raise InputError(f"{where}: {CHECKSUMS} is not text; {REEXPORT}") from None
     for name in sorted(set(members) - set(sums) - {CHECKSUMS}):
-        raise InputError(f"{where}: {name!r} is not listed in {CHECKSUMS} (added after export?); remove it or re-export the bundle")
+        raise InputError(
+            f"{where}: {name!r} is not listed in {CHECKSUMS} (added after export?); remove it or re-export the bundle"
+        )
     for name in sorted(set(sums) - set(members)):
         raise InputError(f"{where}: {CHECKSUMS} lists {name!r}, which is missing; {REEXPORT}")
     for name, expected in sorted(sums.items()):
         check_name(name, f"{where}: {CHECKSUMS}")
         if digest(members[name]) != expected:
-            raise InputError(f"{where}: {name!r} does not match its checksum in {CHECKSUMS} (changed or damaged since export); "
-                             f"{REEXPORT}")
+            raise InputError(
+                f"{where}: {name!r} does not match its checksum in {CHECKSUMS} (changed or damaged since export); "
+                f"{REEXPORT}"
+            )
 
 
 def _check_manifest(members: dict[str, bytes], where: str) -> None:
@@ -47,7 +51,9 @@ def _check_manifest(members: dict[str, bytes], where: str) -> None:
         raise InputError(f"{where}: {MANIFEST} is malformed ({type(err).__name__}: {err}); {REEXPORT}") from None
     for name in files:
         if not isinstance(name, str) or name not in members or name in (MANIFEST, CHECKSUMS):
-            raise InputError(f"{where}: {MANIFEST} names graph file {name!r}, which is not a graph of the bundle; {REEXPORT}")
+            raise InputError(
+                f"{where}: {MANIFEST} names graph file {name!r}, which is not a graph of the bundle; {REEXPORT}"
+            )
 
 
 def _check_graphs(members: dict[str, bytes], where: str) -> None:
@@ -57,12 +63,16 @@ def _check_graphs(members: dict[str, bytes], where: str) -> None:
         try:
             model = onnx.load_model_from_string(data)
         except Exception as err:  # protobuf's DecodeError and friends
-            raise InputError(f"{where}: {name!r} is not a readable ONNX graph ({type(err).__name__}); {REEXPORT}") from None
+            raise InputError(
+                f"{where}: {name!r} is not a readable ONNX graph ({type(err).__name__}); {REEXPORT}"
+            ) from None
         for location in external_locations(model):
             check_name(location, f"{where}: {name} external data")
             if location not in members:
-                raise InputError(f"{where}: {name!r} reads external data from {location!r}, which is not a file of the bundle; "
-                                 f"{REEXPORT}")
+                raise InputError(
+                    f"{where}: {name!r} reads external data from {location!r}, which is not a file of the bundle; "
+                    f"{REEXPORT}"
+                )
 
 
 def verify_members(members: dict[str, bytes], where: str) -> None:

@@ -32,7 +32,12 @@ def entry_key(kind: str, model: bytes, spec: GraphSpec, **params: Any) -> str:
     """The key of one entry: what it is (`kind`, e.g. `full` or `projection`) for this graph's bytes
     and spec, under these check parameters and this code version."""
     digest = hashlib.sha256(b"dbench reference cache 1\0")
-    digest.update(json.dumps({"kind": kind, "params": params, "spec": spec.to_dict(), "code": code_version()},
-                             sort_keys=True, default=str).encode())
+    digest.update(
+        json.dumps(
+            {"kind": kind, "params": params, "spec": spec.to_dict(), "code": code_version()},
+            sort_keys=True,
+            default=str,
+        ).encode()
+    )
     digest.update(hashlib.sha256(model).digest())
     return digest.hexdigest()

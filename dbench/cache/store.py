@@ -76,8 +76,10 @@ class ReferenceCache:
             self.root.mkdir(parents=True, exist_ok=True)
             (self.root / SETTINGS).write_text(json.dumps({"max_bytes": int(max_bytes)}) + "\n")
         except OSError as err:
-            raise DbenchError(f"cannot write the cache's settings in {self.root} ({err.strerror}); "
-                              "set DBENCH_CACHE_DIR to a folder you can write") from None
+            raise DbenchError(
+                f"cannot write the cache's settings in {self.root} ({err.strerror}); "
+                "set DBENCH_CACHE_DIR to a folder you can write"
+            ) from None
         self._evict(keep=None)
 
     def contains(self, key: str) -> bool:

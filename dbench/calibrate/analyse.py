@@ -34,12 +34,20 @@ def kernel_noise(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
         n = min(a.size, b.size)
         if n < 3:
             continue
-        spent = [sum(r.get(k) or 0.0 for k in ("inputs_s", "prepare_s", "timed_s", "warmup_s")) / (r.get("rounds") or n)
-                 for r in pair]
-        found.append({"graph_id": graph, "median_us": float(math.exp((a.mean() + b.mean()) / 2)), "pairs": int(n),
-                      "pair_sd": float(np.std(b[:n] - a[:n], ddof=1)),
-                      "round_sd": float(np.median([np.std(a, ddof=1), np.std(b, ddof=1)])),
-                      "round_s": float(np.mean(spent))})
+        spent = [
+            sum(r.get(k) or 0.0 for k in ("inputs_s", "prepare_s", "timed_s", "warmup_s")) / (r.get("rounds") or n)
+            for r in pair
+        ]
+        found.append(
+            {
+                "graph_id": graph,
+                "median_us": float(math.exp((a.mean() + b.mean()) / 2)),
+                "pairs": int(n),
+                "pair_sd": float(np.std(b[:n] - a[:n], ddof=1)),
+                "round_sd": float(np.median([np.std(a, ddof=1), np.std(b, ddof=1)])),
+                "round_s": float(np.mean(spent)),
+            }
+        )
     return sorted(found, key=lambda k: k["median_us"])
 
 
@@ -63,8 +71,9 @@ def drift_by_class(history: History, runtime: str, threads: int | None) -> dict[
     return {c: (math.sqrt(max(total / df, 0.0)), int(count)) for c, (total, df, count) in sums.items() if df}
 
 
-def noise_classes(kernels: list[dict[str, Any]], drift: dict[float, tuple[float, int]],
-                  covered: dict[float, Coverage] | None = None) -> list[NoiseClass]:
+def noise_classes(
+    kernels: list[dict[str, Any]], drift: dict[float, tuple[float, int]], covered: dict[float, Coverage] | None = None
+) -> list[NoiseClass]:
     """The size classes of the kernels measured, with the drift and the interval coverage of each where the
     history has them."""
     grouped: dict[float, list[dict[str, Any]]] = {}
@@ -75,12 +84,22 @@ def noise_classes(kernels: list[dict[str, Any]], drift: dict[float, tuple[float,
         pair_sds = [k["pair_sd"] for k in members]
         found = drift.get(class_us)
         held = (covered or {}).get(class_us)
-        classes.append(NoiseClass(class_us, [k["graph_id"] for k in members], sum(k["pairs"] for k in members),
-                                  float(np.median(pair_sds)), float(max(pair_sds)),
-                                  float(np.median([k["round_sd"] for k in members])),
-                                  found[0] if found else None, found[1] if found else 0,
-                                  float(np.median([k["round_s"] for k in members])),
-                                  held.pairs if held else 0, held.inside if held else 0, held.factor if held else None))
+        classes.append(
+            NoiseClass(
+                class_us,
+                [k["graph_id"] for k in members],
+                sum(k["pairs"] for k in members),
+                float(np.median(pair_sds)),
+                float(max(pair_sds)),
+                float(np.median([k["round_sd"] for k in members])),
+                found[0] if found else None,
+                found[1] if found else 0,
+                float(np.median([k["round_s"] for k in members])),
+                held.pairs if held else 0,
+                held.inside if held else 0,
+                held.factor if held else None,
+            )
+        )
     return classes
 
 

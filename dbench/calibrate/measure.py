@@ -11,10 +11,11 @@ from __future__ import annotations
 import dataclasses
 import math
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 
@@ -48,26 +49,58 @@ class Calibrated:
 def calibration_request(runtime: str, threads: int | None, budget_s: float, pattern: str | None) -> RunRequest:
     """The A/A run's request: the runtime twice, no verification, profile or drift, rounds up to MAX_ROUNDS."""
     if not (math.isfinite(budget_s) and budget_s >= MIN_BUDGET_S):
-        raise UsageError(f"--budget {budget_s:g} s is too short for a calibration; give at least {MIN_BUDGET_S:g} s (default "
-                         f"{DEFAULT_BUDGET_S:g} s)")
-    return RunRequest(suite=SUITE, ops=OPS if pattern is None else (), pattern=pattern, runtime=f"{runtime},{runtime}",
-                      threads=threads, verify=False, profile_runs=0, history=0, rounds=MAX_ROUNDS, budget=budget_s)
+        raise UsageError(
+            f"--budget {budget_s:g} s is too short for a calibration; give at least {MIN_BUDGET_S:g} s (default "
+            f"{DEFAULT_BUDGET_S:g} s)"
+        )
+    return RunRequest(
+        suite=SUITE,
+        ops=OPS if pattern is None else (),
+        pattern=pattern,
+        runtime=f"{runtime},{runtime}",
+        threads=threads,
+        verify=False,
+        profile_runs=0,
+        history=0,
+        rounds=MAX_ROUNDS,
+        budget=budget_s,
+    )
 
 
-def plan_calibration(runtime: str, threads: int | None, budget_s: float, out_dir: Path, pattern: str | None = None,
-                     lock_policy: str = "refuse", on_wait: Callable[[str], None] | None = None) -> PlannedRun:
+def plan_calibration(
+    runtime: str,
+    threads: int | None,
+    budget_s: float,
+    out_dir: Path,
+    pattern: str | None = None,
+    lock_policy: str = "refuse",
+    on_wait: Callable[[str], None] | None = None,
+) -> PlannedRun:
     """Validate, list the kernels, take the machine's timing lock and open the calibration's log, with a
     plan of as many rounds as the budget holds."""
     request = calibration_request(runtime, threads, budget_s, pattern)
     classes = validate(request)
     config = request.config()
-    config = dataclasses.replace(config, timing=dataclasses.replace(config.timing, rounds=MAX_ROUNDS,
-                                                                    share_rounds=COMPARE_ROUNDS), budget_s=budget_s)
+    config = dataclasses.replace(
+        config,
+        timing=dataclasses.replace(config.timing, rounds=MAX_ROUNDS, share_rounds=COMPARE_ROUNDS),
+        budget_s=budget_s,
+    )
     items = build_items(request, classes[runtime].int8_form)
     one = plan_estimate(items, config, out_dir / machine_name(), RunState(), rounds_for={i.spec.id: 1 for i in items})
     rounds = max(3, min(MAX_ROUNDS, int(budget_s / max(one.total_s, 1e-9))))
-    return new_run(request, config, classes, out_dir, items, {"kind": CALIBRATE_KIND}, lock_policy=lock_policy,
-                   on_wait=on_wait, id_prefix=CALIBRATE_KIND, rounds_for={i.spec.id: rounds for i in items})
+    return new_run(
+        request,
+        config,
+        classes,
+        out_dir,
+        items,
+        {"kind": CALIBRATE_KIND},
+        lock_policy=lock_policy,
+        on_wait=on_wait,
+        id_prefix=CALIBRATE_KIND,
+        rounds_for={i.spec.id: rounds for i in items},
+    )
 
 
 def finish_calibration(planned: PlannedRun, observer: RunObserver) -> Calibrated:
@@ -78,27 +111,48 @@ def finish_calibration(planned: PlannedRun, observer: RunObserver) -> Calibrated
     folder = result.log_path.parent
     kernels = kernel_noise(result.rows)
     if not kernels:
-        raise UsageError("no kernel was timed in 3 paired rounds or more: nothing to calibrate from; raise --budget "
-                         f"(the rows are in {result.log_path})")
+        raise UsageError(
+            "no kernel was timed in 3 paired rounds or more: nothing to calibrate from; raise --budget "
+            f"(the rows are in {result.log_path})"
+        )
     variant = planned.config.variants[0]
     threads = variant.options.thread_count
     history = read_history(folder, planned.run_id, HISTORY_RUNS)
-    classes = noise_classes(kernels, drift_by_class(history, variant.runtime, threads),
-                            coverage_by_class(history, variant.runtime, threads))
+    classes = noise_classes(
+        kernels, drift_by_class(history, variant.runtime, threads), coverage_by_class(history, variant.runtime, threads)
+    )
     timed = [r["timed_s"] / r["rounds"] for r in result.rows if r.get("timed_s") and r.get("rounds")]
-    entry = Entry(variant.runtime, planned.header["runtime"]["version"], threads,
-                  datetime.now(timezone.utc).isoformat(timespec="seconds"), planned.run_id,
-                  float(np.median(timed)) if timed else 0.0, round(wall, 1),
-                  int(np.median([k["pairs"] for k in kernels])),
-                  [(planned.header["host"].get("load_start") or [None])[0], (result.rows[-1].get("load_1m") if result.rows else None)],
-                  classes, kernels)
+    entry = Entry(
+        variant.runtime,
+        planned.header["runtime"]["version"],
+        threads,
+        datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        planned.run_id,
+        float(np.median(timed)) if timed else 0.0,
+        round(wall, 1),
+        int(np.median([k["pairs"] for k in kernels])),
+        [
+            (planned.header["host"].get("load_start") or [None])[0],
+            (result.rows[-1].get("load_1m") if result.rows else None),
+        ],
+        classes,
+        kernels,
+    )
     path = write_calibration(folder, planned.header["host"]["machine_key"], entry)
     return Calibrated(entry, path, result)
 
 
 def describe(entry: Entry) -> dict[str, Any]:
     """The calibration as JSON-ready data (`dbench calibrate --json`)."""
-    return {**dataclasses.asdict(entry), "answer": entry.answer(),
-            "classes": [{**dataclasses.asdict(c), "finds": {n: c.finds(n) for n in (3, 10, 30)},
-                         "resolve_rounds": {f"{t:g}": c.resolve_rounds(t) for t in (0.02, 0.05, 0.10)}}
-                        for c in entry.classes]}
+    return {
+        **dataclasses.asdict(entry),
+        "answer": entry.answer(),
+        "classes": [
+            {
+                **dataclasses.asdict(c),
+                "finds": {n: c.finds(n) for n in (3, 10, 30)},
+                "resolve_rounds": {f"{t:g}": c.resolve_rounds(t) for t in (0.02, 0.05, 0.10)},
+            }
+            for c in entry.classes
+        ],
+    }

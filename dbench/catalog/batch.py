@@ -6,7 +6,7 @@ in training, 7680 x 1/2/4 x 2560 sparse), the n of convolution and the batch of 
 from __future__ import annotations
 
 import dataclasses
-from typing import Iterable
+from collections.abc import Iterable
 
 from dbench.catalog.kernels import Kernel
 from dbench.errors import UsageError
@@ -23,7 +23,9 @@ def parse_batches(values: Iterable[str]) -> tuple[int, ...]:
     for value in values:
         for item in (v.strip() for v in value.split(",")):
             if not (item.isdigit() and 0 < int(item) <= MAX_BATCH):
-                raise UsageError(f"--batch {item!r} is not a batch size from 1 to {MAX_BATCH}; write e.g. --batch 1,8,32")
+                raise UsageError(
+                    f"--batch {item!r} is not a batch size from 1 to {MAX_BATCH}; write e.g. --batch 1,8,32"
+                )
             sizes.append(int(item))
     return tuple(dict.fromkeys(sizes))
 

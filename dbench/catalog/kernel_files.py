@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import csv
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from functools import cache
 from importlib import resources
 from pathlib import Path
-from typing import Callable, Iterable
 
 from dbench.catalog.kernels import (
     KERNEL_TYPES,
@@ -92,13 +92,20 @@ SCHEMAS: dict[type[Kernel], tuple[Column, ...]] = {
     ConvKernel: tuple(
         Column(c, p)
         for c, p in [
-            ("w", POS), ("h", POS), ("c", POS), ("n", POS), ("k", POS), ("s", POS), ("r", POS),
-            ("pad_w", NONNEG), ("pad_h", NONNEG), ("wstride", POS), ("hstride", POS),
+            ("w", POS),
+            ("h", POS),
+            ("c", POS),
+            ("n", POS),
+            ("k", POS),
+            ("s", POS),
+            ("r", POS),
+            ("pad_w", NONNEG),
+            ("pad_h", NONNEG),
+            ("wstride", POS),
+            ("hstride", POS),
         ]
     ),
-    RnnKernel: tuple(
-        Column(c, p) for c, p in [("cell", _cell), ("hidden", POS), ("batch", POS), ("timesteps", POS)]
-    ),
+    RnnKernel: tuple(Column(c, p) for c, p in [("cell", _cell), ("hidden", POS), ("batch", POS), ("timesteps", POS)]),
 }
 
 OPTIONAL: dict[type[Kernel], tuple[Column, ...]] = {
@@ -133,19 +140,33 @@ def _detect_family(header: list[str], path: str) -> type[Kernel]:
     if {"m", "n", "k"} & cols:
         return GemmKernel
     families = "; ".join(f"{cls.family}: {','.join(c.name for c in cols_)}" for cls, cols_ in SCHEMAS.items())
-    raise KernelFileError(path, 1, ",".join(header), f"cannot tell the kernel family from the header; expected columns {families}")
+    raise KernelFileError(
+        path, 1, ",".join(header), f"cannot tell the kernel family from the header; expected columns {families}"
+    )
 
 
 def _check_fits(kernel: ConvKernel, path: str, row: int) -> None:
     if kernel.extent_w > kernel.w + 2 * kernel.pad_w:
-        raise KernelFileError(path, row, "s", f"filter width {kernel.extent_w} (dilated) is larger than the padded input width "
-                                              f"{kernel.w + 2 * kernel.pad_w}")
+        raise KernelFileError(
+            path,
+            row,
+            "s",
+            f"filter width {kernel.extent_w} (dilated) is larger than the padded input width "
+            f"{kernel.w + 2 * kernel.pad_w}",
+        )
     if kernel.extent_h > kernel.h + 2 * kernel.pad_h:
-        raise KernelFileError(path, row, "r", f"filter height {kernel.extent_h} (dilated) is larger than the padded input height "
-                                              f"{kernel.h + 2 * kernel.pad_h}")
+        raise KernelFileError(
+            path,
+            row,
+            "r",
+            f"filter height {kernel.extent_h} (dilated) is larger than the padded input height "
+            f"{kernel.h + 2 * kernel.pad_h}",
+        )
     for column, channels in (("c", kernel.c), ("k", kernel.k)):
         if channels % kernel.groups:
-            raise KernelFileError(path, row, "groups", f"{column}={channels} is not a multiple of groups={kernel.groups}")
+            raise KernelFileError(
+                path, row, "groups", f"{column}={channels} is not a multiple of groups={kernel.groups}"
+            )
 
 
 def _row_family(row: dict[str, str], header: list[str], path: str, row_number: int) -> type[Kernel]:
@@ -154,7 +175,9 @@ def _row_family(row: dict[str, str], header: list[str], path: str, row_number: i
         return _detect_family(header, path)
     name = (row.get(FAMILY_COLUMN) or "").strip()
     if name not in KERNEL_TYPES:
-        raise KernelFileError(path, row_number, FAMILY_COLUMN, f"unknown family {name!r}; valid: {', '.join(KERNEL_TYPES)}")
+        raise KernelFileError(
+            path, row_number, FAMILY_COLUMN, f"unknown family {name!r}; valid: {', '.join(KERNEL_TYPES)}"
+        )
     return KERNEL_TYPES[name]
 
 
@@ -190,8 +213,11 @@ def _check_known_columns(header: list[str], families: list[type[Kernel]], path: 
     known = set(required) | set(optional) | set(NOTE_COLUMNS) | {FAMILY_COLUMN}
     for column in header:
         if column not in known:
-            what = (f"a {families[0].family} file has {', '.join(required)} and optionally {', '.join(optional)}"
-                    if len(families) == 1 else "a file with a family column has each family's columns")
+            what = (
+                f"a {families[0].family} file has {', '.join(required)} and optionally {', '.join(optional)}"
+                if len(families) == 1
+                else "a file with a family column has each family's columns"
+            )
             raise KernelFileError(path, 1, column, f"unknown column; {what}: rename or remove it (docs/catalog.md)")
 
 
@@ -201,7 +227,12 @@ def parse_rows(rows: Iterable[dict[str, str]], header: list[str], path: str, sou
         cls = _detect_family(header, path)
         for column in SCHEMAS[cls]:
             if column.name not in header:
-                raise KernelFileError(path, 1, column.name, f"missing column (a {cls.family} file needs {', '.join(c.name for c in SCHEMAS[cls])})")
+                raise KernelFileError(
+                    path,
+                    1,
+                    column.name,
+                    f"missing column (a {cls.family} file needs {', '.join(c.name for c in SCHEMAS[cls])})",
+                )
     _check_known_columns(header, [_detect_family(header, path)] if FAMILY_COLUMN not in header else list(SCHEMAS), path)
     merged: dict[str, Kernel] = {}
     for row_number, row in enumerate(rows, start=2):
@@ -209,7 +240,9 @@ def parse_rows(rows: Iterable[dict[str, str]], header: list[str], path: str, sou
         values = _values(cls, row, path, row_number)
         suite = (row.get("suite") or "").strip() or USER_SUITE
         if suite not in KNOWN_SUITES + (USER_SUITE,):
-            raise KernelFileError(path, row_number, "suite", f"unknown suite {suite!r}; valid: {', '.join(KNOWN_SUITES + (USER_SUITE,))}")
+            raise KernelFileError(
+                path, row_number, "suite", f"unknown suite {suite!r}; valid: {', '.join(KNOWN_SUITES + (USER_SUITE,))}"
+            )
         line = int(row["upstream_line"]) if source == "deepbench" else row_number
         origin = Origin(suite=suite, app=(row.get("app") or "").strip() or "user", line=line, source=source)
         kernel = cls(**values, origins=(origin,) * _copies(row, path, row_number))

@@ -11,7 +11,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field, fields
 from typing import Any, ClassVar
 
-
 EXTENSION = "extension"
 """Field metadata key marking a parameter DeepBench's columns lack (batch, groups, dilations)."""
 
@@ -65,8 +64,11 @@ class Kernel:
         """The problem's parameters, in upstream column order, without origins; an extension field
         (beyond DeepBench's columns) only when it differs from its default, so DeepBench's kernels keep
         their parameters, ids and manifests."""
-        return {f.name: getattr(self, f.name) for f in fields(self)
-                if f.name != "origins" and not (f.metadata.get(EXTENSION) and getattr(self, f.name) == f.default)}
+        return {
+            f.name: getattr(self, f.name)
+            for f in fields(self)
+            if f.name != "origins" and not (f.metadata.get(EXTENSION) and getattr(self, f.name) == f.default)
+        }
 
     def flops(self) -> int:
         """FLOPs by DeepBench's formula for this family."""
@@ -246,6 +248,4 @@ class RnnKernel(Kernel):
         return itemsize * (t * n * h * self.gates + self.gates * h * h + t * n * h)
 
 
-KERNEL_TYPES: dict[str, type[Kernel]] = {
-    cls.family: cls for cls in (GemmKernel, ConvKernel, RnnKernel, SparseKernel)
-}
+KERNEL_TYPES: dict[str, type[Kernel]] = {cls.family: cls for cls in (GemmKernel, ConvKernel, RnnKernel, SparseKernel)}

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import csv
 import io
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 from dbench.catalog.kernels import Kernel
 
@@ -15,18 +16,20 @@ def kernel_rows(kernels: Iterable[Kernel], suite_tags: Iterable[str]) -> list[di
     tags = tuple(suite_tags)
     rows = []
     for k in kernels:
-        rows.append({
-            "id": k.id,
-            "family": k.family,
-            "op": k.op,
-            "suites": ";".join(s for s in k.suites if s in tags),
-            "copies": sum(k.copies(s) for s in tags),
-            "app": ";".join(k.apps),
-            "params": " ".join(f"{name}={int(v) if isinstance(v, bool) else v}" for name, v in k.params().items()),
-            "flops": k.flops(),
-            "min_bytes_fp32": k.min_bytes(4),
-            "upstream_lines": ";".join(str(o.line) for o in k.origins if o.suite in tags),
-        })
+        rows.append(
+            {
+                "id": k.id,
+                "family": k.family,
+                "op": k.op,
+                "suites": ";".join(s for s in k.suites if s in tags),
+                "copies": sum(k.copies(s) for s in tags),
+                "app": ";".join(k.apps),
+                "params": " ".join(f"{name}={int(v) if isinstance(v, bool) else v}" for name, v in k.params().items()),
+                "flops": k.flops(),
+                "min_bytes_fp32": k.min_bytes(4),
+                "upstream_lines": ";".join(str(o.line) for o in k.origins if o.suite in tags),
+            }
+        )
     return rows
 
 

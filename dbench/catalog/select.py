@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
-from typing import Iterable
 
 from dbench.catalog.kernels import RNN_CELLS, Kernel
 from dbench.errors import UsageError
@@ -64,8 +64,10 @@ class Selection:
 
     def nothing_matches(self, source: str) -> str:
         """The one line for a selection that matches no kernel of `source`."""
-        return (f"no kernel matches {self.describe()} in {source}; check the selectors with dbench list "
-                "(an --id glob matches whole ids, e.g. 'gemm_m1760_*')")
+        return (
+            f"no kernel matches {self.describe()} in {source}; check the selectors with dbench list "
+            "(an --id glob matches whole ids, e.g. 'gemm_m1760_*')"
+        )
 
     def matches(self, kernel: Kernel) -> bool:
         return self.admits(kernel.id, kernel.family, kernel.op, kernel.suites, kernel.apps)

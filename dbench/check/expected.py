@@ -17,7 +17,7 @@ VERIFY_ROWS = 256
 """Above this many output rows (GEMM and sparse), verification checks a seeded sample of rows."""
 
 
-def verify_rows(spec: GraphSpec) -> "np.ndarray | None":
+def verify_rows(spec: GraphSpec) -> np.ndarray | None:
     """A seeded sample of output rows to verify when the output is large, else None (all rows)."""
     import numpy as np
 
@@ -38,12 +38,11 @@ def expected_outputs(model, spec: GraphSpec, feeds: dict, rows, reference: str) 
     from dbench.sources.contract import ONNX_REFERENCE
 
     if reference == ONNX_REFERENCE:
-        from dbench.sources.model_reference import reference_outputs, tolerance as model_tolerance
+        from dbench.sources.model_reference import reference_outputs
+        from dbench.sources.model_reference import tolerance as model_tolerance
 
         outputs, by = reference_outputs(model, spec, feeds)
         return outputs, by, model_tolerance(spec)
     from dbench.gen.plan import reference, tolerance
 
     return reference(spec, feeds, rows), "numpy", tolerance(spec)
-
-

@@ -5,16 +5,16 @@ model), compared elementwise under the graph's tolerance, from the reference cac
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, replace
-from typing import Callable
 
 import numpy as np
 
 from dbench.cache.keys import entry_key
 from dbench.cache.store import ReferenceCache
+from dbench.check.verdict import Verdict, compare
 from dbench.gen.graph import GraphSpec
 from dbench.gen.tolerance import Tolerance
-from dbench.check.verdict import Verdict, compare
 
 FullReference = Callable[[np.ndarray | None], tuple[dict[str, np.ndarray] | None, str, Tolerance]]
 """rows -> (expected outputs, what computed them, tolerance rule); None outputs when it cannot run."""
@@ -31,16 +31,29 @@ def malformed(spec: GraphSpec, outputs: dict[str, np.ndarray], rule: Tolerance) 
     """A failing verdict when an output is missing, has the wrong shape or non-finite values."""
     for tensor in spec.outputs:
         out = outputs.get(tensor.name)
-        problem = (f"output {tensor.name} missing" if out is None else
-                   f"output {tensor.name} has shape {tuple(out.shape)}, expected {tensor.shape}" if tuple(out.shape) != tensor.shape else
-                   f"output {tensor.name} has non-finite values" if not np.isfinite(out).all() else "")
+        problem = (
+            f"output {tensor.name} missing"
+            if out is None
+            else f"output {tensor.name} has shape {tuple(out.shape)}, expected {tensor.shape}"
+            if tuple(out.shape) != tensor.shape
+            else f"output {tensor.name} has non-finite values"
+            if not np.isfinite(out).all()
+            else ""
+        )
         if problem:
             return Verdict(False, math.inf, rule.metric, rule.bound, problem)
     return None
 
 
-def full_check(spec: GraphSpec, model: bytes, outputs: dict[str, np.ndarray], full_reference: FullReference,
-               cache: ReferenceCache, rows: np.ndarray | None = None, via: str = "") -> Verdict | Unverified:
+def full_check(
+    spec: GraphSpec,
+    model: bytes,
+    outputs: dict[str, np.ndarray],
+    full_reference: FullReference,
+    cache: ReferenceCache,
+    rows: np.ndarray | None = None,
+    via: str = "",
+) -> Verdict | Unverified:
     """The reference outputs (only `rows` of them when given) from the cache or computed and cached,
     compared elementwise; `via` names the check that led here (`projection`)."""
     key = entry_key("full", model, spec, rows=None if rows is None else rows.tolist())
@@ -52,12 +65,18 @@ def full_check(spec: GraphSpec, model: bytes, outputs: dict[str, np.ndarray], fu
         expected, by, rule = full_reference(rows)
         if expected is None:
             return Unverified(by)
-        cache.put(key, {**expected, ".by": np.array(by), ".metric": np.array(rule.metric), ".bound": np.array(rule.bound)})
+        cache.put(
+            key, {**expected, ".by": np.array(by), ".metric": np.array(rule.metric), ".bound": np.array(rule.bound)}
+        )
     if rows is not None:
         outputs = {name: np.asarray(value)[rows] for name, value in outputs.items()}
     verdict = compare(outputs, expected, rule)
     kind = "full" if rows is None else "rows"
     total = spec.outputs[0].shape[0] if rows is not None else 0
-    return replace(verdict, check=f"{via}+{kind}" if via else kind, by=by,
-                   false_accept=0.0 if rows is None else 1.0 - len(rows) / total,
-                   rows_checked=None if rows is None else len(rows))
+    return replace(
+        verdict,
+        check=f"{via}+{kind}" if via else kind,
+        by=by,
+        false_accept=0.0 if rows is None else 1.0 - len(rows) / total,
+        rows_checked=None if rows is None else len(rows),
+    )

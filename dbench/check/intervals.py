@@ -29,14 +29,22 @@ def candidate(activation: str):
     return np.tanh if activation == "tanh" else (lambda a: np.maximum(a, 0.0))
 
 
-def step_bounds(cell: str, activation: str, s: Interval, h_prev: np.ndarray, c_prev: Interval | None = None,
-                xh: Interval | None = None, rh: Interval | None = None) -> tuple[Interval, Interval | None]:
+def step_bounds(
+    cell: str,
+    activation: str,
+    s: Interval,
+    h_prev: np.ndarray,
+    c_prev: Interval | None = None,
+    xh: Interval | None = None,
+    rh: Interval | None = None,
+) -> tuple[Interval, Interval | None]:
     """(h_t bounds, c_t bounds or None) from bounds on s = xw + h·R^T + Rb [N, G·H] and, for GRU, on the
     candidate's input term xh and recurrent term rh [N, H] (whose sum with r is not s's last block)."""
     hidden = h_prev.shape[-1]
     if cell == "vanilla":
         return (np.maximum(s[0], 0.0), np.maximum(s[1], 0.0)), None
     if cell == "lstm":
+
         def gate(index: int, function) -> Interval:
             block = slice(index * hidden, (index + 1) * hidden)
             return monotone(function, (s[0][:, block], s[1][:, block]))
@@ -47,7 +55,7 @@ def step_bounds(cell: str, activation: str, s: Interval, h_prev: np.ndarray, c_p
         return product(o, monotone(np.tanh, c)), c
     if cell == "gru":
         z = monotone(_sigmoid, (s[0][:, :hidden], s[1][:, :hidden]))
-        r = monotone(_sigmoid, (s[0][:, hidden:2 * hidden], s[1][:, hidden:2 * hidden]))
+        r = monotone(_sigmoid, (s[0][:, hidden : 2 * hidden], s[1][:, hidden : 2 * hidden]))
         gated = product(r, rh)
         cand = monotone(candidate(activation), (xh[0] + gated[0], xh[1] + gated[1]))
         # h = (1 - z)·cand + z·h_prev is bilinear in (z, cand): its extremes are at the corners.

@@ -44,9 +44,9 @@ def times(a: np.ndarray, z: np.ndarray) -> np.ndarray:
     out = np.empty((*batch, rows, z.shape[1]))
     buffer = np.empty((*batch, step, a.shape[-1]))
     for start in range(0, rows, step):
-        block = buffer[..., :min(step, rows - start), :]
-        np.copyto(block, a[..., start:start + step, :])
-        out[..., start:start + step, :] = block @ z
+        block = buffer[..., : min(step, rows - start), :]
+        np.copyto(block, a[..., start : start + step, :])
+        out[..., start : start + step, :] = block @ z
     return out
 
 
@@ -58,9 +58,9 @@ def left_times(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     out = np.zeros((*np.broadcast_shapes(a.shape[:-2], b.shape[:-2]), a.shape[-2], b.shape[-1]))
     buffer = np.empty((*a.shape[:-1], step))
     for start in range(0, k, step):
-        block = buffer[..., :min(step, k - start)]
-        np.copyto(block, a[..., start:start + step])
-        out += block @ b[..., start:start + step, :]
+        block = buffer[..., : min(step, k - start)]
+        np.copyto(block, a[..., start : start + step])
+        out += block @ b[..., start : start + step, :]
     return out
 
 
@@ -179,7 +179,9 @@ class ConvForward(LinearOutput):
     def project_reference(self, z: np.ndarray) -> np.ndarray:
         g, probes = self.kernel.groups, z.shape[1]
         # W'[g, z] = Σ over the group's output channels of z·W: a filter bank of g·probes channels.
-        merged = np.einsum("gkcrs,gkz->gzcrs", _grouped(self.kernel, self.w.astype(np.float64)), _grouped(self.kernel, z))
+        merged = np.einsum(
+            "gkcrs,gkz->gzcrs", _grouped(self.kernel, self.w.astype(np.float64)), _grouped(self.kernel, z)
+        )
         thin = dataclasses.replace(self.kernel, k=g * probes)
         y = conv_math.forward(thin, self.x.astype(np.float64), merged.reshape(g * probes, *merged.shape[2:]))
         return y.reshape(y.shape[0], g, probes, *y.shape[2:]).sum(axis=1).transpose(0, 2, 3, 1)
@@ -191,7 +193,9 @@ class ConvForward(LinearOutput):
     @property
     def probe_cost(self) -> float:
         kn = self.kernel
-        return float(kn.groups) * (kn.n * kn.group_c * kn.r * kn.s * kn.out_h * kn.out_w) + kn.k * kn.group_c * kn.r * kn.s
+        return (
+            float(kn.groups) * (kn.n * kn.group_c * kn.r * kn.s * kn.out_h * kn.out_w) + kn.k * kn.group_c * kn.r * kn.s
+        )
 
     def reference_magnitude(self) -> tuple[int, float]:
         kn = self.kernel

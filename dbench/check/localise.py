@@ -11,18 +11,19 @@ import math
 import numpy as np
 import onnx
 
+from dbench.check.verdict import compare
 from dbench.gen.graph import GraphSpec, TensorSpec
 from dbench.gen.precision import DTYPES, ONNX_TYPES
 from dbench.gen.tolerance import Tolerance
-from dbench.check.verdict import compare
 
 MAX_EXPOSED_BYTES = 1 << 30
 """The most bytes of intermediate values one side may hold; a larger graph is not localised."""
 NO_OPS = ("Identity", "Dropout")
 """Nodes that hand their input on: a value read only by them is exposed as their output (OpenVINO keeps
 one name of the two, the later one)."""
-DTYPE_OF = {onnx_type: name for name, onnx_type in ONNX_TYPES.items()
-            if name in ("float32", "float16", "float64", "bfloat16")}
+DTYPE_OF = {
+    onnx_type: name for name, onnx_type in ONNX_TYPES.items() if name in ("float32", "float16", "float64", "bfloat16")
+}
 """The float element types compared (integer values are indices and shapes; their consumers show them)."""
 
 
@@ -42,8 +43,13 @@ def exposed(model: onnx.ModelProto, spec: GraphSpec) -> tuple[onnx.ModelProto, G
     for node in model.graph.node:
         for name in node.output:
             value = typed.get(name)
-            if (not name or name in own or value is None or value.type.tensor_type.elem_type not in DTYPE_OF
-                    or (readers.get(name) and readers[name] <= set(NO_OPS))):
+            if (
+                not name
+                or name in own
+                or value is None
+                or value.type.tensor_type.elem_type not in DTYPE_OF
+                or (readers.get(name) and readers[name] <= set(NO_OPS))
+            ):
                 continue
             dtype = DTYPE_OF[value.type.tensor_type.elem_type]
             dims = [d.dim_value if d.HasField("dim_value") else 0 for d in value.type.tensor_type.shape.dim]
@@ -71,8 +77,13 @@ def _upstream(graph: onnx.GraphProto, targets: list[str]) -> set[str]:
     return seen
 
 
-def first_disagreement(model: onnx.ModelProto, reference: dict[str, np.ndarray], runtime: dict[str, np.ndarray],
-                       rule: Tolerance, targets: list[str]) -> dict | None:
+def first_disagreement(
+    model: onnx.ModelProto,
+    reference: dict[str, np.ndarray],
+    runtime: dict[str, np.ndarray],
+    rule: Tolerance,
+    targets: list[str],
+) -> dict | None:
     """The first node of the main graph (graph order) that feeds one of the `targets` (the outputs that
     disagree) and one of whose outputs the runtime computed outside the tolerance of the reference's:
     its name, op, domain and opset, the output and its error; None when every such value agrees. Values
@@ -85,6 +96,12 @@ def first_disagreement(model: onnx.ModelProto, reference: dict[str, np.ndarray],
                 verdict = compare({name: runtime[name]}, {name: reference[name]}, rule)
                 if not verdict.ok:
                     domain = node.domain or "ai.onnx"
-                    return {"node": node.name or f"#{index}", "op": node.op_type, "domain": domain,
-                            "opset": opsets.get(domain), "output": name, "error": verdict.error}
+                    return {
+                        "node": node.name or f"#{index}",
+                        "op": node.op_type,
+                        "domain": domain,
+                        "opset": opsets.get(domain),
+                        "output": name,
+                        "error": verdict.error,
+                    }
     return None

@@ -12,12 +12,20 @@ import numpy as np
 from dbench.cache.keys import entry_key
 from dbench.cache.store import ReferenceCache
 from dbench.check import probes
+from dbench.check.expected import VERIFY_ROWS, verify_rows
 from dbench.check.full import FullReference, Unverified, full_check
-from dbench.check.linear import ConvBackwardData, ConvBackwardFilter, ConvForward, GemmOutput, LinearOutput, abs_max, gamma
+from dbench.check.linear import (
+    ConvBackwardData,
+    ConvBackwardFilter,
+    ConvForward,
+    GemmOutput,
+    LinearOutput,
+    abs_max,
+    gamma,
+)
+from dbench.check.verdict import Verdict, compare, degenerate
 from dbench.gen.graph import GraphSpec
 from dbench.gen.tolerance import Tolerance
-from dbench.check.expected import VERIFY_ROWS, verify_rows
-from dbench.check.verdict import Verdict, compare, degenerate
 
 EXACT_MIN_BITS = 4
 """Fewer random bits per exact probe than this (huge integer sums near float64's 2^53) and the full check is used."""
@@ -60,8 +68,9 @@ class Projected:
     false_accept: float
 
 
-def _reference_projection(linear: LinearOutput, z: np.ndarray, model: bytes, spec: GraphSpec, cache: ReferenceCache,
-                          **params) -> tuple[np.ndarray, float]:
+def _reference_projection(
+    linear: LinearOutput, z: np.ndarray, model: bytes, spec: GraphSpec, cache: ReferenceCache, **params
+) -> tuple[np.ndarray, float]:
     """(reference projection, its rounding bound), cached: it depends on the graph alone."""
     key = entry_key("projection", model, spec, width=linear.width, probes=z.shape[1], **params)
     stored = cache.get(key)
@@ -74,8 +83,9 @@ def _reference_projection(linear: LinearOutput, z: np.ndarray, model: bytes, spe
     return ref, bound
 
 
-def float_projection(linear: LinearOutput, spec: GraphSpec, model: bytes, y: np.ndarray, rule: Tolerance,
-                     cache: ReferenceCache) -> Projected:
+def float_projection(
+    linear: LinearOutput, spec: GraphSpec, model: bytes, y: np.ndarray, rule: Tolerance, cache: ReferenceCache
+) -> Projected:
     """Random-sign projections (probes.SIGN_PROBES) of a float output beside the reference's. With
     M = max|Y| / (1 + τ), an element is flagged when some probe moves more than τ·M after float64
     rounding is added: an element beyond τ times the reference's own maximum escapes one probe with
@@ -110,7 +120,9 @@ def accumulator_bound(spec: GraphSpec, linear: LinearOutput) -> float:
     return spec.attrs["reduction"] * abs_max(operands[0]) * abs_max(operands[1])
 
 
-def exact_projection(linear: LinearOutput, spec: GraphSpec, model: bytes, y: np.ndarray, cache: ReferenceCache) -> Projected:
+def exact_projection(
+    linear: LinearOutput, spec: GraphSpec, model: bytes, y: np.ndarray, cache: ReferenceCache
+) -> Projected:
     """Projections on random integers in [0, 2^bits), compared exactly (integers below 2^53 are exact in
     float64): a wrong output escapes one probe with probability at most 2^-bits (Schwartz–Zippel), all
     of them with at most 2^-20. An element beyond the largest a correct output can hold is flagged outright."""
@@ -130,22 +142,44 @@ def _today_cost(linear: LinearOutput, spec: GraphSpec) -> float:
 
 def projection_pays(linear: LinearOutput, spec: GraphSpec) -> bool:
     """Whether the projection costs less than the full check it replaces."""
-    count = probes.SIGN_PROBES if spec.precision != "int8" else math.ceil(probes.INTEGER_POWER_BITS / max(1, exact_bits(linear, spec)))
+    count = (
+        probes.SIGN_PROBES
+        if spec.precision != "int8"
+        else math.ceil(probes.INTEGER_POWER_BITS / max(1, exact_bits(linear, spec)))
+    )
     return count * linear.probe_cost < _today_cost(linear, spec)
 
 
-def projection_check(linear: LinearOutput, spec: GraphSpec, model: bytes, outputs: dict[str, np.ndarray],
-                     rule: Tolerance, full_reference: FullReference, cache: ReferenceCache) -> Verdict | Unverified:
+def projection_check(
+    linear: LinearOutput,
+    spec: GraphSpec,
+    model: bytes,
+    outputs: dict[str, np.ndarray],
+    rule: Tolerance,
+    full_reference: FullReference,
+    cache: ReferenceCache,
+) -> Verdict | Unverified:
     """The projection check, settling anything flagged with the full reference (or, for a huge
     GEMM output, with its flagged rows and the seeded sample)."""
     exact = spec.precision == "int8"
     y = outputs[linear.output]
-    projected = (exact_projection(linear, spec, model, y, cache) if exact else
-                 float_projection(linear, spec, model, y, rule, cache))
+    projected = (
+        exact_projection(linear, spec, model, y, cache)
+        if exact
+        else float_projection(linear, spec, model, y, rule, cache)
+    )
     kind = "exact-projection" if exact else "projection"
     if not projected.flagged.any():
-        return Verdict(True, projected.error, rule.metric, rule.bound, weak=degenerate(y), check=kind,
-                       false_accept=projected.false_accept, by="numpy")
+        return Verdict(
+            True,
+            projected.error,
+            rule.metric,
+            rule.bound,
+            weak=degenerate(y),
+            check=kind,
+            false_accept=projected.false_accept,
+            by="numpy",
+        )
     sampled = verify_rows(spec)
     if sampled is None or exact or y.ndim != 2:
         return full_check(spec, model, outputs, full_reference, cache, via=kind)
@@ -155,5 +189,10 @@ def projection_check(linear: LinearOutput, spec: GraphSpec, model: bytes, output
     expected, by, rule = full_reference(rows)
     verdict = compare({name: np.asarray(value)[rows] for name, value in outputs.items()}, expected, rule)
     escaped = 0.0 if len(flagged) <= VERIFY_ROWS else 1.0 - len(sampled) / spec.outputs[0].shape[0]
-    return replace(verdict, check=f"{kind}+rows", by=by, rows_checked=len(rows),
-                   false_accept=min(1.0, projected.false_accept + escaped))
+    return replace(
+        verdict,
+        check=f"{kind}+rows",
+        by=by,
+        rows_checked=len(rows),
+        false_accept=min(1.0, projected.false_accept + escaped),
+    )

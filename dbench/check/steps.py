@@ -23,10 +23,10 @@ import numpy as np
 from dbench.cache.keys import entry_key
 from dbench.cache.store import ReferenceCache
 from dbench.catalog.kernels import RnnKernel
+from dbench.check.verdict import Verdict, degenerate
 from dbench.gen.graph import GraphSpec
 from dbench.gen.rnn_math import step
 from dbench.gen.tolerance import Tolerance
-from dbench.check.verdict import Verdict, degenerate
 
 
 @dataclass(frozen=True)
@@ -61,7 +61,9 @@ def step_inputs(spec: GraphSpec, feeds: dict[str, np.ndarray]) -> StepInputs:
     activation = spec.attrs.get("gru_activation", "tanh")
     if spec.form.startswith("op"):
         b = np.asarray(feeds["B"][0], dtype=np.float64)
-        return StepInputs(kernel.cell, activation, feeds["X"], feeds["W"][0], b[:gh], feeds["R"][0], b[gh:], f64["initial_h"][0], c0)
+        return StepInputs(
+            kernel.cell, activation, feeds["X"], feeds["W"][0], b[:gh], feeds["R"][0], b[gh:], f64["initial_h"][0], c0
+        )
     rb = np.asarray(feeds["Rb"][0], dtype=np.float64)
     return StepInputs(kernel.cell, activation, feeds["XW"], None, None, feeds["R"][0], rb, f64["initial_h"][0], c0)
 
@@ -91,7 +93,7 @@ class Anchor:
         return {"y": self.y, "s": self.s, "r_norms": self.r_norms, **({"rh": self.rh} if self.rh is not None else {})}
 
     @classmethod
-    def from_arrays(cls, arrays: dict[str, np.ndarray]) -> "Anchor":
+    def from_arrays(cls, arrays: dict[str, np.ndarray]) -> Anchor:
         return cls(arrays["y"], arrays["s"], arrays.get("rh"), arrays["r_norms"])
 
 
@@ -127,13 +129,13 @@ def check_steps(inputs: StepInputs, y: np.ndarray, record: bool = False) -> tupl
         rows = count * batch
         prev = previous[:count]
         if start:
-            np.copyto(prev, y[start - 1:start + count - 1])
+            np.copyto(prev, y[start - 1 : start + count - 1])
         else:
             prev[0] = inputs.h0
-            np.copyto(prev[1:], y[:count - 1])
+            np.copyto(prev[1:], y[: count - 1])
         np.matmul(prev.reshape(rows, hidden), r_t, out=rec[:rows])
         rec[:rows] += inputs.rb
-        np.copyto(x[:count], inputs.x[start:start + count])
+        np.copyto(x[:count], inputs.x[start : start + count])
         if w_t is not None:  # op form: the input projection of the block's steps, one GEMM
             np.matmul(x[:count].reshape(rows, -1), w_t, out=xw[:rows])
             xw[:rows] += inputs.wb
@@ -142,9 +144,9 @@ def check_steps(inputs: StepInputs, y: np.ndarray, record: bool = False) -> tupl
             projected = x[:count]
         recurrent = rec[:rows].reshape(count, batch, width)
         if record:
-            np.add(projected, recurrent, out=s_all[start:start + count])
+            np.add(projected, recurrent, out=s_all[start : start + count])
             if gru:
-                rh_all[start:start + count] = recurrent[..., 2 * hidden:]
+                rh_all[start : start + count] = recurrent[..., 2 * hidden :]
         for offset in range(count):
             h_ref, c, _ = step(inputs.cell, projected[offset], recurrent[offset], prev[offset], c, inputs.activation)
             miss = float(np.abs(y[start + offset].astype(np.float64) - h_ref).max())
@@ -199,9 +201,9 @@ def anchored_steps(inputs: StepInputs, anchor: Anchor, y: np.ndarray) -> Bounded
         xh = rh = None
         if gru:
             rh_a, rh_err = _stored(anchor.rh[t])
-            xh_mid = s[:, 2 * hidden:] - rh_a  # the input side: the same for every trajectory
-            xh = (xh_mid - s_err[:, 2 * hidden:] - rh_err, xh_mid + s_err[:, 2 * hidden:] + rh_err)
-            rh_spread = rh_err + drift[:, None] * anchor.r_norms[None, 2 * hidden:]
+            xh_mid = s[:, 2 * hidden :] - rh_a  # the input side: the same for every trajectory
+            xh = (xh_mid - s_err[:, 2 * hidden :] - rh_err, xh_mid + s_err[:, 2 * hidden :] + rh_err)
+            rh_spread = rh_err + drift[:, None] * anchor.r_norms[None, 2 * hidden :]
             rh = (rh_a - rh_spread, rh_a + rh_spread)
         (lo, hi), c = step_bounds(inputs.cell, inputs.activation, (s - spread, s + spread), h_prev, c, xh, rh)
         out = y[t].astype(np.float64)
@@ -216,8 +218,14 @@ def anchored_steps(inputs: StepInputs, anchor: Anchor, y: np.ndarray) -> Bounded
     return BoundedResult(upper, lower, scale_low, scale_high, worst_step)
 
 
-def steps_check(spec: GraphSpec, model: bytes, feeds: dict[str, np.ndarray], outputs: dict[str, np.ndarray],
-                rule: Tolerance, cache: ReferenceCache) -> Verdict:
+def steps_check(
+    spec: GraphSpec,
+    model: bytes,
+    feeds: dict[str, np.ndarray],
+    outputs: dict[str, np.ndarray],
+    rule: Tolerance,
+    cache: ReferenceCache,
+) -> Verdict:
     """Every step of a recurrent forward graph from the runtime's own previous state (check.steps).
     The first trajectory that passes is cached as an anchor; a later one (another runtime, a re-run)
     is bounded from it without the recurrent matmuls (`steps-anchored`), and checked exactly only
@@ -239,7 +247,9 @@ def steps_check(spec: GraphSpec, model: bytes, feeds: dict[str, np.ndarray], out
             return Verdict(False, error, rule.metric, tau, detail, degenerate(y), "steps-anchored", 0.0, "numpy")
     result, anchor = check_steps(inputs, y, record=stored is None)
     error = result.worst / result.scale if result.scale > 0 else result.worst
-    verdict = Verdict(error <= tau, error, rule.metric, tau, f"Y step {result.worst_step}", degenerate(y), "steps", 0.0, "numpy")
+    verdict = Verdict(
+        error <= tau, error, rule.metric, tau, f"Y step {result.worst_step}", degenerate(y), "steps", 0.0, "numpy"
+    )
     if verdict.ok and anchor is not None:
         cache.put(key, anchor.arrays())
     return verdict

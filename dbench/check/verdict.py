@@ -78,10 +78,18 @@ def compare(outputs: dict[str, np.ndarray], reference: dict[str, np.ndarray], to
         out = np.asarray(outputs[name])
         ref = np.asarray(ref)
         if out.shape != ref.shape:
-            return Verdict(False, float("inf"), tolerance.metric, tolerance.bound, f"output {name} has shape {out.shape}, expected {ref.shape}")
+            return Verdict(
+                False,
+                float("inf"),
+                tolerance.metric,
+                tolerance.bound,
+                f"output {name} has shape {out.shape}, expected {ref.shape}",
+            )
         out64, ref64 = out.astype(np.float64), ref.astype(np.float64)
         if not _same_non_finite(out64, ref64):
-            return Verdict(False, float("inf"), tolerance.metric, tolerance.bound, f"output {name} has non-finite values")
+            return Verdict(
+                False, float("inf"), tolerance.metric, tolerance.bound, f"output {name} has non-finite values"
+            )
         finite = np.isfinite(ref64)
         diff = np.abs(out64[finite] - ref64[finite])
         error = float(diff.max()) if diff.size else 0.0

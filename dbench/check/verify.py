@@ -17,16 +17,18 @@ import numpy as np
 
 from dbench.cache.keys import entry_key
 from dbench.cache.store import ReferenceCache
+from dbench.check.expected import verify_rows
 from dbench.check.full import FullReference, Unverified, full_check, malformed
 from dbench.check.projection import exact_usable, linear_output, projection_check, projection_pays
 from dbench.check.steps import steps_check
+from dbench.check.verdict import Verdict
 from dbench.gen.graph import GraphSpec
 from dbench.sources.contract import NUMPY
-from dbench.check.expected import verify_rows
-from dbench.check.verdict import Verdict
 
 
-def choose(spec: GraphSpec, model: bytes, feeds: dict[str, np.ndarray], cache: ReferenceCache, reference: str = NUMPY) -> str:
+def choose(
+    spec: GraphSpec, model: bytes, feeds: dict[str, np.ndarray], cache: ReferenceCache, reference: str = NUMPY
+) -> str:
     """The check for a graph: `steps` for a recurrent forward graph; the cached full reference when
     there is one (exact, already paid for); a projection where one costs less than the full check it
     replaces; else `full` (`rows` for a huge GEMM output)."""
@@ -39,13 +41,24 @@ def choose(spec: GraphSpec, model: bytes, feeds: dict[str, np.ndarray], cache: R
     if cache.contains(entry_key("full", model, spec, rows=None if rows is None else rows.tolist())):
         return full
     linear = linear_output(spec, feeds)
-    if linear is None or (spec.precision == "int8" and not exact_usable(linear, spec)) or not projection_pays(linear, spec):
+    if (
+        linear is None
+        or (spec.precision == "int8" and not exact_usable(linear, spec))
+        or not projection_pays(linear, spec)
+    ):
         return full
     return "exact-projection" if spec.precision == "int8" else "projection"
 
 
-def verify(spec: GraphSpec, model: bytes, feeds: dict[str, np.ndarray], outputs: dict[str, np.ndarray], reference: str,
-           full_reference: FullReference, cache: ReferenceCache) -> Verdict | Unverified:
+def verify(
+    spec: GraphSpec,
+    model: bytes,
+    feeds: dict[str, np.ndarray],
+    outputs: dict[str, np.ndarray],
+    reference: str,
+    full_reference: FullReference,
+    cache: ReferenceCache,
+) -> Verdict | Unverified:
     """Verify a runtime's outputs with the check `choose` picks (module docstring)."""
     from dbench.gen.plan import tolerance
 

@@ -110,12 +110,26 @@ class FleetPlan:
 
     def write_record(self) -> None:
         """The fleet's record: request, cluster, bundle and every machine's run and state (replaced whole)."""
-        record = {"fleet_id": self.fleet_id, "address": self.address, "request": dataclasses.asdict(self.request),
-                  "bundle": {"path": self.bundle_path, "sha256": self.bundle[0]} if self.bundle else None,
-                  "command": self.command,
-                  "machines": {m.key: {"run_id": m.run_id, "log": str(m.path), "status": m.status, "message": m.message,
-                                       "rows": m.rows_done, "wall_s": m.wall_s, "send_s": m.send_s, "messages": m.messages}
-                               for m in self.machines.values()}}
+        record = {
+            "fleet_id": self.fleet_id,
+            "address": self.address,
+            "request": dataclasses.asdict(self.request),
+            "bundle": {"path": self.bundle_path, "sha256": self.bundle[0]} if self.bundle else None,
+            "command": self.command,
+            "machines": {
+                m.key: {
+                    "run_id": m.run_id,
+                    "log": str(m.path),
+                    "status": m.status,
+                    "message": m.message,
+                    "rows": m.rows_done,
+                    "wall_s": m.wall_s,
+                    "send_s": m.send_s,
+                    "messages": m.messages,
+                }
+                for m in self.machines.values()
+            },
+        }
         path = ensure_writable(self.record_path.parent) / self.record_path.name
         partial = path.with_suffix(".partial")
         partial.write_text(json.dumps(record, indent=1, default=str))
@@ -148,14 +162,20 @@ def check_request(request: RunRequest) -> None:
     (thread counts and scenario ranges depend on each machine's cores: each machine checks them), and
     the sources a fleet can send (the catalog, or a bundle: a file every machine gets the same bytes of)."""
     if request.kernels:
-        raise UsageError("--fleet sends graphs to every machine as a bundle: make one with dbench export --kernels FILE "
-                         "--out b.tar.gz, then give --graphs b.tar.gz")
+        raise UsageError(
+            "--fleet sends graphs to every machine as a bundle: make one with dbench export --kernels FILE "
+            "--out b.tar.gz, then give --graphs b.tar.gz"
+        )
     if request.graphs and not Path(request.graphs).is_file():
-        raise UsageError(f"--fleet sends a bundle archive to every machine, and --graphs {request.graphs} is a folder; "
-                         "make one with dbench export ... --out bundle.tar.gz")
+        raise UsageError(
+            f"--fleet sends a bundle archive to every machine, and --graphs {request.graphs} is a folder; "
+            "make one with dbench export ... --out bundle.tar.gz"
+        )
     if request.shard is not None:
-        raise UsageError("--shard splits a selection over the copies a scheduler starts, and --fleet runs the whole "
-                         "selection on every machine; drop one of them")
+        raise UsageError(
+            "--shard splits a selection over the copies a scheduler starts, and --fleet runs the whole "
+            "selection on every machine; drop one of them"
+        )
     check_numbers(dataclasses.replace(request, threads=None))
     check_shard(request)
     check_combinations(request)
@@ -192,7 +212,9 @@ def read_record(out_dir: Path, fleet_id: str) -> dict[str, Any]:
         raise InputError(f"{path} cannot be read ({err}); it is not a fleet record this dbench wrote") from None
 
 
-def plan_fleet(request: RunRequest, address: str, out_dir: Path, resume: str | None, wait_s: float = WAIT_S) -> FleetPlan:
+def plan_fleet(
+    request: RunRequest, address: str, out_dir: Path, resume: str | None, wait_s: float = WAIT_S
+) -> FleetPlan:
     """Check the request (or take it from the fleet's record on --resume), connect, and list the machines:
     one per machine key; a machine that cannot serve this caller is refused with its reason."""
     require_distributed()
@@ -210,8 +232,10 @@ def plan_fleet(request: RunRequest, address: str, out_dir: Path, resume: str | N
     wanted = _items(request)
     bundle = _bundle(request)
     if record and record.get("bundle") and bundle and bundle[0] != record["bundle"]["sha256"]:
-        raise InputError(f"{request.graphs} changed since the fleet began (its SHA-256 differs); put the bundle back as "
-                         "it was to resume, or start a new fleet")
+        raise InputError(
+            f"{request.graphs} changed since the fleet began (its SHA-256 differs); put the bundle back as "
+            "it was to resume, or start a new fleet"
+        )
     ensure_writable(out_dir)
     client = connect(address)
     try:
@@ -222,9 +246,11 @@ def plan_fleet(request: RunRequest, address: str, out_dir: Path, resume: str | N
         if record is None:
             if not chosen:
                 problems = sorted({m.problem for m in found.values() if m.problem})
-                raise InputError(f"the cluster at {address} has no worker that can serve"
-                                 + (f" ({problems[0]})" if problems else "")
-                                 + f"; join a machine with: dask worker {address} --nthreads 1")
+                raise InputError(
+                    f"the cluster at {address} has no worker that can serve"
+                    + (f" ({problems[0]})" if problems else "")
+                    + f"; join a machine with: dask worker {address} --nthreads 1"
+                )
             for key, member in sorted(chosen.items()):
                 run_id = new_run_id()
                 machines[key] = Machine(key, run_id, out_dir / key / f"{run_id}.jsonl", member)
@@ -233,13 +259,25 @@ def plan_fleet(request: RunRequest, address: str, out_dir: Path, resume: str | N
         else:
             for key, entry in record["machines"].items():
                 machines[key] = _resumed(key, entry, chosen.get(key))
-        plan = FleetPlan(fleet_id, address, request, out_dir, client, machines, wait_s, wanted, bundle,
-                         request.graphs if bundle else None)
+        plan = FleetPlan(
+            fleet_id,
+            address,
+            request,
+            out_dir,
+            client,
+            machines,
+            wait_s,
+            wanted,
+            bundle,
+            request.graphs if bundle else None,
+        )
         if record is not None:
             plan.command = record.get("command", plan.command)
             extra = sorted(set(chosen) - set(machines))
             if extra:
-                plan.notes.append(f"{len(extra)} machine(s) joined after the fleet began and are not part of it: {', '.join(extra)}")
+                plan.notes.append(
+                    f"{len(extra)} machine(s) joined after the fleet began and are not part of it: {', '.join(extra)}"
+                )
         plan.write_record()
         return plan
     except BaseException:
@@ -309,7 +347,9 @@ class Fleet:
                     self._end(machine, "stopped", "stopped by Ctrl-C or SIGTERM")
         finally:
             self._close()
-        return FleetResult(plan.fleet_id, list(plan.machines.values()), plan.record_path, self.resume_command(), interrupted)
+        return FleetResult(
+            plan.fleet_id, list(plan.machines.values()), plan.record_path, self.resume_command(), interrupted
+        )
 
     def resume_command(self) -> str:
         out = "" if self.plan.out_dir == Path("results") else f" --out {self.plan.out_dir}"
@@ -349,13 +389,30 @@ class Fleet:
         request = dataclasses.replace(plan.request, graphs=None) if plan.bundle else plan.request
         machine.attempt += 1
         assignment = Assignment(
-            plan.fleet_id, self.queue.name, machine.key, machine.run_id, machine.attempt, dataclasses.asdict(request),
-            str(machine.path), plan.command, plan.bundle[0] if plan.bundle else None,
-            Earlier.read(folder, plan.wanted), read_history(folder, machine.run_id, runs) if runs else None, resume)
+            plan.fleet_id,
+            self.queue.name,
+            machine.key,
+            machine.run_id,
+            machine.attempt,
+            dataclasses.asdict(request),
+            str(machine.path),
+            plan.command,
+            plan.bundle[0] if plan.bundle else None,
+            Earlier.read(folder, plan.wanted),
+            read_history(folder, machine.run_id, runs) if runs else None,
+            resume,
+        )
         address = machine.member.address
         data = self.client.scatter(plan.bundle[1], workers=[address], hash=False) if plan.bundle else None
-        machine.future = self.client.submit(run_assignment, assignment, data, workers=[address], allow_other_workers=False,
-                                            pure=False, key=f"dbench-{plan.fleet_id}-{machine.key}-{machine.attempt}")
+        machine.future = self.client.submit(
+            run_assignment,
+            assignment,
+            data,
+            workers=[address],
+            allow_other_workers=False,
+            pure=False,
+            key=f"dbench-{plan.fleet_id}-{machine.key}-{machine.attempt}",
+        )
         machine.status, machine.message, machine.dropped_at = "running", "", None
         machine.started_at = machine.started_at or time.monotonic()
         plan.write_record()

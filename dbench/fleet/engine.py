@@ -31,8 +31,10 @@ def check_address(address: str) -> None:
     if "://" not in address and len(address) <= 4096 and Path(address).is_file():
         return
     shown = address if len(address) <= 60 else address[:40] + "..."
-    raise InputError(f"{shown!r} is neither a Dask scheduler's address (tcp://HOST:8786) nor a scheduler file; "
-                     "give the address `dask scheduler` printed, or the file its --scheduler-file wrote")
+    raise InputError(
+        f"{shown!r} is neither a Dask scheduler's address (tcp://HOST:8786) nor a scheduler file; "
+        "give the address `dask scheduler` printed, or the file its --scheduler-file wrote"
+    )
 
 
 def connect(address: str, timeout_s: float = CONNECT_TIMEOUT_S) -> Any:
@@ -46,6 +48,8 @@ def connect(address: str, timeout_s: float = CONNECT_TIMEOUT_S) -> Any:
             return distributed.Client(scheduler_file=str(path), timeout=timeout_s, set_as_default=False)
         return distributed.Client(address, timeout=timeout_s, set_as_default=False)
     except (OSError, TimeoutError, ValueError) as err:
-        raise InputError(f"cannot reach a Dask scheduler at {address} ("
-                         f"{str(err).splitlines()[0] if str(err) else type(err).__name__}); "
-                         "start one with `dask scheduler` and give its address (tcp://HOST:8786) or its --scheduler-file") from None
+        raise InputError(
+            f"cannot reach a Dask scheduler at {address} ("
+            f"{str(err).splitlines()[0] if str(err) else type(err).__name__}); "
+            "start one with `dask scheduler` and give its address (tcp://HOST:8786) or its --scheduler-file"
+        ) from None

@@ -35,8 +35,13 @@ def identify() -> dict[str, Any]:
         key, problem = machine_name(), ""
     except DbenchError as err:
         key, problem = "", str(err)
-    return {"key": key, "hostname": socket.gethostname(), "dbench": dbench.__version__,
-            "python": platform.python_version(), "problem": problem}
+    return {
+        "key": key,
+        "hostname": socket.gethostname(),
+        "dbench": dbench.__version__,
+        "python": platform.python_version(),
+        "problem": problem,
+    }
 
 
 def members(client: Any, known: dict[str, Member]) -> dict[str, Member]:
@@ -70,6 +75,8 @@ def refusal(member: Member) -> str:
     if member.problem:
         return member.problem
     if member.dbench != dbench.__version__:
-        return (f"it runs dbench {member.dbench} and this caller {dbench.__version__}: install the same version "
-                "on every machine")
+        return (
+            f"it runs dbench {member.dbench} and this caller {dbench.__version__}: install the same version "
+            "on every machine"
+        )
     return ""

@@ -14,9 +14,10 @@ import hashlib
 import json
 import os
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any
 
 from dbench.errors import DbenchError, InputError
 from dbench.orchestrator.estimate import Earlier
@@ -59,8 +60,11 @@ class Assignment:
 
 def message(kind: str, assignment: Assignment, body: Any) -> str:
     """One message to the caller, as JSON text (Dask's queue carries msgpack-encodable data)."""
-    return json.dumps({"kind": kind, "machine": assignment.key, "attempt": assignment.attempt, "body": body},
-                      default=str, allow_nan=True)
+    return json.dumps(
+        {"kind": kind, "machine": assignment.key, "attempt": assignment.attempt, "body": body},
+        default=str,
+        allow_nan=True,
+    )
 
 
 class StreamLog:
@@ -78,7 +82,7 @@ class StreamLog:
         self.send("round", record)
 
 
-def take_timing_lock(run_id: str, log_path: str, wait_s: float, waiting: Callable[[str], None]) -> "TimingLock":
+def take_timing_lock(run_id: str, log_path: str, wait_s: float, waiting: Callable[[str], None]) -> TimingLock:
     """The machine-wide timing lock every dbench that times takes (dbench.orchestrator.lock), so that this
     fleet job never times beside a local `dbench run` or a second fleet: waited for up to `wait_s`, checking
     for cancellation, each wait said to the caller; a DbenchError naming the holder after that."""
@@ -94,7 +98,9 @@ def take_timing_lock(run_id: str, log_path: str, wait_s: float, waiting: Callabl
             if cancelled():
                 raise Stopped("stopped while waiting for the machine's timing lock") from None
             if time.monotonic() > deadline:
-                raise DbenchError(f"{holder} still, after {wait_s:.0f} s; run the fleet again when it is done") from None
+                raise DbenchError(
+                    f"{holder} still, after {wait_s:.0f} s; run the fleet again when it is done"
+                ) from None
             if holder != said:
                 waiting(holder)
                 said = holder
@@ -188,14 +194,18 @@ def run_assignment(assignment: Assignment, bundle: bytes | None = None) -> dict[
         sent["messages"] += 1
         sent["seconds"] += time.perf_counter() - start
 
-    lock = take_timing_lock(assignment.run_id, assignment.log_path, LOCK_WAIT_S, lambda holder: send("waiting", {"lock": holder}))
+    lock = take_timing_lock(
+        assignment.run_id, assignment.log_path, LOCK_WAIT_S, lambda holder: send("waiting", {"lock": holder})
+    )
     try:
         return {**_run(assignment, bundle, send, lock), "messages": sent["messages"], "send_s": sent["seconds"]}
     finally:
         lock.release()
 
 
-def _run(assignment: Assignment, bundle: bytes | None, send: Callable[[str, Any], None], lock: "TimingLock") -> dict[str, Any]:
+def _run(
+    assignment: Assignment, bundle: bytes | None, send: Callable[[str, Any], None], lock: TimingLock
+) -> dict[str, Any]:
     from dbench.orchestrator.request import RunRequest, validate
     from dbench.orchestrator.run import fit_request, plan_estimate, run_header
     from dbench.orchestrator.runner import Runner, RunState
@@ -224,12 +234,24 @@ def _run(assignment: Assignment, bundle: bytes | None, send: Callable[[str, Any]
             config = request.config()
     estimate = plan_estimate(items, config, path.parent, state, assignment.earlier)
     if resume is None:
-        extra = {"kind": source_kind(request.graphs).run_kind, "fleet": {"id": assignment.fleet_id},
-                 **({"shard": part.to_dict()} if part else {})}
+        extra = {
+            "kind": source_kind(request.graphs).run_kind,
+            "fleet": {"id": assignment.fleet_id},
+            **({"shard": part.to_dict()} if part else {}),
+        }
         send("header", run_header(request, config, classes, items, estimate, extra, notes, assignment.command, lock))
     rows_total = len(items) * len(config.variants)
-    send("plan", {"rows_total": rows_total, "rows_done": len(state.finished), "estimate_s": estimate.total_s,
-                  "jobs_s": sum(estimate.jobs.values()), "describe": estimate.describe(), "notes": notes})
+    send(
+        "plan",
+        {
+            "rows_total": rows_total,
+            "rows_done": len(state.finished),
+            "estimate_s": estimate.total_s,
+            "jobs_s": sum(estimate.jobs.values()),
+            "describe": estimate.describe(),
+            "notes": notes,
+        },
+    )
     runner = Runner(config, classes, StreamLog(send, assignment.log_path), assignment.run_id, assignment.history, lock)
     made = runner.run(items, state, MachineObserver(send, estimate.jobs, len(state.finished)))
     return {"rows": len(made), "rows_total": rows_total, "wall_s": time.monotonic() - started}

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Iterable
+from collections.abc import Iterable
 
 import onnx
 
@@ -54,10 +54,14 @@ def bind_dims(model: onnx.ModelProto, dims: dict[str, int]) -> None:
                 continue
             if dim.dim_param:
                 missing = [n for n in declared if n not in dims]
-                raise UsageError(f"symbolic dimension {dim.dim_param!r} (input {value.name!r}, axis {axis}) is unbound; "
-                                 f"give --dim {','.join(f'{n}=N' for n in missing)}")
-            raise UsageError(f"input {value.name!r} axis {axis} has neither a size nor a name; re-export the model "
-                             "with a named or fixed dimension there")
+                raise UsageError(
+                    f"symbolic dimension {dim.dim_param!r} (input {value.name!r}, axis {axis}) is unbound; "
+                    f"give --dim {','.join(f'{n}=N' for n in missing)}"
+                )
+            raise UsageError(
+                f"input {value.name!r} axis {axis} has neither a size nor a name; re-export the model "
+                "with a named or fixed dimension there"
+            )
 
 
 def check_dims_used(dims: dict[str, int], declared: Iterable[str], what: str) -> None:
@@ -65,5 +69,7 @@ def check_dims_used(dims: dict[str, int], declared: Iterable[str], what: str) ->
     names = list(dict.fromkeys(declared))
     unknown = [name for name in dims if name not in names]
     if unknown:
-        raise UsageError(f"--dim {unknown[0]} is not a symbolic dimension of {what}; its symbolic dimensions: "
-                         f"{', '.join(names) or 'none'}")
+        raise UsageError(
+            f"--dim {unknown[0]} is not a symbolic dimension of {what}; its symbolic dimensions: "
+            f"{', '.join(names) or 'none'}"
+        )

@@ -15,8 +15,9 @@ Mappings (DeepBench's GEMM is column-major: its MatMul form is Y[n, m] = X[n, k]
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 import onnx
 from onnx import TensorProto, helper
@@ -25,9 +26,30 @@ from dbench.catalog.kernels import ConvKernel, GemmKernel, Kernel, RnnKernel
 
 FLOAT_PRECISIONS = {TensorProto.FLOAT: "fp32", TensorProto.FLOAT16: "fp16", TensorProto.BFLOAT16: "bf16"}
 INT8_TYPES = (TensorProto.INT8, TensorProto.UINT8)
-DATA_MOVEMENT = {"Reshape", "Transpose", "Concat", "Split", "Slice", "Gather", "GatherElements", "Flatten", "Squeeze",
-                 "Unsqueeze", "Shape", "Size", "Constant", "ConstantOfShape", "Identity", "Cast", "CastLike", "Expand",
-                 "Tile", "Pad", "Range", "Dropout"}
+DATA_MOVEMENT = {
+    "Reshape",
+    "Transpose",
+    "Concat",
+    "Split",
+    "Slice",
+    "Gather",
+    "GatherElements",
+    "Flatten",
+    "Squeeze",
+    "Unsqueeze",
+    "Shape",
+    "Size",
+    "Constant",
+    "ConstantOfShape",
+    "Identity",
+    "Cast",
+    "CastLike",
+    "Expand",
+    "Tile",
+    "Pad",
+    "Range",
+    "Dropout",
+}
 RNN_CELLS = {"RNN": "vanilla", "LSTM": "lstm", "GRU": "gru"}
 DEFAULT_ACTIVATIONS = {"vanilla": ["Relu"], "lstm": ["Sigmoid", "Tanh", "Tanh"], "gru": ["Sigmoid", "Tanh"]}
 
@@ -90,8 +112,10 @@ class Shapes:
         dims = []
         for dim in tensor.tensor_type.shape.dim:
             if not dim.HasField("dim_value"):
-                raise NotExpressed(f"{name!r} has a dimension {dim.dim_param or '?'!r} shape inference could not "
-                                   "resolve (data-dependent)")
+                raise NotExpressed(
+                    f"{name!r} has a dimension {dim.dim_param or '?'!r} shape inference could not "
+                    "resolve (data-dependent)"
+                )
             dims.append(dim.dim_value)
         return tuple(dims)
 
@@ -111,7 +135,9 @@ def _text(value) -> str:
 def _float_precision(shapes: Shapes, name: str, op: str) -> str:
     elem = shapes.elem_type(name)
     if elem not in FLOAT_PRECISIONS:
-        raise NotExpressed(f"{op} on {TensorProto.DataType.Name(elem).lower()}: dbench builds fp32, fp16, bf16 and int8 kernels")
+        raise NotExpressed(
+            f"{op} on {TensorProto.DataType.Name(elem).lower()}: dbench builds fp32, fp16, bf16 and int8 kernels"
+        )
     return FLOAT_PRECISIONS[elem]
 
 
@@ -135,11 +161,15 @@ def gemm_of_matmul(a: tuple[int, ...], b: tuple[int, ...]) -> GemmKernel:
     width = max(len(batch_a), len(batch_b))
     padded_a, padded_b = (1,) * (width - len(batch_a)) + batch_a, (1,) * (width - len(batch_b)) + batch_b
     if padded_a != padded_b:
-        raise NotExpressed(f"MatMul broadcasting batch axes {list(batch_a)} against {list(batch_b)}: not one batched GEMM")
+        raise NotExpressed(
+            f"MatMul broadcasting batch axes {list(batch_a)} against {list(batch_b)}: not one batched GEMM"
+        )
     return GemmKernel(m=m, n=n, k=k, a_t=False, b_t=False, batch=_prod(batch_a))
 
 
-def _pads(attrs: dict, size: tuple[int, int], extent: tuple[int, int], strides: tuple[int, int], op: str) -> tuple[int, int]:
+def _pads(
+    attrs: dict, size: tuple[int, int], extent: tuple[int, int], strides: tuple[int, int], op: str
+) -> tuple[int, int]:
     """Symmetric (pad_h, pad_w) of a 2-D convolution, from `pads` or `auto_pad`."""
     auto = _text(attrs.get("auto_pad", "NOTSET"))
     if auto == "VALID":
@@ -148,7 +178,9 @@ def _pads(attrs: dict, size: tuple[int, int], extent: tuple[int, int], strides: 
         totals = [max(0, (-(-s // st) - 1) * st + e - s) for s, e, st in zip(size, extent, strides)]
         pads = [t // 2 for t in totals] * 2
         if any(t % 2 for t in totals):
-            raise NotExpressed(f"{op} {auto} needs asymmetric padding {totals}: dbench's convolutions pad both sides equally")
+            raise NotExpressed(
+                f"{op} {auto} needs asymmetric padding {totals}: dbench's convolutions pad both sides equally"
+            )
     else:
         pads = list(attrs.get("pads", [0, 0, 0, 0]))
     if pads[:2] != pads[2:]:
@@ -166,8 +198,22 @@ def conv_of(x: tuple[int, ...], w: tuple[int, ...], attrs: dict, op: str) -> Con
     dil_h, dil_w = attrs.get("dilations", [1, 1])
     st_h, st_w = attrs.get("strides", [1, 1])
     pad_h, pad_w = _pads(attrs, (h, wd), (dil_h * (r - 1) + 1, dil_w * (s - 1) + 1), (st_h, st_w), op)
-    return ConvKernel(w=wd, h=h, c=c, n=n, k=k, s=s, r=r, pad_w=pad_w, pad_h=pad_h, wstride=st_w, hstride=st_h,
-                      groups=groups, dil_w=dil_w, dil_h=dil_h)
+    return ConvKernel(
+        w=wd,
+        h=h,
+        c=c,
+        n=n,
+        k=k,
+        s=s,
+        r=r,
+        pad_w=pad_w,
+        pad_h=pad_h,
+        wstride=st_w,
+        hstride=st_h,
+        groups=groups,
+        dil_w=dil_w,
+        dil_h=dil_h,
+    )
 
 
 def _check_output(kernel: ConvKernel, out: tuple[int, ...], op: str) -> None:
@@ -176,8 +222,11 @@ def _check_output(kernel: ConvKernel, out: tuple[int, ...], op: str) -> None:
 
 
 def _matmul(node, shapes: Shapes) -> Found:
-    return Found(gemm_of_matmul(shapes.shape(node.input[0]), shapes.shape(node.input[1])),
-                 _float_precision(shapes, node.input[0], node.op_type), form="matmul")
+    return Found(
+        gemm_of_matmul(shapes.shape(node.input[0]), shapes.shape(node.input[1])),
+        _float_precision(shapes, node.input[0], node.op_type),
+        form="matmul",
+    )
 
 
 def _gemm(node, shapes: Shapes) -> Found:
@@ -208,11 +257,15 @@ def _transpose_pads(attrs: dict, x: tuple[int, ...], kernel: tuple[int, ...], y:
         return list(attrs.get("pads", [0, 0, 0, 0]))
     strides, dilations = attrs.get("strides", [1, 1]), attrs.get("dilations", [1, 1])
     output_padding = attrs.get("output_padding", [0, 0])
-    totals = [st * (xi - 1) + op + d * (k - 1) + 1 - yi
-              for st, xi, op, d, k, yi in zip(strides, x, output_padding, dilations, kernel, y)]
+    totals = [
+        st * (xi - 1) + op + d * (k - 1) + 1 - yi
+        for st, xi, op, d, k, yi in zip(strides, x, output_padding, dilations, kernel, y)
+    ]
     if any(t < 0 for t in totals):
-        raise NotExpressed(f"ConvTranspose output {list(y)} is larger than its input and kernel produce: not one convolution's "
-                           "transpose")
+        raise NotExpressed(
+            f"ConvTranspose output {list(y)} is larger than its input and kernel produce: not one convolution's "
+            "transpose"
+        )
     if auto == "SAME_UPPER":
         begin, end = [t // 2 for t in totals], [t - t // 2 for t in totals]
     else:
@@ -232,7 +285,9 @@ def _conv_transpose(node, shapes: Shapes) -> Found:
     forward = conv_of((y[0], y[1], y[2], y[3]), (x[1], w[1], w[2], w[3]), explicit, "ConvTranspose")
     if (forward.out_h, forward.out_w) != x[2:]:
         raise NotExpressed(f"ConvTranspose {list(x)} -> {list(y)} is not the exact transpose of one convolution")
-    return Found(forward, _float_precision(shapes, node.input[0], "ConvTranspose"), pass_name="bwd_data", form="convtranspose")
+    return Found(
+        forward, _float_precision(shapes, node.input[0], "ConvTranspose"), pass_name="bwd_data", form="convtranspose"
+    )
 
 
 def _rnn(node, shapes: Shapes) -> Found:
@@ -246,8 +301,10 @@ def _rnn(node, shapes: Shapes) -> Found:
     if int(attrs.get("layout", 0)) != 0:
         raise NotExpressed(f"{node.op_type} layout=1 (batch first): dbench's rnn kernels are sequence first")
     if width != hidden:
-        raise NotExpressed(f"{node.op_type} input width {width} != hidden {hidden}: dbench's rnn kernels take input width = "
-                           "hidden (DeepBench's)")
+        raise NotExpressed(
+            f"{node.op_type} input width {width} != hidden {hidden}: dbench's rnn kernels take input width = "
+            "hidden (DeepBench's)"
+        )
     if inputs[4] or (cell == "lstm" and inputs[7]):
         raise NotExpressed(f"{node.op_type} with sequence_lens or peepholes: dbench's rnn kernels have neither")
     if "clip" in attrs or attrs.get("input_forget", 0):
@@ -258,17 +315,25 @@ def _rnn(node, shapes: Shapes) -> Found:
     if cell == "vanilla" and not activations:
         raise NotExpressed("RNN with the default Tanh activation: dbench's vanilla RNN is DeepBench's ReLU RNN")
     if cell == "gru" and not attrs.get("linear_before_reset", 0):
-        raise NotExpressed("GRU with linear_before_reset=0: dbench's GRU applies the reset gate after the recurrent product (=1, "
-                           "cuDNN's and PyTorch's)")
+        raise NotExpressed(
+            "GRU with linear_before_reset=0: dbench's GRU applies the reset gate after the recurrent product (=1, "
+            "cuDNN's and PyTorch's)"
+        )
     directions = 2 if _text(attrs.get("direction", "forward")) == "bidirectional" else 1
-    return Found(RnnKernel(cell=cell, hidden=hidden, batch=n, timesteps=t),
-                 _float_precision(shapes, node.input[0], node.op_type), form="op", repeat=directions)
+    return Found(
+        RnnKernel(cell=cell, hidden=hidden, batch=n, timesteps=t),
+        _float_precision(shapes, node.input[0], node.op_type),
+        form="op",
+        repeat=directions,
+    )
 
 
 def _int8_types(shapes: Shapes, names: list[str], op: str) -> None:
     for name in names:
         if shapes.elem_type(name) not in INT8_TYPES:
-            raise NotExpressed(f"{op} on {TensorProto.DataType.Name(shapes.elem_type(name)).lower()}: dbench's int8 kernels are 8-bit")
+            raise NotExpressed(
+                f"{op} on {TensorProto.DataType.Name(shapes.elem_type(name)).lower()}: dbench's int8 kernels are 8-bit"
+            )
 
 
 def _qlinear_matmul(node, shapes: Shapes) -> Found:
@@ -296,10 +361,17 @@ def _conv_integer(node, shapes: Shapes) -> Found:
 
 
 OP_KERNELS: dict[str, Callable[[onnx.NodeProto, Shapes], Found]] = {
-    "MatMul": _matmul, "Gemm": _gemm, "Conv": _conv, "ConvTranspose": _conv_transpose,
-    "LSTM": _rnn, "GRU": _rnn, "RNN": _rnn,
-    "QLinearMatMul": _qlinear_matmul, "MatMulInteger": _matmul_integer,
-    "QLinearConv": _qlinear_conv, "ConvInteger": _conv_integer,
+    "MatMul": _matmul,
+    "Gemm": _gemm,
+    "Conv": _conv,
+    "ConvTranspose": _conv_transpose,
+    "LSTM": _rnn,
+    "GRU": _rnn,
+    "RNN": _rnn,
+    "QLinearMatMul": _qlinear_matmul,
+    "MatMulInteger": _matmul_integer,
+    "QLinearConv": _qlinear_conv,
+    "ConvInteger": _conv_integer,
 }
 
 
@@ -314,10 +386,17 @@ def as_qdq(node: onnx.NodeProto, found: Found, shapes: Shapes) -> Found:
     if not all(p is not None and shapes.nodes[p].op_type == "DequantizeLinear" for p in producers):
         return found
     _int8_types(shapes, [shapes.nodes[p].input[0] for p in producers], f"{node.op_type} (Q/DQ)")
-    before = [q for q in (shapes.producers.get(shapes.nodes[p].input[0]) for p in producers)
-              if q is not None and shapes.nodes[q].op_type == "QuantizeLinear" and shapes.nodes[q].input[0] not in shapes.producers]
+    before = [
+        q
+        for q in (shapes.producers.get(shapes.nodes[p].input[0]) for p in producers)
+        if q is not None
+        and shapes.nodes[q].op_type == "QuantizeLinear"
+        and shapes.nodes[q].input[0] not in shapes.producers
+    ]
     after = [c for c in shapes.consumers.get(node.output[0], []) if shapes.nodes[c].op_type == "QuantizeLinear"]
-    return Found(found.kernel, "int8", "qdq", found.pass_name, tuple(shapes.names[i] for i in [*before, *producers, *after]))
+    return Found(
+        found.kernel, "int8", "qdq", found.pass_name, tuple(shapes.names[i] for i in [*before, *producers, *after])
+    )
 
 
 def node_kernel(node: onnx.NodeProto, shapes: Shapes) -> Found:

@@ -32,17 +32,26 @@ def open_shapes(model: onnx.ModelProto) -> bool:
 
 def _shape_of(node: onnx.NodeProto, shape: tuple[int, ...]) -> np.ndarray:
     attrs = {a.name: helper.get_attribute_value(a) for a in node.attribute}
-    return np.array(shape[attrs.get("start", 0): attrs.get("end", len(shape))], dtype=np.int64)
+    return np.array(shape[attrs.get("start", 0) : attrs.get("end", len(shape))], dtype=np.int64)
 
 
 def _evaluate(node: onnx.NodeProto, inputs: list[np.ndarray], opsets) -> list[np.ndarray]:
     from onnx.reference import ReferenceEvaluator
 
     names = [n for n in node.input]
-    graph = helper.make_graph([node], "fold", [helper.make_tensor_value_info(n, helper.np_dtype_to_tensor_dtype(a.dtype), a.shape)
-                                               for n, a in zip(names, inputs) if n],
-                              [helper.make_tensor_value_info(o, onnx.TensorProto.UNDEFINED, None) for o in node.output])
-    return ReferenceEvaluator(helper.make_model(graph, opset_imports=opsets)).run(None, {n: a for n, a in zip(names, inputs) if n})
+    graph = helper.make_graph(
+        [node],
+        "fold",
+        [
+            helper.make_tensor_value_info(n, helper.np_dtype_to_tensor_dtype(a.dtype), a.shape)
+            for n, a in zip(names, inputs)
+            if n
+        ],
+        [helper.make_tensor_value_info(o, onnx.TensorProto.UNDEFINED, None) for o in node.output],
+    )
+    return ReferenceEvaluator(helper.make_model(graph, opset_imports=opsets)).run(
+        None, {n: a for n, a in zip(names, inputs) if n}
+    )
 
 
 def fold_shape_arithmetic(model: onnx.ModelProto) -> onnx.ModelProto:
@@ -79,6 +88,8 @@ def fold_shape_arithmetic(model: onnx.ModelProto) -> onnx.ModelProto:
     del graph.node[:]
     graph.node.extend(keep)
     existing = {t.name for t in graph.initializer}
-    graph.initializer.extend(numpy_helper.from_array(known[name], name) for name in known if name in produced and name not in existing)
+    graph.initializer.extend(
+        numpy_helper.from_array(known[name], name) for name in known if name in produced and name not in existing
+    )
     del graph.value_info[:]
     return folded

@@ -9,8 +9,8 @@ from pathlib import Path
 import onnx
 
 from dbench.errors import DbenchError, InputError
-from dbench.frommodel.fold import fold_shape_arithmetic, open_shapes
 from dbench.frommodel.dims import bind_dims, check_dims_used, symbolic_names
+from dbench.frommodel.fold import fold_shape_arithmetic, open_shapes
 
 MEMORY_FACTOR = 3
 """A model needs about this many times its weights in memory to be run and verified (weights, the
@@ -51,11 +51,15 @@ def check_external(model: onnx.ModelProto, folder: Path) -> int:
         location = info.get("location", "")
         target = (root / location).resolve()
         if not location or Path(location).is_absolute() or not target.is_relative_to(root):
-            raise InputError(f"initializer {tensor.name!r} points at external data {location!r} outside the model's folder "
-                              f"{folder}; dbench reads external data only from inside it: move the file there")
+            raise InputError(
+                f"initializer {tensor.name!r} points at external data {location!r} outside the model's folder "
+                f"{folder}; dbench reads external data only from inside it: move the file there"
+            )
         if not target.is_file():
-            raise InputError(f"initializer {tensor.name!r}: external data file {location!r} is missing from {folder}; "
-                              "copy it beside the model")
+            raise InputError(
+                f"initializer {tensor.name!r}: external data file {location!r} is missing from {folder}; "
+                "copy it beside the model"
+            )
         total += int(info["length"]) if "length" in info else target.stat().st_size
     return total
 
@@ -65,8 +69,10 @@ def _check_memory(need: int, what: str) -> None:
 
     free = psutil.virtual_memory().available
     if need > free:
-        raise DbenchError(f"{what} needs about {need / 2**30:.1f} GiB of memory, {free / 2**30:.1f} GiB available; "
-                          "run it on a machine with more memory")
+        raise DbenchError(
+            f"{what} needs about {need / 2**30:.1f} GiB of memory, {free / 2**30:.1f} GiB available; "
+            "run it on a machine with more memory"
+        )
 
 
 def _parse(path: Path) -> onnx.ModelProto:
@@ -76,7 +82,9 @@ def _parse(path: Path) -> onnx.ModelProto:
     try:
         return onnx.load(str(path), load_external_data=False)
     except Exception as err:  # protobuf's DecodeError and friends
-        raise InputError(f"{path} is not an ONNX model ({type(err).__name__}); give a .onnx file exported by a framework") from None
+        raise InputError(
+            f"{path} is not an ONNX model ({type(err).__name__}); give a .onnx file exported by a framework"
+        ) from None
 
 
 def infer_shapes(model: onnx.ModelProto, path: Path) -> onnx.ModelProto:
@@ -85,8 +93,10 @@ def infer_shapes(model: onnx.ModelProto, path: Path) -> onnx.ModelProto:
         return onnx.shape_inference.infer_shapes(model, check_type=True, strict_mode=True, data_prop=True)
     except Exception as err:
         first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
-        raise InputError(f"{path.name} fails ONNX shape inference ({first[:300]}); fix or re-export the model "
-                          "(onnx.checker.check_model(..., full_check=True) shows the same)") from None
+        raise InputError(
+            f"{path.name} fails ONNX shape inference ({first[:300]}); fix or re-export the model "
+            "(onnx.checker.check_model(..., full_check=True) shows the same)"
+        ) from None
 
 
 def load_model(path: Path, dims: dict[str, int], weights: bool, all_dims: bool = True) -> LoadedModel:
@@ -112,5 +122,7 @@ def load_model(path: Path, dims: dict[str, int], weights: bool, all_dims: bool =
 def check_fits(path: Path) -> None:
     """Refuse, before any run starts, a model that with its external data would not fit in memory."""
     model = _parse(Path(path))
-    _check_memory(MEMORY_FACTOR * (Path(path).stat().st_size + check_external(model, Path(path).parent)),
-                  f"model {Path(path).name} with its weights")
+    _check_memory(
+        MEMORY_FACTOR * (Path(path).stat().st_size + check_external(model, Path(path).parent)),
+        f"model {Path(path).name} with its weights",
+    )

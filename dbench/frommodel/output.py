@@ -16,9 +16,9 @@ from typing import Any
 from dbench.catalog.kernel_files import FAMILY_COLUMN, OPTIONAL, SCHEMAS
 from dbench.errors import InputError
 from dbench.frommodel.walk import Extraction, ModelKernel
-from dbench.gen.plan import GraphRequest, build
 from dbench.gen.graph import Graph
 from dbench.gen.manifest import Entry, sha256, write_manifest
+from dbench.gen.plan import GraphRequest, build
 
 KERNELS_FILE = "kernels.csv"
 NOT_EXPRESSED_FILE = "not_expressed.csv"
@@ -38,10 +38,21 @@ def kernel_rows(extraction: Extraction) -> list[dict[str, Any]]:
     rows = []
     for mk in extraction.kernels:
         params = {k: int(v) if isinstance(v, bool) else v for k, v in mk.kernel.params().items()}
-        rows.append({FAMILY_COLUMN: mk.kernel.family, **{c: params.get(c, "") for c in _param_columns()},
-                     "suite": "user", "app": extraction.model, "copies": mk.copies, "precision": mk.precision,
-                     "pass": mk.pass_name, "form": mk.form, "id": mk.kernel.id, "gflop": round(mk.kernel.flops() / 1e9, 6),
-                     "nodes": ";".join(dict.fromkeys(mk.nodes))})
+        rows.append(
+            {
+                FAMILY_COLUMN: mk.kernel.family,
+                **{c: params.get(c, "") for c in _param_columns()},
+                "suite": "user",
+                "app": extraction.model,
+                "copies": mk.copies,
+                "precision": mk.precision,
+                "pass": mk.pass_name,
+                "form": mk.form,
+                "id": mk.kernel.id,
+                "gflop": round(mk.kernel.flops() / 1e9, 6),
+                "nodes": ";".join(dict.fromkeys(mk.nodes)),
+            }
+        )
     return rows
 
 
@@ -59,12 +70,26 @@ def to_csv(rows: list[dict[str, Any]], columns: list[str]) -> str:
 
 def no_kernel_nodes(path: Path, extraction: Extraction) -> str:
     """The one line for a model none of whose nodes is a kernel (0 graphs is never a result)."""
-    return (f"{path} has no node dbench times as a kernel ({len(extraction.skipped)} other nodes, each listed with its "
-            f"reason by dbench list --from-model); time the whole model with dbench run --model {path}")
+    return (
+        f"{path} has no node dbench times as a kernel ({len(extraction.skipped)} other nodes, each listed with its "
+        f"reason by dbench list --from-model); time the whole model with dbench run --model {path}"
+    )
 
 
 def kernels_csv(extraction: Extraction) -> str:
-    columns = [FAMILY_COLUMN, *_param_columns(), "suite", "app", "copies", "precision", "pass", "form", "id", "gflop", "nodes"]
+    columns = [
+        FAMILY_COLUMN,
+        *_param_columns(),
+        "suite",
+        "app",
+        "copies",
+        "precision",
+        "pass",
+        "form",
+        "id",
+        "gflop",
+        "nodes",
+    ]
     return to_csv(kernel_rows(extraction), columns)
 
 
@@ -93,8 +118,10 @@ def build_graphs(extraction: Extraction, dims: dict[str, int]) -> list[Graph]:
 
 def write_outputs(extraction: Extraction, graphs: list[Graph], folder: Path) -> Path:
     """Write everything into `folder` (replacing the files of an earlier run of the same model)."""
-    files = {KERNELS_FILE: kernels_csv(extraction).encode(),
-             NOT_EXPRESSED_FILE: to_csv(skipped_rows(extraction), ["node", "op", "reason", "folded_into"]).encode()}
+    files = {
+        KERNELS_FILE: kernels_csv(extraction).encode(),
+        NOT_EXPRESSED_FILE: to_csv(skipped_rows(extraction), ["node", "op", "reason", "folded_into"]).encode(),
+    }
     entries = []
     for graph in graphs:
         data = graph.model.SerializeToString()

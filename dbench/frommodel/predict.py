@@ -30,29 +30,38 @@ def model_vs_kernels(model_rows: list[dict[str, Any]], kernel_rows: list[dict[st
         valid = model["status"] in ("ok", "disputed")  # a disputed row's time counts: two runtimes agree
         measured = model.get("median_us") if valid else None
         measured_min = model.get("min_us") if valid else None
-        table.append({
-            "model": name,
-            "runtime": runtime,
-            "model_status": model["status"],
-            "model_verified_by": model.get("verified_by") or "unverified",
-            "model_us": measured,
-            "kernels_us": predicted,
-            "share": predicted / measured if predicted is not None and measured else None,
-            "model_min_us": measured_min,
-            "kernels_min_us": fastest,
-            "share_of_min": fastest / measured_min if fastest is not None and measured_min else None,
-            "kernels_timed": len(timed),
-            "kernels": len(kernels),
-            "kernel_nodes_timed": sum(_model_tag(r)["copies"] for r in timed),
-            "model_nodes": (model.get("params") or {}).get("nodes"),
-            "kernels_not_ok": [f"{r['kernel_id']} ({r['status']})" for r in kernels if r not in timed],
-        })
+        table.append(
+            {
+                "model": name,
+                "runtime": runtime,
+                "model_status": model["status"],
+                "model_verified_by": model.get("verified_by") or "unverified",
+                "model_us": measured,
+                "kernels_us": predicted,
+                "share": predicted / measured if predicted is not None and measured else None,
+                "model_min_us": measured_min,
+                "kernels_min_us": fastest,
+                "share_of_min": fastest / measured_min if fastest is not None and measured_min else None,
+                "kernels_timed": len(timed),
+                "kernels": len(kernels),
+                "kernel_nodes_timed": sum(_model_tag(r)["copies"] for r in timed),
+                "model_nodes": (model.get("params") or {}).get("nodes"),
+                "kernels_not_ok": [f"{r['kernel_id']} ({r['status']})" for r in kernels if r not in timed],
+            }
+        )
     return table
 
 
-SAME_SETTINGS = {"runtime": "--runtime", "device": "--device", "threads": "--threads", "weights": "--weights",
-                 "graph_optimization": "--graph-opt", "allow_runtime_precision": "--allow-runtime-precision",
-                 "extra": "--option", "cpus": "--cpus"}
+SAME_SETTINGS = {
+    "runtime": "--runtime",
+    "device": "--device",
+    "threads": "--threads",
+    "weights": "--weights",
+    "graph_optimization": "--graph-opt",
+    "allow_runtime_precision": "--allow-runtime-precision",
+    "extra": "--option",
+    "cpus": "--cpus",
+}
 """Request fields a kernels run must share with the model's run for its kernels to add up to the model."""
 
 
@@ -68,8 +77,10 @@ def check_kernels_run(model: Path, request: Any, header: dict[str, Any], rows: l
     run = header.get("run_id", "the kernels run")
     asked = header.get("request", {})
     if asked.get("kernels"):
-        raise UsageError(f"{run} timed the kernel file {asked['kernels']} (the run's --precision and default forms, not "
-                         f"the model's graphs); give --kernels-run a run of the folder `dbench gen --from-model {model}` writes")
+        raise UsageError(
+            f"{run} timed the kernel file {asked['kernels']} (the run's --precision and default forms, not "
+            f"the model's graphs); give --kernels-run a run of the folder `dbench gen --from-model {model}` writes"
+        )
     for name, flag in SAME_SETTINGS.items():
         theirs, ours = asked.get(name), getattr(request, name)
         if name == "extra":
@@ -82,15 +93,19 @@ def check_kernels_run(model: Path, request: Any, header: dict[str, Any], rows: l
     tagged = [r for r in rows if _model_tag(r).get("name") == model.stem]
     found = {r["graph_id"] for r in tagged}
     if not tagged:
-        raise UsageError(f"{run} holds no kernel of model {model.stem}; give a run of the folder "
-                         f"`dbench gen --from-model {model}` writes")
+        raise UsageError(
+            f"{run} holds no kernel of model {model.stem}; give a run of the folder "
+            f"`dbench gen --from-model {model}` writes"
+        )
     if found != expected:
         made_with = {dims_text(_model_tag(r).get("dims")) for r in tagged}
         missing, extra = sorted(expected - found), sorted(found - expected)
         what = f"lacks {missing[0]}" if missing else f"holds {extra[0]}, not a kernel of it"
-        raise UsageError(f"{run} {what} for model {model.stem} at --dim {dims_text(dims) or 'none'} "
-                         f"(its kernels were generated with --dim {' / '.join(sorted(made_with)) or 'unknown'}); "
-                         f"regenerate them with the same --dim and run them")
+        raise UsageError(
+            f"{run} {what} for model {model.stem} at --dim {dims_text(dims) or 'none'} "
+            f"(its kernels were generated with --dim {' / '.join(sorted(made_with)) or 'unknown'}); "
+            f"regenerate them with the same --dim and run them"
+        )
 
 
 def dims_text(dims: dict[str, int] | None) -> str:

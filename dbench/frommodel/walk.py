@@ -6,8 +6,8 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any
 
-from dbench.catalog.kernels import Kernel, Origin
 from dbench.catalog.kernel_files import USER_SUITE
+from dbench.catalog.kernels import Kernel, Origin
 from dbench.frommodel.extract import Found, NotExpressed, Shapes, node_kernel, node_names
 from dbench.frommodel.model_file import LoadedModel
 
@@ -77,8 +77,13 @@ def extract(loaded: LoadedModel) -> Extraction:
     skipped = []
     for name in names:
         if name in folded and name in reasons:
-            skipped.append(replace(reasons[name], reason=f"folded into the int8 kernel of node {folded[name]}",
-                                   folded_into=folded[name]))
+            skipped.append(
+                replace(
+                    reasons[name],
+                    reason=f"folded into the int8 kernel of node {folded[name]}",
+                    folded_into=folded[name],
+                )
+            )
         elif name in reasons:
             skipped.append(reasons[name])
     return Extraction(loaded.name, tuple(merged.values()), tuple(skipped))

@@ -38,7 +38,10 @@ TRAIN_PASSES = ("bwd_data", "bwd_filter")
 def _filter_extent(kernel: ConvKernel) -> tuple[int, int]:
     """R', S': taps the dilated backward-filter convolution produces before slicing to r x s."""
     q, p = kernel.out_h, kernel.out_w
-    return (kernel.h + 2 * kernel.pad_h - kernel.hstride * (q - 1), kernel.w + 2 * kernel.pad_w - kernel.wstride * (p - 1))
+    return (
+        kernel.h + 2 * kernel.pad_h - kernel.hstride * (q - 1),
+        kernel.w + 2 * kernel.pad_w - kernel.wstride * (p - 1),
+    )
 
 
 def _nodes(kernel: ConvKernel, pass_name: str) -> tuple[list, int]:
@@ -47,14 +50,31 @@ def _nodes(kernel: ConvKernel, pass_name: str) -> tuple[list, int]:
     strides = [kernel.hstride, kernel.wstride]
     q, p = kernel.out_h, kernel.out_w
     if pass_name == "fwd":
-        node = helper.make_node("Conv", ["X", "W"], ["Y"], kernel_shape=[kernel.r, kernel.s], pads=pads, strides=strides,
-                                **conv_math.grouping(kernel))
+        node = helper.make_node(
+            "Conv",
+            ["X", "W"],
+            ["Y"],
+            kernel_shape=[kernel.r, kernel.s],
+            pads=pads,
+            strides=strides,
+            **conv_math.grouping(kernel),
+        )
         return [node], kernel.flops()
     if pass_name == "bwd_data":
-        output_padding = [kernel.h - (kernel.hstride * (q - 1) + kernel.extent_h - 2 * kernel.pad_h),
-                          kernel.w - (kernel.wstride * (p - 1) + kernel.extent_w - 2 * kernel.pad_w)]
-        node = helper.make_node("ConvTranspose", ["dY", "W"], ["dX"], kernel_shape=[kernel.r, kernel.s], pads=pads,
-                                strides=strides, output_padding=output_padding, **conv_math.grouping(kernel))
+        output_padding = [
+            kernel.h - (kernel.hstride * (q - 1) + kernel.extent_h - 2 * kernel.pad_h),
+            kernel.w - (kernel.wstride * (p - 1) + kernel.extent_w - 2 * kernel.pad_w),
+        ]
+        node = helper.make_node(
+            "ConvTranspose",
+            ["dY", "W"],
+            ["dX"],
+            kernel_shape=[kernel.r, kernel.s],
+            pads=pads,
+            strides=strides,
+            output_padding=output_padding,
+            **conv_math.grouping(kernel),
+        )
         return [node], kernel.flops()
     if pass_name == "bwd_filter":
         if conv_math.grouping(kernel):
@@ -90,8 +110,12 @@ def build(kernel: ConvKernel, precision: str, pass_name: str = "fwd", form: str 
         "bwd_filter": ((x, dy), TensorSpec("dW", wt.shape, dt, "output")),
     }[pass_name]
     nodes, executed = _nodes(kernel, pass_name)
-    spec = make_spec(kernel, precision, pass_name, PASSES[pass_name], inputs=inputs, outputs=(output,), flops_executed=executed)
-    return Graph(spec, make_model(spec.id, nodes, inputs, (output,), doc=f"DeepBench convolution {kernel.id}, {pass_name}"))
+    spec = make_spec(
+        kernel, precision, pass_name, PASSES[pass_name], inputs=inputs, outputs=(output,), flops_executed=executed
+    )
+    return Graph(
+        spec, make_model(spec.id, nodes, inputs, (output,), doc=f"DeepBench convolution {kernel.id}, {pass_name}")
+    )
 
 
 def reference(spec: GraphSpec, feeds: dict[str, np.ndarray], rows: np.ndarray | None = None) -> dict[str, np.ndarray]:

@@ -4,7 +4,7 @@ Groups and dilations (beyond DeepBench's columns) are applied here too; W is [k,
 
 from __future__ import annotations
 
-from typing import Iterator
+from collections.abc import Iterator
 
 import numpy as np
 
@@ -17,8 +17,12 @@ def _taps(kernel: ConvKernel) -> Iterator[tuple[int, int, slice, slice]]:
     for i in range(kernel.r):
         for j in range(kernel.s):
             top, left = i * kernel.dil_h, j * kernel.dil_w
-            yield (i, j, slice(top, top + kernel.hstride * (q - 1) + 1, kernel.hstride),
-                   slice(left, left + kernel.wstride * (p - 1) + 1, kernel.wstride))
+            yield (
+                i,
+                j,
+                slice(top, top + kernel.hstride * (q - 1) + 1, kernel.hstride),
+                slice(left, left + kernel.wstride * (p - 1) + 1, kernel.wstride),
+            )
 
 
 def grouping(kernel: ConvKernel) -> dict:
@@ -49,7 +53,9 @@ def forward(kernel: ConvKernel, x: np.ndarray, w: np.ndarray) -> np.ndarray:
     xp = _pad(x, kernel)
     y = np.zeros((kernel.n, kernel.k, kernel.out_h, kernel.out_w))
     for i, j, rows, cols in _taps(kernel):
-        part = np.einsum("ngchw,gkc->ngkhw", _by_group(kernel, xp[:, :, rows, cols]), _tap_weights(kernel, w, i, j), optimize=True)
+        part = np.einsum(
+            "ngchw,gkc->ngkhw", _by_group(kernel, xp[:, :, rows, cols]), _tap_weights(kernel, w, i, j), optimize=True
+        )
         y += part.reshape(y.shape)
     return y
 
@@ -60,7 +66,7 @@ def backward_data(kernel: ConvKernel, dy: np.ndarray, w: np.ndarray) -> np.ndarr
     for i, j, rows, cols in _taps(kernel):
         part = np.einsum("ngkhw,gkc->ngchw", _by_group(kernel, dy), _tap_weights(kernel, w, i, j), optimize=True)
         dxp[:, :, rows, cols] += part.reshape(kernel.n, kernel.c, *part.shape[3:])
-    return dxp[:, :, kernel.pad_h:kernel.pad_h + kernel.h, kernel.pad_w:kernel.pad_w + kernel.w]
+    return dxp[:, :, kernel.pad_h : kernel.pad_h + kernel.h, kernel.pad_w : kernel.pad_w + kernel.w]
 
 
 def backward_filter(kernel: ConvKernel, x: np.ndarray, dy: np.ndarray) -> np.ndarray:

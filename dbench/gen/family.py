@@ -39,26 +39,49 @@ class Family(Protocol):
     def build(self, kernel: Kernel, precision: str, pass_name: str, form: str, **attrs: Any) -> Graph:
         """One planned graph: ONNX model and spec; UnsupportedError where it cannot exist."""
 
-    def reference(self, spec: GraphSpec, feeds: dict[str, np.ndarray], rows: np.ndarray | None = None) -> dict[str, np.ndarray]:
+    def reference(
+        self, spec: GraphSpec, feeds: dict[str, np.ndarray], rows: np.ndarray | None = None
+    ) -> dict[str, np.ndarray]:
         """The float64 (or exact integer) outputs, from the spec and feeds alone."""
 
     def tolerance(self, spec: GraphSpec) -> Tolerance:
         """The rule the runtime's outputs are checked by against `reference`."""
 
 
-def make_spec(kernel: Kernel, precision: str, pass_name: str, form: str, *,
-              inputs: tuple[TensorSpec, ...] = (), outputs: tuple[TensorSpec, ...] = (), flops_executed: int = 0,
-              attrs: dict[str, Any] | None = None, id_form: str | None = None) -> GraphSpec:
+def make_spec(
+    kernel: Kernel,
+    precision: str,
+    pass_name: str,
+    form: str,
+    *,
+    inputs: tuple[TensorSpec, ...] = (),
+    outputs: tuple[TensorSpec, ...] = (),
+    flops_executed: int = 0,
+    attrs: dict[str, Any] | None = None,
+    id_form: str | None = None,
+) -> GraphSpec:
     """The spec of one of the kernel's graphs: its id and feed seed from kernel id, pass, form and
     precision (`id_form` where the id spells the form differently, e.g. int8's padded `qdq-pad4`),
     the kernel's fields and DeepBench FLOPs. Without inputs and outputs it describes a graph that
     does not exist in this precision (a run records it as unsupported)."""
     gid = graph_id(kernel.id, pass_name, id_form or form, precision)
     return GraphSpec(
-        id=gid, kernel_id=kernel.id, family=kernel.family, op=kernel.op, params=kernel.params(),
-        suites=kernel.suites, apps=kernel.apps, pass_name=pass_name, form=form, precision=precision,
-        flops=kernel.flops(), flops_executed=flops_executed, inputs=inputs, outputs=outputs,
-        seed=default_seed(gid), attrs=attrs or {},
+        id=gid,
+        kernel_id=kernel.id,
+        family=kernel.family,
+        op=kernel.op,
+        params=kernel.params(),
+        suites=kernel.suites,
+        apps=kernel.apps,
+        pass_name=pass_name,
+        form=form,
+        precision=precision,
+        flops=kernel.flops(),
+        flops_executed=flops_executed,
+        inputs=inputs,
+        outputs=outputs,
+        seed=default_seed(gid),
+        attrs=attrs or {},
     )
 
 

@@ -27,8 +27,8 @@ def zero_fraction(data: np.ndarray, fraction: float, rng: np.random.Generator) -
     flat = data.reshape(-1)  # a view: the arrays drawn here are C-contiguous
     draw = np.empty(min(ZERO_MASK_CHUNK, flat.size), dtype=np.float32)
     for start in range(0, flat.size, ZERO_MASK_CHUNK):
-        part = flat[start:start + ZERO_MASK_CHUNK]
-        mask = draw[:part.size]
+        part = flat[start : start + ZERO_MASK_CHUNK]
+        mask = draw[: part.size]
         rng.random(part.size, dtype=np.float32, out=mask)
         part[mask < fraction] = 0
 

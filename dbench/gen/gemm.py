@@ -58,7 +58,9 @@ def build(kernel: GemmKernel, precision: str, pass_name: str = "fwd", form: str 
     m, n, k = kernel.m, kernel.n, kernel.k
     batch = (kernel.batch,) if kernel.batch != 1 else ()
     if batch and form == "gemm":
-        raise UnsupportedError("ONNX Gemm has no batch axis; a batched GEMM is built in the matmul form (--gemm-form matmul)")
+        raise UnsupportedError(
+            "ONNX Gemm has no batch axis; a batched GEMM is built in the matmul form (--gemm-form matmul)"
+        )
     c_shape = attrs.get("c_shape", FULL_C)
     id_form = None
     if form == "gemm":
@@ -69,17 +71,35 @@ def build(kernel: GemmKernel, precision: str, pass_name: str = "fwd", form: str 
         else:
             id_form = c_form(c_shape)
             inputs = (a, b) if c_shape is None else (a, b, TensorSpec("C", tuple(c_shape), dt, "weight"))
-        node = helper.make_node("Gemm", ["B", "A", *(["C"] if len(inputs) == 3 else [])], ["Y"],
-                                transA=int(kernel.b_t), transB=int(kernel.a_t), alpha=1.0, beta=1.0)
+        node = helper.make_node(
+            "Gemm",
+            ["B", "A", *(["C"] if len(inputs) == 3 else [])],
+            ["Y"],
+            transA=int(kernel.b_t),
+            transB=int(kernel.a_t),
+            alpha=1.0,
+            beta=1.0,
+        )
     elif form == "matmul":
-        inputs = (TensorSpec("X", (*batch, n, k), dt, "activation"),
-                  TensorSpec("W", (*batch, k, m), dt, "activation" if batch else "weight"))
+        inputs = (
+            TensorSpec("X", (*batch, n, k), dt, "activation"),
+            TensorSpec("W", (*batch, k, m), dt, "activation" if batch else "weight"),
+        )
         node = helper.make_node("MatMul", ["X", "W"], ["Y"])
     else:
         raise ValueError(f"unknown gemm form {form!r}; valid: {', '.join(GEMM_FORMS)}")
     outputs = (TensorSpec("Y", (*batch, n, m), dt, "output"),)
-    spec = make_spec(kernel, precision, pass_name, form, inputs=inputs, outputs=outputs, flops_executed=kernel.flops(),
-                     id_form=id_form, attrs=None if id_form is None else {"c_shape": None if c_shape is None else list(c_shape)})
+    spec = make_spec(
+        kernel,
+        precision,
+        pass_name,
+        form,
+        inputs=inputs,
+        outputs=outputs,
+        flops_executed=kernel.flops(),
+        id_form=id_form,
+        attrs=None if id_form is None else {"c_shape": None if c_shape is None else list(c_shape)},
+    )
     return Graph(spec, make_model(spec.id, [node], inputs, outputs, doc=f"DeepBench GEMM {kernel.id}, {form} form"))
 
 
@@ -104,8 +124,9 @@ def operands(spec: GraphSpec, feeds: dict[str, np.ndarray]) -> tuple[np.ndarray,
     return left, right, None if c is None else np.broadcast_to(c, (left.shape[0], right.shape[1]))
 
 
-def cublas_reference(a: np.ndarray, b: np.ndarray, c: np.ndarray | None, a_t: bool, b_t: bool,
-                     rows: np.ndarray | None = None) -> np.ndarray:
+def cublas_reference(
+    a: np.ndarray, b: np.ndarray, c: np.ndarray | None, a_t: bool, b_t: bool, rows: np.ndarray | None = None
+) -> np.ndarray:
     """C + op(A)·op(B) computed the way cuBLAS reads the buffers (column-major), returned as C's buffer
     (see `buffer_operands`; C None: no C; a C smaller than the result: broadcast over it, as ONNX Gemm
     does). Accumulates in float64 over chunks of k (memory stays bounded for k = 500000); `rows`
@@ -126,8 +147,8 @@ def cublas_reference(a: np.ndarray, b: np.ndarray, c: np.ndarray | None, a_t: bo
     left_block, right_block = np.empty((left.shape[0], step)), np.empty((step, m))
     for start in range(0, k, step):
         width = min(step, k - start)
-        np.copyto(left_block[:, :width], left[:, start:start + width])
-        np.copyto(right_block[:width], right[start:start + width])
+        np.copyto(left_block[:, :width], left[:, start : start + width])
+        np.copyto(right_block[:width], right[start : start + width])
         out += left_block[:, :width] @ right_block[:width]
     return out
 

@@ -3,8 +3,9 @@ feed, verify and account for it on another machine (its GraphSpec, written to th
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 import onnx
@@ -53,7 +54,7 @@ class TensorSpec:
         return helper.make_tensor_value_info(self.name, ONNX_TYPES[self.dtype], list(self.shape))
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> "TensorSpec":
+    def from_dict(cls, data: dict[str, Any]) -> TensorSpec:
         return cls(**{**data, "shape": tuple(data["shape"])})
 
 
@@ -99,7 +100,7 @@ class GraphSpec:
         return data
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> "GraphSpec":
+    def from_dict(cls, data: dict[str, Any]) -> GraphSpec:
         data = {k: v for k, v in data.items() if k != "min_bytes"}
         data["suites"], data["apps"] = tuple(data["suites"]), tuple(data["apps"])
         data["inputs"] = tuple(TensorSpec.from_dict(t) for t in data["inputs"])

@@ -43,8 +43,12 @@ Int8Kernel = GemmKernel | ConvKernel
 
 
 def _conv_attrs(kernel: ConvKernel) -> dict:
-    return {"kernel_shape": [kernel.r, kernel.s], "pads": [kernel.pad_h, kernel.pad_w, kernel.pad_h, kernel.pad_w],
-            "strides": [kernel.hstride, kernel.wstride], **conv_math.grouping(kernel)}
+    return {
+        "kernel_shape": [kernel.r, kernel.s],
+        "pads": [kernel.pad_h, kernel.pad_w, kernel.pad_h, kernel.pad_w],
+        "strides": [kernel.hstride, kernel.wstride],
+        **conv_math.grouping(kernel),
+    }
 
 
 def _shapes(kernel: Int8Kernel) -> tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]]:
@@ -52,8 +56,11 @@ def _shapes(kernel: Int8Kernel) -> tuple[tuple[int, ...], tuple[int, ...], tuple
     if isinstance(kernel, GemmKernel):
         batch = (kernel.batch,) if kernel.batch != 1 else ()
         return (*batch, kernel.n, kernel.k), (*batch, kernel.k, kernel.m), (*batch, kernel.n, kernel.m)
-    return ((kernel.n, kernel.c, kernel.h, kernel.w), (kernel.k, kernel.group_c, kernel.r, kernel.s),
-            (kernel.n, kernel.k, kernel.out_h, kernel.out_w))
+    return (
+        (kernel.n, kernel.c, kernel.h, kernel.w),
+        (kernel.k, kernel.group_c, kernel.r, kernel.s),
+        (kernel.n, kernel.k, kernel.out_h, kernel.out_w),
+    )
 
 
 def _tensors(kernel: Int8Kernel, form: str, types: FormTypes) -> tuple[TensorSpec, TensorSpec, TensorSpec]:
@@ -73,18 +80,37 @@ def _nodes(kernel: Int8Kernel, form: str) -> list:
     """The form's nodes; the GEMM/convolution node is named after the family for profiles."""
     gemm = isinstance(kernel, GemmKernel)
     if form == "integer":
-        return [helper.make_node("MatMulInteger" if gemm else "ConvInteger", ["X", "W"], ["Y"], name=kernel.family,
-                                 **({} if gemm else _conv_attrs(kernel)))]
+        return [
+            helper.make_node(
+                "MatMulInteger" if gemm else "ConvInteger",
+                ["X", "W"],
+                ["Y"],
+                name=kernel.family,
+                **({} if gemm else _conv_attrs(kernel)),
+            )
+        ]
     if form == "qlinear":
         ins = ["X", "x_scale", "x_zero_point", "W", "w_scale", "w_zero_point", "y_scale", "y_zero_point"]
-        return [helper.make_node("QLinearMatMul" if gemm else "QLinearConv", ins, ["Y"], name=kernel.family,
-                                 **({} if gemm else _conv_attrs(kernel)))]
+        return [
+            helper.make_node(
+                "QLinearMatMul" if gemm else "QLinearConv",
+                ins,
+                ["Y"],
+                name=kernel.family,
+                **({} if gemm else _conv_attrs(kernel)),
+            )
+        ]
     return [
         helper.make_node("QuantizeLinear", ["X", "x_scale", "x_zero_point"], ["Xq"], name="quantize_x"),
         helper.make_node("DequantizeLinear", ["Xq", "x_scale", "x_zero_point"], ["Xd"], name="dequantize_x"),
         helper.make_node("DequantizeLinear", ["W", "w_scale", "w_zero_point"], ["Wd"], name="dequantize_w"),
-        helper.make_node("MatMul" if gemm else "Conv", ["Xd", "Wd"], ["Yf"], name=kernel.family,
-                         **({} if gemm else _conv_attrs(kernel))),
+        helper.make_node(
+            "MatMul" if gemm else "Conv",
+            ["Xd", "Wd"],
+            ["Yf"],
+            name=kernel.family,
+            **({} if gemm else _conv_attrs(kernel)),
+        ),
         helper.make_node("QuantizeLinear", ["Yf", "y_scale", "y_zero_point"], ["Yq"], name="quantize_y"),
         helper.make_node("DequantizeLinear", ["Yq", "y_scale", "y_zero_point"], ["Y"], name="dequantize_y"),
     ]
@@ -99,7 +125,9 @@ def _initializers(types: FormTypes, scale: dict[str, float]) -> list:
     return out
 
 
-def build(kernel: Int8Kernel, precision: str = "int8", pass_name: str = "fwd", form: str = "qdq", pad: bool = True) -> Graph:
+def build(
+    kernel: Int8Kernel, precision: str = "int8", pass_name: str = "fwd", form: str = "qdq", pad: bool = True
+) -> Graph:
     """The kernel's forward pass in an int8 form, padded by DeepBench's rule unless `pad` is False."""
     if precision != "int8":
         raise UsageError(f"dbench.gen.int8 builds precision int8 only, not {precision!r}")
@@ -115,13 +143,27 @@ def build(kernel: Int8Kernel, precision: str = "int8", pass_name: str = "fwd", f
     zeros = {"x": types.x_zero, "w": types.w_zero} | ({} if form == "integer" else {"y": types.y_zero})
     x, w, y = _tensors(executed, form, types)
     spec = make_spec(
-        kernel, precision, pass_name, form, inputs=(x, w), outputs=(y,), flops_executed=executed.flops(),
-        attrs={"pad": pad, "padded": padded, "layout": "matmul" if isinstance(kernel, GemmKernel) else "nchw",
-               "int_types": {"x": types.x, "w": types.w, "y": types.y}, "zero_points": zeros, "scales": scale,
-               "reduction": reduction},
+        kernel,
+        precision,
+        pass_name,
+        form,
+        inputs=(x, w),
+        outputs=(y,),
+        flops_executed=executed.flops(),
+        attrs={
+            "pad": pad,
+            "padded": padded,
+            "layout": "matmul" if isinstance(kernel, GemmKernel) else "nchw",
+            "int_types": {"x": types.x, "w": types.w, "y": types.y},
+            "zero_points": zeros,
+            "scales": scale,
+            "reduction": reduction,
+        },
         id_form=f"{form}-pad4" if padded else None,
     )
-    model = make_model(spec.id, _nodes(executed, form), (x, w), (y,), doc=f"DeepBench {kernel.family} {kernel.id}, int8 {form}")
+    model = make_model(
+        spec.id, _nodes(executed, form), (x, w), (y,), doc=f"DeepBench {kernel.family} {kernel.id}, int8 {form}"
+    )
     if scale:
         model.graph.initializer.extend(_initializers(types, scale))
     return Graph(spec, model)

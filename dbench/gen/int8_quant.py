@@ -73,7 +73,9 @@ def padded_dims(kernel: GemmKernel | ConvKernel) -> dict[str, int]:
     if all(v % PAD_MULTIPLE == 0 for v in dims.values()):
         return {}
     if kernel.groups != 1:
-        raise UsageError("DeepBench's int8 padding rule is for ungrouped convolutions; build grouped ones with --no-pad")
+        raise UsageError(
+            "DeepBench's int8 padding rule is for ungrouped convolutions; build grouped ones with --no-pad"
+        )
     return {d: _round_up(v) for d, v in dims.items()}
 
 

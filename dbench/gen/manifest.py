@@ -38,21 +38,29 @@ def confined_file(folder: Path, name: str) -> Path:
     """`folder/name` when `name` is a plain file name whose path, links resolved, stays inside
     `folder`; a one-line error otherwise (graph folders travel between machines: never read outside)."""
     if not isinstance(name, str) or not name or name in (".", "..") or "/" in name or "\\" in name or "\0" in name:
-        raise InputError(f"{folder / MANIFEST} names graph file {name!r}, which is not a plain file name inside the folder; "
-                         "regenerate the folder with `dbench gen`")
+        raise InputError(
+            f"{folder / MANIFEST} names graph file {name!r}, which is not a plain file name inside the folder; "
+            "regenerate the folder with `dbench gen`"
+        )
     path = folder / name
     if path.is_symlink() and not path.resolve().is_relative_to(folder.resolve()):
-        raise InputError(f"{path} is a link to {path.resolve()}, outside the graph folder; replace it with the file itself")
+        raise InputError(
+            f"{path} is a link to {path.resolve()}, outside the graph folder; replace it with the file itself"
+        )
     return path
 
 
 def check_version(version: Any, where: Path) -> None:
     """Refuse a manifest written by a newer dbench (its fields may mean something this one ignores)."""
     if not isinstance(version, int) or version < 1:
-        raise InputError(f"{where} has manifest_version {version!r}, not a version dbench writes; regenerate it with `dbench gen`")
+        raise InputError(
+            f"{where} has manifest_version {version!r}, not a version dbench writes; regenerate it with `dbench gen`"
+        )
     if version > MANIFEST_VERSION:
-        raise InputError(f"{where} has manifest version {version}, newer than this dbench understands ({MANIFEST_VERSION}); "
-                          f"upgrade dbench on this machine (pip install -U dbench) or export with the same dbench version")
+        raise InputError(
+            f"{where} has manifest version {version}, newer than this dbench understands ({MANIFEST_VERSION}); "
+            f"upgrade dbench on this machine (pip install -U dbench) or export with the same dbench version"
+        )
 
 
 TEXT_FIELDS = ("id", "kernel_id", "family", "op", "pass_name", "form", "precision", "file", "sha256")
@@ -110,10 +118,16 @@ def parse_manifest(text: str | bytes, path: Path) -> list[Entry]:
         check_version(data.get("manifest_version"), path)
         for index, entry in enumerate(data["graphs"]):
             _check_entry(entry, index)
-        entries = [Entry(GraphSpec.from_dict({k: v for k, v in e.items() if k not in ("file", "sha256")}), e["file"], e["sha256"])
-                   for e in data["graphs"]]
+        entries = [
+            Entry(
+                GraphSpec.from_dict({k: v for k, v in e.items() if k not in ("file", "sha256")}), e["file"], e["sha256"]
+            )
+            for e in data["graphs"]
+        ]
     except (json.JSONDecodeError, UnicodeDecodeError, KeyError, TypeError, AttributeError, ValueError) as err:
-        raise InputError(f"{path} is malformed ({type(err).__name__}: {err}); regenerate it with `dbench gen --force`") from None
+        raise InputError(
+            f"{path} is malformed ({type(err).__name__}: {err}); regenerate it with `dbench gen --force`"
+        ) from None
     _check_listed_once(entries, path)
     return entries
 
@@ -124,8 +138,10 @@ def _check_listed_once(entries: list[Entry], path: Path) -> None:
         seen: set[str] = set()
         for value in values:
             if value in seen:
-                raise InputError(f"{path} lists {what} {value!r} twice; remove the duplicate entry or regenerate the "
-                                 "folder with `dbench gen --force`")
+                raise InputError(
+                    f"{path} lists {what} {value!r} twice; remove the duplicate entry or regenerate the "
+                    "folder with `dbench gen --force`"
+                )
             seen.add(value)
 
 
@@ -135,8 +151,10 @@ def read_manifest(folder: Path) -> list[Entry]:
     path = folder / MANIFEST
     if not path.is_file():
         suite = f" --suite {folder.name}" if folder.name in SUITES else ""
-        raise InputError(f"no {MANIFEST} in {folder}; generate the graphs with `dbench gen{suite} --out {folder.parent}` "
-                          "or point --graphs at a folder made by dbench gen")
+        raise InputError(
+            f"no {MANIFEST} in {folder}; generate the graphs with `dbench gen{suite} --out {folder.parent}` "
+            "or point --graphs at a folder made by dbench gen"
+        )
     entries = parse_manifest(path.read_bytes(), path)
     for entry in entries:
         confined_file(folder, entry.file)

@@ -45,15 +45,25 @@ class GenOptions:
                 raise UsageError(f"unknown pass {p!r}; valid passes: {', '.join(ALL_PASSES)}")
 
     @classmethod
-    def from_fields(cls, fields: dict[str, Any], int8_form: str) -> "GenOptions":
+    def from_fields(cls, fields: dict[str, Any], int8_form: str) -> GenOptions:
         """From JSON-ready fields (the CLI's, or a run header's): empty `passes` means all passes,
         an empty `int8_form` means `int8_form` (the runtime's preferred form). An int8 option beside
         another precision would be ignored without a word, so it is refused."""
-        options = cls(**{**fields, "passes": tuple(fields["passes"]) or ALL_PASSES, "int8_form": fields["int8_form"] or int8_form,
-                         "batch": tuple(fields.get("batch") or ())})  # runs made before --batch have none
-        given = (["--int8-form"] if fields.get("int8_form") else []) + ([] if fields.get("int8_pad", True) else ["--no-pad"])
+        options = cls(
+            **{
+                **fields,
+                "passes": tuple(fields["passes"]) or ALL_PASSES,
+                "int8_form": fields["int8_form"] or int8_form,
+                "batch": tuple(fields.get("batch") or ()),
+            }
+        )  # runs made before --batch have none
+        given = (["--int8-form"] if fields.get("int8_form") else []) + (
+            [] if fields.get("int8_pad", True) else ["--no-pad"]
+        )
         if given and options.precision != "int8":
             flags = " and ".join(given)
-            raise UsageError(f"{flags} {'apply' if len(given) > 1 else 'applies'} to int8 graphs only, not {options.precision}; "
-                             f"add --precision int8 or drop {flags}")
+            raise UsageError(
+                f"{flags} {'apply' if len(given) > 1 else 'applies'} to int8 graphs only, not {options.precision}; "
+                f"add --precision int8 or drop {flags}"
+            )
         return options

@@ -63,10 +63,20 @@ def _inputs(kernel: RnnKernel, base: str, dt: str) -> tuple[TensorSpec, ...]:
     if lstm:
         states.append(TensorSpec("initial_c", (1, n, h), dt, "activation"))
     if base == "op":
-        return (TensorSpec("X", (t, n, h), dt, "activation"), TensorSpec("W", (1, g * h, h), dt, "weight", -s, s), r,
-                TensorSpec("B", (1, 2 * g * h), dt, "weight", -s, s), *states)
+        return (
+            TensorSpec("X", (t, n, h), dt, "activation"),
+            TensorSpec("W", (1, g * h, h), dt, "weight", -s, s),
+            r,
+            TensorSpec("B", (1, 2 * g * h), dt, "weight", -s, s),
+            *states,
+        )
     if base == "recurrence":
-        return (TensorSpec("XW", (t, n, g * h), dt, "activation"), r, TensorSpec("Rb", (1, g * h), dt, "weight", -s, s), *states)
+        return (
+            TensorSpec("XW", (t, n, g * h), dt, "activation"),
+            r,
+            TensorSpec("Rb", (1, g * h), dt, "weight", -s, s),
+            *states,
+        )
     recorded = [TensorSpec("dY", (t, n, h), dt, "activation")]
     if kernel.cell == "vanilla" or t > 1:  # at T = 1 the LSTM and GRU backward read only initial_h, never Y
         recorded.append(TensorSpec("Y", (t, n, h), dt, "activation", 0.0 if kernel.cell == "vanilla" else -1.0))
@@ -87,14 +97,17 @@ def _outputs(kernel: RnnKernel, base: str, dt: str) -> tuple[TensorSpec, ...]:
     return (TensorSpec("dR", (1, g * h, h), dt, "output"), TensorSpec("dB", (1, 2 * g * h), dt, "output"))
 
 
-def build(kernel: RnnKernel, precision: str, pass_name: str = "fwd", form: str = "op",
-          gru_activation: str | None = None) -> Graph:
+def build(
+    kernel: RnnKernel, precision: str, pass_name: str = "fwd", form: str = "op", gru_activation: str | None = None
+) -> Graph:
     """One pass of the recurrent layer as an ONNX graph in a floating-point precision."""
     prec = float_precision(precision)
     base, activation = _parse_form(kernel, pass_name, form, gru_activation)
     if base == "op" and precision == "bf16":
-        raise UnsupportedError(f"ONNX's {kernel.cell} op has no bfloat16 type (float16/float/double only); "
-                               "use --rnn-form recurrence for bf16")
+        raise UnsupportedError(
+            f"ONNX's {kernel.cell} op has no bfloat16 type (float16/float/double only); "
+            "use --rnn-form recurrence for bf16"
+        )
     dt = dtype_name(prec.dtype)
     dims = Dims(kernel.cell, kernel.hidden, kernel.batch, kernel.timesteps, kernel.gates, activation)
     if base == "op":
@@ -104,8 +117,16 @@ def build(kernel: RnnKernel, precision: str, pass_name: str = "fwd", form: str =
     else:
         nodes, executed = bptt_nodes(dims, prec.onnx_type)
     inputs, outputs = _inputs(kernel, base, dt), _outputs(kernel, base, dt)
-    spec = make_spec(kernel, precision, pass_name, form, inputs=inputs, outputs=outputs, flops_executed=executed,
-                     attrs={"gru_activation": activation} if kernel.cell == "gru" else {})
+    spec = make_spec(
+        kernel,
+        precision,
+        pass_name,
+        form,
+        inputs=inputs,
+        outputs=outputs,
+        flops_executed=executed,
+        attrs={"gru_activation": activation} if kernel.cell == "gru" else {},
+    )
     doc = f"DeepBench {kernel.cell} layer {kernel.id}, {pass_name}, {form} form"
     return Graph(spec, make_model(spec.id, nodes, inputs, outputs, doc=doc))
 

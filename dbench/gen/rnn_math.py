@@ -43,16 +43,17 @@ def _candidate_grad(value: np.ndarray, activation: str) -> np.ndarray:
     return 1.0 - value * value if activation == "tanh" else (value > 0).astype(value.dtype)
 
 
-def step(cell: str, xw_t: np.ndarray, rec: np.ndarray, h: np.ndarray, c: np.ndarray | None = None,
-         activation: str = "tanh") -> tuple[np.ndarray, np.ndarray | None, np.ndarray | None]:
+def step(
+    cell: str, xw_t: np.ndarray, rec: np.ndarray, h: np.ndarray, c: np.ndarray | None = None, activation: str = "tanh"
+) -> tuple[np.ndarray, np.ndarray | None, np.ndarray | None]:
     """One step from state h (and c) [N, H], given its projected input xw_t and recurrent term
     rec = h·R^T + Rb [N, G·H]: (h_t, c_t or None, the recorded gate values or None)."""
     if cell == "vanilla":
         return np.maximum(xw_t + rec, 0.0), None, None
     if cell == "lstm":
         a = xw_t + rec
-        i, o, f = (_sigmoid(p) for p in np.split(a[:, :3 * h.shape[1]], 3, axis=1))
-        cand = np.tanh(a[:, 3 * h.shape[1]:])
+        i, o, f = (_sigmoid(p) for p in np.split(a[:, : 3 * h.shape[1]], 3, axis=1))
+        cand = np.tanh(a[:, 3 * h.shape[1] :])
         c = f * c + i * cand
         return o * np.tanh(c), c, np.concatenate([i, o, f, cand], axis=1)
     if cell == "gru":
@@ -64,8 +65,15 @@ def step(cell: str, xw_t: np.ndarray, rec: np.ndarray, h: np.ndarray, c: np.ndar
     raise ValueError(f"unknown cell {cell!r}; valid: {', '.join(GATES)}")
 
 
-def forward(cell: str, xw: np.ndarray, r: np.ndarray, rb: np.ndarray, h0: np.ndarray,
-            c0: np.ndarray | None = None, activation: str = "tanh") -> Trace:
+def forward(
+    cell: str,
+    xw: np.ndarray,
+    r: np.ndarray,
+    rb: np.ndarray,
+    h0: np.ndarray,
+    c0: np.ndarray | None = None,
+    activation: str = "tanh",
+) -> Trace:
     """Run the cell over the sequence from state h0 (and c0), recording what the backward needs."""
     h, c = h0, c0
     ys, cs, recorded = [], [], []
@@ -83,8 +91,15 @@ def forward(cell: str, xw: np.ndarray, r: np.ndarray, rb: np.ndarray, h0: np.nda
     )
 
 
-def backward(cell: str, dy: np.ndarray, r: np.ndarray, h0: np.ndarray, trace: Trace,
-             c0: np.ndarray | None = None, activation: str = "tanh") -> tuple[np.ndarray, np.ndarray]:
+def backward(
+    cell: str,
+    dy: np.ndarray,
+    r: np.ndarray,
+    h0: np.ndarray,
+    trace: Trace,
+    c0: np.ndarray | None = None,
+    activation: str = "tanh",
+) -> tuple[np.ndarray, np.ndarray]:
     """Gradients of sum(Y·dY) with respect to the recurrent weights r [G·H, H] and the biases
     [Wb, Rb] [2·G·H] (ONNX's B layout), by back-propagation through time over the trace."""
     steps = dy.shape[0]
@@ -105,12 +120,15 @@ def backward(cell: str, dy: np.ndarray, r: np.ndarray, h0: np.ndarray, trace: Tr
             tc = np.tanh(trace.c[t])
             dc = dc_next + dh * o * (1.0 - tc * tc)
             dc_next = dc * f
-            d_x = d_rec = np.concatenate([
-                dc * cand * i * (1.0 - i),
-                dh * tc * o * (1.0 - o),
-                dc * c_prev * f * (1.0 - f),
-                dc * i * (1.0 - cand * cand),
-            ], axis=1)
+            d_x = d_rec = np.concatenate(
+                [
+                    dc * cand * i * (1.0 - i),
+                    dh * tc * o * (1.0 - o),
+                    dc * c_prev * f * (1.0 - f),
+                    dc * i * (1.0 - cand * cand),
+                ],
+                axis=1,
+            )
         elif cell == "gru":
             z, rg, cand, rh = np.split(trace.gates[t], 4, axis=1)
             dah = dh * (1.0 - z) * _candidate_grad(cand, activation)

@@ -38,11 +38,16 @@ class Nodes:
     nodes: list[onnx.NodeProto] = field(default_factory=list)
     flops: int = 0
 
-    def add(self, op: str, inputs: list[str], *, flops: int = 0, outputs: int | list[str] = 1, **attrs) -> str | list[str]:
+    def add(
+        self, op: str, inputs: list[str], *, flops: int = 0, outputs: int | list[str] = 1, **attrs
+    ) -> str | list[str]:
         """Append one node with `outputs` fresh output names (or the names given); returns the
         output name, or the list of names when there are several."""
-        outs = outputs if isinstance(outputs, list) else [
-            f"{self.prefix}{op.lower()}{len(self.nodes)}_{i}" for i in range(outputs)]
+        outs = (
+            outputs
+            if isinstance(outputs, list)
+            else [f"{self.prefix}{op.lower()}{len(self.nodes)}_{i}" for i in range(outputs)]
+        )
         self.nodes.append(helper.make_node(op, inputs, outs, **attrs))
         self.flops += flops
         return outs[0] if len(outs) == 1 else outs
@@ -99,12 +104,16 @@ def _candidate_backward(b: Nodes, grad: str, value: str, d: Dims) -> str:
     """grad · g'(pre-activation) from the activation's output value (tanh: 1 - v², relu: v > 0)."""
     w = d.width
     if d.activation == "tanh":
-        return b.add("Mul", [grad, b.add("Sub", [b.scalar(1.0), b.add("Mul", [value, value], flops=w)], flops=w)], flops=w)
+        return b.add(
+            "Mul", [grad, b.add("Sub", [b.scalar(1.0), b.add("Mul", [value, value], flops=w)], flops=w)], flops=w
+        )
     zero = b.scalar(0.0)
     return b.add("Where", [b.add("Greater", [value, zero], flops=w), grad, zero], flops=w)
 
 
-def forward_step(b: Nodes, d: Dims, h_prev: str, c_prev: str | None, xw: str, r2: str, rb: str) -> tuple[str, str | None]:
+def forward_step(
+    b: Nodes, d: Dims, h_prev: str, c_prev: str | None, xw: str, r2: str, rb: str
+) -> tuple[str, str | None]:
     """One time step from h_{t-1} (and c_{t-1}) and the projected input xw_t: returns h_t (and c_t)."""
     n, h, g, w = d.batch, d.hidden, d.gates, d.width
     rec = b.add("Gemm", [h_prev, r2, rb], transB=1, flops=2 * n * g * h * h + n * g * h)
@@ -140,20 +149,32 @@ def backward_step(b: Nodes, d: Dims, dh_rec: str, dc_next: str | None, seq: dict
         i, o, f, cand = b.add("Split", [seq["gates"]], outputs=4, axis=1, num_outputs=4)
         tc = b.add("Tanh", [seq["c"]], flops=w)
         one = b.scalar(1.0)
-        dtc = b.add("Mul", [b.add("Mul", [dh, o], flops=w), b.add("Sub", [one, b.add("Mul", [tc, tc], flops=w)], flops=w)], flops=w)
+        dtc = b.add(
+            "Mul",
+            [b.add("Mul", [dh, o], flops=w), b.add("Sub", [one, b.add("Mul", [tc, tc], flops=w)], flops=w)],
+            flops=w,
+        )
         dc = b.add("Add", [dc_next, dtc], flops=w)
         out["dc_next"] = b.add("Mul", [dc, f], flops=w)
         dai = b.add("Mul", [b.add("Mul", [dc, cand], flops=w), _sigmoid_grad(b, i, w)], flops=w)
         dao = b.add("Mul", [b.add("Mul", [dh, tc], flops=w), _sigmoid_grad(b, o, w)], flops=w)
         daf = b.add("Mul", [b.add("Mul", [dc, seq["c_prev"]], flops=w), _sigmoid_grad(b, f, w)], flops=w)
-        dac = b.add("Mul", [b.add("Mul", [dc, i], flops=w), b.add("Sub", [one, b.add("Mul", [cand, cand], flops=w)], flops=w)], flops=w)
+        dac = b.add(
+            "Mul",
+            [b.add("Mul", [dc, i], flops=w), b.add("Sub", [one, b.add("Mul", [cand, cand], flops=w)], flops=w)],
+            flops=w,
+        )
         d_rec = b.add("Concat", [dai, dao, daf, dac], axis=1)
         out["dh_rec"] = b.add("MatMul", [d_rec, r2], flops=2 * n * g * h * h)
     else:
         z, r, cand, rh = b.add("Split", [seq["gates"]], outputs=4, axis=1, num_outputs=4)
         dhz = b.add("Mul", [dh, z], flops=w)
         dah = _candidate_backward(b, b.add("Sub", [dh, dhz], flops=w), cand, d)
-        daz = b.add("Mul", [b.add("Mul", [dh, b.add("Sub", [seq["h_prev"], cand], flops=w)], flops=w), _sigmoid_grad(b, z, w)], flops=w)
+        daz = b.add(
+            "Mul",
+            [b.add("Mul", [dh, b.add("Sub", [seq["h_prev"], cand], flops=w)], flops=w), _sigmoid_grad(b, z, w)],
+            flops=w,
+        )
         dar = b.add("Mul", [b.add("Mul", [dah, rh], flops=w), _sigmoid_grad(b, r, w)], flops=w)
         d_rec = b.add("Concat", [daz, dar, b.add("Mul", [dah, r], flops=w)], axis=1)
         out["dh_rec"] = b.add("Add", [b.add("MatMul", [d_rec, r2], flops=2 * n * g * h * h), dhz], flops=w)
@@ -183,8 +204,14 @@ def _step_flops(d: Dims) -> int:
     return b.flops
 
 
-def _add_loop(outer: Nodes, body: Nodes, name: str, steps: int, states: list[tuple[str, str, str, list[int]]],
-              per_step: list[tuple[str, list[int], str]]) -> None:
+def _add_loop(
+    outer: Nodes,
+    body: Nodes,
+    name: str,
+    steps: int,
+    states: list[tuple[str, str, str, list[int]]],
+    per_step: list[tuple[str, list[int], str]],
+) -> None:
     """Append a Loop of `steps` iterations whose body is `body` (inputs `<prefix>i`, `<prefix>cond`).
     states: (initial value outside, body input, next value in the body, shape); per_step: (body value,
     shape, name of the stacked [steps, *shape] result outside). Per-step values leave the body
@@ -203,7 +230,7 @@ def _add_loop(outer: Nodes, body: Nodes, name: str, steps: int, states: list[tup
     trips = outer.scalar(steps, TensorProto.INT64)
     cond = outer.add("Constant", [], value=helper.make_tensor("v", TensorProto.BOOL, [], [True]))
     results = outer.add("Loop", [trips, cond] + [s[0] for s in states], outputs=len(states) + len(per_step), body=graph)
-    for stacked, (_, shape, out_name) in zip(results[len(states):], per_step):
+    for stacked, (_, shape, out_name) in zip(results[len(states) :], per_step):
         outer.add("Reshape", [stacked, outer.ints([steps, *shape])], outputs=[out_name])
 
 

@@ -31,7 +31,9 @@ def build(kernel: SparseKernel, precision: str, pass_name: str = "fwd", form: st
     if form not in FORMS:
         raise UsageError(f"unknown sparse form {form!r}; valid: {', '.join(FORMS)}")
     if pass_name != "fwd":
-        raise UnsupportedError(f"sparse GEMM kernels are inference only: pass {pass_name!r} is not built; use --passes fwd")
+        raise UnsupportedError(
+            f"sparse GEMM kernels are inference only: pass {pass_name!r} is not built; use --passes fwd"
+        )
     dt = dtype_name(float_precision(precision).dtype)
     m, n, k = kernel.m, kernel.n, kernel.k
     zeros = kernel.sparsity if form == "sparse" else 0.0
@@ -42,9 +44,19 @@ def build(kernel: SparseKernel, precision: str, pass_name: str = "fwd", form: st
         node = helper.make_node("Gemm", ["B", "A"], ["Y"], name="gemm", transA=int(kernel.b_t), transB=int(kernel.a_t))
     else:
         node = helper.make_node("MatMul", ["B", "A"], ["Y"], name="matmul")
-    spec = make_spec(kernel, precision, pass_name, form, inputs=(a, b), outputs=(y,), flops_executed=kernel.dense_flops(),
-                     attrs={"form": form, "sparsity": kernel.sparsity, "weight_zeros": zeros})
-    return Graph(spec, make_model(spec.id, [node], (a, b), (y,), doc=f"DeepBench sparse GEMM {kernel.id}, {form} weight"))
+    spec = make_spec(
+        kernel,
+        precision,
+        pass_name,
+        form,
+        inputs=(a, b),
+        outputs=(y,),
+        flops_executed=kernel.dense_flops(),
+        attrs={"form": form, "sparsity": kernel.sparsity, "weight_zeros": zeros},
+    )
+    return Graph(
+        spec, make_model(spec.id, [node], (a, b), (y,), doc=f"DeepBench sparse GEMM {kernel.id}, {form} weight")
+    )
 
 
 def reference(spec: GraphSpec, feeds: dict[str, np.ndarray], rows: np.ndarray | None = None) -> dict[str, np.ndarray]:

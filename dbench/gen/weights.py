@@ -3,7 +3,7 @@ call, and, for runtimes that need one self-contained graph, the graph with the w
 
 from __future__ import annotations
 
-from typing import Mapping
+from collections.abc import Mapping
 
 import numpy as np
 import onnx
@@ -26,7 +26,9 @@ def embed_weights(model: onnx.ModelProto, constants: Mapping[str, np.ndarray]) -
     return embedded
 
 
-def split_feeds(spec: GraphSpec, feeds: dict[str, np.ndarray], weights: str) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
+def split_feeds(
+    spec: GraphSpec, feeds: dict[str, np.ndarray], weights: str
+) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
     """(constants, per-call feeds): the weights and the rest for `const`; nothing and everything for `input`."""
     if weights == "input":
         return {}, dict(feeds)

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator
 
 from dbench.errors import InputError, UnsupportedError
-from dbench.gen.plan import GraphRequest, build
 from dbench.gen.manifest import MANIFEST, Entry, read_manifest, sha256, write_manifest
+from dbench.gen.plan import GraphRequest, build
 
 
 @dataclass(frozen=True)

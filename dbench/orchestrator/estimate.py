@@ -10,9 +10,10 @@ import dataclasses
 import json
 import math
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 from dbench.errors import UsageError
 from dbench.worker.timing import TimingConfig
@@ -56,8 +57,11 @@ class Estimate:
 
     @staticmethod
     def _phrase(source: str) -> str:
-        return {"earlier row": "earlier rows of this machine", "roofline": "this machine's roofline (dbench peak)",
-                "settings only": "the timing settings and a FLOP bound: no earlier row, no dbench peak"}[source]
+        return {
+            "earlier row": "earlier rows of this machine",
+            "roofline": "this machine's roofline (dbench peak)",
+            "settings only": "the timing settings and a FLOP bound: no earlier row, no dbench peak",
+        }[source]
 
 
 def duration(seconds: float) -> str:
@@ -101,7 +105,11 @@ def earlier_rows(folder: Path, wanted: set[tuple[str, str]]) -> dict[tuple[str, 
         except OSError:
             continue
         for line in reversed(lines):
-            if '"type": "result"' not in line or not (graph := GRAPH_ID.search(line)) or not (runtime := RUNTIME.search(line)):
+            if (
+                '"type": "result"' not in line
+                or not (graph := GRAPH_ID.search(line))
+                or not (runtime := RUNTIME.search(line))
+            ):
                 continue
             key = (graph.group(1), runtime.group(1))
             if key not in wanted or key in found:
@@ -117,8 +125,13 @@ def earlier_rows(folder: Path, wanted: set[tuple[str, str]]) -> dict[tuple[str, 
 
 def _from_row(row: dict[str, Any]) -> GraphCost:
     rounds = row.get("rounds") or 1
-    return GraphCost(row["median_us"] / 1e6, ((row.get("inputs_s") or 0) + (row.get("prepare_s") or 0)) / rounds,
-                     row.get("verify_s") or 0.0, row.get("profile_s") or 0.0, "earlier row")
+    return GraphCost(
+        row["median_us"] / 1e6,
+        ((row.get("inputs_s") or 0) + (row.get("prepare_s") or 0)) / rounds,
+        row.get("verify_s") or 0.0,
+        row.get("profile_s") or 0.0,
+        "earlier row",
+    )
 
 
 def least_call_s(spec, runtime: str, threads: int) -> float:
@@ -155,7 +168,7 @@ class Earlier:
     peaks: dict[str, Any] | None
 
     @classmethod
-    def read(cls, folder: Path, wanted: set[tuple[str, str]]) -> "Earlier":
+    def read(cls, folder: Path, wanted: set[tuple[str, str]]) -> Earlier:
         from dbench.peak.ceilings import read_peak_file
 
         if not folder.is_dir():
@@ -163,8 +176,9 @@ class Earlier:
         return cls(earlier_rows(folder, wanted), read_peak_file(folder))
 
 
-def graph_costs(items: Iterable, runtimes: dict[str, int], folder: Path,
-                earlier: Earlier | None = None) -> dict[tuple[str, str], GraphCost]:
+def graph_costs(
+    items: Iterable, runtimes: dict[str, int], folder: Path, earlier: Earlier | None = None
+) -> dict[tuple[str, str], GraphCost]:
     """(graph id, runtime) -> its cost on this machine (`folder`: its results/<machine key>/, or what
     `earlier` already read of it); `runtimes` maps each runtime to the most threads a variant gives it
     (the fastest it can run)."""
@@ -175,8 +189,9 @@ def graph_costs(items: Iterable, runtimes: dict[str, int], folder: Path,
     for item in items:
         for runtime in runtimes:
             row = earlier.rows.get((item.spec.id, runtime))
-            costs[(item.spec.id, runtime)] = (_from_row(row) if row else
-                                              _from_roofline(item.spec, runtime, earlier.peaks, runtimes[runtime]))
+            costs[(item.spec.id, runtime)] = (
+                _from_row(row) if row else _from_roofline(item.spec, runtime, earlier.peaks, runtimes[runtime])
+            )
     return costs
 
 
@@ -206,9 +221,16 @@ def round_seconds(call_s: float, timing: TimingConfig, fixed_s: float = 0.0) -> 
     return rounds, first, later
 
 
-def estimate(costs: dict[tuple[str, str], GraphCost], keys: list[tuple[str, str, str]], timing: TimingConfig,
-             verify: bool, profile: bool, variants: int, measured: dict[tuple[str, str], int] | None = None,
-             rounds_for: dict[str, int] | None = None) -> Estimate:
+def estimate(
+    costs: dict[tuple[str, str], GraphCost],
+    keys: list[tuple[str, str, str]],
+    timing: TimingConfig,
+    verify: bool,
+    profile: bool,
+    variants: int,
+    measured: dict[tuple[str, str], int] | None = None,
+    rounds_for: dict[str, int] | None = None,
+) -> Estimate:
     """The run's estimate over `keys` (graph id, variant label, runtime) still to run; `measured` holds
     the rounds a resumed run already has per (graph id, variant label); `rounds_for` the rounds expected
     of a graph where they are not fixed (--resolve: from the machine's calibration)."""
@@ -228,29 +250,43 @@ def estimate(costs: dict[tuple[str, str], GraphCost], keys: list[tuple[str, str,
     return Estimate(sum(jobs.values()) + processes, jobs, sources)
 
 
-def fit_budget(budget_s: float, costs: dict[tuple[str, str], GraphCost], keys: list[tuple[str, str, str]],
-               timing: TimingConfig, verify: bool, profile: bool, variants: int) -> tuple[TimingConfig, bool, list[str]]:
+def fit_budget(
+    budget_s: float,
+    costs: dict[tuple[str, str], GraphCost],
+    keys: list[tuple[str, str, str]],
+    timing: TimingConfig,
+    verify: bool,
+    profile: bool,
+    variants: int,
+) -> tuple[TimingConfig, bool, list[str]]:
     """The timing (sampling scaled down, at most to MIN_SCALE) and whether to profile, that fit the run
     within `budget_s`, and what was given up, in words; UsageError when nothing fits."""
+
     def total(scale: float, with_profile: bool) -> float:
         scaled = dataclasses.replace(timing, min_time=timing.min_time * scale, max_time=timing.max_time * scale)
         return estimate(costs, keys, scaled, verify, with_profile, variants).total_s
 
     if total(1.0, profile) <= budget_s:
         return timing, profile, []
-    for with_profile in ((True, False) if profile else (False,)):
+    for with_profile in (True, False) if profile else (False,):
         if total(MIN_SCALE, with_profile) <= budget_s:
             low, high = MIN_SCALE, 1.0
             for _ in range(30):
                 mid = (low + high) / 2
                 low, high = (mid, high) if total(mid, with_profile) <= budget_s else (low, mid)
-            fitted = dataclasses.replace(timing, min_time=round(timing.min_time * low, 3), max_time=round(timing.max_time * low, 3))
-            gave_up = [f"sampling cut to {fitted.min_time:g} s per graph (from {timing.min_time:g} s; at most "
-                       f"{fitted.max_time:g} s): "
-                       "fewer samples a round, so wider intervals"]
+            fitted = dataclasses.replace(
+                timing, min_time=round(timing.min_time * low, 3), max_time=round(timing.max_time * low, 3)
+            )
+            gave_up = [
+                f"sampling cut to {fitted.min_time:g} s per graph (from {timing.min_time:g} s; at most "
+                f"{fitted.max_time:g} s): "
+                "fewer samples a round, so wider intervals"
+            ]
             if profile and not with_profile:
                 gave_up.append("no per-node profile (no kernel names, kernel time or executed precision)")
             return fitted, with_profile, gave_up
     floor = total(MIN_SCALE, False)
-    raise UsageError(f"--budget {duration(budget_s)} cannot hold this run: it needs at least {duration(floor)} even with "
-                     f"sampling cut to {MIN_SCALE:.0%} and no profile; select fewer graphs (--ops, --id) or raise --budget")
+    raise UsageError(
+        f"--budget {duration(budget_s)} cannot hold this run: it needs at least {duration(floor)} even with "
+        f"sampling cut to {MIN_SCALE:.0%} and no profile; select fewer graphs (--ops, --id) or raise --budget"
+    )

@@ -21,10 +21,10 @@ import getpass
 import json
 import os
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Callable
 
 from dbench.errors import DbenchError, UsageError
 
@@ -87,8 +87,10 @@ def _folder(path: Path) -> Path:
     except FileExistsError:
         pass
     except OSError as err:
-        raise DbenchError(f"cannot create the timing lock folder {path}: {err.strerror}; set {LOCK_DIR_VARIABLE} "
-                          "to a folder every dbench user of this machine can write") from None
+        raise DbenchError(
+            f"cannot create the timing lock folder {path}: {err.strerror}; set {LOCK_DIR_VARIABLE} "
+            "to a folder every dbench user of this machine can write"
+        ) from None
     return path
 
 
@@ -125,7 +127,7 @@ class TimingLock:
     beside: list[Timer] = field(default_factory=list)
     """The timers found holding the machine when this one started beside them (`overlap`)."""
 
-    def acquire(self, on_wait: Callable[[str], None] | None = None) -> "TimingLock":
+    def acquire(self, on_wait: Callable[[str], None] | None = None) -> TimingLock:
         """Take the lock, or wait for it, or register beside its holder, as the policy says; TimingBusy
         (one line naming the holder and the two ways on) when refused."""
         if self.policy not in POLICIES:
@@ -135,12 +137,16 @@ class TimingLock:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
-            holders = [t for t in timers(folder) if t.pid != os.getpid()] or [Timer(0, "?", "another dbench", "?", "?", True)]
+            holders = [t for t in timers(folder) if t.pid != os.getpid()] or [
+                Timer(0, "?", "another dbench", "?", "?", True)
+            ]
             if self.policy == "refuse":
                 os.close(fd)
-                raise TimingBusy(f"another dbench is timing on this machine: {holders[0].describe()}; its numbers and "
-                                 "this run's would both carry the other's load. Wait for it with --wait, or time beside it "
-                                 "anyway with --overlap (every row then says so)") from None
+                raise TimingBusy(
+                    f"another dbench is timing on this machine: {holders[0].describe()}; its numbers and "
+                    "this run's would both carry the other's load. Wait for it with --wait, or time beside it "
+                    "anyway with --overlap (every row then says so)"
+                ) from None
             if self.policy == "overlap":
                 os.close(fd)
                 self.beside = holders
@@ -176,9 +182,15 @@ class TimingLock:
 
     def _register(self, holds_lock: bool) -> None:
         pid = os.getpid()
-        record = {"pid": pid, "user": _user(), "what": self.what, "out": self.out,
-                  "started": datetime.now(timezone.utc).isoformat(timespec="seconds"), "holds_lock": holds_lock,
-                  "start_ticks": _start_time(pid)}
+        record = {
+            "pid": pid,
+            "user": _user(),
+            "what": self.what,
+            "out": self.out,
+            "started": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+            "holds_lock": holds_lock,
+            "start_ticks": _start_time(pid),
+        }
         path = self.folder / f"timer-{pid}.json"
         partial = path.with_suffix(".tmp")
         partial.write_text(json.dumps(record))
@@ -214,7 +226,7 @@ class TimingLock:
             os.close(self.fd)  # closing the last descriptor releases the flock
             self.fd = None
 
-    def __enter__(self) -> "TimingLock":
+    def __enter__(self) -> TimingLock:
         return self
 
     def __exit__(self, *exc: object) -> None:

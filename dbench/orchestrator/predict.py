@@ -8,17 +8,18 @@ same units again without asking it. No terminal output here."""
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from dbench.errors import DbenchError, UsageError
 from dbench.executed import ExecutedGraph, ExecutedLayer
-from dbench.run_options import REQUEST_FLAGS
 from dbench.orchestrator.request import RunRequest, check_resume, validate
 from dbench.orchestrator.run import PREDICT_KIND, PlannedRun, new_run, resume_run
 from dbench.orchestrator.runner import RunConfig, Variant, weights_for
 from dbench.orchestrator.worker_process import WorkerProcess
 from dbench.outcome import Outcome
+from dbench.run_options import REQUEST_FLAGS
 from dbench.runtimes.base import Runtime
 from dbench.sources.item import Item
 from dbench.sources.resolve import MODEL, source_kind
@@ -33,14 +34,18 @@ def check_predictable(request: RunRequest, classes: dict[str, type[Runtime]]) ->
         raise UsageError(f"dbench predict takes one .onnx model file, not {request.graphs}")
     names = request.runtimes()
     if len(names) > 1:
-        raise UsageError("dbench predict cuts the model by one runtime's layers; give one --runtime and run it once per runtime")
+        raise UsageError(
+            "dbench predict cuts the model by one runtime's layers; give one --runtime and run it once per runtime"
+        )
     if isinstance(request.threads, list):
         raise UsageError("dbench predict runs one configuration; give one --threads count")
     cls = classes[names[0]]
     if not cls.reports_execution:
         able = ", ".join(sorted(name for name, c in _known().items() if c.reports_execution))
-        raise UsageError(f"runtime {names[0]} cannot tell which layers it executes for a model, so dbench cannot cut "
-                         f"the model into its units; use {able}")
+        raise UsageError(
+            f"runtime {names[0]} cannot tell which layers it executes for a model, so dbench cannot cut "
+            f"the model into its units; use {able}"
+        )
 
 
 def _known() -> dict[str, type[Runtime]]:
@@ -58,30 +63,44 @@ def settings(variant: Variant, config: RunConfig, item: Item) -> dict[str, Any]:
 def ask_runtime(item: Item, variant: Variant, config: RunConfig) -> ExecutedGraph:
     """The layers the runtime executes for the model, from a worker that prepares it as the run will."""
     data, digest = item.load()
-    job = ExecutionJob(item.spec, data, variant.runtime, variant.options, weights_for(item.spec, config.weights), item.contract)
+    job = ExecutionJob(
+        item.spec, data, variant.runtime, variant.options, weights_for(item.spec, config.weights), item.contract
+    )
     worker = WorkerProcess(config.memory_limit, config.cpus)
     try:
         answer = worker.submit(job, config.timeout)
     finally:
         worker.stop()
     if isinstance(answer, Outcome):
-        raise DbenchError(f"{variant.runtime} could not prepare {item.spec.id} to report its layers "
-                          f"({answer.status}: {answer.message}); check the model with dbench run --model")
+        raise DbenchError(
+            f"{variant.runtime} could not prepare {item.spec.id} to report its layers "
+            f"({answer.status}: {answer.message}); check the model with dbench run --model"
+        )
     return answer
 
 
 def executed_from_header(data: dict[str, Any]) -> ExecutedGraph:
     """The runtime's report as a run header stores it."""
+
     def attributes(pairs: list) -> tuple:
         return tuple((name, tuple(value) if isinstance(value, list) else value) for name, value in pairs)
 
-    layers = tuple(ExecutedLayer(**{**layer, **{k: tuple(layer[k]) for k in ("sources", "inputs", "outputs")},
-                                    "attributes": attributes(layer.get("attributes", []))})
-                   for layer in data["layers"])
+    layers = tuple(
+        ExecutedLayer(
+            **{
+                **layer,
+                **{k: tuple(layer[k]) for k in ("sources", "inputs", "outputs")},
+                "attributes": attributes(layer.get("attributes", [])),
+            }
+        )
+        for layer in data["layers"]
+    )
     return ExecutedGraph(data["runtime"], layers, data["tensor_names"])
 
 
-def _items(request: RunRequest, config: RunConfig, executed: ExecutedGraph | None) -> tuple[list[Item], UnitGraphs, ExecutedGraph]:
+def _items(
+    request: RunRequest, config: RunConfig, executed: ExecutedGraph | None
+) -> tuple[list[Item], UnitGraphs, ExecutedGraph]:
     """The run's graphs: the whole model (tagged with the cut), the empty graph, then the units."""
     path = Path(request.graphs)
     variant = config.variants[0]
@@ -95,8 +114,13 @@ def _items(request: RunRequest, config: RunConfig, executed: ExecutedGraph | Non
     return [tagged_model_item(model, graphs), *graphs.items], graphs, executed
 
 
-def plan_predict(request: RunRequest, out_dir: Path, resume: str | None = None, lock_policy: str = "refuse",
-                 on_wait: Callable[[str], None] | None = None) -> tuple[PlannedRun, UnitGraphs]:
+def plan_predict(
+    request: RunRequest,
+    out_dir: Path,
+    resume: str | None = None,
+    lock_policy: str = "refuse",
+    on_wait: Callable[[str], None] | None = None,
+) -> tuple[PlannedRun, UnitGraphs]:
     """Check the request, ask the runtime for its layers, cut the model and create the run's log (or
     reopen a prediction run's log, cutting it again from the layers it stored), the machine's timing lock
     taken first (`lock_policy`, dbench.orchestrator.lock)."""
@@ -143,27 +167,39 @@ def units_run_predictions(model: Path, request: RunRequest, log: RunLog) -> list
         if name == "extra":
             theirs = theirs or {}
         if theirs != ours:
-            raise UsageError(f"{run} ran with {_said(theirs, flag)}, this prediction asks {_said(ours, flag)}; give both the same")
+            raise UsageError(
+                f"{run} ran with {_said(theirs, flag)}, this prediction asks {_said(ours, flag)}; give both the same"
+            )
     name = Path(model).stem
     mine = [r for r in rows if tag(r).get("model") == name and tag(r).get("role") in ("unit", "empty")]
     if not mine:
-        raise UsageError(f"{run} holds no unit of model {name}; export them with dbench export --units {model} and run "
-                         "that bundle with dbench run --graphs")
+        raise UsageError(
+            f"{run} holds no unit of model {name}; export them with dbench export --units {model} and run "
+            "that bundle with dbench run --graphs"
+        )
     info = tag(mine[0])
     if info.get("sha256") != sha256(Path(model).read_bytes()):
-        raise UsageError(f"{run} timed the units of another {model.name} (its file hash differs): export the units of this "
-                         "file again and run them")
+        raise UsageError(
+            f"{run} timed the units of another {model.name} (its file hash differs): export the units of this "
+            "file again and run them"
+        )
     if info.get("dims") != dict(request.dims):
-        raise UsageError(f"{run} timed {name}'s units cut at --dim {dims_text(info.get('dims')) or 'none'}, this prediction "
-                         f"asks --dim {dims_text(dict(request.dims)) or 'none'}; give the same --dim")
+        raise UsageError(
+            f"{run} timed {name}'s units cut at --dim {dims_text(info.get('dims')) or 'none'}, this prediction "
+            f"asks --dim {dims_text(dict(request.dims)) or 'none'}; give the same --dim"
+        )
     if info.get("runtime") != request.runtime:
-        raise UsageError(f"{run} timed {name}'s units as {info.get('runtime')} cuts them, this prediction asks --runtime "
-                         f"{request.runtime}; give --runtime {info.get('runtime')} or export the units cut by {request.runtime}")
+        raise UsageError(
+            f"{run} timed {name}'s units as {info.get('runtime')} cuts them, this prediction asks --runtime "
+            f"{request.runtime}; give --runtime {info.get('runtime')} or export the units cut by {request.runtime}"
+        )
     cut_options = info.get("settings") or {}
     for field, flag in (("threads", "--threads"), ("graph_optimization", "--graph-opt"), ("device", "--device")):
         if field in cut_options and cut_options[field] != getattr(request.options(), field):
-            raise UsageError(f"{name}'s units were cut at {_said(cut_options[field], flag)}, this prediction asks "
-                             f"{_said(getattr(request.options(), field), flag)}; give the same")
+            raise UsageError(
+                f"{name}'s units were cut at {_said(cut_options[field], flag)}, this prediction asks "
+                f"{_said(getattr(request.options(), field), flag)}; give the same"
+            )
     units = {r["graph_id"] for r in mine if tag(r).get("role") == "unit" and not tag(r).get("timing")}
     expected = max((tag(r).get("graphs", 0) for r in mine if tag(r).get("role") == "unit"), default=0)
     if len(units) != expected or not any(tag(r).get("role") == "empty" and not tag(r).get("timing") for r in mine):
@@ -171,13 +207,22 @@ def units_run_predictions(model: Path, request: RunRequest, log: RunLog) -> list
         raise UsageError(f"{run} lacks {missing} for model {name}; run the whole exported bundle")
     evicted = {tag(r).get("warm") for r in mine if tag(r).get("timing") == "evicted" and tag(r).get("role") == "unit"}
     timed_evicted = any(tag(r).get("evict_bytes") for r in mine)  # a bundle made with evicted twins
-    if timed_evicted and (len(units - evicted) or not any(tag(r).get("timing") == "evicted" and tag(r).get("role") == "empty" for r in mine)):
-        missing = f"{len(units - evicted)} of its {expected} units' evicted timings" if units - evicted else "the evicted empty graph"
+    if timed_evicted and (
+        len(units - evicted)
+        or not any(tag(r).get("timing") == "evicted" and tag(r).get("role") == "empty" for r in mine)
+    ):
+        missing = (
+            f"{len(units - evicted)} of its {expected} units' evicted timings"
+            if units - evicted
+            else "the evicted empty graph"
+        )
         raise UsageError(f"{run} lacks {missing} for model {name}; run the whole exported bundle")
     return predictions(mine)
 
 
-RUN_FLAGS = {name: REQUEST_FLAGS[name] for name in ("threads", "device", "graph_optimization", "allow_runtime_precision")}
+RUN_FLAGS = {
+    name: REQUEST_FLAGS[name] for name in ("threads", "device", "graph_optimization", "allow_runtime_precision")
+}
 """The runtime settings a board's run of the units must repeat, and their flags (dbench.run_options)."""
 PACKAGES = {"ort-cpu": "onnxruntime", "openvino": "openvino"}
 
@@ -212,13 +257,22 @@ def export_units(request: RunRequest, out: Path):
     units = sum(1 for item in made if item.spec.family != "empty" and not item.spec.attrs[PREDICT_ATTR].get("timing"))
 
     def retagged(spec):
-        tag = {**spec.attrs[PREDICT_ATTR], **({"graphs": units} if "graphs" in spec.attrs[PREDICT_ATTR] else {}),
-               "left_out": sorted(left_out)}
+        tag = {
+            **spec.attrs[PREDICT_ATTR],
+            **({"graphs": units} if "graphs" in spec.attrs[PREDICT_ATTR] else {}),
+            "left_out": sorted(left_out),
+        }
         return dataclasses.replace(spec, attrs={**spec.attrs, PREDICT_ATTR: tag})
 
     identity = graphs.identity
-    readme = units_readme_text(units, identity.model, dims_text(identity.dims), identity.runtime,
-                               ", ".join(f"{k}={v}" for k, v in identity.settings.items() if v not in (None, {}, "")),
-                               _flags(request), PACKAGES.get(identity.runtime, identity.runtime))
+    readme = units_readme_text(
+        units,
+        identity.model,
+        dims_text(identity.dims),
+        identity.runtime,
+        ", ".join(f"{k}={v}" for k, v in identity.settings.items() if v not in (None, {}, "")),
+        _flags(request),
+        PACKAGES.get(identity.runtime, identity.runtime),
+    )
     exported = export_graphs([(retagged(item.spec), item.load()[0]) for item in made], readme, out)
     return exported, left_out

@@ -13,23 +13,47 @@ from typing import Any
 
 from dbench.affinity import available_cpus, parse_cpus
 from dbench.errors import InputError, UsageError
-from dbench.orchestrator.resolve import DEFAULT_MAX_ROUNDS, MIN_ROUNDS as RESOLVE_MIN_ROUNDS
+from dbench.option_values import counts, fraction, gen_fields, ids, numbers, only_model, pairs, split
+from dbench.orchestrator.resolve import DEFAULT_MAX_ROUNDS
+from dbench.orchestrator.resolve import MIN_ROUNDS as RESOLVE_MIN_ROUNDS
 from dbench.orchestrator.runner import WEIGHT_MODES, RunConfig, Variant
 from dbench.orchestrator.slowdown import injected
-from dbench.option_values import counts, fraction, gen_fields, ids, numbers, only_model, pairs, split
 from dbench.run_options import GEN_FLAGS, REQUEST_FLAGS
 from dbench.runtimes.base import Runtime, RuntimeOptions
+from dbench.scenario import SCENARIOS, SERVER, THROUGHPUT, Load
 from dbench.sources.resolve import CATALOG, source_kind
 from dbench.store.history import HISTORY_RUNS
-from dbench.scenario import SCENARIOS, SERVER, THROUGHPUT, Load
 from dbench.worker.timing import QUICK, TimingConfig
 
-GEN_DEFAULTS: dict[str, Any] = dict(precision="fp32", passes=[], gemm_form="gemm", rnn_form="op",
-                                    gru_activation="tanh", int8_form=None, int8_pad=True, batch=[])
+GEN_DEFAULTS: dict[str, Any] = dict(
+    precision="fp32",
+    passes=[],
+    gemm_form="gemm",
+    rnn_form="op",
+    gru_activation="tanh",
+    int8_form=None,
+    int8_pad=True,
+    batch=[],
+)
 """The generation fields as the CLI gives them when no generation option is used."""
-ADDED_LATER = {"cpus": None, "dims": {}, "rounds": 1, "iterations": None, "warmup_calls": None, "percentiles": None,
-               "scenario": None, "streams": None, "rate": None, "latency_bound": None, "search_time": None, "budget": None,
-               "history": 0, "shard": None, "shard_label": None, "resolve": None}
+ADDED_LATER = {
+    "cpus": None,
+    "dims": {},
+    "rounds": 1,
+    "iterations": None,
+    "warmup_calls": None,
+    "percentiles": None,
+    "scenario": None,
+    "streams": None,
+    "rate": None,
+    "latency_bound": None,
+    "search_time": None,
+    "budget": None,
+    "history": 0,
+    "shard": None,
+    "shard_label": None,
+    "resolve": None,
+}
 """Request fields newer than the first run headers, with the value every run made before them had
 (no --cpus: not pinned; no --dim: there was none; one round; no between-run drift), so those runs
 still resume."""
@@ -125,29 +149,50 @@ class RunRequest:
     `budget` the whole run's limit (dbench.orchestrator.resolve)."""
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any], source: Path) -> "RunRequest":
+    def from_dict(cls, data: dict[str, Any], source: Path) -> RunRequest:
         """The request stored in a run header (every field must be there: a header is never guessed);
         one line naming the log when it is not one this dbench wrote."""
         names = [f.name for f in dataclasses.fields(cls)]
         data = {**ADDED_LATER, **data}
         missing = [n for n in names if n not in data]
         if missing:
-            raise InputError(f"{source}: its run header does not hold a request this dbench can resume "
-                              f"(missing: {', '.join(missing)}); start a new run")
+            raise InputError(
+                f"{source}: its run header does not hold a request this dbench can resume "
+                f"(missing: {', '.join(missing)}); start a new run"
+            )
         try:
             percentiles = tuple(data["percentiles"]) if data["percentiles"] is not None else None
-            return cls(**{**{n: data[n] for n in names}, "ops": tuple(data["ops"]), "apps": tuple(data["apps"]),
-                          "percentiles": percentiles})
+            return cls(
+                **{
+                    **{n: data[n] for n in names},
+                    "ops": tuple(data["ops"]),
+                    "apps": tuple(data["apps"]),
+                    "percentiles": percentiles,
+                }
+            )
         except TypeError as err:
-            raise InputError(f"{source}: its run header does not hold a request this dbench can resume ({err}); "
-                              "start a new run") from None
+            raise InputError(
+                f"{source}: its run header does not hold a request this dbench can resume ({err}); start a new run"
+            ) from None
 
     def timing(self) -> TimingConfig:
         base = QUICK if self.quick else TimingConfig()
-        overrides = {k: v for k, v in (("min_time", self.min_time), ("max_time", self.max_time), ("warmup_time", self.warmup),
-                                       ("rounds", self.rounds), ("iterations", self.iterations),
-                                       ("warmup_calls", self.warmup_calls), ("percentiles", self.percentiles)) if v is not None}
-        if self.resolve is not None:  # rounds as long as a fixed run's (what calibrate measured); --rounds the most a graph gets
+        overrides = {
+            k: v
+            for k, v in (
+                ("min_time", self.min_time),
+                ("max_time", self.max_time),
+                ("warmup_time", self.warmup),
+                ("rounds", self.rounds),
+                ("iterations", self.iterations),
+                ("warmup_calls", self.warmup_calls),
+                ("percentiles", self.percentiles),
+            )
+            if v is not None
+        }
+        if (
+            self.resolve is not None
+        ):  # rounds as long as a fixed run's (what calibrate measured); --rounds the most a graph gets
             overrides.update(rounds=self.rounds or DEFAULT_MAX_ROUNDS, share_rounds=self.share_rounds())
         return dataclasses.replace(base, **overrides)
 
@@ -168,9 +213,13 @@ class RunRequest:
         return [self.threads]
 
     def options(self, threads: int | None = None) -> RuntimeOptions:
-        return RuntimeOptions(threads=threads if threads is not None else self.thread_counts()[0], device=self.device,
-                              graph_optimization=self.graph_optimization,
-                              allow_runtime_precision=self.allow_runtime_precision, extra=dict(self.extra))
+        return RuntimeOptions(
+            threads=threads if threads is not None else self.thread_counts()[0],
+            device=self.device,
+            graph_optimization=self.graph_optimization,
+            allow_runtime_precision=self.allow_runtime_precision,
+            extra=dict(self.extra),
+        )
 
     @property
     def mode(self) -> str:
@@ -207,34 +256,59 @@ class RunRequest:
         names = self.runtimes()
         variants = []
         for index, name in enumerate(names):
-            copy = f" #{names[:index + 1].count(name)}" if names.count(name) > 1 else ""
+            copy = f" #{names[: index + 1].count(name)}" if names.count(name) > 1 else ""
             for streams in self.stream_counts():
                 for threads in self.thread_counts():
-                    per_stream = threads if threads is not None or streams is None else max(1, self.cpu_count() // streams)
-                    label = name + copy + (f" streams={streams}" if several_streams else "") + (f" threads={threads}" if several_counts else "")
+                    per_stream = (
+                        threads if threads is not None or streams is None else max(1, self.cpu_count() // streams)
+                    )
+                    label = (
+                        name
+                        + copy
+                        + (f" streams={streams}" if several_streams else "")
+                        + (f" threads={threads}" if several_counts else "")
+                    )
                     variants.append(Variant(label, name, self.options(per_stream), self.load(streams)))
         return tuple(variants)
 
-    def compare_rounds(self) -> "RunRequest":
+    def compare_rounds(self) -> RunRequest:
         """This request with COMPARE_ROUNDS where it interleaves latency variants (`--runtime a,b`,
         `--threads 1,2`) and names no --rounds (not --quick); written into the run's header like any
         setting, so a resumed run keeps its rounds."""
-        if self.rounds is not None or self.quick or self.mode != LATENCY or len(self.variants()) < 2 or self.resolve is not None:
+        if (
+            self.rounds is not None
+            or self.quick
+            or self.mode != LATENCY
+            or len(self.variants()) < 2
+            or self.resolve is not None
+        ):
             return self
         return dataclasses.replace(self, rounds=COMPARE_ROUNDS)
 
     def config(self) -> RunConfig:
         variants = self.variants()
-        return RunConfig(variants, self.timing(), self.weights, self.verify, self.profile_runs,
-                         self.timeout, self.memory_limit, parse_cpus(self.cpus) if self.cpus is not None else None,
-                         HISTORY_RUNS if self.history is None else self.history, self.resolve,
-                         self.budget if self.resolve is not None else None, injected([v.label for v in variants]))
+        return RunConfig(
+            variants,
+            self.timing(),
+            self.weights,
+            self.verify,
+            self.profile_runs,
+            self.timeout,
+            self.memory_limit,
+            parse_cpus(self.cpus) if self.cpus is not None else None,
+            HISTORY_RUNS if self.history is None else self.history,
+            self.resolve,
+            self.budget if self.resolve is not None else None,
+            injected([v.label for v in variants]),
+        )
 
     def changed(self) -> list[str]:
         """The flags whose values differ from their defaults."""
         default = RunRequest()
         flags = [flag for name, flag in REQUEST_FLAGS.items() if getattr(self, name) != getattr(default, name)]
-        return flags + [flag for name, flag in GEN_FLAGS.items() if self.gen.get(name, GEN_DEFAULTS[name]) != GEN_DEFAULTS[name]]
+        return flags + [
+            flag for name, flag in GEN_FLAGS.items() if self.gen.get(name, GEN_DEFAULTS[name]) != GEN_DEFAULTS[name]
+        ]
 
 
 def request_from_options(values: dict[str, Any]) -> RunRequest:
@@ -247,27 +321,74 @@ def request_from_options(values: dict[str, Any]) -> RunRequest:
     if v["model"] and v["graphs"]:
         raise UsageError("--model runs one model file and --graphs a folder; give one of them")
     if v["model"]:
-        only_model("--model", suite=v["suite"], ops=v["ops"], app=v["app_"], id=v["pattern"], kernels=v["kernels"],
-                   batch=v["batch"])
+        only_model(
+            "--model",
+            suite=v["suite"],
+            ops=v["ops"],
+            app=v["app_"],
+            id=v["pattern"],
+            kernels=v["kernels"],
+            batch=v["batch"],
+        )
     if v["no_profile"] and v["profile_runs"]:
         raise UsageError(f"--no-profile and --profile-runs {v['profile_runs']} contradict each other; give one of them")
     graphs = v["model"] or v["graphs"]
-    profile = {"profile_runs": 0} if v["no_profile"] else {} if v["profile_runs"] is None else {"profile_runs": v["profile_runs"]}
+    profile = (
+        {"profile_runs": 0}
+        if v["no_profile"]
+        else {}
+        if v["profile_runs"] is None
+        else {"profile_runs": v["profile_runs"]}
+    )
     return RunRequest(
-        suite=v["suite"], ops=split(v["ops"], "--ops"), apps=split(v["app_"], "--app"), pattern=ids(v["pattern"]),
-        kernels=str(v["kernels"]) if v["kernels"] else None, graphs=str(graphs) if graphs else None,
-        gen=gen_fields(v["precision"], v["passes"], v["gemm_form"], v["rnn_form"], v["gru_activation"], v["int8_form"],
-                       v["no_pad"], v["batch"]),
-        runtime=v["runtime"], device=v["device"], threads=counts(v["threads"], "--threads"), weights=v["weights"],
-        graph_optimization=v["graph_opt"], allow_runtime_precision=v["allow_runtime_precision"], extra=pairs(v["option"]),
-        quick=v["quick"], min_time=v["min_time"], max_time=v["max_time"], warmup=v["warmup"], verify=not v["no_verify"],
-        timeout=v["timeout"], memory_limit=memory_limit_bytes(v["memory_limit"]), dims=parse_dims(v["dim"] or []),
-        cpus=v["cpus"], rounds=v["rounds"], iterations=v["iterations"], warmup_calls=v["warmup_calls"], history=v["history"],
+        suite=v["suite"],
+        ops=split(v["ops"], "--ops"),
+        apps=split(v["app_"], "--app"),
+        pattern=ids(v["pattern"]),
+        kernels=str(v["kernels"]) if v["kernels"] else None,
+        graphs=str(graphs) if graphs else None,
+        gen=gen_fields(
+            v["precision"],
+            v["passes"],
+            v["gemm_form"],
+            v["rnn_form"],
+            v["gru_activation"],
+            v["int8_form"],
+            v["no_pad"],
+            v["batch"],
+        ),
+        runtime=v["runtime"],
+        device=v["device"],
+        threads=counts(v["threads"], "--threads"),
+        weights=v["weights"],
+        graph_optimization=v["graph_opt"],
+        allow_runtime_precision=v["allow_runtime_precision"],
+        extra=pairs(v["option"]),
+        quick=v["quick"],
+        min_time=v["min_time"],
+        max_time=v["max_time"],
+        warmup=v["warmup"],
+        verify=not v["no_verify"],
+        timeout=v["timeout"],
+        memory_limit=memory_limit_bytes(v["memory_limit"]),
+        dims=parse_dims(v["dim"] or []),
+        cpus=v["cpus"],
+        rounds=v["rounds"],
+        iterations=v["iterations"],
+        warmup_calls=v["warmup_calls"],
+        history=v["history"],
         percentiles=numbers(v["percentiles"], "--percentiles") if v["percentiles"] is not None else None,
-        scenario=v["scenario"], streams=counts(v["streams"], "--streams"), rate=v["rate"], latency_bound=v["latency_bound"],
-        search_time=v["search_time"], budget=parse_duration(v["budget"]) if v["budget"] is not None else None,
+        scenario=v["scenario"],
+        streams=counts(v["streams"], "--streams"),
+        rate=v["rate"],
+        latency_bound=v["latency_bound"],
+        search_time=v["search_time"],
+        budget=parse_duration(v["budget"]) if v["budget"] is not None else None,
         resolve=fraction(v["resolve"], "--resolve") if v["resolve"] is not None else None,
-        shard=v["shard"], shard_label=v["shard_label"], **profile)
+        shard=v["shard"],
+        shard_label=v["shard_label"],
+        **profile,
+    )
 
 
 def memory_limit_bytes(gib: float | None) -> int | None:
@@ -275,8 +396,9 @@ def memory_limit_bytes(gib: float | None) -> int | None:
     if gib is None:
         return None
     if not (math.isfinite(gib) and 0 < gib < MAX_MEMORY_LIMIT_GIB):
-        raise UsageError(f"--memory-limit {gib:g} must be a positive number of GiB, less than an exbibyte "
-                         "(e.g. --memory-limit 8)")
+        raise UsageError(
+            f"--memory-limit {gib:g} must be a positive number of GiB, less than an exbibyte (e.g. --memory-limit 8)"
+        )
     return int(gib * 2**30)
 
 
@@ -298,15 +420,21 @@ def check_numbers(request: RunRequest) -> None:
     cores = os.cpu_count() or 1
     for threads in request.thread_counts():
         if threads is not None and not 1 <= threads <= MAX_THREADS_PER_CORE * cores:
-            raise UsageError(f"--threads {threads} is out of range; use 1 to {MAX_THREADS_PER_CORE * cores} "
-                             f"({cores} cores here), or leave it out for every core")
+            raise UsageError(
+                f"--threads {threads} is out of range; use 1 to {MAX_THREADS_PER_CORE * cores} "
+                f"({cores} cores here), or leave it out for every core"
+            )
     if request.rounds is not None and not 1 <= request.rounds <= MAX_ROUNDS:
-        raise UsageError(f"--rounds {request.rounds} is out of range; use 1 to {MAX_ROUNDS} (3 or more give an interval a "
-                         "verdict can use)")
+        raise UsageError(
+            f"--rounds {request.rounds} is out of range; use 1 to {MAX_ROUNDS} (3 or more give an interval a "
+            "verdict can use)"
+        )
     if request.resolve is not None:
         check_resolve(request)
     if request.history is not None and not 0 <= request.history <= MAX_HISTORY_RUNS:
-        raise UsageError(f"--history {request.history} is out of range; use 0 (the rounds alone) to {MAX_HISTORY_RUNS} earlier runs")
+        raise UsageError(
+            f"--history {request.history} is out of range; use 0 (the rounds alone) to {MAX_HISTORY_RUNS} earlier runs"
+        )
     if request.iterations is not None and not 1 <= request.iterations <= MAX_CALLS:
         raise UsageError(f"--iterations {request.iterations} must be 1 to {MAX_CALLS:,} calls per graph")
     if request.warmup_calls is not None and not 0 <= request.warmup_calls <= MAX_CALLS:
@@ -315,8 +443,9 @@ def check_numbers(request: RunRequest) -> None:
         bad = [p for p in request.percentiles if not (math.isfinite(p) and 0 <= p <= 100)]
         if bad or not request.percentiles or len(request.percentiles) > MAX_PERCENTILE_COUNT:
             given = ",".join(f"{p:g}" for p in request.percentiles) or "''"
-            raise UsageError(f"--percentiles {given} must be 1 to {MAX_PERCENTILE_COUNT} numbers from 0 to 100, "
-                             "e.g. 50,90,99,99.9")
+            raise UsageError(
+                f"--percentiles {given} must be 1 to {MAX_PERCENTILE_COUNT} numbers from 0 to 100, e.g. 50,90,99,99.9"
+            )
     _positive(request.timeout, "--timeout", "seconds")
     _positive(request.min_time, "--min-time", "seconds")
     _positive(request.max_time, "--max-time", "seconds")
@@ -324,8 +453,10 @@ def check_numbers(request: RunRequest) -> None:
         raise UsageError(f"--warmup {request.warmup:g} must be 0 or more seconds, at most {MAX_SECONDS:g} (a day)")
     timing = request.timing()
     if timing.max_time < timing.min_time:
-        raise UsageError(f"--max-time {timing.max_time:g} is below --min-time {timing.min_time:g}; raise --max-time or lower "
-                         "--min-time")
+        raise UsageError(
+            f"--max-time {timing.max_time:g} is below --min-time {timing.min_time:g}; raise --max-time or lower "
+            "--min-time"
+        )
     if not 0 <= request.profile_runs <= MAX_PROFILE_RUNS:
         raise UsageError(f"--profile-runs {request.profile_runs} must be 0 (no profile) to {MAX_PROFILE_RUNS}")
     if request.memory_limit is not None and request.memory_limit <= 0:
@@ -347,15 +478,28 @@ def check_resolve(request: RunRequest) -> None:
     """--resolve: a target from 0.1 % to 100 %, on latency rows timed by time (not by count or --quick),
     with at least MIN_ROUNDS rounds a graph."""
     if not (math.isfinite(request.resolve) and MIN_RESOLVE <= request.resolve <= 1.0):
-        raise UsageError(f"--resolve {request.resolve:.4g} is out of range; give a change from {MIN_RESOLVE:.1%} to 100%, e.g. 5%")
-    clashing = [flag for flag, given in (("--quick", request.quick), ("--iterations", request.iterations is not None),
-                                         ("--streams/--scenario", request.mode != LATENCY)) if given]
+        raise UsageError(
+            f"--resolve {request.resolve:.4g} is out of range; give a change from {MIN_RESOLVE:.1%} to 100%, e.g. 5%"
+        )
+    clashing = [
+        flag
+        for flag, given in (
+            ("--quick", request.quick),
+            ("--iterations", request.iterations is not None),
+            ("--streams/--scenario", request.mode != LATENCY),
+        )
+        if given
+    ]
     if clashing:
-        raise UsageError(f"--resolve gives each graph rounds until its interval is narrow enough, which {clashing[0]} "
-                         "does not allow; drop one of them")
+        raise UsageError(
+            f"--resolve gives each graph rounds until its interval is narrow enough, which {clashing[0]} "
+            "does not allow; drop one of them"
+        )
     if request.rounds is not None and request.rounds < RESOLVE_MIN_ROUNDS:
-        raise UsageError(f"--rounds {request.rounds} is below the {RESOLVE_MIN_ROUNDS} rounds --resolve gives every graph; "
-                         f"with --resolve, --rounds is the most a graph may get (default {DEFAULT_MAX_ROUNDS})")
+        raise UsageError(
+            f"--rounds {request.rounds} is below the {RESOLVE_MIN_ROUNDS} rounds --resolve gives every graph; "
+            f"with --resolve, --rounds is the most a graph may get (default {DEFAULT_MAX_ROUNDS})"
+        )
 
 
 def check_load(request: RunRequest) -> None:
@@ -374,7 +518,9 @@ def check_load(request: RunRequest) -> None:
     _positive(request.latency_bound, "--latency-bound", "milliseconds")
     if request.search_time is not None:
         if request.latency_bound is None:
-            raise UsageError("--search-time bounds the search for the highest rate under --latency-bound; add --latency-bound MS")
+            raise UsageError(
+                "--search-time bounds the search for the highest rate under --latency-bound; add --latency-bound MS"
+            )
         if not (math.isfinite(request.search_time) and request.search_time >= 0):
             raise UsageError(f"--search-time {request.search_time:g} must be 0 (no search) or more seconds")
     counts = request.stream_counts()
@@ -389,24 +535,37 @@ def check_load(request: RunRequest) -> None:
             raise UsageError(f"--streams {streams} is out of range; use 1 to {limit} ({request.cpu_count()} CPUs here)")
         for threads in request.thread_counts():
             if threads is not None and streams * threads > limit:
-                raise UsageError(f"--streams {streams} x --threads {threads} is {streams * threads} threads on "
-                                 f"{request.cpu_count()} CPUs; keep streams x threads within {limit}")
+                raise UsageError(
+                    f"--streams {streams} x --threads {threads} is {streams * threads} threads on "
+                    f"{request.cpu_count()} CPUs; keep streams x threads within {limit}"
+                )
 
 
 def check_combinations(request: RunRequest) -> None:
     """Only the options that apply to the run's graph source: selectors where it can select, generation
     options where it generates, --dim where it sizes inputs; --suite user needs --kernels."""
     kind = source_kind(request.graphs)
-    selectors = [flag for name, flag in REQUEST_FLAGS.items() if name in ("suite", "ops", "apps", "pattern") and getattr(request, name)]
+    selectors = [
+        flag
+        for name, flag in REQUEST_FLAGS.items()
+        if name in ("suite", "ops", "apps", "pattern") and getattr(request, name)
+    ]
     if selectors and not kind.selectable:
-        raise UsageError(f"{request.graphs} holds foreign models, run whole; {', '.join(selectors)} cannot select in them; drop them")
+        raise UsageError(
+            f"{request.graphs} holds foreign models, run whole; {', '.join(selectors)} cannot select in them; drop them"
+        )
     fixed = (["--kernels"] if request.kernels else []) + [
-        flag for name, flag in GEN_FLAGS.items() if request.gen.get(name, GEN_DEFAULTS[name]) != GEN_DEFAULTS[name]]
+        flag for name, flag in GEN_FLAGS.items() if request.gen.get(name, GEN_DEFAULTS[name]) != GEN_DEFAULTS[name]
+    ]
     if fixed and not kind.generated:
-        raise UsageError(f"--graphs runs the folder's graphs as generated, so {', '.join(fixed)} cannot apply; "
-                         "drop them, or generate a folder with them (dbench gen ...)")
+        raise UsageError(
+            f"--graphs runs the folder's graphs as generated, so {', '.join(fixed)} cannot apply; "
+            "drop them, or generate a folder with them (dbench gen ...)"
+        )
     if request.dims and not kind.sized:
-        raise UsageError("--dim sizes the inputs of foreign models; give --model FILE or --graphs with a folder of .onnx files")
+        raise UsageError(
+            "--dim sizes the inputs of foreign models; give --model FILE or --graphs with a folder of .onnx files"
+        )
     if kind is CATALOG and request.suite == "user" and not request.kernels:
         raise UsageError("--suite user selects the rows of --kernels that name no suite; add --kernels FILE")
     if request.weights not in WEIGHT_MODES:
@@ -424,14 +583,23 @@ def check_variants(request: RunRequest, classes: dict[str, type[Runtime]]) -> No
         raise UsageError(f"--threads names {', '.join(repeated)} twice; give each value once")
     often = sorted({name for name in names if names.count(name) > MAX_COPIES})
     if often:
-        raise UsageError(f"--runtime names {', '.join(often)} {names.count(often[0])} times; name a runtime once, "
-                         f"or up to {MAX_COPIES} times for an A/A run (the same settings interleaved)")
+        raise UsageError(
+            f"--runtime names {', '.join(often)} {names.count(often[0])} times; name a runtime once, "
+            f"or up to {MAX_COPIES} times for an A/A run (the same settings interleaved)"
+        )
     if len(counts) > 1 and None in counts:
         raise UsageError("--threads with several counts needs every count written out (e.g. --threads 1,2)")
     forms = {classes[name].int8_form for name in names}
-    if request.gen.get("precision") == "int8" and not request.gen.get("int8_form") and not request.graphs and len(forms) > 1:
-        raise UsageError(f"the runtimes {', '.join(names)} prefer different int8 forms ({', '.join(sorted(forms))}); "
-                         "interleaved runtimes must time the same graphs: give --int8-form")
+    if (
+        request.gen.get("precision") == "int8"
+        and not request.gen.get("int8_form")
+        and not request.graphs
+        and len(forms) > 1
+    ):
+        raise UsageError(
+            f"the runtimes {', '.join(names)} prefer different int8 forms ({', '.join(sorted(forms))}); "
+            "interleaved runtimes must time the same graphs: give --int8-form"
+        )
 
 
 def validate(request: RunRequest) -> dict[str, type[Runtime]]:

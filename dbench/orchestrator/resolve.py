@@ -18,8 +18,8 @@ calibrate` measured this machine, the rounds the calibration predicts for a grap
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 import numpy as np
 
@@ -50,9 +50,12 @@ class Settled:
         if self.target is None:
             return {}
         half = self.halves.get(label)
-        return {"resolve_target": self.target, "resolved": self.resolved,
-                "resolve_half": None if half is None or not math.isfinite(half) else math.expm1(half),
-                "resolve_note": self.note}
+        return {
+            "resolve_target": self.target,
+            "resolved": self.resolved,
+            "resolve_half": None if half is None or not math.isfinite(half) else math.expm1(half),
+            "resolve_note": self.note,
+        }
 
 
 class Resolver:
@@ -61,8 +64,13 @@ class Resolver:
 
     min_rounds = MIN_ROUNDS
 
-    def __init__(self, target: float | None, most: int, budget_s: float | None,
-                 predicted: Callable[[str, float], int | None] | None = None) -> None:
+    def __init__(
+        self,
+        target: float | None,
+        most: int,
+        budget_s: float | None,
+        predicted: Callable[[str, float], int | None] | None = None,
+    ) -> None:
         self.target = target
         self.goal = math.log1p(target) if target is not None else -math.inf
         self.most = most
@@ -97,7 +105,9 @@ class Resolver:
             return max(1.4826 * float(np.median(np.abs(x - np.median(x)))) for x in series)
         return max(float(np.std(x, ddof=1)) for x in series)
 
-    def settle(self, graph_id: str, outcomes: dict[str, list[Outcome]], more: bool, budget_out: bool = False) -> Settled | None:
+    def settle(
+        self, graph_id: str, outcomes: dict[str, list[Outcome]], more: bool, budget_out: bool = False
+    ) -> Settled | None:
         """The graph's Settled once it is done, None while it should get another round. `more`: the run
         loop would give it one (none failed, its rounds below the budget); `budget_out`: the run's
         --budget cannot."""
@@ -110,22 +120,42 @@ class Resolver:
         widest = halves[next(iter(halves))]
         rounds = min(len(m) for m in medians.values())
         if widest is not None and widest <= self.goal:
-            return Settled(self.target, True, halves, f"resolved: ±{math.expm1(widest):.1%} after {rounds} rounds "
-                                                      f"(--resolve {self.target:.0%})")
+            return Settled(
+                self.target,
+                True,
+                halves,
+                f"resolved: ±{math.expm1(widest):.1%} after {rounds} rounds (--resolve {self.target:.0%})",
+            )
         sd = self.noise(medians)
         needed = rounds_to_reach(sd, self.target) if sd is not None else None
         typical = self.noise(medians, robust=True)
-        hopeless = rounds >= MIN_ABANDON and typical is not None and (
-            (found := rounds_to_reach(typical, self.target)) is None or found > ABANDON_FACTOR * self.most)
+        hopeless = (
+            rounds >= MIN_ABANDON
+            and typical is not None
+            and ((found := rounds_to_reach(typical, self.target)) is None or found > ABANDON_FACTOR * self.most)
+        )
         if more and not budget_out and not hopeless:
             return None
         reached = f"±{math.expm1(widest):.1%}" if widest is not None and math.isfinite(widest) else "no interval yet"
-        why = ("the run's --budget ran out" if budget_out else f"--rounds {self.most} at most" if not more
-               else f"given up: it would need more than {ABANDON_FACTOR:g} times --rounds {self.most}")
+        why = (
+            "the run's --budget ran out"
+            if budget_out
+            else f"--rounds {self.most} at most"
+            if not more
+            else f"given up: it would need more than {ABANDON_FACTOR:g} times --rounds {self.most}"
+        )
         median = float(np.median([m for ms in medians.values() for m in ms]))
         calibrated = self.predicted(graph_id, median)
-        own = ("not measured" if sd is None else
-               f"(SD {sd:.1%} a round) needs {f'about {needed}' if needed else 'more than 1000'} rounds for "
-               f"±{self.target:.0%}")
-        return Settled(self.target, False, halves, f"not resolved: {reached} after {rounds} rounds ({why}); its own noise "
-                       f"{own}" + (f", this machine's calibration about {calibrated}" if calibrated else ""))
+        own = (
+            "not measured"
+            if sd is None
+            else f"(SD {sd:.1%} a round) needs {f'about {needed}' if needed else 'more than 1000'} rounds for "
+            f"±{self.target:.0%}"
+        )
+        return Settled(
+            self.target,
+            False,
+            halves,
+            f"not resolved: {reached} after {rounds} rounds ({why}); its own noise "
+            f"{own}" + (f", this machine's calibration about {calibrated}" if calibrated else ""),
+        )

@@ -6,22 +6,23 @@ from __future__ import annotations
 
 import dataclasses
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from dbench.errors import UsageError
 from dbench.orchestrator.estimate import Earlier, Estimate, GraphCost, estimate, fit_budget, graph_costs
 from dbench.orchestrator.lock import TimingLock
 from dbench.orchestrator.request import RunRequest, check_resume, validate
-from dbench.orchestrator.runner import RunConfig, RunObserver, Runner, RunState, Variant
+from dbench.orchestrator.runner import RunConfig, Runner, RunObserver, RunState, Variant
 from dbench.orchestrator.shard import part_of
 from dbench.outcome import PASSING, Status
 from dbench.runtimes.base import Runtime
 from dbench.sources.item import Item
 from dbench.sources.resolve import build_items, source_kind
-from dbench.store.export import export_run
 from dbench.store.calibration import Entry, entry_for, read_calibration
+from dbench.store.export import export_run
 from dbench.store.history import History, read_history
 from dbench.store.log import RunLog, ensure_writable, find_run, new_run_id
 from dbench.store.metadata import host_metadata, machine_name
@@ -66,7 +67,12 @@ class PlannedRun:
     @property
     def pending(self) -> list[tuple[Item, str]]:
         """The (graph, variant label) pairs without a row yet."""
-        return [(i, v.label) for i in self.items for v in self.config.variants if (i.spec.id, v.label) not in self.state.finished]
+        return [
+            (i, v.label)
+            for i in self.items
+            for v in self.config.variants
+            if (i.spec.id, v.label) not in self.state.finished
+        ]
 
 
 @dataclass
@@ -87,8 +93,13 @@ class RunResult:
         return 0 if all(Status(r["status"]) in PASSING for r in self.rows) else FAILING_EXIT_CODE
 
 
-def plan_run(request: RunRequest, out_dir: Path, resume: str | None, lock_policy: str = "refuse",
-             on_wait: Callable[[str], None] | None = None) -> PlannedRun:
+def plan_run(
+    request: RunRequest,
+    out_dir: Path,
+    resume: str | None,
+    lock_policy: str = "refuse",
+    on_wait: Callable[[str], None] | None = None,
+) -> PlannedRun:
     """Check the request and build its graphs before anything is written; then take the machine's timing
     lock (`lock_policy`: refuse, wait or overlap; dbench.orchestrator.lock) and create the log, or reopen
     it locked for appending (a torn last line set aside). The caller runs it with execute_run, which
@@ -101,7 +112,9 @@ def plan_run(request: RunRequest, out_dir: Path, resume: str | None, lock_policy
         if header.get("kind") == PREDICT_KIND:
             raise UsageError(f"{resume} is a dbench predict run; finish it with dbench predict --resume {resume}")
         if header.get("kind") == CALIBRATE_KIND:
-            raise UsageError(f"{resume} is a dbench calibrate run, whose rounds fill a budget; run dbench calibrate again")
+            raise UsageError(
+                f"{resume} is a dbench calibrate run, whose rounds fill a budget; run dbench calibrate again"
+            )
     else:
         request = request.compare_rounds()
     classes = validate(request)
@@ -119,42 +132,73 @@ def plan_run(request: RunRequest, out_dir: Path, resume: str | None, lock_policy
     return new_run(request, config, classes, out_dir, items, extra, notes, lock_policy, on_wait)
 
 
-def fit_request(request: RunRequest, config: RunConfig, items: list[Item], folder: Path,
-                earlier: Earlier | None = None) -> tuple[RunRequest, list[str]]:
+def fit_request(
+    request: RunRequest, config: RunConfig, items: list[Item], folder: Path, earlier: Earlier | None = None
+) -> tuple[RunRequest, list[str]]:
     """The request with its sampling (and profile) cut to fit --budget, and what was given up, in words."""
     keys = [(i.spec.id, v.label, v.runtime) for i in items for v in config.variants]
-    timing, profile, notes = fit_budget(request.budget, _costs(items, config, folder, earlier), keys, config.timing,
-                                        config.verify, bool(config.profile_runs), len(config.variants))
+    timing, profile, notes = fit_budget(
+        request.budget,
+        _costs(items, config, folder, earlier),
+        keys,
+        config.timing,
+        config.verify,
+        bool(config.profile_runs),
+        len(config.variants),
+    )
     if not notes:
         return request, notes
-    return dataclasses.replace(request, min_time=timing.min_time, max_time=timing.max_time,
-                               profile_runs=request.profile_runs if profile else 0), notes
+    return dataclasses.replace(
+        request, min_time=timing.min_time, max_time=timing.max_time, profile_runs=request.profile_runs if profile else 0
+    ), notes
 
 
-def _costs(items: list[Item], config: RunConfig, folder: Path, earlier: Earlier | None = None) -> dict[tuple[str, str], GraphCost]:
+def _costs(
+    items: list[Item], config: RunConfig, folder: Path, earlier: Earlier | None = None
+) -> dict[tuple[str, str], GraphCost]:
     threads: dict[str, int] = {}
     for variant in config.variants:
         threads[variant.runtime] = max(threads.get(variant.runtime, 0), variant.options.thread_count)
     return graph_costs(items, threads, folder, earlier)
 
 
-def plan_estimate(items: list[Item], config: RunConfig, folder: Path, state: RunState,
-                  earlier: Earlier | None = None, calibration: Entry | None = None,
-                  rounds_for: dict[str, int] | None = None) -> Estimate:
+def plan_estimate(
+    items: list[Item],
+    config: RunConfig,
+    folder: Path,
+    state: RunState,
+    earlier: Earlier | None = None,
+    calibration: Entry | None = None,
+    rounds_for: dict[str, int] | None = None,
+) -> Estimate:
     """The estimate of what is left of a run: its jobs still to measure, from this machine's figures (its
     results folder, or what `earlier` read of it; under --resolve, the rounds its calibration predicts
     for each graph)."""
-    keys = [(i.spec.id, v.label, v.runtime) for i in items for v in config.variants if (i.spec.id, v.label) not in state.finished]
+    keys = [
+        (i.spec.id, v.label, v.runtime)
+        for i in items
+        for v in config.variants
+        if (i.spec.id, v.label) not in state.finished
+    ]
     costs = _costs(items, config, folder, earlier)
     if config.resolve is not None and calibration is not None:
         runtime = config.variants[0].runtime
         rounds_for = {}
         for item in items:
-            needed = calibration.predict_rounds(costs[(item.spec.id, runtime)].call_s * 1e6, config.resolve,
-                                                len(config.variants) > 1, item.spec.id)
+            needed = calibration.predict_rounds(
+                costs[(item.spec.id, runtime)].call_s * 1e6, config.resolve, len(config.variants) > 1, item.spec.id
+            )
             rounds_for[item.spec.id] = max(needed or config.timing.rounds, 3)
-    return estimate(costs, keys, config.timing, config.verify, bool(config.profile_runs), len(config.variants),
-                    {key: len(rounds) for key, rounds in state.rounds.items()}, rounds_for)
+    return estimate(
+        costs,
+        keys,
+        config.timing,
+        config.verify,
+        bool(config.profile_runs),
+        len(config.variants),
+        {key: len(rounds) for key, rounds in state.rounds.items()},
+        rounds_for,
+    )
 
 
 def calibration_of(folder: Path, config: RunConfig) -> Entry | None:
@@ -168,10 +212,19 @@ def take_lock(what: str, out: Path, policy: str, on_wait: Callable[[str], None] 
     return TimingLock(what, str(out.resolve()), policy).acquire(on_wait)
 
 
-def new_run(request: RunRequest, config: RunConfig, classes: dict[str, type[Runtime]], out_dir: Path, items: list[Item],
-            extra: dict[str, Any], budget_notes: list[str] | None = None, lock_policy: str = "refuse",
-            on_wait: Callable[[str], None] | None = None, id_prefix: str = "run",
-            rounds_for: dict[str, int] | None = None) -> PlannedRun:
+def new_run(
+    request: RunRequest,
+    config: RunConfig,
+    classes: dict[str, type[Runtime]],
+    out_dir: Path,
+    items: list[Item],
+    extra: dict[str, Any],
+    budget_notes: list[str] | None = None,
+    lock_policy: str = "refuse",
+    on_wait: Callable[[str], None] | None = None,
+    id_prefix: str = "run",
+    rounds_for: dict[str, int] | None = None,
+) -> PlannedRun:
     """Create the log of a new run of `items` (its header: the request, runtimes, timing, host, the
     estimate, what --budget gave up, the timing lock, and `extra`), the machine's timing lock taken first."""
     folder = ensure_writable(out_dir / machine_name())
@@ -185,13 +238,34 @@ def new_run(request: RunRequest, config: RunConfig, classes: dict[str, type[Runt
     except BaseException:
         lock.release()
         raise
-    return PlannedRun(request, config, classes, log, run_id, {**header, "run_id": run_id}, items, RunState(), planned,
-                      list(budget_notes or []), _history(folder, run_id, config), lock, calibration)
+    return PlannedRun(
+        request,
+        config,
+        classes,
+        log,
+        run_id,
+        {**header, "run_id": run_id},
+        items,
+        RunState(),
+        planned,
+        list(budget_notes or []),
+        _history(folder, run_id, config),
+        lock,
+        calibration,
+    )
 
 
-def run_header(request: RunRequest, config: RunConfig, classes: dict[str, type[Runtime]], items: list[Item],
-               planned: Estimate, extra: dict[str, Any], budget_notes: list[str] | None = None,
-               command: list[str] | None = None, lock: TimingLock | None = None) -> dict[str, Any]:
+def run_header(
+    request: RunRequest,
+    config: RunConfig,
+    classes: dict[str, type[Runtime]],
+    items: list[Item],
+    planned: Estimate,
+    extra: dict[str, Any],
+    budget_notes: list[str] | None = None,
+    command: list[str] | None = None,
+    lock: TimingLock | None = None,
+) -> dict[str, Any]:
     """A new run's header (less its run id): `extra`, the request, runtimes, timing, host, the command
     (this process's, or the fleet caller's), the estimate, what --budget gave up, a benchmark's injected
     slowdown and how the timing lock was taken."""
@@ -199,8 +273,10 @@ def run_header(request: RunRequest, config: RunConfig, classes: dict[str, type[R
         **extra,
         "request": dataclasses.asdict(request),
         "runtime": _runtime_header(config.variants[0], classes),
-        "variants": [{"label": v.label, **_runtime_header(v, classes), **({"load": v.load.to_dict()} if v.load else {})}
-                     for v in config.variants],
+        "variants": [
+            {"label": v.label, **_runtime_header(v, classes), **({"load": v.load.to_dict()} if v.load else {})}
+            for v in config.variants
+        ],
         "mode": request.mode,
         "timing": config.timing.to_dict(),
         "host": host_metadata(),
@@ -213,9 +289,16 @@ def run_header(request: RunRequest, config: RunConfig, classes: dict[str, type[R
     }
 
 
-def resume_run(request: RunRequest, config: RunConfig, classes: dict[str, type[Runtime]], path: Path,
-               header: dict[str, Any], items: list[Item], lock_policy: str = "refuse",
-               on_wait: Callable[[str], None] | None = None) -> PlannedRun:
+def resume_run(
+    request: RunRequest,
+    config: RunConfig,
+    classes: dict[str, type[Runtime]],
+    path: Path,
+    header: dict[str, Any],
+    items: list[Item],
+    lock_policy: str = "refuse",
+    on_wait: Callable[[str], None] | None = None,
+) -> PlannedRun:
     """Reopen a run's log for appending (a torn last line set aside) with what it already holds, the
     machine's timing lock taken first."""
     run_id = header["run_id"]
@@ -228,8 +311,20 @@ def resume_run(request: RunRequest, config: RunConfig, classes: dict[str, type[R
     except BaseException:
         lock.release()
         raise
-    return PlannedRun(request, config, classes, log, run_id, {**header, "run_id": run_id}, items, state, planned,
-                      history=_history(path.parent, run_id, config), timing_lock=lock, calibration=calibration)
+    return PlannedRun(
+        request,
+        config,
+        classes,
+        log,
+        run_id,
+        {**header, "run_id": run_id},
+        items,
+        state,
+        planned,
+        history=_history(path.parent, run_id, config),
+        timing_lock=lock,
+        calibration=calibration,
+    )
 
 
 def _history(folder: Path, run_id: str, config: RunConfig) -> History | None:
@@ -247,10 +342,19 @@ def execute_run(planned: PlannedRun, observer: RunObserver) -> RunResult:
     """Run the pending graphs, logging each row as it is made, then export the whole run."""
     try:
         with planned.log:  # the log stays locked until the run is exported
-            runner = Runner(planned.config, planned.runtime_classes, planned.log, planned.run_id, planned.history,
-                            planned.timing_lock, planned.predicted_rounds)
+            runner = Runner(
+                planned.config,
+                planned.runtime_classes,
+                planned.log,
+                planned.run_id,
+                planned.history,
+                planned.timing_lock,
+                planned.predicted_rounds,
+            )
             runner.run(planned.items, planned.state, observer)
-            return RunResult(planned.run_id, planned.header, planned.log.path, planned.log.rows(), export_run(planned.log))
+            return RunResult(
+                planned.run_id, planned.header, planned.log.path, planned.log.rows(), export_run(planned.log)
+            )
     finally:
         if planned.timing_lock is not None:
             planned.timing_lock.release()

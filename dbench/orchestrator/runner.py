@@ -16,27 +16,28 @@ from __future__ import annotations
 import dataclasses
 import random
 import time
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping, Protocol
+from typing import Any, Protocol
 
 from dbench.errors import DbenchError, RuntimeSetupError
 from dbench.gen.graph import GraphSpec
-from dbench.outcome import MEASURED, Outcome, Status
 from dbench.orchestrator.lock import TimingLock
 from dbench.orchestrator.resolve import Resolver, Settled
 from dbench.orchestrator.worker_process import WorkerProcess
+from dbench.outcome import MEASURED, Outcome, Status
 from dbench.runtimes.base import Runtime, RuntimeOptions
+from dbench.scenario import Load
 from dbench.sources.item import Item
 from dbench.stats.coverage import Coverage
 from dbench.stats.drift import Drift
 from dbench.stats.interleave import rotated
 from dbench.stats.records import LOAD_ROUNDS, LatencyRound, round_from_dict
-from dbench.stats.throughput import summarize_load
 from dbench.stats.summary import summarize_rounds
+from dbench.stats.throughput import summarize_load
 from dbench.store.history import History, config_key
 from dbench.store.log import RunLog, resume_command
 from dbench.store.schema import Row
-from dbench.scenario import Load
 from dbench.worker.job import Job
 from dbench.worker.timing import TimingConfig
 
@@ -116,15 +117,20 @@ class RunObserver(Protocol):
 
 def outcome_record(outcome: Outcome) -> dict[str, Any]:
     """A round's Outcome as a JSON-ready dict (a round line of the log), its statistics with their kind."""
-    return {**dataclasses.asdict(outcome), "status": outcome.status.value,
-            "stats": outcome.stats.to_dict() if outcome.stats is not None else None}
+    return {
+        **dataclasses.asdict(outcome),
+        "status": outcome.status.value,
+        "stats": outcome.stats.to_dict() if outcome.stats is not None else None,
+    }
 
 
 def outcome_from_record(record: dict[str, Any]) -> Outcome:
     """The Outcome a round line holds."""
     names = {f.name for f in dataclasses.fields(Outcome)}
     stats = round_from_dict(record["stats"]) if record.get("stats") else None
-    return Outcome(**{**{k: v for k, v in record.items() if k in names}, "status": Status(record["status"]), "stats": stats})
+    return Outcome(
+        **{**{k: v for k, v in record.items() if k in names}, "status": Status(record["status"]), "stats": stats}
+    )
 
 
 @dataclass
@@ -136,7 +142,7 @@ class RunState:
     rounds: dict[tuple[str, str], list[Outcome]] = field(default_factory=dict)
 
     @classmethod
-    def from_log(cls, rows: list[dict[str, Any]], rounds: list[dict[str, Any]], default_variant: str) -> "RunState":
+    def from_log(cls, rows: list[dict[str, Any]], rounds: list[dict[str, Any]], default_variant: str) -> RunState:
         state = cls({(r["graph_id"], r.get("variant") or default_variant) for r in rows})
         for record in rounds:
             key = (record["graph_id"], record.get("variant") or default_variant)
@@ -145,8 +151,9 @@ class RunState:
         return state
 
 
-def combine(outcomes: list[Outcome], timing: TimingConfig, drift: Drift | None = None,
-            coverage: Coverage | None = None) -> Outcome:
+def combine(
+    outcomes: list[Outcome], timing: TimingConfig, drift: Drift | None = None, coverage: Coverage | None = None
+) -> Outcome:
     """A graph's Outcome over its rounds: the first round's verification, profile and phases; the
     statistics of every round together, a latency row's intervals with the between-run `drift` earlier
     runs measured, scaled by the factor the machine's history showed such intervals to need (`coverage`);
@@ -169,10 +176,16 @@ def combine(outcomes: list[Outcome], timing: TimingConfig, drift: Drift | None =
     elif stats:
         summary = summarize_rounds(stats, timing.percentiles, timing.unstable_above, drift, coverage)
     return dataclasses.replace(
-        first, stats=None, figures=summary,
-        peak_rss_bytes=largest("peak_rss_bytes"), memory_bytes=largest("memory_bytes"),
-        device_memory_bytes=largest("device_memory_bytes"), inputs_s=total("inputs_s"), prepare_s=total("prepare_s"),
-        device_median_us=device[len(device) // 2] if device else None)
+        first,
+        stats=None,
+        figures=summary,
+        peak_rss_bytes=largest("peak_rss_bytes"),
+        memory_bytes=largest("memory_bytes"),
+        device_memory_bytes=largest("device_memory_bytes"),
+        inputs_s=total("inputs_s"),
+        prepare_s=total("prepare_s"),
+        device_median_us=device[len(device) // 2] if device else None,
+    )
 
 
 def round_cost_s(outcome: Outcome) -> float:
@@ -201,23 +214,41 @@ class Runner:
     """Runs items on every variant in rounds, each round through fresh worker processes, logging each
     round as it is measured and each row as it is complete."""
 
-    def __init__(self, config: RunConfig, runtime_classes: Mapping[str, type[Runtime]], log: RunLog, run_id: str,
-                 history: History | None = None, timing_lock: TimingLock | None = None,
-                 predicted_rounds: Callable[[str, float], int | None] | None = None) -> None:
+    def __init__(
+        self,
+        config: RunConfig,
+        runtime_classes: Mapping[str, type[Runtime]],
+        log: RunLog,
+        run_id: str,
+        history: History | None = None,
+        timing_lock: TimingLock | None = None,
+        predicted_rounds: Callable[[str, float], int | None] | None = None,
+    ) -> None:
         self.config = config
         self.log = log
         self.run_id = run_id
         self.history = history
         self.timing_lock = timing_lock
-        self.runtime_info = {v.label: {"name": v.runtime, "version": runtime_classes[v.runtime].version(),
-                                       "device": v.options.device or "default"} for v in config.variants}
+        self.runtime_info = {
+            v.label: {
+                "name": v.runtime,
+                "version": runtime_classes[v.runtime].version(),
+                "device": v.options.device or "default",
+            }
+            for v in config.variants
+        }
         self.seq = 0
         self.overlaps: dict[tuple[str, str], set[str]] = {}
         """(graph, variant) -> the other timing processes seen while its rounds were timed."""
-        self.resolver = Resolver(config.resolve, config.timing.rounds, config.budget_s, predicted_rounds) \
-            if config.resolve is not None or config.budget_s is not None else None
+        self.resolver = (
+            Resolver(config.resolve, config.timing.rounds, config.budget_s, predicted_rounds)
+            if config.resolve is not None or config.budget_s is not None
+            else None
+        )
 
-    def _outcome(self, worker: WorkerProcess, item: Item, variant: Variant, number: int, observer: RunObserver) -> Outcome:
+    def _outcome(
+        self, worker: WorkerProcess, item: Item, variant: Variant, number: int, observer: RunObserver
+    ) -> Outcome:
         """The outcome of round `number` (0-based) of one graph on one variant: the first round also
         verifies and profiles."""
         if item.unsupported:
@@ -226,16 +257,33 @@ class Runner:
             data, digest = item.load()
         except OSError as err:
             return Outcome(Status.FAILED, f"cannot read the graph file: {err.strerror}")
-        job = Job(spec=item.spec, model=data, sha256=digest, runtime=variant.runtime, options=variant.options,
-                  timing=self.config.timing.per_round(), weights=weights_for(item.spec, self.config.weights),
-                  verify=self.config.verify and number == 0, profile_runs=self.config.profile_runs if number == 0 else 0,
-                  profile_cap_s=self.config.timing.profile_cap_s(),
-                  round=number + 1, rounds=self.config.timing.rounds, contract=item.contract, load=variant.load,
-                  slowdown=self.config.slowdowns.get(variant.label, 0.0))
+        job = Job(
+            spec=item.spec,
+            model=data,
+            sha256=digest,
+            runtime=variant.runtime,
+            options=variant.options,
+            timing=self.config.timing.per_round(),
+            weights=weights_for(item.spec, self.config.weights),
+            verify=self.config.verify and number == 0,
+            profile_runs=self.config.profile_runs if number == 0 else 0,
+            profile_cap_s=self.config.timing.profile_cap_s(),
+            round=number + 1,
+            rounds=self.config.timing.rounds,
+            contract=item.contract,
+            load=variant.load,
+            slowdown=self.config.slowdowns.get(variant.label, 0.0),
+        )
         return worker.submit(job, self.config.timeout, lambda name: observer.on_phase(item, name))
 
-    def _finish(self, item: Item, variant: Variant, outcomes: list[Outcome], observer: RunObserver,
-                settled: Settled | None = None) -> Row:
+    def _finish(
+        self,
+        item: Item,
+        variant: Variant,
+        outcomes: list[Outcome],
+        observer: RunObserver,
+        settled: Settled | None = None,
+    ) -> Row:
         """Write the row of a graph and variant from its rounds. A round after the first that failed
         (a crash, a timeout) makes the row that failure, named by its round, without figures."""
         info = self.runtime_info[variant.label]
@@ -246,21 +294,37 @@ class Runner:
         outcome = combine(outcomes, self.config.timing, drift, coverage)
         last = outcomes[-1]
         if len(outcomes) > 1 and last.status not in MEASURED:
-            outcome = dataclasses.replace(outcome, status=last.status, figures=None,
-                                          message=f"round {len(outcomes)} of {self.config.timing.rounds}: {last.message}")
-        row = Row.build(self.run_id, self.seq, item.spec, {**info, "options": options}, weights, outcome, variant.label,
-                        variant.load)
+            outcome = dataclasses.replace(
+                outcome,
+                status=last.status,
+                figures=None,
+                message=f"round {len(outcomes)} of {self.config.timing.rounds}: {last.message}",
+            )
+        row = Row.build(
+            self.run_id,
+            self.seq,
+            item.spec,
+            {**info, "options": options},
+            weights,
+            outcome,
+            variant.label,
+            variant.load,
+        )
         overlapped = sorted(self.overlaps.pop((item.spec.id, variant.label), set()))
-        row = dataclasses.replace(row, overlapped=overlapped or None,
-                                  injected_slowdown=self.config.slowdowns.get(variant.label),
-                                  **(settled.fields(variant.label) if settled else {}))
+        row = dataclasses.replace(
+            row,
+            overlapped=overlapped or None,
+            injected_slowdown=self.config.slowdowns.get(variant.label),
+            **(settled.fields(variant.label) if settled else {}),
+        )
         self.log.append(row.to_dict())
         self.seq += 1
         observer.on_row(row)
         return row
 
-    def _history_of(self, item: Item, variant: Variant, options: dict[str, Any], weights: str,
-                    outcomes: list[Outcome]) -> tuple[Drift | None, Coverage | None]:
+    def _history_of(
+        self, item: Item, variant: Variant, options: dict[str, Any], weights: str, outcomes: list[Outcome]
+    ) -> tuple[Drift | None, Coverage | None]:
         """The drift this machine's earlier runs measured for a latency row of this graph and configuration,
         and how well such rows' intervals held later runs there (dbench.store.history)."""
         medians = [o.stats.median_us for o in outcomes if isinstance(o.stats, LatencyRound)]
@@ -296,10 +360,19 @@ class Runner:
         """Whether round `number` (0-based) of this graph and variant is still to be measured."""
         key = (item.spec.id, variant.label)
         measured = state.rounds.get(key, [])
-        return key in pending and len(measured) == number and (number == 0 or another_round(measured, self.config.timing))
+        return (
+            key in pending and len(measured) == number and (number == 0 or another_round(measured, self.config.timing))
+        )
 
-    def _settle(self, item: Item, state: RunState, pending: set[tuple[str, str]], rows: list[Row],
-                observer: RunObserver, budget_out: bool = False) -> None:
+    def _settle(
+        self,
+        item: Item,
+        state: RunState,
+        pending: set[tuple[str, str]],
+        rows: list[Row],
+        observer: RunObserver,
+        budget_out: bool = False,
+    ) -> None:
         """Under --resolve, after a round of all the graph's variants: write its rows when the Resolver
         says it is settled (or the run's budget cannot give it another round)."""
         keys = [(item.spec.id, v.label) for v in self.config.variants]
@@ -315,8 +388,15 @@ class Runner:
                 pending.discard(key)
                 state.finished.add(key)
 
-    def _within_budget(self, todo: list[tuple[Item, Variant]], number: int, state: RunState,
-                       pending: set[tuple[str, str]], rows: list[Row], observer: RunObserver) -> list[tuple[Item, Variant]]:
+    def _within_budget(
+        self,
+        todo: list[tuple[Item, Variant]],
+        number: int,
+        state: RunState,
+        pending: set[tuple[str, str]],
+        rows: list[Row],
+        observer: RunObserver,
+    ) -> list[tuple[Item, Variant]]:
         """Under --resolve with --budget, this round's jobs that fit in what is left of it (a graph's
         next round costs what its last one did); the graphs left out are settled now."""
         if self.resolver is None or self.resolver.budget_s is None or number < self.resolver.min_rounds:
@@ -343,8 +423,12 @@ class Runner:
         timing = self.config.timing
         pending = {(i.spec.id, v.label) for i in items for v in self.config.variants} - state.finished
         for number in range(timing.rounds):
-            todo = [(item, variant) for position, item in enumerate(self._order(items, number))
-                    for variant in self._variants(number, position) if self._due(item, variant, number, state, pending)]
+            todo = [
+                (item, variant)
+                for position, item in enumerate(self._order(items, number))
+                for variant in self._variants(number, position)
+                if self._due(item, variant, number, state, pending)
+            ]
             todo = self._within_budget(todo, number, state, pending, rows, observer)
             if not todo:
                 continue
@@ -358,17 +442,26 @@ class Runner:
                     began = time.monotonic()
                     outcome = self._outcome(workers[variant.label], item, variant, number, observer)
                     cost = time.monotonic() - began
-                    self.round_costs[item.spec.id] = cost + (self.round_costs.get(item.spec.id, 0.0) if index and
-                                                             todo[index - 1][0] is item else 0.0)
+                    self.round_costs[item.spec.id] = cost + (
+                        self.round_costs.get(item.spec.id, 0.0) if index and todo[index - 1][0] is item else 0.0
+                    )
                     self._watch(key)
                     if outcome.aborts_run:
                         raise RuntimeSetupError(f"{outcome.message}; {self.seq} rows are in {self.log.path}")
-                    self.log.append_round({"graph_id": item.spec.id, "variant": variant.label, "round": number + 1,
-                                           "outcome": outcome_record(outcome)})
+                    self.log.append_round(
+                        {
+                            "graph_id": item.spec.id,
+                            "variant": variant.label,
+                            "round": number + 1,
+                            "outcome": outcome_record(outcome),
+                        }
+                    )
                     outcomes = state.rounds.setdefault(key, [])
                     outcomes.append(outcome)
                     if self.resolver is not None:
-                        if index + 1 == len(todo) or todo[index + 1][0] is not item:  # the graph's last variant this round
+                        if (
+                            index + 1 == len(todo) or todo[index + 1][0] is not item
+                        ):  # the graph's last variant this round
                             self._settle(item, state, pending, rows, observer)
                     elif not another_round(outcomes, timing):
                         rows.append(self._finish(item, variant, outcomes, observer))
@@ -377,8 +470,10 @@ class Runner:
                 for worker in workers.values():
                     worker.close()
             except KeyboardInterrupt:
-                raise Interrupted(f"interrupted; {self.seq} rows (and the rounds measured since) are in {self.log.path}; "
-                                  f"finish with: {resume_command(self.log.path)}") from None
+                raise Interrupted(
+                    f"interrupted; {self.seq} rows (and the rounds measured since) are in {self.log.path}; "
+                    f"finish with: {resume_command(self.log.path)}"
+                ) from None
             finally:
                 for worker in workers.values():
                     worker.stop()  # a no-op after close; on any error, the worker's group is killed

@@ -49,36 +49,56 @@ class Part:
     (--budget stores sampling cut to fit, which would move the split)."""
 
     def to_dict(self) -> dict[str, Any]:
-        return {"index": self.index, "count": self.count, "label": self.label, "split": self.split,
-                "estimates_s": list(self.estimates_s), "graphs": list(self.graphs), "selection_graphs": sum(self.graphs),
-                "ids": list(self.ids)}
+        return {
+            "index": self.index,
+            "count": self.count,
+            "label": self.label,
+            "split": self.split,
+            "estimates_s": list(self.estimates_s),
+            "graphs": list(self.graphs),
+            "selection_graphs": sum(self.graphs),
+            "ids": list(self.ids),
+        }
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> "Part":
-        return cls(data["index"], data["count"], data["label"], data["split"], tuple(data["estimates_s"]),
-                   tuple(data["graphs"]), tuple(data["ids"]))
+    def from_dict(cls, data: dict[str, Any]) -> Part:
+        return cls(
+            data["index"],
+            data["count"],
+            data["label"],
+            data["split"],
+            tuple(data["estimates_s"]),
+            tuple(data["graphs"]),
+            tuple(data["ids"]),
+        )
 
 
 def parse_shard(text: str) -> tuple[int, int]:
     """`--shard 2/8` as (2, 8); one line naming the fix when it is not i/N with 1 <= i <= N."""
     match = SHARD.match(text)
     if not match:
-        raise UsageError(f"--shard {text!r} is not i/N; write e.g. --shard 1/4 (part 1 of 4; "
-                         "in a Slurm array: --shard $SLURM_ARRAY_TASK_ID/$SLURM_ARRAY_TASK_COUNT with --array=1-N)")
+        raise UsageError(
+            f"--shard {text!r} is not i/N; write e.g. --shard 1/4 (part 1 of 4; "
+            "in a Slurm array: --shard $SLURM_ARRAY_TASK_ID/$SLURM_ARRAY_TASK_COUNT with --array=1-N)"
+        )
     index, count = int(match.group(1)), int(match.group(2))
     if not 1 <= count <= MAX_PARTS:
         raise UsageError(f"--shard {text}: N must be 1 to {MAX_PARTS:,} parts")
     if not 1 <= index <= count:
-        raise UsageError(f"--shard {text}: the part must be 1 to {count} (parts count from 1; a 0-based index such as "
-                         "Kubernetes' JOB_COMPLETION_INDEX needs +1)")
+        raise UsageError(
+            f"--shard {text}: the part must be 1 to {count} (parts count from 1; a 0-based index such as "
+            "Kubernetes' JOB_COMPLETION_INDEX needs +1)"
+        )
     return index, count
 
 
 def check_label(label: str | None) -> None:
     """A label names a logical run in headers and reports: a short folder-safe word."""
     if label is not None and not LABEL.match(label):
-        raise UsageError(f"--shard-label {label!r}: use 1 to 80 letters, digits, '.', '_' or '-', starting with a "
-                         "letter or digit (e.g. the job's name)")
+        raise UsageError(
+            f"--shard-label {label!r}: use 1 to 80 letters, digits, '.', '_' or '-', starting with a "
+            "letter or digit (e.g. the job's name)"
+        )
 
 
 def default_label(request_fields: dict[str, Any], count: int) -> str:
@@ -129,8 +149,15 @@ def shard_items(items: list[Item], config, index: int, count: int, label: str) -
     fingerprint = hashlib.sha256(json.dumps(sorted(assignment.items())).encode()).hexdigest()[:16]
     mine = [item for item in items if assignment[item.spec.id] == index]
     estimates = tuple(round(sum(weights[g] for g in part), 1) for part in parts)
-    return mine, Part(index, count, label, fingerprint, estimates, tuple(len(part) for part in parts),
-                      tuple(item.spec.id for item in mine))
+    return mine, Part(
+        index,
+        count,
+        label,
+        fingerprint,
+        estimates,
+        tuple(len(part) for part in parts),
+        tuple(item.spec.id for item in mine),
+    )
 
 
 def part_of(request, config, items: list[Item], stored: dict[str, Any] | None = None) -> tuple[list[Item], Part | None]:
@@ -147,6 +174,8 @@ def part_of(request, config, items: list[Item], stored: dict[str, Any] | None = 
     label = request.shard_label or default_label(dataclasses.asdict(request), count)
     mine, part = shard_items(items, config, index, count, label)
     if not mine:
-        raise UsageError(f"--shard {index}/{count}: the selection has {len(items)} graphs, so part {index} holds none; "
-                         f"use at most {len(items)} parts")
+        raise UsageError(
+            f"--shard {index}/{count}: the selection has {len(items)} graphs, so part {index} holds none; "
+            f"use at most {len(items)} parts"
+        )
     return mine, part

@@ -35,10 +35,14 @@ def injected(labels: list[str]) -> dict[str, float]:
         except ValueError:
             fraction = math.nan
         if not sep or not (math.isfinite(fraction) and 0 < fraction <= MAX_FRACTION):
-            raise UsageError(f"{VARIABLE}={text!r}: write LABEL=FRACTION[;LABEL=FRACTION] with a fraction above 0 up to "
-                             f"{MAX_FRACTION:g} (e.g. 'ort-cpu #2=0.10'), or unset it")
+            raise UsageError(
+                f"{VARIABLE}={text!r}: write LABEL=FRACTION[;LABEL=FRACTION] with a fraction above 0 up to "
+                f"{MAX_FRACTION:g} (e.g. 'ort-cpu #2=0.10'), or unset it"
+            )
         if label.strip() not in labels:
-            raise UsageError(f"{VARIABLE} names {label.strip()!r}, which is no variant of this run "
-                             f"({', '.join(labels)}); name one of them, or unset it")
+            raise UsageError(
+                f"{VARIABLE} names {label.strip()!r}, which is no variant of this run "
+                f"({', '.join(labels)}); name one of them, or unset it"
+            )
         found[label.strip()] = fraction
     return found

@@ -9,9 +9,9 @@ import signal
 import socket
 import subprocess
 import sys
+from collections.abc import Callable
 from multiprocessing.connection import Connection
 from pathlib import Path
-from typing import Callable
 
 from dbench.outcome import Outcome, Phase, Status
 from dbench.worker.job import Job
@@ -57,11 +57,19 @@ class WorkerProcess:
 
     def _start(self) -> None:
         parent, child = socket.socketpair()
-        command = [sys.executable, "-m", "dbench.worker", str(child.fileno()), str(os.getpid()), str(self.memory_limit or 0)]
+        command = [
+            sys.executable,
+            "-m",
+            "dbench.worker",
+            str(child.fileno()),
+            str(os.getpid()),
+            str(self.memory_limit or 0),
+        ]
         if self.cpus:
             command.append(",".join(map(str, self.cpus)))
-        self.process = subprocess.Popen(command, pass_fds=[child.fileno()], stdin=subprocess.DEVNULL,
-                                        start_new_session=True)
+        self.process = subprocess.Popen(
+            command, pass_fds=[child.fileno()], stdin=subprocess.DEVNULL, start_new_session=True
+        )
         child.close()
         self.connection = Connection(parent.detach())
 
@@ -87,7 +95,9 @@ class WorkerProcess:
         except (EOFError, OSError):
             return self._death(kills_before)  # the pipe closed: the worker is dead or dying
         self.stop()
-        return Outcome(Status.TIMEOUT, f"no progress for {timeout:g} s while {phase}; the worker was killed and replaced")
+        return Outcome(
+            Status.TIMEOUT, f"no progress for {timeout:g} s while {phase}; the worker was killed and replaced"
+        )
 
     def _death(self, kills_before: int | None) -> Outcome:
         try:
@@ -105,8 +115,11 @@ class WorkerProcess:
             return Outcome(Status.CRASHED, f"worker died with signal {name}")
         kills_after = oom_kills()
         if kills_before is not None and kills_after is not None and kills_after > kills_before:
-            return Outcome(Status.OOM, f"worker killed by {name}: the kernel's out-of-memory killer "
-                                       f"(cgroup oom_kill {kills_before} -> {kills_after})")
+            return Outcome(
+                Status.OOM,
+                f"worker killed by {name}: the kernel's out-of-memory killer "
+                f"(cgroup oom_kill {kills_before} -> {kills_after})",
+            )
         return Outcome(Status.CRASHED, f"worker killed by {name} from outside dbench (no out-of-memory record found)")
 
     def _kill(self) -> None:

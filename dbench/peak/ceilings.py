@@ -56,9 +56,15 @@ def merge_peaks(old: dict[str, Any] | None, new: dict[str, Any]) -> dict[str, An
                 gemm.setdefault(runtime, {})[precision] = rate
                 shapes.setdefault(runtime, {})[precision] = new["gemm_shapes"][runtime][precision]
                 when.setdefault(runtime, {})[precision] = new["taken_at"]
-    merged.update(gemm_tflops=gemm, gemm_shapes=shapes, gemm_taken_at=when, device_bandwidth=devices,
-                  skipped={k: v for k, v in {**old.get("skipped", {}), **new["skipped"]}.items()
-                           if _still_skipped(k, gemm, devices)})
+    merged.update(
+        gemm_tflops=gemm,
+        gemm_shapes=shapes,
+        gemm_taken_at=when,
+        device_bandwidth=devices,
+        skipped={
+            k: v for k, v in {**old.get("skipped", {}), **new["skipped"]}.items() if _still_skipped(k, gemm, devices)
+        },
+    )
     return merged
 
 
@@ -77,7 +83,9 @@ def device_bandwidth(peaks: dict[str, Any], kind: str) -> dict[str, Any] | None:
     the host's; None where unmeasured."""
     if kind == "cpu":
         return peaks if peaks.get("triad_gbps") else None
-    records = [b for r, b in peaks.get("device_bandwidth", {}).items() if device_kind(r) == kind and b.get("triad_gbps")]
+    records = [
+        b for r, b in peaks.get("device_bandwidth", {}).items() if device_kind(r) == kind and b.get("triad_gbps")
+    ]
     return max(records, key=lambda b: b["triad_gbps"], default=None)
 
 
@@ -87,7 +95,9 @@ def ceilings(peaks: dict[str, Any] | None, precision: str, runtime: str) -> tupl
     kind = device_kind(runtime)
     if not peaks or kind is None:
         return None, None
-    rates = [r[precision] for name, r in peaks.get("gemm_tflops", {}).items() if precision in r and device_kind(name) == kind]
+    rates = [
+        r[precision] for name, r in peaks.get("gemm_tflops", {}).items() if precision in r and device_kind(name) == kind
+    ]
     bandwidth = device_bandwidth(peaks, kind)
     return (max(rates) if rates else None), (bandwidth["triad_gbps"] if bandwidth else None)
 
@@ -97,8 +107,14 @@ def roof_fraction(row: dict[str, Any], peaks: dict[str, Any]) -> float | None:
     triad x intensity). Above 1 the row outran a ceiling: callers flag it (the ceiling is low), never
     show it as a fraction."""
     peak_tflops, bandwidth = ceilings(peaks, row.get("precision", ""), row.get("runtime", ""))
-    if not (row.get("status") == "ok" and row.get("verified") and row.get("tflops") and peak_tflops and bandwidth
-            and row.get("intensity")):
+    if not (
+        row.get("status") == "ok"
+        and row.get("verified")
+        and row.get("tflops")
+        and peak_tflops
+        and bandwidth
+        and row.get("intensity")
+    ):
         return None
     return row["tflops"] / min(peak_tflops, bandwidth * row["intensity"] / 1e3)
 

@@ -120,11 +120,18 @@ def torch_device_bandwidth(device: int, repeats: int = 20) -> DeviceBandwidth:
             props = torch.cuda.get_device_properties(device)
             l2_bytes = getattr(props, "L2_cache_size", 0)
             nbytes = device_array_bytes(l2_bytes)
-            a, b, c = (torch.full((nbytes // 4,), value, dtype=torch.float32, device="cuda") for value in (1.0, 2.0, 0.5))
-            timer = functools.partial(_best_event_seconds, new_event=lambda: torch.cuda.Event(enable_timing=True),
-                                      elapsed_ms=lambda start, end: start.elapsed_time(end), repeats=repeats)
-            return _device_bandwidth(lambda: a.copy_(b), lambda: torch.add(b, c, alpha=3.0, out=a), timer,
-                                     nbytes, props.name, l2_bytes)
+            a, b, c = (
+                torch.full((nbytes // 4,), value, dtype=torch.float32, device="cuda") for value in (1.0, 2.0, 0.5)
+            )
+            timer = functools.partial(
+                _best_event_seconds,
+                new_event=lambda: torch.cuda.Event(enable_timing=True),
+                elapsed_ms=lambda start, end: start.elapsed_time(end),
+                repeats=repeats,
+            )
+            return _device_bandwidth(
+                lambda: a.copy_(b), lambda: torch.add(b, c, alpha=3.0, out=a), timer, nbytes, props.name, l2_bytes
+            )
     except RuntimeError as err:  # CUDA errors and torch.cuda.OutOfMemoryError
         raise DbenchError(f"GPU {device} bandwidth through PyTorch: {str(err).splitlines()[0]}") from None
     finally:
@@ -146,12 +153,20 @@ def cupy_device_bandwidth(device: int, repeats: int = 20) -> DeviceBandwidth:
             l2_bytes = int(cupy.cuda.runtime.getDeviceProperties(device)["l2CacheSize"])
             nbytes = device_array_bytes(l2_bytes)
             a, b, c = (cupy.full(nbytes // 4, value, dtype=cupy.float32) for value in (1.0, 2.0, 0.5))
-            kernel = cupy.ElementwiseKernel("float32 b, float32 c, float32 s", "float32 a", "a = b + s * c", "dbench_triad")
-            timer = functools.partial(_best_event_seconds, new_event=cupy.cuda.Event,
-                                      elapsed_ms=cupy.cuda.get_elapsed_time, repeats=repeats)
-            return _device_bandwidth(lambda: a.data.copy_from_device_async(b.data, nbytes),
-                                     lambda: kernel(b, c, np.float32(3.0), a), timer, nbytes,
-                                     gpu_identity(device)["gpu"], l2_bytes)
+            kernel = cupy.ElementwiseKernel(
+                "float32 b, float32 c, float32 s", "float32 a", "a = b + s * c", "dbench_triad"
+            )
+            timer = functools.partial(
+                _best_event_seconds, new_event=cupy.cuda.Event, elapsed_ms=cupy.cuda.get_elapsed_time, repeats=repeats
+            )
+            return _device_bandwidth(
+                lambda: a.data.copy_from_device_async(b.data, nbytes),
+                lambda: kernel(b, c, np.float32(3.0), a),
+                timer,
+                nbytes,
+                gpu_identity(device)["gpu"],
+                l2_bytes,
+            )
     except (RuntimeError, MemoryError) as err:  # CUDARuntimeError, OutOfMemoryError, NVRTC failures
         raise DbenchError(f"GPU {device} bandwidth through CuPy: {str(err).splitlines()[0]}") from None
     finally:
@@ -185,15 +200,15 @@ def gemm_shapes() -> list[tuple[int, int, int]]:
 def gemm_rates(runtime_name: str, precision: str, shape: tuple[int, int, int]) -> dict[str, Any]:
     """One verified GEMM shape on `runtime_name` in PEAK_ROUNDS rounds, each in a fresh session: the
     best sample's TFLOP/s and each round's median rate; raises UnsupportedError / DbenchError."""
-    from dbench.worker.timing import TimingConfig, measure
-    from dbench.check.verdict import compare
     from dbench.catalog.kernels import GemmKernel
-    from dbench.gen.plan import GraphRequest, build, reference, tolerance
+    from dbench.check.verdict import compare
     from dbench.gen.feeds import make_feeds
+    from dbench.gen.plan import GraphRequest, build, reference, tolerance
     from dbench.gen.weights import split_feeds
     from dbench.runtimes.base import RuntimeOptions
     from dbench.runtimes.registry import require
     from dbench.store.schema import executed_precision
+    from dbench.worker.timing import TimingConfig, measure
 
     m, n, k = shape
     graph = build(GraphRequest(GemmKernel(m=m, n=n, k=k, a_t=False, b_t=False), precision, "fwd", "gemm"))
@@ -213,12 +228,17 @@ def gemm_rates(runtime_name: str, precision: str, shape: tuple[int, int, int]) -
             finally:
                 session.close()
         if number == 0 and not verdict.ok:
-            raise DbenchError(f"{runtime_name} {precision} GEMM {m}x{n}x{k}: output does not match the reference ({verdict.detail})")
+            raise DbenchError(
+                f"{runtime_name} {precision} GEMM {m}x{n}x{k}: output does not match the reference ({verdict.detail})"
+            )
         if number == 0 and executed != precision:
             raise UnsupportedError(f"{runtime_name} ran the {precision} GEMM in {executed}; not a {precision} rate")
     flops = graph.spec.flops
-    return {"shape": [m, n, k], "best_tflops": flops / (min(r.min_us for r in rounds) / 1e6) / 1e12,
-            "round_tflops": [flops / (r.median_us / 1e6) / 1e12 for r in rounds]}
+    return {
+        "shape": [m, n, k],
+        "best_tflops": flops / (min(r.min_us for r in rounds) / 1e6) / 1e12,
+        "round_tflops": [flops / (r.median_us / 1e6) / 1e12 for r in rounds],
+    }
 
 
 def check_choices(runtimes: list[str], precisions: list[str]) -> None:
@@ -240,8 +260,10 @@ def measure_peaks(runtimes: list[str], precisions: list[str], log=print) -> dict
     check_choices(runtimes, precisions)
     host = host_metadata()
     if host["busy_start"]:
-        log(f"warning: machine busy (1-minute load {host['load_start'][0]}): ceilings measured now are low; "
-            "re-run on a quiet machine")
+        log(
+            f"warning: machine busy (1-minute load {host['load_start'][0]}): ceilings measured now are low; "
+            "re-run on a quiet machine"
+        )
     caches = cache_sizes()
     bandwidth = measure_bandwidth(max(caches.values(), default=32 * 2**20))
     log(f"memory: copy {bandwidth.copy_gbps:.1f} GB/s, triad {bandwidth.triad_gbps:.1f} GB/s")
@@ -258,9 +280,11 @@ def measure_peaks(runtimes: list[str], precisions: list[str], log=print) -> dict
             log(f"{runtime} bandwidth: skipped ({skipped[f'{runtime} bandwidth']})")
             continue
         devices[runtime] = {**asdict(measured), "taken_at": taken_at}
-        log(f"{runtime}: {measured.device} memory: copy {measured.copy_gbps:.1f} GB/s, triad "
+        log(
+            f"{runtime}: {measured.device} memory: copy {measured.copy_gbps:.1f} GB/s, triad "
             f"{measured.triad_gbps:.1f} GB/s "
-            f"({measured.array_bytes / 2**30:.2f} GiB arrays)")
+            f"({measured.array_bytes / 2**30:.2f} GiB arrays)"
+        )
     for runtime in runtimes:
         for precision in precisions:
             try:
@@ -272,11 +296,23 @@ def measure_peaks(runtimes: list[str], precisions: list[str], log=print) -> dict
             best = max(measured, key=lambda m: m["best_tflops"])
             gemm.setdefault(runtime, {})[precision] = best["best_tflops"]
             shapes.setdefault(runtime, {})[precision] = measured
-            log(f"{runtime} {precision}: GEMM {best['best_tflops']:.3f} TFLOP/s (at "
+            log(
+                f"{runtime} {precision}: GEMM {best['best_tflops']:.3f} TFLOP/s (at "
                 f"{'x'.join(map(str, best['shape']))}; "
-                f"round medians {', '.join(f'{r:.3f}' for r in best['round_tflops'])})")
-    return {"machine_key": host["machine_key"], "taken_at": taken_at, "load_start": host["load_start"],
-            "busy_start": host["busy_start"], "caches": caches, "copy_gbps": bandwidth.copy_gbps,
-            "triad_gbps": bandwidth.triad_gbps, "array_bytes": bandwidth.array_bytes, "gemm_tflops": gemm,
-            "gemm_shapes": shapes, "gemm_taken_at": {r: {p: taken_at for p in v} for r, v in gemm.items()},
-            "device_bandwidth": devices, "skipped": skipped}
+                f"round medians {', '.join(f'{r:.3f}' for r in best['round_tflops'])})"
+            )
+    return {
+        "machine_key": host["machine_key"],
+        "taken_at": taken_at,
+        "load_start": host["load_start"],
+        "busy_start": host["busy_start"],
+        "caches": caches,
+        "copy_gbps": bandwidth.copy_gbps,
+        "triad_gbps": bandwidth.triad_gbps,
+        "array_bytes": bandwidth.array_bytes,
+        "gemm_tflops": gemm,
+        "gemm_shapes": shapes,
+        "gemm_taken_at": {r: {p: taken_at for p in v} for r, v in gemm.items()},
+        "device_bandwidth": devices,
+        "skipped": skipped,
+    }

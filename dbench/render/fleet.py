@@ -15,17 +15,27 @@ from rich.table import Table
 from dbench.fleet.driver import FleetPlan, FleetResult, Machine
 from dbench.render.numbers import format_time
 
-STATE_STYLE = {"finished": "green", "running": "cyan", "waiting": "", "dropped": "yellow", "lost": "red",
-               "failed": "red", "refused": "red", "stopped": "yellow"}
+STATE_STYLE = {
+    "finished": "green",
+    "running": "cyan",
+    "waiting": "",
+    "dropped": "yellow",
+    "lost": "red",
+    "failed": "red",
+    "refused": "red",
+    "stopped": "yellow",
+}
 
 
 def plan_lines(plan: FleetPlan) -> list[str]:
     """What the fleet will do: its id, cluster, machines and the request's source."""
     serving = [m for m in plan.machines.values() if m.status in ("waiting", "running", "dropped")]
     source = f"bundle {plan.bundle_path}" if plan.bundle_path else "the catalog's selection, generated on each machine"
-    lines = [f"fleet {plan.fleet_id} on {plan.address}: {len(serving)} machine{'s' if len(serving) != 1 else ''}, "
-             f"one timing job each, runtime {plan.request.runtime}, {source}",
-             f"rows go to {plan.out_dir}/<machine key>/<run id>.jsonl as each graph finishes; record: {plan.record_path}"]
+    lines = [
+        f"fleet {plan.fleet_id} on {plan.address}: {len(serving)} machine{'s' if len(serving) != 1 else ''}, "
+        f"one timing job each, runtime {plan.request.runtime}, {source}",
+        f"rows go to {plan.out_dir}/<machine key>/<run id>.jsonl as each graph finishes; record: {plan.record_path}",
+    ]
     lines += [f"refused {m.key}: {m.message}" for m in plan.machines.values() if m.status == "refused"]
     return lines + [f"note: {note}" for note in plan.notes]
 
@@ -33,7 +43,8 @@ def plan_lines(plan: FleetPlan) -> list[str]:
 def row_line(machine: Machine, row: dict[str, Any]) -> str:
     """`node-a [3/10] gemm_m35_n700_k2048_nn.fwd.gemm.fp32 ok 721 µs` (or the status and message)."""
     head = f"{machine.key} [{machine.rows_done}/{machine.rows_total or '?'}] {row['graph_id']}" + (
-        f" [{row['variant']}]" if row.get("variant") and row.get("variant") != row.get("runtime") else "")
+        f" [{row['variant']}]" if row.get("variant") and row.get("variant") != row.get("runtime") else ""
+    )
     if row["status"] != "ok":
         return f"{head} {row['status']}: {row.get('message') or ''}"[:300]
     return f"{head} ok {format_time(row['median_us'])}" if row.get("median_us") else f"{head} ok"
@@ -51,13 +62,19 @@ class FleetProgress:
         self.tasks: dict[str, TaskID] = {}
         self.said: dict[str, tuple[str, int]] = {}
         if console.is_terminal:
-            columns = (TextColumn("{task.description}"), BarColumn(), TextColumn("{task.fields[rows]}"),
-                       TextColumn("ETA"), TimeRemainingColumn(), TextColumn("{task.fields[graph]}", style="dim"))
+            columns = (
+                TextColumn("{task.description}"),
+                BarColumn(),
+                TextColumn("{task.fields[rows]}"),
+                TextColumn("ETA"),
+                TimeRemainingColumn(),
+                TextColumn("{task.fields[graph]}", style="dim"),
+            )
             self.progress = Progress(*columns, console=console, transient=True)
             for machine in plan.machines.values():
                 self.tasks[machine.key] = self.progress.add_task(machine.key, total=None, rows="", graph="")
 
-    def __enter__(self) -> "FleetProgress":
+    def __enter__(self) -> FleetProgress:
         if self.progress is not None:
             self.progress.start()
         return self
@@ -70,10 +87,14 @@ class FleetProgress:
         if self.progress is None:
             return
         style = STATE_STYLE.get(machine.status, "")
-        self.progress.update(self.tasks[machine.key], description=f"[{style}]{escape(machine.key)} {machine.status}[/]",
-                             total=max(machine.jobs_s, 1e-9) if machine.jobs_s else None,
-                             completed=min(machine.spent_s, machine.jobs_s or machine.spent_s),
-                             rows=f"{machine.rows_done}/{machine.rows_total or '?'} graphs", graph=escape(machine.graph[:48]))
+        self.progress.update(
+            self.tasks[machine.key],
+            description=f"[{style}]{escape(machine.key)} {machine.status}[/]",
+            total=max(machine.jobs_s, 1e-9) if machine.jobs_s else None,
+            completed=min(machine.spent_s, machine.jobs_s or machine.spent_s),
+            rows=f"{machine.rows_done}/{machine.rows_total or '?'} graphs",
+            graph=escape(machine.graph[:48]),
+        )
 
     def on_machine(self, machine: Machine) -> None:
         self._update(machine)
@@ -83,7 +104,9 @@ class FleetProgress:
         self.said[machine.key] = said
         if self.progress is None or machine.status not in ("waiting", "running"):
             text = f"{machine.key}: {machine.status}" + (f" ({machine.message})" if machine.message else "")
-            (self.progress.console if self.progress else self.console).print(escape(text), highlight=False, soft_wrap=True)
+            (self.progress.console if self.progress else self.console).print(
+                escape(text), highlight=False, soft_wrap=True
+            )
 
     def on_progress(self, machine: Machine) -> None:
         self._update(machine)
@@ -97,16 +120,30 @@ class FleetProgress:
 def machines_table(result: FleetResult) -> Table:
     """One row per machine: state, graphs done of all, ok and other statuses, times it left, wall, log."""
     table = Table(title=f"fleet {result.fleet_id}", title_justify="left")
-    for name, justify in (("machine", "left"), ("state", "left"), ("graphs", "right"), ("ok", "right"),
-                          ("not ok", "left"), ("left", "right"), ("wall", "right"), ("log", "left")):
+    for name, justify in (
+        ("machine", "left"),
+        ("state", "left"),
+        ("graphs", "right"),
+        ("ok", "right"),
+        ("not ok", "left"),
+        ("left", "right"),
+        ("wall", "right"),
+        ("log", "left"),
+    ):
         table.add_column(name, justify=justify, overflow="fold")
     for machine in result.machines:
         problems = ", ".join(f"{n} {s}" for s, n in sorted(machine.statuses.items()) if s != "ok")
         state = machine.status + (f": {machine.message}" if machine.message else "")
-        table.add_row(escape(machine.key), f"[{STATE_STYLE.get(machine.status, '')}]{escape(state)}[/]",
-                      f"{machine.rows_done}/{machine.rows_total or '?'}", str(machine.statuses.get("ok", 0)),
-                      escape(problems), str(machine.drops or ""), f"{machine.wall_s:.0f} s" if machine.wall_s else "",
-                      escape(str(machine.path)) if machine.path.exists() else "")
+        table.add_row(
+            escape(machine.key),
+            f"[{STATE_STYLE.get(machine.status, '')}]{escape(state)}[/]",
+            f"{machine.rows_done}/{machine.rows_total or '?'}",
+            str(machine.statuses.get("ok", 0)),
+            escape(problems),
+            str(machine.drops or ""),
+            f"{machine.wall_s:.0f} s" if machine.wall_s else "",
+            escape(str(machine.path)) if machine.path.exists() else "",
+        )
     return table
 
 
@@ -135,10 +172,24 @@ def members_table(found: dict, chosen: dict, refusals: dict[str, str]) -> Table:
     for key, member in sorted(chosen.items()):
         workers = sum(1 for m in found.values() if m.key == key)
         why = refusals.get(key, "")
-        table.add_row(escape(key), escape(member.hostname), str(workers), member.dbench, member.python,
-                      escape(member.address), f"[red]no: {escape(why)}[/]" if why else "[green]yes[/]")
+        table.add_row(
+            escape(key),
+            escape(member.hostname),
+            str(workers),
+            member.dbench,
+            member.python,
+            escape(member.address),
+            f"[red]no: {escape(why)}[/]" if why else "[green]yes[/]",
+        )
     for member in found.values():
         if not member.key or member.problem:
-            table.add_row("?", escape(member.hostname), "1", member.dbench, member.python, escape(member.address),
-                          f"[red]no: {escape(member.problem)}[/]")
+            table.add_row(
+                "?",
+                escape(member.hostname),
+                "1",
+                member.dbench,
+                member.python,
+                escape(member.address),
+                f"[red]no: {escape(member.problem)}[/]",
+            )
     return table

@@ -66,6 +66,9 @@ def load_text(utilization: float | None, per_round: list[float] | None) -> str:
     was at the run time its runs took; empty for a row without it."""
     if utilization is None:
         return ""
-    spread = (f" (rounds {min(per_round):.0%}-{max(per_round):.0%})"
-              if per_round and len(per_round) > 1 and round(min(per_round), 2) != round(max(per_round), 2) else "")
+    spread = (
+        f" (rounds {min(per_round):.0%}-{max(per_round):.0%})"
+        if per_round and len(per_round) > 1 and round(min(per_round), 2) != round(max(per_round), 2)
+        else ""
+    )
     return f"{utilization:.0%} load{spread}"

@@ -18,15 +18,23 @@ def profile_table(row: dict[str, Any]) -> Table | None:
     if not nodes:
         return None
     total = sum(n["time_us"] for n in nodes if not n.get("container"))
-    caption = (f"layers sum to {format_time(total)} per call in the profiling pass "
-               f"({format_time(row.get('profile_call_us'))} per profiled call); timed median "
-               f"{format_time(row.get('median_us'))}")
+    caption = (
+        f"layers sum to {format_time(total)} per call in the profiling pass "
+        f"({format_time(row.get('profile_call_us'))} per profiled call); timed median "
+        f"{format_time(row.get('median_us'))}"
+    )
     table = Table(title=f"profile · {row['graph_id']} · {row.get('variant') or row['runtime']}", caption=caption)
     for column in ("layer", "op", "kernel", "precision", "time", "share"):
         table.add_column(column, justify="right" if column in ("time", "share") else "left", overflow="fold")
     for n in nodes:
         calls = f" ({n['calls']} calls)" if n.get("calls", 1) > 1 else ""
         share = "(contains others)" if n.get("container") else (f"{n['time_us'] / total:.1%}" if total else "")
-        table.add_row(escape(n["name"]), escape(n.get("op_type", "")), escape(n.get("kernel", "")), n.get("precision", ""),
-                      format_time(n["time_us"]) + calls, share)
+        table.add_row(
+            escape(n["name"]),
+            escape(n.get("op_type", "")),
+            escape(n.get("kernel", "")),
+            n.get("precision", ""),
+            format_time(n["time_us"]) + calls,
+            share,
+        )
     return table

@@ -12,14 +12,13 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, Ti
 
 from dbench.orchestrator.estimate import duration
 from dbench.orchestrator.run import PlannedRun, RunResult
-from dbench.render.throughput import knee_lines, load_line, load_warnings, server_table, throughput_table
-from dbench.render.tables import results_table, speedup_table
-from dbench.render.warnings import peak_line, run_warnings
 from dbench.peak.ceilings import read_peak_file
 from dbench.render.numbers import format_spread, format_time, significant
+from dbench.render.tables import results_table, speedup_table
+from dbench.render.throughput import knee_lines, load_line, load_warnings, server_table, throughput_table
+from dbench.render.warnings import disputed_note, peak_line, run_warnings
 from dbench.sources.item import Item
 from dbench.store.derived import sparse_speedups
-from dbench.render.warnings import disputed_note
 from dbench.store.schema import Row
 
 
@@ -48,20 +47,28 @@ def intervals_line(planned: PlannedRun) -> str:
     machine's earlier runs measured."""
     history = planned.history
     if history is None:
-        return ("from the rounds alone (--history 0, or a run begun before dbench read earlier runs): a re-run may "
-                "move further")
+        return (
+            "from the rounds alone (--history 0, or a run begun before dbench read earlier runs): a re-run may "
+            "move further"
+        )
     if not history.graphs_with_runs():
-        return ("from the rounds alone: no graph here ran twice before with these settings, so the drift between "
-                "runs is unmeasured")
-    return (f"the rounds and the drift between runs, from up to {history.per_graph} earlier runs a graph "
-            f"({history.logs} logs here)")
+        return (
+            "from the rounds alone: no graph here ran twice before with these settings, so the drift between "
+            "runs is unmeasured"
+        )
+    return (
+        f"the rounds and the drift between runs, from up to {history.per_graph} earlier runs a graph "
+        f"({history.logs} logs here)"
+    )
 
 
 def shard_line(part: dict) -> str:
     """`shard: part 1/2 of run sel-3f9a... (6 of 13 graphs; the split's estimates 13 s, 15 s)`."""
     estimates = ", ".join(duration(s) for s in part["estimates_s"])
-    return (f"shard: part {part['index']}/{part['count']} of run {part['label']} ({part['graphs'][part['index'] - 1]} of "
-            f"{part['selection_graphs']} graphs; the split's estimates, from the settings alone: {estimates})")
+    return (
+        f"shard: part {part['index']}/{part['count']} of run {part['label']} ({part['graphs'][part['index'] - 1]} of "
+        f"{part['selection_graphs']} graphs; the split's estimates, from the settings alone: {estimates})"
+    )
 
 
 def noise_plan_lines(planned: PlannedRun) -> list[str]:
@@ -71,23 +78,35 @@ def noise_plan_lines(planned: PlannedRun) -> list[str]:
     lines = []
     if config.resolve is not None:
         limit = f", --budget {duration(config.budget_s)} in all" if config.budget_s else ""
-        lines.append(f"resolve: rounds per graph until its anytime-valid 95% interval is within ±{config.resolve:.0%}, at most "
-                     f"{config.timing.rounds} a graph{limit}")
+        lines.append(
+            f"resolve: rounds per graph until its anytime-valid 95% interval is within ±{config.resolve:.0%}, at most "
+            f"{config.timing.rounds} a graph{limit}"
+        )
     if planned.calibration is not None:
-        lines.append(f"calibration: {planned.calibration.runtime} at {planned.calibration.threads} threads, "
-                     f"{planned.calibration.taken_at}: {planned.calibration.answer(config.resolve or 0.05)}")
+        lines.append(
+            f"calibration: {planned.calibration.runtime} at {planned.calibration.threads} threads, "
+            f"{planned.calibration.taken_at}: {planned.calibration.answer(config.resolve or 0.05)}"
+        )
     elif config.resolve is not None:
-        lines.append("calibration: none for this runtime and thread count here, so no rounds are predicted and the plan counts "
-                     "the most a graph may get: dbench calibrate measures them in about 3 minutes")
+        lines.append(
+            "calibration: none for this runtime and thread count here, so no rounds are predicted and the plan counts "
+            "the most a graph may get: dbench calibrate measures them in about 3 minutes"
+        )
     lock = planned.header.get("timing_lock") or {}
     if lock.get("held") is False:
-        lines.append(f"warning: timing beside another dbench (--overlap): {'; '.join(lock.get('beside') or [])}; every row "
-                     "timed meanwhile says so")
+        lines.append(
+            f"warning: timing beside another dbench (--overlap): {'; '.join(lock.get('beside') or [])}; every row "
+            "timed meanwhile says so"
+        )
     elif lock.get("waited_s"):
-        lines.append(f"waited {duration(lock['waited_s'])} for another dbench to finish timing on this machine (--wait)")
+        lines.append(
+            f"waited {duration(lock['waited_s'])} for another dbench to finish timing on this machine (--wait)"
+        )
     for label, fraction in (planned.header.get("injected_slowdown") or {}).items():
-        lines.append(f"warning: {label} is slowed by {fraction:.0%} on purpose (DBENCH_BENCHMARK_SLOWDOWN): for benchmarks "
-                     "of dbench only")
+        lines.append(
+            f"warning: {label} is slowed by {fraction:.0%} on purpose (DBENCH_BENCHMARK_SLOWDOWN): for benchmarks "
+            "of dbench only"
+        )
     return lines
 
 
@@ -102,8 +121,9 @@ def resolve_line(rows: list[dict]) -> str | None:
     done = [r for r in graphs.values() if r.get("resolved")]
     rounds = sorted(r["rounds"] for r in done)
     target = next(iter(graphs.values()))["resolve_target"]
-    return (f"--resolve {target:.0%}: {len(done)} of {len(graphs)} graphs resolved"
-            + (f", in {rounds[0]}-{rounds[-1]} rounds (median {rounds[len(rounds) // 2]})" if rounds else ""))
+    return f"--resolve {target:.0%}: {len(done)} of {len(graphs)} graphs resolved" + (
+        f", in {rounds[0]}-{rounds[-1]} rounds (median {rounds[len(rounds) // 2]})" if rounds else ""
+    )
 
 
 class RunProgress:
@@ -120,13 +140,26 @@ class RunProgress:
         on = planned.request.runtime if self.variants == 1 else " vs ".join(v.label for v in planned.config.variants)
         load = planned.config.variants[0].load
         if load is not None:  # throughput or server: say so, and the requests in flight when all variants share them
-            on += f" · {load.scenario}" + (f" at {load.rate:g}/s" if load.rate else "") + (
-                f", {load.streams} streams x {planned.config.variants[0].options.threads} threads" if self.variants == 1 else "")
+            on += (
+                f" · {load.scenario}"
+                + (f" at {load.rate:g}/s" if load.rate else "")
+                + (
+                    f", {load.streams} streams x {planned.config.variants[0].options.threads} threads"
+                    if self.variants == 1
+                    else ""
+                )
+            )
         already = len(planned.state.finished)
         timing = planned.config.timing
-        rounds = f"up to {timing.rounds} rounds each" if timing.share_rounds is not None else f"{timing.rounds} rounds each"
-        console.print(f"run {planned.run_id}: {graphs} graphs on {on}, {rounds}"
-                      + (f" ({already} rows already done)" if already else "") + f" -> {planned.log.path}", highlight=False)
+        rounds = (
+            f"up to {timing.rounds} rounds each" if timing.share_rounds is not None else f"{timing.rounds} rounds each"
+        )
+        console.print(
+            f"run {planned.run_id}: {graphs} graphs on {on}, {rounds}"
+            + (f" ({already} rows already done)" if already else "")
+            + f" -> {planned.log.path}",
+            highlight=False,
+        )
         console.print(f"plan: {planned.estimate.describe()}", highlight=False)
         if part := planned.header.get("shard"):
             console.print(shard_line(part), highlight=False)
@@ -139,13 +172,19 @@ class RunProgress:
         self.spent, self.current = 0.0, None
         self.progress: Progress | None = None
         if console.is_terminal:
-            columns = (TextColumn("{task.description}", style="cyan"), BarColumn(), TextColumn("{task.fields[count]}"),
-                       TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn())
+            columns = (
+                TextColumn("{task.description}", style="cyan"),
+                BarColumn(),
+                TextColumn("{task.fields[count]}"),
+                TimeElapsedColumn(),
+                TextColumn("ETA"),
+                TimeRemainingColumn(),
+            )
             self.progress = Progress(*columns, console=console, transient=True)
             # The bar advances by each job's estimated seconds, so its ETA is the estimate scaled by the pace so far.
             self.task = self.progress.add_task("starting", total=max(planned.estimate.total_s, 1e-9), count="")
 
-    def __enter__(self) -> "RunProgress":
+    def __enter__(self) -> RunProgress:
         if self.progress is not None:
             self.progress.start()
         return self
@@ -188,7 +227,9 @@ class RunProgress:
     def on_row(self, row: Row) -> None:
         self.done += 1
         if self.progress is None:
-            self.console.print(escape(graph_line(self.done, self.total, row, self.variants)), highlight=False, soft_wrap=True)
+            self.console.print(
+                escape(graph_line(self.done, self.total, row, self.variants)), highlight=False, soft_wrap=True
+            )
 
 
 def interleaved_verdicts(result: RunResult) -> list[str]:
@@ -198,7 +239,9 @@ def interleaved_verdicts(result: RunResult) -> list[str]:
     from dbench.store.compare import compare_sides, variant_sides
     from dbench.store.log import RunLog
 
-    if len(result.header.get("variants", [])) < 2 or any((r.get("mode") or "latency") != "latency" for r in result.rows):
+    if len(result.header.get("variants", [])) < 2 or any(
+        (r.get("mode") or "latency") != "latency" for r in result.rows
+    ):
         return []  # throughput and server sweeps: `dbench compare` and the report set their rows side by side
     sides = variant_sides(RunLog.read(result.log_path))
     lines = []
@@ -209,7 +252,9 @@ def interleaved_verdicts(result: RunResult) -> list[str]:
             lines.append(first)
             lines += [line for line in rest if line.startswith("to resolve")]
             if (mean := comparison.geomean()) is not None:
-                lines.append(f"  geometric-mean time ratio {mean.ratio:.3f} (95% interval {mean.low:.3f}–{mean.high:.3f})")
+                lines.append(
+                    f"  geometric-mean time ratio {mean.ratio:.3f} (95% interval {mean.low:.3f}–{mean.high:.3f})"
+                )
     return lines + ([f"kernel by kernel: dbench compare {result.log_path}"] if lines else [])
 
 
@@ -219,7 +264,9 @@ def print_run(console: Console, result: RunResult) -> None:
     runtimes = " vs ".join(v["label"] for v in result.header.get("variants", [])) or result.header["runtime"]["name"]
     unstable_above = result.header.get("timing", {}).get("unstable_above", 0.05)
     title = f"{result.run_id} · {runtimes} · {result.header['host']['cpu_model']}"
-    by_mode = {mode: [r for r in rows if (r.get("mode") or "latency") == mode] for mode in ("latency", "throughput", "server")}
+    by_mode = {
+        mode: [r for r in rows if (r.get("mode") or "latency") == mode] for mode in ("latency", "throughput", "server")
+    }
     if by_mode["latency"]:
         console.print(results_table(by_mode["latency"], title, console.width, unstable_above))
     if by_mode["throughput"]:
@@ -239,8 +286,11 @@ def print_run(console: Console, result: RunResult) -> None:
     for row in rows:
         counts[row["status"]] = counts.get(row["status"], 0) + 1
     written, note = result.exports
-    console.print(", ".join(f"{n} {s}" for s, n in sorted(counts.items())) + f" · log {result.log_path} · {', '.join(p.name for p in written)}",
-                  highlight=False)
+    console.print(
+        ", ".join(f"{n} {s}" for s, n in sorted(counts.items()))
+        + f" · log {result.log_path} · {', '.join(p.name for p in written)}",
+        highlight=False,
+    )
     if note:
         console.print(f"note: {note}", highlight=False, markup=False)
     console.print(peak_line(rows, read_peak_file(result.log_path.parent)), highlight=False)

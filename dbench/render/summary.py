@@ -33,16 +33,18 @@ def run_summary(result: RunResult) -> dict[str, Any]:
     for row in result.rows:
         counts[row["status"]] = counts.get(row["status"], 0) + 1
     written, note = result.exports
-    return _finite({
-        "run_id": result.run_id,
-        "exit_code": result.exit_code,
-        "log": str(result.log_path),
-        "files": [str(path) for path in written],
-        "note": note or None,
-        "runtime": header.get("runtime", {}),
-        "machine": host.get("machine_key"),
-        "busy_start": host.get("busy_start"),
-        "statuses": counts,
-        "warnings": run_warnings(result.rows, host),
-        "rows": [{k: v for k, v in row.items() if k not in LEFT_OUT} for row in result.rows],
-    })
+    return _finite(
+        {
+            "run_id": result.run_id,
+            "exit_code": result.exit_code,
+            "log": str(result.log_path),
+            "files": [str(path) for path in written],
+            "note": note or None,
+            "runtime": header.get("runtime", {}),
+            "machine": host.get("machine_key"),
+            "busy_start": host.get("busy_start"),
+            "statuses": counts,
+            "warnings": run_warnings(result.rows, host),
+            "rows": [{k: v for k, v in row.items() if k not in LEFT_OUT} for row in result.rows],
+        }
+    )

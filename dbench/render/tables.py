@@ -5,8 +5,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from rich.markup import escape
 from rich import box
+from rich.markup import escape
 from rich.table import Table
 
 from dbench.render.numbers import format_spread, format_time, significant
@@ -17,15 +17,29 @@ def kernels_table(rows: list[dict[str, Any]], selection) -> Table:
     copies = sum(r["copies"] for r in rows)
     caption = f"{len(rows)} kernels ({copies} upstream rows; identical rows are one kernel, see 'copies')"
     table = Table(title=f"suite {selection.suite}", caption=caption)
-    for column, justify in [("id", "left"), ("suites", "left"), ("copies", "right"), ("app", "left"), ("GFLOP", "right")]:
+    for column, justify in [
+        ("id", "left"),
+        ("suites", "left"),
+        ("copies", "right"),
+        ("app", "left"),
+        ("GFLOP", "right"),
+    ]:
         table.add_column(column, justify=justify, no_wrap=column == "id")
     for r in rows:
         table.add_row(r["id"], r["suites"], str(r["copies"]), r["app"], f"{r['flops'] / 1e9:.3f}")
     return table
 
 
-STATUS_STYLE = {"ok": "green", "disputed": "yellow", "mismatch": "bold red", "unsupported": "yellow", "failed": "red", "crashed": "bold red",
-                "timeout": "red", "oom": "magenta"}
+STATUS_STYLE = {
+    "ok": "green",
+    "disputed": "yellow",
+    "mismatch": "bold red",
+    "unsupported": "yellow",
+    "failed": "red",
+    "crashed": "bold red",
+    "timeout": "red",
+    "oom": "magenta",
+}
 
 
 def _interval(row: dict[str, Any]) -> str:
@@ -56,26 +70,37 @@ def results_table(rows: list[dict[str, Any]], title: str, width: int = 200, unst
     (adaptive units) and where a re-run's median should fall, p90, p99, the cold first call, TFLOP/s
     and GB/s. Numbers never wrap; only the graph id folds."""
     broken = sum(1 for r in rows if r.get("invariant_violations"))
-    caption = ("±: where 95% of re-runs' medians should fall (from the rounds); !: unstable (wider than "
-               f"±{unstable_above:.0%}); "
-               "N rd: N rounds, no interval; =: round medians identical (quantised clock)")
+    caption = (
+        "±: where 95% of re-runs' medians should fall (from the rounds); !: unstable (wider than "
+        f"±{unstable_above:.0%}); "
+        "N rd: N rounds, no interval; =: round medians identical (quantised clock)"
+    )
     scaled = [r["history_factor"] for r in rows if _scaled(r)]
     if scaled:
-        caption += (f"\nw/n: widened or narrowed (×{min(scaled):.2f}–{max(scaled):.2f}) to what this machine's earlier runs of "
-                    "these graphs showed a re-run to need, 95% of them held (history_factor, coverage_pairs, coverage_inside)")
+        caption += (
+            f"\nw/n: widened or narrowed (×{min(scaled):.2f}–{max(scaled):.2f}) to what this machine's earlier runs of "
+            "these graphs showed a re-run to need, 95% of them held (history_factor, coverage_pairs, coverage_inside)"
+        )
     if broken:
         caption += f"\n[bold red]{broken} rows marked ! break an invariant: see their invariant_violations[/]"
     narrow = width < NARROW
-    table = Table(title=title, caption=caption, box=None if narrow else box.HEAVY_HEAD,
-                  padding=(0, 1, 0, 0) if narrow else (0, 1), pad_edge=not narrow, header_style="bold underline")
+    table = Table(
+        title=title,
+        caption=caption,
+        box=None if narrow else box.HEAVY_HEAD,
+        padding=(0, 1, 0, 0) if narrow else (0, 1),
+        pad_edge=not narrow,
+        header_style="bold underline",
+    )
     columns = ["graph", "status", "prec", "median", "±", "p90", "p99", "cold", "TF/s" if narrow else "TFLOP/s"]
     columns += [] if narrow else ["GB/s"]
     for column in columns:
         if column == "graph":
             table.add_column(column, overflow="fold", min_width=10, ratio=1)
         else:
-            table.add_column(column, justify="left" if column in ("status", "prec") else "right", no_wrap=True,
-                             overflow="ellipsis")
+            table.add_column(
+                column, justify="left" if column in ("status", "prec") else "right", no_wrap=True, overflow="ellipsis"
+            )
     variants = len({r.get("variant") or r.get("runtime") for r in rows}) > 1
     for r in rows:
         executed = r.get("precision_executed") or ""
@@ -83,13 +108,20 @@ def results_table(rows: list[dict[str, Any]], title: str, width: int = 200, unst
         if r.get("precision_fallback"):
             prec = f"[yellow]{prec}[/]"
         cells = [
-            r["graph_id"] + (escape(f" [{r.get('variant') or r.get('runtime')}]") if variants else ""), f"[{STATUS_STYLE.get(r['status'], 'white')}]{r['status']}[/]"
+            r["graph_id"] + (escape(f" [{r.get('variant') or r.get('runtime')}]") if variants else ""),
+            f"[{STATUS_STYLE.get(r['status'], 'white')}]{r['status']}[/]"
             + (" [yellow]unverified[/]" if r["status"] == "ok" and r.get("verified") is None else "")
-            + ("[bold red]![/]" if r.get("invariant_violations") else ""), prec,
-            format_time(r.get("median_us")), _interval(r), format_time(r.get("p90_us")), format_time(r.get("p99_us")),
-            format_time(r.get("first_call_us")), significant(r.get("tflops")), significant(r.get("gbps")),
+            + ("[bold red]![/]" if r.get("invariant_violations") else ""),
+            prec,
+            format_time(r.get("median_us")),
+            _interval(r),
+            format_time(r.get("p90_us")),
+            format_time(r.get("p99_us")),
+            format_time(r.get("first_call_us")),
+            significant(r.get("tflops")),
+            significant(r.get("gbps")),
         ]
-        table.add_row(*cells[:len(columns)])
+        table.add_row(*cells[: len(columns)])
     return table
 
 
@@ -107,9 +139,11 @@ def speedup_table(speedups) -> Table:
     """DeepBench's sparse summary: dense time / sparse time per kernel (and variant, in an interleaved
     run), with the 95 % interval from the two graphs' rounds and whether it can tell them apart."""
     variants = len({variant for variant, _ in speedups}) > 1
-    table = Table(title="sparse GEMM: dense / sparse time",
-                  caption="interval: 95 %, Welch's t over the two graphs' rounds; sparse faster, slower, or the same within "
-                          "noise")
+    table = Table(
+        title="sparse GEMM: dense / sparse time",
+        caption="interval: 95 %, Welch's t over the two graphs' rounds; sparse faster, slower, or the same within "
+        "noise",
+    )
     if variants:
         table.add_column("variant", no_wrap=True)
     table.add_column("kernel", no_wrap=True)
@@ -131,18 +165,32 @@ def compare_table(comparison, width: int = 200) -> Table:
     the kernel's data resolves, and the verdict (false-discovery rate controlled over the table)."""
     from dbench.store.compare import CHANGED
 
-    caption = (f"b/a: ratio of geometric-mean round medians, 95% interval; resolves: the change detected 80% of the time; "
-               f"verdicts: {comparison.method}, false-discovery rate {comparison.fdr:.0%}")
+    caption = (
+        f"b/a: ratio of geometric-mean round medians, 95% interval; resolves: the change detected 80% of the time; "
+        f"verdicts: {comparison.method}, false-discovery rate {comparison.fdr:.0%}"
+    )
     throughput = comparison.mode == "throughput"
     if throughput:
-        caption += ("\nthroughput rows: a and b in inferences/s; b/a is the ratio of times per inference (0.50: "
-                    "twice the throughput)")
+        caption += (
+            "\nthroughput rows: a and b in inferences/s; b/a is the ratio of times per inference (0.50: "
+            "twice the throughput)"
+        )
     elif comparison.mode == "server":
         caption += "\nserver rows: a and b are p99 latencies from arrival, queueing included; b/a their ratio"
-    table = Table(title=f"a = {escape(comparison.a.label)}\nb = {escape(comparison.b.label)}", caption=caption,
-                  box=None if width < NARROW else box.HEAVY_HEAD)
-    for column, justify in [("graph", "left"), ("a", "right"), ("b", "right"), ("b/a", "right"), ("95% interval", "right"),
-                            ("resolves", "right"), ("verdict", "left")]:
+    table = Table(
+        title=f"a = {escape(comparison.a.label)}\nb = {escape(comparison.b.label)}",
+        caption=caption,
+        box=None if width < NARROW else box.HEAVY_HEAD,
+    )
+    for column, justify in [
+        ("graph", "left"),
+        ("a", "right"),
+        ("b", "right"),
+        ("b/a", "right"),
+        ("95% interval", "right"),
+        ("resolves", "right"),
+        ("verdict", "left"),
+    ]:
         table.add_column(column, justify=justify, overflow="fold", no_wrap=column not in ("graph", "verdict"))
     styles = {"faster": "green", "slower": "red", "same": "dim"}
 
@@ -166,10 +214,19 @@ def compare_table(comparison, width: int = 200) -> Table:
         ratio = f"{pair.ratio:.3f}" if pair.ratio else ""
         resolves = f"±{_percent(d.resolvable)}" if d and pair.verdict in (*CHANGED, "same") else ""
         verdict = pair.verdict + (f" ({pair.detail})" if pair.detail else "")
-        if pair.verdict == "same" and d and (d.low > 1 or d.high < 1):  # its own interval excludes 1, the table's FDR does not
+        if (
+            pair.verdict == "same" and d and (d.low > 1 or d.high < 1)
+        ):  # its own interval excludes 1, the table's FDR does not
             verdict += f" (q {pair.q:.2f} over the table, above its {comparison.fdr:.0%} false-discovery rate)"
-        table.add_row(pair.graph_id, side(pair.a), side(pair.b), ratio, interval, resolves,
-                      f"[{styles.get(pair.verdict, 'yellow')}]{escape(verdict)}[/]")
+        table.add_row(
+            pair.graph_id,
+            side(pair.a),
+            side(pair.b),
+            ratio,
+            interval,
+            resolves,
+            f"[{styles.get(pair.verdict, 'yellow')}]{escape(verdict)}[/]",
+        )
     return table
 
 
@@ -181,18 +238,24 @@ def compare_summary(comparison, names: tuple[str, str] = ("a", "b")) -> list[str
     counts = comparison.counts()
     changed = counts.get("faster", 0) + counts.get("slower", 0)
     noisy = counts.get("too noisy", 0)
-    parts = [f"{changed} changed ({counts.get('faster', 0)} faster, {counts.get('slower', 0)} slower) at a "
-             f"{comparison.fdr:.0%} false-discovery rate"]
+    parts = [
+        f"{changed} changed ({counts.get('faster', 0)} faster, {counts.get('slower', 0)} slower) at a "
+        f"{comparison.fdr:.0%} false-discovery rate"
+    ]
     if counts.get("same"):
-        parts.append(f"{counts['same']} same within noise" + (
-            f" ({noisy} of them too noisy to resolve a {comparison.resolution:.0%} change)" if noisy else ""))
+        parts.append(
+            f"{counts['same']} same within noise"
+            + (f" ({noisy} of them too noisy to resolve a {comparison.resolution:.0%} change)" if noisy else "")
+        )
     for key in ("too few rounds", "too few runs", "no rounds", "no spread", "not compared"):
         if counts.get(key):
             parts.append(f"{counts[key]} {key}")
     lines = [f"{names[1]} against {names[0]}: {', '.join(parts)}"]
     if not comparison.interleaved and noisy and 2 * noisy >= counts.get("same", 0):
-        lines.append("to see smaller changes, time both sides in one interleaved run (dbench run --runtime a,b, or "
-                     "--threads 1,2): its rounds pair up and the machine's drift between runs cancels")
+        lines.append(
+            "to see smaller changes, time both sides in one interleaved run (dbench run --runtime a,b, or "
+            "--threads 1,2): its rounds pair up and the machine's drift between runs cancels"
+        )
     noisy_pairs = comparison.too_noisy() if comparison.interleaved else []
     if noisy_pairs:
         needed = sorted((p.rounds_to_resolve for p in noisy_pairs), key=lambda n: n or math.inf)
@@ -202,21 +265,31 @@ def compare_summary(comparison, names: tuple[str, str] = ("a", "b")) -> list[str
         def about(n: int | None) -> str:
             return f"about {n}" if n else f"more than {MAX_ROUNDS_TO_RESOLVE}"
 
-        advice = (f"--rounds {median} with --min-time raised {median}/{measured}-fold (the noise was measured on rounds "
-                  "this long) on them"
-                  if median else "more rounds will not do it here")
-        lines.append(f"to resolve a {comparison.resolution:.0%} change on the {len(noisy_pairs)} too noisy, an interleaved run "
-                     f"needs {about(median)} rounds as long as these (median over them; {about(most)} for the noisiest), from "
-                     f"the noise its {measured} rounds measured: {advice}, or a quieter machine")
+        advice = (
+            f"--rounds {median} with --min-time raised {median}/{measured}-fold (the noise was measured on rounds "
+            "this long) on them"
+            if median
+            else "more rounds will not do it here"
+        )
+        lines.append(
+            f"to resolve a {comparison.resolution:.0%} change on the {len(noisy_pairs)} too noisy, an interleaved run "
+            f"needs {about(median)} rounds as long as these (median over them; {about(most)} for the noisiest), from "
+            f"the noise its {measured} rounds measured: {advice}, or a quieter machine"
+        )
     noise = comparison.noise()
     if noise:
-        lines.append(f"noise measured: SD of a round's log time {_percent(noise[len(noise) // 2])} at the median kernel "
-                     f"({_percent(noise[0])} to {_percent(noise[-1])})")
+        lines.append(
+            f"noise measured: SD of a round's log time {_percent(noise[len(noise) // 2])} at the median kernel "
+            f"({_percent(noise[0])} to {_percent(noise[-1])})"
+        )
     if comparison.a.calibration:
         lines.append(f"this machine's calibration ({comparison.a.calibration})")
     mean = comparison.geomean()
     tested = sum(1 for p in comparison.pairs if p.difference and p.verdict in (*CHANGED, "same"))
-    lines.append(f"geometric-mean time ratio b/a {mean.ratio:.3f} (95% interval {mean.low:.3f}–{mean.high:.3f}) over "
-                 f"{tested} graphs"
-                 if mean else "no graph could be tested on both sides")
+    lines.append(
+        f"geometric-mean time ratio b/a {mean.ratio:.3f} (95% interval {mean.low:.3f}–{mean.high:.3f}) over "
+        f"{tested} graphs"
+        if mean
+        else "no graph could be tested on both sides"
+    )
     return lines

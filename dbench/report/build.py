@@ -9,23 +9,32 @@ from dataclasses import dataclass, field
 import pandas as pd
 
 from dbench.frommodel.predict import model_vs_kernels
-from dbench.report.frames import (Group, allreduce_table, baseline_group, groups, runtime_summary, side_by_side,
-                                  support_matrix)
+from dbench.render.numbers import format_ratio, format_time, significant
+from dbench.report.frames import (
+    Group,
+    allreduce_table,
+    baseline_group,
+    groups,
+    runtime_summary,
+    side_by_side,
+    support_matrix,
+)
 from dbench.report.noise import calibration_frame
 from dbench.report.results import Results
 from dbench.report.throughput_tables import LoadTables, load_tables
-from dbench.report.verdicts import speedups, winners
-from dbench.render.numbers import format_ratio, format_time, significant
 from dbench.report.vendor import ratio_title
+from dbench.report.verdicts import speedups, winners
 
 WINNER = "★"
 TIE = "≈"
-LEGEND = (f"in brackets its 95% interval; ± after a median: where 95% of re-runs' medians should fall (w, n: widened or "
-          "narrowed to what this machine's history showed re-runs to need); N runs a–b: N runs of the configuration "
-          "measured it, their "
-          f"medians from a to b, the latest shown; {WINNER} = fastest, separated from the next by the test; "
-          f"{TIE} after a median: fastest but within noise of the next; {TIE} after a speedup: same as the baseline within "
-          "noise; ? = no interval (too few rounds); only verified rows have times.")
+LEGEND = (
+    f"in brackets its 95% interval; ± after a median: where 95% of re-runs' medians should fall (w, n: widened or "
+    "narrowed to what this machine's history showed re-runs to need); N runs a–b: N runs of the configuration "
+    "measured it, their "
+    f"medians from a to b, the latest shown; {WINNER} = fastest, separated from the next by the test; "
+    f"{TIE} after a median: fastest but within noise of the next; {TIE} after a speedup: same as the baseline within "
+    "noise; ? = no interval (too few rounds); only verified rows have times."
+)
 
 
 @dataclass
@@ -58,18 +67,27 @@ class Report:
         return not self.results.kernels.empty and bool(self.results.kernels.counts.any())
 
 
-def build_report(results: Results, baseline: str | None = None, home: str | None = None, profile: bool = False) -> Report:
+def build_report(
+    results: Results, baseline: str | None = None, home: str | None = None, profile: bool = False
+) -> Report:
     """Every table; notes say what is missing (no verified rows, machines that differ, schema-1 runs).
     `home` is this machine's key: without `baseline`, its runs are the baseline. `profile`: every row's
     per-node profile too."""
     from dbench.report import predictions
 
     found, table, top, profiles = predictions.build(results.rows, profile)
-    report = Report(results, notes=list(results.notes), allreduce=allreduce_table(results.allreduce),
-                    models=pd.DataFrame(model_vs_kernels(predictions.without_predicted_models(results.rows), results.rows)),
-                    load=load_tables(results.throughput, results.server),
-                    predictions=found, prediction_table=table, top_units=top, profiles=profiles,
-                    calibration=calibration_frame(results.calibrations))
+    report = Report(
+        results,
+        notes=list(results.notes),
+        allreduce=allreduce_table(results.allreduce),
+        models=pd.DataFrame(model_vs_kernels(predictions.without_predicted_models(results.rows), results.rows)),
+        load=load_tables(results.throughput, results.server),
+        predictions=found,
+        prediction_table=table,
+        top_units=top,
+        profiles=profiles,
+        calibration=calibration_frame(results.calibrations),
+    )
     frame = results.kernels
     if frame.empty:
         if results.allreduce.empty and results.throughput.empty and results.server.empty:
@@ -89,8 +107,10 @@ def build_report(results: Results, baseline: str | None = None, home: str | None
     report.notes += noise_notes(frame)
     machines = sorted(frame.machine.unique())
     if len(machines) > 1:
-        report.notes.append(f"results from {len(machines)} different machines ({', '.join(machines)}): "
-                            "differences between their columns include the hardware")
+        report.notes.append(
+            f"results from {len(machines)} different machines ({', '.join(machines)}): "
+            "differences between their columns include the hardware"
+        )
     return report
 
 
@@ -101,24 +121,33 @@ def repeated_runs_notes(frame: pd.DataFrame, all_groups: list[Group]) -> list[st
     notes = []
     for group in all_groups:
         rows = group.rows(frame)
-        mixed = sorted({c for text in rows.get("configurations", pd.Series(dtype=str)).dropna() for c in text.split("; ")})
+        mixed = sorted(
+            {c for text in rows.get("configurations", pd.Series(dtype=str)).dropna() for c in text.split("; ")}
+        )
         if len(mixed) > 1:
-            notes.append(f"{group.label} holds rows of {len(mixed)} configurations ({'; '.join(mixed)}): each kernel's "
-                         "figure is its latest run's, whatever its configuration; give dbench report one configuration's "
-                         "runs to set them side by side")
+            notes.append(
+                f"{group.label} holds rows of {len(mixed)} configurations ({'; '.join(mixed)}): each kernel's "
+                "figure is its latest run's, whatever its configuration; give dbench report one configuration's "
+                "runs to set them side by side"
+            )
         repeated = rows[rows.runs.fillna(1) > 1]
         if repeated.empty:
             continue
         ids = list(dict.fromkeys(i for text in repeated.runs_ids for i in str(text).split()))
         latest = sorted(repeated.run_id.unique())
         sds = sorted(float(v) for v in repeated.runs_sd.dropna())
-        spread = (f"; their medians spread by SD {sds[len(sds) // 2]:.1%} at the median kernel ({sds[0]:.1%} to "
-                  f"{sds[-1]:.1%})"
-                  if sds else "")
+        spread = (
+            f"; their medians spread by SD {sds[len(sds) // 2]:.1%} at the median kernel ({sds[0]:.1%} to "
+            f"{sds[-1]:.1%})"
+            if sds
+            else ""
+        )
         named = ", ".join(ids) if len(ids) <= 6 else f"{', '.join(ids[:2])} ... {', '.join(ids[-2:])}"
-        notes.append(f"{group.label}: {len(ids)} runs of one configuration measured {len(repeated)} kernels ({named}); "
-                     f"each figure is the latest run's ({', '.join(latest)}), each cell names how many runs and their "
-                     f"lowest and highest medians{spread}")
+        notes.append(
+            f"{group.label}: {len(ids)} runs of one configuration measured {len(repeated)} kernels ({named}); "
+            f"each figure is the latest run's ({', '.join(latest)}), each cell names how many runs and their "
+            f"lowest and highest medians{spread}"
+        )
     return notes
 
 
@@ -128,13 +157,17 @@ def noise_notes(frame: pd.DataFrame) -> list[str]:
     if "overlapped" in frame:
         overlapped = frame[frame.overlapped.map(lambda v: bool(v) if isinstance(v, (list, tuple)) else False)]
         if len(overlapped):
-            notes.append(f"{len(overlapped)} rows were timed while another dbench was timing on the same machine "
-                         f"({', '.join(sorted({o for v in overlapped.overlapped for o in v}))}): their times carry its load")
+            notes.append(
+                f"{len(overlapped)} rows were timed while another dbench was timing on the same machine "
+                f"({', '.join(sorted({o for v in overlapped.overlapped for o in v}))}): their times carry its load"
+            )
     if "injected_slowdown" in frame:
         slowed = frame[frame.injected_slowdown.notna()]
         if len(slowed):
-            notes.append(f"{len(slowed)} rows carry an injected slowdown (DBENCH_BENCHMARK_SLOWDOWN, a benchmark of dbench): "
-                         "not the runtime's times")
+            notes.append(
+                f"{len(slowed)} rows carry an injected slowdown (DBENCH_BENCHMARK_SLOWDOWN, a benchmark of dbench): "
+                "not the runtime's times"
+            )
     return notes
 
 
@@ -158,9 +191,15 @@ def display_cell(table: pd.DataFrame, label: str, kernel: str) -> tuple[str, str
     mark = table.at[kernel, (label, "winner")]
     rounds = table.at[kernel, (label, "rounds")]
     few = f" ({int(rounds)} round)" if not pd.isna(rounds) and rounds < 2 else ""
-    return (format_time(median) + _interval_text(table, label, kernel) + few + (f" {mark}" if mark else "")
-            + _runs_text(table, label, kernel), significant(table.at[kernel, (label, "tflops")]),
-            speedup_text(*(table.at[kernel, (label, f)] for f in ("speedup", "speedup_low", "speedup_high", "same"))))
+    return (
+        format_time(median)
+        + _interval_text(table, label, kernel)
+        + few
+        + (f" {mark}" if mark else "")
+        + _runs_text(table, label, kernel),
+        significant(table.at[kernel, (label, "tflops")]),
+        speedup_text(*(table.at[kernel, (label, f)] for f in ("speedup", "speedup_low", "speedup_high", "same"))),
+    )
 
 
 def _value(table: pd.DataFrame, label: str, kernel: str, name: str):
@@ -181,8 +220,10 @@ def _runs_text(table: pd.DataFrame, label: str, kernel: str) -> str:
     runs = _value(table, label, kernel, "runs")
     if runs is None or runs < 2:
         return ""
-    return (f" ({int(runs)} runs {format_time(_value(table, label, kernel, 'runs_low_us'))}–"
-            f"{format_time(_value(table, label, kernel, 'runs_high_us'))})")
+    return (
+        f" ({int(runs)} runs {format_time(_value(table, label, kernel, 'runs_low_us'))}–"
+        f"{format_time(_value(table, label, kernel, 'runs_high_us'))})"
+    )
 
 
 def display_family(report: Report, family: str) -> pd.DataFrame:
@@ -200,15 +241,21 @@ def display_summary(report: Report) -> pd.DataFrame:
     """The summary per group with the speedup as ×1.23 and zero counts blank."""
     summary = report.summary.copy()
     summary["geomean_speedup"] = [
-        "" if mean is None or pd.isna(mean) else format_ratio(mean) + ("" if low is None or pd.isna(low) else f" [{low:.2f}–{high:.2f}]")
-        for mean, low, high in zip(summary.geomean_speedup, summary.geomean_low, summary.geomean_high)]
+        ""
+        if mean is None or pd.isna(mean)
+        else format_ratio(mean) + ("" if low is None or pd.isna(low) else f" [{low:.2f}–{high:.2f}]")
+        for mean, low, high in zip(summary.geomean_speedup, summary.geomean_low, summary.geomean_high)
+    ]
     summary = summary.drop(columns=["geomean_low", "geomean_high"])
     counts = [c for c in summary.columns if c not in ("machine", "runtime", "precision", "geomean_speedup")]
     summary[counts] = summary[counts].map(lambda n: "" if n == 0 else str(n))
     empty = [c for c in counts if c not in ("graphs", "verified", "won", "tied") and not summary[c].any()]
     return summary.drop(columns=["machine", "runtime", "precision", *empty]).rename(
-        columns={"geomean_speedup": f"geomean {ratio_title(report.baseline.runtime, report.baseline.label)}",
-                 "precision_fallback": "precision fallback"})
+        columns={
+            "geomean_speedup": f"geomean {ratio_title(report.baseline.runtime, report.baseline.label)}",
+            "precision_fallback": "precision fallback",
+        }
+    )
 
 
 def display_allreduce(report: Report) -> pd.DataFrame:
@@ -225,10 +272,16 @@ def display_models(report: Report) -> pd.DataFrame:
     def share(value) -> str:
         return "" if value is None or pd.isna(value) else f"{value:.0%}"
 
-    return pd.DataFrame({
-        "model": models.model, "runtime": models.runtime, "model median": models.model_us.map(format_time),
-        "Σ kernels": models.kernels_us.map(format_time), "share": models.share.map(share),
-        "share of min": models.share_of_min.map(share),
-        "kernels timed": [f"{t}/{n}" for t, n in zip(models.kernels_timed, models.kernels)],
-        "not ok": models.kernels_not_ok.map(", ".join), "model checked by": models.model_verified_by,
-    }).set_index("model")
+    return pd.DataFrame(
+        {
+            "model": models.model,
+            "runtime": models.runtime,
+            "model median": models.model_us.map(format_time),
+            "Σ kernels": models.kernels_us.map(format_time),
+            "share": models.share.map(share),
+            "share of min": models.share_of_min.map(share),
+            "kernels timed": [f"{t}/{n}" for t, n in zip(models.kernels_timed, models.kernels)],
+            "not ok": models.kernels_not_ok.map(", ".join),
+            "model checked by": models.model_verified_by,
+        }
+    ).set_index("model")

@@ -20,5 +20,7 @@ def require_extras() -> None:
     """One line naming the missing packages of the `report` extra (exit 2, as any missing dependency)."""
     missing = [name for name in REPORT_PACKAGES if not _installed(name)]
     if missing:
-        raise InputError(f"dbench report needs {', '.join(missing)}: pip install 'dbench[report]' "
-                         "(or pip install -e '.[report]' in a clone)")
+        raise InputError(
+            f"dbench report needs {', '.join(missing)}: pip install 'dbench[report]' "
+            "(or pip install -e '.[report]' in a clone)"
+        )

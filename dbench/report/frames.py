@@ -29,7 +29,9 @@ class Group:
     runtime: str = ""
 
     def rows(self, frame: pd.DataFrame) -> pd.DataFrame:
-        return frame[(frame.machine == self.machine) & (frame.variant == self.variant) & (frame.precision == self.precision)]
+        return frame[
+            (frame.machine == self.machine) & (frame.variant == self.variant) & (frame.precision == self.precision)
+        ]
 
 
 def groups(frame: pd.DataFrame) -> list[Group]:
@@ -39,7 +41,9 @@ def groups(frame: pd.DataFrame) -> list[Group]:
     varying = [len({k[i] for k in keys}) > 1 for i in range(3)]
     if not any(varying):
         varying = [False, True, True]
-    return [Group(*key, " · ".join(part for part, shown in zip(key, varying) if shown), runtimes[key[1]]) for key in keys]
+    return [
+        Group(*key, " · ".join(part for part, shown in zip(key, varying) if shown), runtimes[key[1]]) for key in keys
+    ]
 
 
 def baseline_group(all_groups: list[Group], baseline: str | None, home: str | None = None) -> Group:
@@ -51,7 +55,9 @@ def baseline_group(all_groups: list[Group], baseline: str | None, home: str | No
     for group in all_groups:
         if baseline in (group.label, group.variant, group.runtime):
             return group
-    raise UsageError(f"--baseline {baseline!r} matches no column group; valid: {', '.join(g.label for g in all_groups)}")
+    raise UsageError(
+        f"--baseline {baseline!r} matches no column group; valid: {', '.join(g.label for g in all_groups)}"
+    )
 
 
 def side_by_side(frame: pd.DataFrame, family: str, all_groups: list[Group], judged: dict, wins: dict) -> pd.DataFrame:
@@ -77,9 +83,12 @@ def side_by_side(frame: pd.DataFrame, family: str, all_groups: list[Group], judg
         for name in ("rerun_rel", "history_factor", "runs", "runs_low_us", "runs_high_us"):
             table[(group.label, name)] = mine[name].where(counted) if name in mine else None
         table[(group.label, "status")] = [
-            "" if not isinstance(s, str) else ("unverified" if s == "ok" and not c else s) for s, c in zip(mine.status, counted)]
+            "" if not isinstance(s, str) else ("unverified" if s == "ok" and not c else s)
+            for s, c in zip(mine.status, counted)
+        ]
         table[(group.label, "winner")] = [
-            ("★" if wins[k][1] else "≈") if k in wins and wins[k][0] == group.label else "" for k in kernels]
+            ("★" if wins[k][1] else "≈") if k in wins and wins[k][0] == group.label else "" for k in kernels
+        ]
     table.columns = pd.MultiIndex.from_tuples(table.columns)
     return table
 
@@ -100,11 +109,19 @@ def runtime_summary(frame: pd.DataFrame, all_groups: list[Group], judged: dict, 
     for group in all_groups:
         rows = group.rows(frame)
         mean, low, high = geomean_speedup([s for (label, _), s in judged.items() if label == group.label])
-        record = {"group": group.label, "machine": group.machine, "runtime": group.runtime, "precision": group.precision,
-                  "graphs": len(rows), "verified": int(rows.counts.sum()), "geomean_speedup": mean,
-                  "geomean_low": low, "geomean_high": high,
-                  "won": sum(1 for label, separated in wins.values() if label == group.label and separated),
-                  "tied": sum(1 for label, separated in wins.values() if label == group.label and not separated)}
+        record = {
+            "group": group.label,
+            "machine": group.machine,
+            "runtime": group.runtime,
+            "precision": group.precision,
+            "graphs": len(rows),
+            "verified": int(rows.counts.sum()),
+            "geomean_speedup": mean,
+            "geomean_low": low,
+            "geomean_high": high,
+            "won": sum(1 for label, separated in wins.values() if label == group.label and separated),
+            "tied": sum(1 for label, separated in wins.values() if label == group.label and not separated),
+        }
         record.update({status: int((rows.status == status).sum()) for status in PROBLEM_STATUSES})
         record["precision_fallback"] = int(rows.precision_fallback.fillna(False).astype(bool).sum())
         records.append(record)
@@ -115,8 +132,13 @@ def support_cell(rows: pd.DataFrame) -> str:
     """`ok`, `unsupported`, ... when every row agrees, else counts (`ok 3/5, mismatch 2`); the
     executed precision is added where it differs from the one asked."""
     counts = rows.status.value_counts()
-    text = str(counts.index[0]) if len(counts) == 1 else ", ".join(
-        f"{status} {n}/{len(rows)}" if status == "ok" else f"{status} {n}" for status, n in counts.items())
+    text = (
+        str(counts.index[0])
+        if len(counts) == 1
+        else ", ".join(
+            f"{status} {n}/{len(rows)}" if status == "ok" else f"{status} {n}" for status, n in counts.items()
+        )
+    )
     executed = {e for e, fallback in zip(rows.precision_executed, rows.precision_fallback) if fallback}
     return text + (f" (ran {'/'.join(sorted(executed))})" if executed else "")
 
@@ -124,16 +146,23 @@ def support_cell(rows: pd.DataFrame) -> str:
 def support_matrix(frame: pd.DataFrame) -> pd.DataFrame:
     """Rows: machine · runtime; columns: family · precision; cells: support_cell."""
     multi_machine = frame.machine.nunique() > 1
-    frame = frame.assign(who=frame.runtime if not multi_machine else frame.machine + " · " + frame.runtime,
-                         what=frame.family + " " + frame.precision)
+    frame = frame.assign(
+        who=frame.runtime if not multi_machine else frame.machine + " · " + frame.runtime,
+        what=frame.family + " " + frame.precision,
+    )
     cells = {(who, what): support_cell(rows) for (who, what), rows in frame.groupby(["who", "what"], sort=False)}
     whos, whats = list(dict.fromkeys(frame.who)), list(dict.fromkeys(frame.what))
-    return pd.DataFrame([[cells.get((w, c), "") for c in whats] for w in whos],
-                        index=pd.Index(whos, name="runtime"), columns=whats)
+    return pd.DataFrame(
+        [[cells.get((w, c), "") for c in whats] for w in whos], index=pd.Index(whos, name="runtime"), columns=whats
+    )
 
 
-ALLREDUCE_VALUES = {"busbw_gbps": "busbw GB/s", "algbw_gbps": "algbw GB/s", "deepbench_gbps": "DeepBench GB/s",
-                    "time_mean_us": "time µs"}
+ALLREDUCE_VALUES = {
+    "busbw_gbps": "busbw GB/s",
+    "algbw_gbps": "algbw GB/s",
+    "deepbench_gbps": "DeepBench GB/s",
+    "time_mean_us": "time µs",
+}
 
 
 def allreduce_table(frame: pd.DataFrame) -> pd.DataFrame:
@@ -141,7 +170,9 @@ def allreduce_table(frame: pd.DataFrame) -> pd.DataFrame:
     Only rows whose check passed carry numbers; the others show their status."""
     if frame.empty:
         return frame
-    frame = frame.assign(where=frame.machine + " · " + frame.implementation + " · " + frame.ranks.astype(str) + " ranks")
+    frame = frame.assign(
+        where=frame.machine + " · " + frame.implementation + " · " + frame.ranks.astype(str) + " ranks"
+    )
     table = pd.DataFrame(index=pd.Index(sorted(frame["bytes"].unique()), name="bytes"))
     for where, rows in frame.groupby("where", sort=False):
         rows = rows.drop_duplicates("bytes", keep="last").set_index("bytes")

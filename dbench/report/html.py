@@ -9,9 +9,9 @@ import html
 
 import pandas as pd
 
-from dbench.report.build import LEGEND, Report, display_allreduce, display_models, display_family, display_summary
-from dbench.report.throughput_tables import load_sections
+from dbench.report.build import LEGEND, Report, display_allreduce, display_family, display_models, display_summary
 from dbench.report.noise import CAPTION, SECTION, calibration_answers
+from dbench.report.throughput_tables import load_sections
 from dbench.report.vendor import ratio_sentence
 
 STYLE = """
@@ -61,15 +61,20 @@ def _legend(report: Report, names: dict[str, str]) -> str:
         f"{html.escape(str(hosts[machine].get('cpu_model') or ''))}</td>"
         f"<td>{html.escape(str(hosts[machine].get('cpu_affinity') or ''))}</td><td>"
         f"{html.escape(', '.join(hosts[machine].get('gpus') or []))}</td></tr>"
-        for machine, name in names.items())
-    return ('<table class="legend" data-caption="machines"><thead><tr><th>name</th><th>machine key</th><th>CPU</th>'
-            f"<th>cores</th><th>GPUs</th></tr></thead><tbody>{rows}</tbody></table>")
+        for machine, name in names.items()
+    )
+    return (
+        '<table class="legend" data-caption="machines"><thead><tr><th>name</th><th>machine key</th><th>CPU</th>'
+        f"<th>cores</th><th>GPUs</th></tr></thead><tbody>{rows}</tbody></table>"
+    )
 
 
 def family_frame(report: Report, family: str, names: dict[str, str]) -> pd.DataFrame:
     """One family's table with a two-row header: each group once, over its median, TFLOP/s and speedup."""
     table = display_family(report, family)
-    table.columns = pd.MultiIndex.from_tuples([(_short(g.label, names), field) for g in report.groups for field in FIELDS])
+    table.columns = pd.MultiIndex.from_tuples(
+        [(_short(g.label, names), field) for g in report.groups for field in FIELDS]
+    )
     return table
 
 
@@ -80,15 +85,21 @@ def _table(frame: pd.DataFrame, caption: str) -> str:
 
 def to_html(report: Report, images: dict[str, bytes]) -> str:
     """The page; `images` maps a title to PNG bytes."""
-    parts = ["<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8"><title>dbench report</title>',
-             f"<style>{STYLE}</style></head><body>", "<h1>dbench report</h1>"]
+    parts = [
+        "<!DOCTYPE html>",
+        '<html lang="en"><head><meta charset="utf-8"><title>dbench report</title>',
+        f"<style>{STYLE}</style></head><body>",
+        "<h1>dbench report</h1>",
+    ]
     parts += [f'<p class="note">{html.escape(note)}</p>' for note in report.notes]
     names = machine_names(report)
     if names:
         parts += ["<h2>Machines</h2>", _legend(report, names)]
     if report.groups:
-        parts.append(f"<p>{html.escape(_short(ratio_sentence(report.baseline.runtime, report.baseline.label), names))}, "
-                     f"{html.escape(LEGEND)}</p>")
+        parts.append(
+            f"<p>{html.escape(_short(ratio_sentence(report.baseline.runtime, report.baseline.label), names))}, "
+            f"{html.escape(LEGEND)}</p>"
+        )
         parts += ["<h2>Summary per runtime</h2>", _table(_shortened(display_summary(report), names), "summary")]
         parts += ["<h2>Support matrix</h2>", _table(_shortened(report.support, names), "support")]
         for family in report.families:
@@ -96,9 +107,14 @@ def to_html(report: Report, images: dict[str, bytes]) -> str:
     for title, table in load_sections(report):
         parts += [f"<h2>{html.escape(title)}</h2>", _table(table, title)]
     if not report.calibration.empty:
-        parts += [f"<h2>{html.escape(SECTION)}</h2>", f"<p>{html.escape(CAPTION)}</p>",
-                  _table(_shortened(report.calibration, names), "calibration")]
-        parts += [f"<p>{html.escape(_short(line, names))}</p>" for line in calibration_answers(report.results.calibrations)]
+        parts += [
+            f"<h2>{html.escape(SECTION)}</h2>",
+            f"<p>{html.escape(CAPTION)}</p>",
+            _table(_shortened(report.calibration, names), "calibration"),
+        ]
+        parts += [
+            f"<p>{html.escape(_short(line, names))}</p>" for line in calibration_answers(report.results.calibrations)
+        ]
     if not report.models.empty:
         parts += ["<h2>Whole model vs the sum of its kernels</h2>", _table(display_models(report), "models")]
     if not report.prediction_table.empty:
@@ -114,7 +130,9 @@ def to_html(report: Report, images: dict[str, bytes]) -> str:
         parts.append("<h2>Plots</h2>")
     for title, data in images.items():
         encoded = base64.b64encode(data).decode("ascii")
-        parts.append(f'<figure><img alt="{html.escape(title)}" src="data:image/png;base64,{encoded}">'
-                     f"<figcaption>{html.escape(title)}</figcaption></figure>")
+        parts.append(
+            f'<figure><img alt="{html.escape(title)}" src="data:image/png;base64,{encoded}">'
+            f"<figcaption>{html.escape(title)}</figcaption></figure>"
+        )
     parts.append("</body></html>")
     return "\n".join(parts)

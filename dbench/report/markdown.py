@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pandas as pd
 
-from dbench.report.build import LEGEND, Report, display_allreduce, display_models, display_family, display_summary
-from dbench.report.throughput_tables import load_sections
+from dbench.report.build import LEGEND, Report, display_allreduce, display_family, display_models, display_summary
 from dbench.report.noise import CAPTION, SECTION, calibration_answers
+from dbench.report.throughput_tables import load_sections
 from dbench.report.vendor import ratio_sentence
 
 

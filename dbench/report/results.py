@@ -21,23 +21,103 @@ CALIBRATE_KIND = "calibrate"
 """The run header's kind of a `dbench calibrate` run (dbench.orchestrator.run.CALIBRATE_KIND)."""
 
 KERNEL_COLUMNS = (
-    "graph_id", "kernel_id", "family", "op", "pass", "form", "precision", "precision_executed", "precision_fallback",
-    "runtime", "runtime_version", "device", "status", "message", "verified", "median_us", "p10_us", "p90_us", "p99_us",
-    "ci_low_us", "ci_high_us", "ci_rel", "cv", "spread", "unstable", "samples", "first_call_us", "runtime_median_us",
-    "tflops", "gbps", "intensity", "flops", "min_bytes", "samples_us", "variant", "rounds", "round_medians_us",
-    "rerun_rel", "interval_note", "drift_sd", "drift_df", "rerun_low_us", "rerun_high_us", "history_factor", "overlapped",
-    "injected_slowdown", "resolve_target", "resolved", "resolve_half", "runtime_options", "weights",
+    "graph_id",
+    "kernel_id",
+    "family",
+    "op",
+    "pass",
+    "form",
+    "precision",
+    "precision_executed",
+    "precision_fallback",
+    "runtime",
+    "runtime_version",
+    "device",
+    "status",
+    "message",
+    "verified",
+    "median_us",
+    "p10_us",
+    "p90_us",
+    "p99_us",
+    "ci_low_us",
+    "ci_high_us",
+    "ci_rel",
+    "cv",
+    "spread",
+    "unstable",
+    "samples",
+    "first_call_us",
+    "runtime_median_us",
+    "tflops",
+    "gbps",
+    "intensity",
+    "flops",
+    "min_bytes",
+    "samples_us",
+    "variant",
+    "rounds",
+    "round_medians_us",
+    "rerun_rel",
+    "interval_note",
+    "drift_sd",
+    "drift_df",
+    "rerun_low_us",
+    "rerun_high_us",
+    "history_factor",
+    "overlapped",
+    "injected_slowdown",
+    "resolve_target",
+    "resolved",
+    "resolve_half",
+    "runtime_options",
+    "weights",
 )
 REPORT_KEYS = ("kernel_id", "pass", "form", "runtime")
 """Text fields the report keys a kernel row on, beyond the log's own (dbench.store.log.KERNEL_RESULT_KEYS)."""
 LOAD_COLUMNS = (
-    "graph_id", "kernel_id", "family", "pass", "form", "precision", "precision_executed", "runtime", "variant", "status",
-    "message", "verified", "mode", "streams", "streams_executed", "threads_per_stream", "inferences", "inferences_per_s",
-    "inferences_per_s_low", "inferences_per_s_high", "throughput_tflops", "time_per_inference_us", "rerun_rel", "rounds",
-    "unstable", "interval_note", "latency_p50_us", "latency_p90_us", "latency_p99_us", "rate", "arrival_rate",
-    "utilization", "round_utilization",
-    "latency_p99_low_us", "latency_p99_high_us", "latency_p99_ci_low_us", "latency_p99_ci_high_us", "latency_p99_above",
-    "latency_bound_us", "over_bound", "search", "flops",
+    "graph_id",
+    "kernel_id",
+    "family",
+    "pass",
+    "form",
+    "precision",
+    "precision_executed",
+    "runtime",
+    "variant",
+    "status",
+    "message",
+    "verified",
+    "mode",
+    "streams",
+    "streams_executed",
+    "threads_per_stream",
+    "inferences",
+    "inferences_per_s",
+    "inferences_per_s_low",
+    "inferences_per_s_high",
+    "throughput_tflops",
+    "time_per_inference_us",
+    "rerun_rel",
+    "rounds",
+    "unstable",
+    "interval_note",
+    "latency_p50_us",
+    "latency_p90_us",
+    "latency_p99_us",
+    "rate",
+    "arrival_rate",
+    "utilization",
+    "round_utilization",
+    "latency_p99_low_us",
+    "latency_p99_high_us",
+    "latency_p99_ci_low_us",
+    "latency_p99_ci_high_us",
+    "latency_p99_above",
+    "latency_bound_us",
+    "over_bound",
+    "search",
+    "flops",
 )
 """The columns of throughput and server rows a report shows (their own: no latency-row figure)."""
 
@@ -94,12 +174,16 @@ def log_paths(paths: list[Path]) -> list[Path]:
         elif path.is_file() and path.suffix == ".jsonl":
             found.append(path)
         elif path.exists():
-            raise InputError(f"{path} is not a run log (.jsonl) or a folder of them; give files written by dbench run or allreduce")
+            raise InputError(
+                f"{path} is not a run log (.jsonl) or a folder of them; give files written by dbench run or allreduce"
+            )
         else:
             raise InputError(f"{path} does not exist; give run logs (.jsonl) or results folders")
     unique = list(dict.fromkeys(p.resolve() for p in found))
     if not unique:
-        raise InputError(f"no run logs (.jsonl) in {', '.join(map(str, paths))}; run dbench run first or name the results folder")
+        raise InputError(
+            f"no run logs (.jsonl) in {', '.join(map(str, paths))}; run dbench run first or name the results folder"
+        )
     return unique
 
 
@@ -122,24 +206,46 @@ def load(paths: list[Path]) -> Results:
             if machine not in calibrations:
                 calibrations[machine] = _calibration(log.path.parent, machine)
             whole = logical.header()
-            run = Run(logical.run_id, kind, machine, log.path, whole, header["schema_version"], tuple(whole.get("parts", ())))
+            run = Run(
+                logical.run_id, kind, machine, log.path, whole, header["schema_version"], tuple(whole.get("parts", ()))
+            )
             if not any(r.run_id == run.run_id and r.machine == machine for r in runs):  # a part's machine once
                 runs.append(run)
             if not run.has_samples and kind == "kernels":
-                notes.append(f"{header['run_id']} is a schema-1 run: no per-sample times, so its intervals come from the "
-                             "stored statistics")
+                notes.append(
+                    f"{header['run_id']} is a schema-1 run: no per-sample times, so its intervals come from the "
+                    "stored statistics"
+                )
             notes += warnings_of(log) if kind != "allreduce" else filter(None, [log.torn_note()])  # a torn log named
             target = allreduce_rows if kind == "allreduce" else kernel_rows
             for row in log.rows():
                 if kind != "allreduce" and (missing := [k for k in REPORT_KEYS if not isinstance(row.get(k), str)]):
-                    raise InputError(f"{log.path}: the row of {row['graph_id']} has no {', '.join(map(repr, missing))} as "
-                                     "text; the log is corrupt (edited by hand?): restore it, or run again")
-                target.append({**row, "run_id": logical.run_id, "machine": machine,
-                               "taken_at": header.get("host", {}).get("taken_at", "")})
-    by_mode = {mode: [r for r in kernel_rows if (r.get("mode") or "latency") == mode] for mode in ("latency", "throughput", "server")}
-    return Results(_kernel_frame(by_mode["latency"]), pd.DataFrame(allreduce_rows), runs, by_mode["latency"],
-                   throughput=_load_frame(by_mode["throughput"]), server=_load_frame(by_mode["server"]), notes=notes,
-                   calibrations={m: e for m, e in calibrations.items() if e})
+                    raise InputError(
+                        f"{log.path}: the row of {row['graph_id']} has no {', '.join(map(repr, missing))} as "
+                        "text; the log is corrupt (edited by hand?): restore it, or run again"
+                    )
+                target.append(
+                    {
+                        **row,
+                        "run_id": logical.run_id,
+                        "machine": machine,
+                        "taken_at": header.get("host", {}).get("taken_at", ""),
+                    }
+                )
+    by_mode = {
+        mode: [r for r in kernel_rows if (r.get("mode") or "latency") == mode]
+        for mode in ("latency", "throughput", "server")
+    }
+    return Results(
+        _kernel_frame(by_mode["latency"]),
+        pd.DataFrame(allreduce_rows),
+        runs,
+        by_mode["latency"],
+        throughput=_load_frame(by_mode["throughput"]),
+        server=_load_frame(by_mode["server"]),
+        notes=notes,
+        calibrations={m: e for m, e in calibrations.items() if e},
+    )
 
 
 def _calibration(folder: Path, machine: str) -> list:
@@ -160,19 +266,34 @@ def counts(frame: pd.DataFrame) -> pd.Series:
 
 def _kernel_frame(rows: list[dict[str, Any]]) -> pd.DataFrame:
     """Kernel rows with the report's columns (missing ones None); the latest run wins a duplicate."""
-    frame = pd.DataFrame([{**{c: r.get(c) for c in KERNEL_COLUMNS}, "run_id": r["run_id"], "machine": r["machine"],
-                           "taken_at": r["taken_at"]} for r in rows])
+    frame = pd.DataFrame(
+        [
+            {
+                **{c: r.get(c) for c in KERNEL_COLUMNS},
+                "run_id": r["run_id"],
+                "machine": r["machine"],
+                "taken_at": r["taken_at"],
+            }
+            for r in rows
+        ]
+    )
     if frame.empty:
         return frame
     frame["kernel"] = frame["kernel_id"] + "." + frame["pass"].astype(str) + "." + frame["form"].astype(str)
     frame["variant"] = [v or r for v, r in zip(frame["variant"], frame["runtime"])]  # rows before variants: the runtime
     frame["counts"] = counts(frame)
     frame = frame.sort_values("taken_at", kind="stable")
-    frame["configuration"] = [configuration_of(v, o, w) for v, o, w in zip(frame.runtime_version, frame.runtime_options, frame.weights)]
+    frame["configuration"] = [
+        configuration_of(v, o, w) for v, o, w in zip(frame.runtime_version, frame.runtime_options, frame.weights)
+    ]
     keys = ["machine", "variant", "precision", "kernel"]
     spread = _runs_spread(frame, [*keys, "configuration"])
-    every = frame.groupby(keys, sort=False).configuration.agg(lambda c: "; ".join(sorted(set(c)))).rename("configurations")
-    latest = frame.drop_duplicates(keys, keep="last").reset_index(drop=True).merge(every.reset_index(), on=keys, how="left")
+    every = (
+        frame.groupby(keys, sort=False).configuration.agg(lambda c: "; ".join(sorted(set(c)))).rename("configurations")
+    )
+    latest = (
+        frame.drop_duplicates(keys, keep="last").reset_index(drop=True).merge(every.reset_index(), on=keys, how="left")
+    )
     return latest.merge(spread, on=[*keys, "configuration"], how="left") if not spread.empty else latest.assign(runs=1)
 
 
@@ -191,10 +312,16 @@ def _runs_spread(frame: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
     records = []
     for key, rows in counted.groupby(keys, sort=False):
         medians = np.log(rows.median_us.astype(float).to_numpy())
-        records.append({**dict(zip(keys, key)), "runs": len(rows), "runs_low_us": float(rows.median_us.min()),
-                        "runs_high_us": float(rows.median_us.max()),
-                        "runs_sd": float(np.std(medians, ddof=1)) if len(rows) > 1 else None,
-                        "runs_ids": " ".join(rows.run_id)})
+        records.append(
+            {
+                **dict(zip(keys, key)),
+                "runs": len(rows),
+                "runs_low_us": float(rows.median_us.min()),
+                "runs_high_us": float(rows.median_us.max()),
+                "runs_sd": float(np.std(medians, ddof=1)) if len(rows) > 1 else None,
+                "runs_ids": " ".join(rows.run_id),
+            }
+        )
     return pd.DataFrame(records)
 
 
@@ -204,13 +331,24 @@ def _load_frame(rows: list[dict[str, Any]]) -> pd.DataFrame:
     `ort-cpu` alone at 2 streams are one configuration)."""
     from dbench.store.sweeps import configuration
 
-    frame = pd.DataFrame([{**{c: r.get(c) for c in LOAD_COLUMNS}, "run_id": r["run_id"], "machine": r["machine"],
-                           "taken_at": r["taken_at"]} for r in rows])
+    frame = pd.DataFrame(
+        [
+            {
+                **{c: r.get(c) for c in LOAD_COLUMNS},
+                "run_id": r["run_id"],
+                "machine": r["machine"],
+                "taken_at": r["taken_at"],
+            }
+            for r in rows
+        ]
+    )
     if frame.empty:
         return frame
     frame["kernel"] = frame["kernel_id"] + "." + frame["pass"].astype(str) + "." + frame["form"].astype(str)
     frame["counts"] = counts(frame)
-    frame["configuration"] = [configuration({"variant": v, "runtime": r}) for v, r in zip(frame["variant"], frame["runtime"])]
+    frame["configuration"] = [
+        configuration({"variant": v, "runtime": r}) for v, r in zip(frame["variant"], frame["runtime"])
+    ]
     frame = frame.sort_values("taken_at", kind="stable")
     keys = ["machine", "configuration", "precision", "kernel", "streams", "rate"]
     return frame.drop_duplicates(keys, keep="last").reset_index(drop=True)

@@ -8,9 +8,9 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
-from dbench.report.build import LEGEND, Report, display_allreduce, display_models, display_cell, display_summary
-from dbench.report.throughput_tables import load_sections
+from dbench.report.build import LEGEND, Report, display_allreduce, display_cell, display_models, display_summary
 from dbench.report.noise import SECTION, calibration_answers
+from dbench.report.throughput_tables import load_sections
 from dbench.report.vendor import ratio_sentence, ratio_title
 
 

@@ -19,8 +19,10 @@ def _configured(frame: pd.DataFrame) -> pd.DataFrame:
     """Verified rows with their configuration (variant without streams, precision; machine when several)."""
     rows = frame[frame.counts].copy()
     several = frame.machine.nunique() > 1
-    rows["configuration"] = [configuration({"variant": v, "runtime": r, **({"machine": m} if several else {})}) + f" · {p}"
-                             for v, r, m, p in zip(rows.variant, rows.runtime, rows.machine, rows.precision)]
+    rows["configuration"] = [
+        configuration({"variant": v, "runtime": r, **({"machine": m} if several else {})}) + f" · {p}"
+        for v, r, m, p in zip(rows.variant, rows.runtime, rows.machine, rows.precision)
+    ]
     return rows
 
 
@@ -42,10 +44,20 @@ def throughput_vs_streams(frame: pd.DataFrame) -> dict[str, object]:
             points = rows[rows.kernel == kernel].sort_values("streams")
             low = (points.inferences_per_s - points.inferences_per_s_low).fillna(0).clip(lower=0)
             high = (points.inferences_per_s_high - points.inferences_per_s).fillna(0).clip(lower=0)
-            axes.errorbar(points.streams, points.inferences_per_s, yerr=[low, high], marker=MARKERS[i % len(MARKERS)],
-                          capsize=3, label=kernel[:48])
-        axes.set(yscale="log", xlabel="streams (requests in flight)", ylabel="inferences/s",
-                 title=f"throughput against streams · {config}")
+            axes.errorbar(
+                points.streams,
+                points.inferences_per_s,
+                yerr=[low, high],
+                marker=MARKERS[i % len(MARKERS)],
+                capsize=3,
+                label=kernel[:48],
+            )
+        axes.set(
+            yscale="log",
+            xlabel="streams (requests in flight)",
+            ylabel="inferences/s",
+            title=f"throughput against streams · {config}",
+        )
         axes.set_xticks(sorted(rows.streams.unique()))
         axes.legend(fontsize=6)
         figures[f"throughput vs streams {config}"] = figure
@@ -61,15 +73,35 @@ def latency_vs_throughput(frame: pd.DataFrame) -> dict[str, object]:
         axes = figure.add_subplot()
         for i, kernel in enumerate(_kernels(rows)):
             points = rows[rows.kernel == kernel].sort_values("streams")
-            line = axes.plot(points.inferences_per_s, points.latency_p50_us, marker=MARKERS[i % len(MARKERS)],
-                             label=f"{kernel[:40]} p50")[0]
-            axes.plot(points.inferences_per_s, points.latency_p99_us, linestyle="--", marker=MARKERS[i % len(MARKERS)],
-                      color=line.get_color(), alpha=0.6)
+            line = axes.plot(
+                points.inferences_per_s,
+                points.latency_p50_us,
+                marker=MARKERS[i % len(MARKERS)],
+                label=f"{kernel[:40]} p50",
+            )[0]
+            axes.plot(
+                points.inferences_per_s,
+                points.latency_p99_us,
+                linestyle="--",
+                marker=MARKERS[i % len(MARKERS)],
+                color=line.get_color(),
+                alpha=0.6,
+            )
             for _, point in points.iterrows():
-                axes.annotate(str(int(point.streams)), (point.inferences_per_s, point.latency_p50_us), fontsize=6,
-                              textcoords="offset points", xytext=(3, 3))
-        axes.set(xscale="log", yscale="log", xlabel="inferences/s", ylabel="latency under load (µs; p99 dashed)",
-                 title=f"latency against throughput · {config} (labels: streams)")
+                axes.annotate(
+                    str(int(point.streams)),
+                    (point.inferences_per_s, point.latency_p50_us),
+                    fontsize=6,
+                    textcoords="offset points",
+                    xytext=(3, 3),
+                )
+        axes.set(
+            xscale="log",
+            yscale="log",
+            xlabel="inferences/s",
+            ylabel="latency under load (µs; p99 dashed)",
+            title=f"latency against throughput · {config} (labels: streams)",
+        )
         axes.legend(fontsize=6)
         figures[f"latency vs throughput {config}"] = figure
     return figures
@@ -80,8 +112,11 @@ def server_search(frame: pd.DataFrame) -> dict[str, object]:
     and the bracket found."""
     figures = {}
     for config, rows in _configured(frame).groupby("configuration", sort=False):
-        searched = [(row.kernel, row.search, row.latency_bound_us) for row in rows.itertuples()
-                    if isinstance(row.search, dict) and row.search.get("trials")]
+        searched = [
+            (row.kernel, row.search, row.latency_bound_us)
+            for row in rows.itertuples()
+            if isinstance(row.search, dict) and row.search.get("trials")
+        ]
         if not searched:
             continue
         figure = _figure()
@@ -92,8 +127,13 @@ def server_search(frame: pd.DataFrame) -> dict[str, object]:
             p99 = np.array([t["p99_us"] for t in trials])
             line = axes.plot(rates, p99, marker=MARKERS[i % len(MARKERS)], label=kernel[:48])[0]
             axes.axhline(bound, color=line.get_color(), linestyle=":", linewidth=0.8)
-        axes.set(xscale="log", yscale="log", xlabel="arrival rate (/s)", ylabel="p99 latency from arrival (µs)",
-                 title=f"server: p99 against arrival rate · {config} (dotted: bound)")
+        axes.set(
+            xscale="log",
+            yscale="log",
+            xlabel="arrival rate (/s)",
+            ylabel="p99 latency from arrival (µs)",
+            title=f"server: p99 against arrival rate · {config} (dotted: bound)",
+        )
         axes.legend(fontsize=6)
         figures[f"server search {config}"] = figure
     return figures

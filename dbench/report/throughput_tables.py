@@ -43,8 +43,10 @@ def _status(row: pd.Series) -> str:
 def _configurations(frame: pd.DataFrame) -> list[str]:
     """Each row's configuration (variant without its stream count, precision; machine when several)."""
     several = frame.machine.nunique() > 1
-    return [configuration({"variant": v, "runtime": r, **({"machine": m} if several else {})}) + f" · {p}"
-            for v, r, m, p in zip(frame.variant, frame.runtime, frame.machine, frame.precision)]
+    return [
+        configuration({"variant": v, "runtime": r, **({"machine": m} if several else {})}) + f" · {p}"
+        for v, r, m, p in zip(frame.variant, frame.runtime, frame.machine, frame.precision)
+    ]
 
 
 def throughput_table(frame: pd.DataFrame) -> pd.DataFrame:
@@ -53,12 +55,22 @@ def throughput_table(frame: pd.DataFrame) -> pd.DataFrame:
     records = []
     for config, (_, row) in zip(_configurations(frame), frame.iterrows()):
         counted = bool(row.counts)
-        interval = (f" [{significant(row.inferences_per_s_low)}–{significant(row.inferences_per_s_high)}]"
-                    if counted and pd.notna(row.inferences_per_s_low) else "")
-        records.append({"kernel": row.kernel, "configuration": config, "streams": _streams(row),
-                        "inferences/s": (significant(row.inferences_per_s) + interval) if counted else _status(row),
-                        "TFLOP/s": significant(row.throughput_tflops) if counted else "",
-                        "p50": _time(row.latency_p50_us) if counted else "", "p99": _time(row.latency_p99_us) if counted else ""})
+        interval = (
+            f" [{significant(row.inferences_per_s_low)}–{significant(row.inferences_per_s_high)}]"
+            if counted and pd.notna(row.inferences_per_s_low)
+            else ""
+        )
+        records.append(
+            {
+                "kernel": row.kernel,
+                "configuration": config,
+                "streams": _streams(row),
+                "inferences/s": (significant(row.inferences_per_s) + interval) if counted else _status(row),
+                "TFLOP/s": significant(row.throughput_tflops) if counted else "",
+                "p50": _time(row.latency_p50_us) if counted else "",
+                "p99": _time(row.latency_p99_us) if counted else "",
+            }
+        )
     return pd.DataFrame(records).set_index("kernel")
 
 
@@ -71,13 +83,20 @@ def knee_table(frame: pd.DataFrame) -> pd.DataFrame:
     records = []
     for sweep in find_sweeps(rows):
         knee = sweep.knee
-        records.append({"kernel": sweep.graph_id, "configuration": f"{sweep.configuration} · {sweep.rows[0]['precision']}",
-                        "streams swept": ",".join(str(r["streams"]) for r in sweep.rows), "knee": knee.streams,
-                        "inferences/s": significant(knee.throughput), "gain": f"×{knee.gain:.2f} of {knee.first_streams}",
-                        "p50 paid": f"{_time(knee.latency_p50_us)}" + (f" (×{knee.p50_ratio:.2f})" if knee.p50_ratio else ""),
-                        "p99 paid": f"{_time(knee.latency_p99_us)}" + (f" (×{knee.p99_ratio:.2f})" if knee.p99_ratio else ""),
-                        "best": f"{knee.best_streams}: {significant(knee.best_throughput)}/s, interval to "
-                                f"-{knee.best_margin:.0%}"})
+        records.append(
+            {
+                "kernel": sweep.graph_id,
+                "configuration": f"{sweep.configuration} · {sweep.rows[0]['precision']}",
+                "streams swept": ",".join(str(r["streams"]) for r in sweep.rows),
+                "knee": knee.streams,
+                "inferences/s": significant(knee.throughput),
+                "gain": f"×{knee.gain:.2f} of {knee.first_streams}",
+                "p50 paid": f"{_time(knee.latency_p50_us)}" + (f" (×{knee.p50_ratio:.2f})" if knee.p50_ratio else ""),
+                "p99 paid": f"{_time(knee.latency_p99_us)}" + (f" (×{knee.p99_ratio:.2f})" if knee.p99_ratio else ""),
+                "best": f"{knee.best_streams}: {significant(knee.best_throughput)}/s, interval to "
+                f"-{knee.best_margin:.0%}",
+            }
+        )
     return pd.DataFrame(records).set_index("kernel") if records else pd.DataFrame()
 
 
@@ -114,26 +133,42 @@ def server_table(frame: pd.DataFrame) -> pd.DataFrame:
     records = []
     for config, (_, row) in zip(_configurations(frame), frame.iterrows()):
         counted = bool(row.counts)
-        interval = (f" [{_time(row.latency_p99_low_us)}–{_time(row.latency_p99_high_us)}]"
-                    if counted and pd.notna(row.latency_p99_low_us) else "")
+        interval = (
+            f" [{_time(row.latency_p99_low_us)}–{_time(row.latency_p99_high_us)}]"
+            if counted and pd.notna(row.latency_p99_low_us)
+            else ""
+        )
         bound = f" (bound {_time(row.latency_bound_us)})" if pd.notna(row.latency_bound_us) else ""
-        records.append({"kernel": row.kernel, "configuration": config, "streams": _streams(row), "rate": _rate(row.rate),
-                        "measured": _rate(row.arrival_rate) if counted else _status(row),
-                        "load": _load(row) if counted else "",
-                        "p50": _time(row.latency_p50_us) if counted else "",
-                        "p99": (_time(row.latency_p99_us) + interval) if counted else "",
-                        "p99 95% CI (requests above)": _order_interval(row) if counted else "",
-                        "over bound": (f"{row.over_bound:.1%}" + bound) if counted and pd.notna(row.over_bound) else "",
-                        "max rate": max_rate(row.search) if counted else ""})
+        records.append(
+            {
+                "kernel": row.kernel,
+                "configuration": config,
+                "streams": _streams(row),
+                "rate": _rate(row.rate),
+                "measured": _rate(row.arrival_rate) if counted else _status(row),
+                "load": _load(row) if counted else "",
+                "p50": _time(row.latency_p50_us) if counted else "",
+                "p99": (_time(row.latency_p99_us) + interval) if counted else "",
+                "p99 95% CI (requests above)": _order_interval(row) if counted else "",
+                "over bound": (f"{row.over_bound:.1%}" + bound) if counted and pd.notna(row.over_bound) else "",
+                "max rate": max_rate(row.search) if counted else "",
+            }
+        )
     return pd.DataFrame(records).set_index("kernel")
 
 
 def load_sections(report) -> list[tuple[str, pd.DataFrame]]:
     """The report's throughput sections that have rows, titled, in reading order."""
     tables = report.load
-    return [(title, table) for title, table in (("Throughput", tables.throughput),
-                                                ("Stream sweeps: where throughput saturates", tables.knees),
-                                                ("Server scenario", tables.server)) if not table.empty]
+    return [
+        (title, table)
+        for title, table in (
+            ("Throughput", tables.throughput),
+            ("Stream sweeps: where throughput saturates", tables.knees),
+            ("Server scenario", tables.server),
+        )
+        if not table.empty
+    ]
 
 
 def load_tables(throughput: pd.DataFrame, server: pd.DataFrame) -> LoadTables:

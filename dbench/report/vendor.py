@@ -24,6 +24,8 @@ def ratio_sentence(runtime: str, label: str) -> str:
     """The line that says what the report's ratios are."""
     vendor = library(runtime)
     if vendor:
-        return (f"Ratio = {label} time / time: the fraction of the vendor library's speed ({vendor} through "
-                f"{label}) each runtime reaches on that kernel (×0.62: 62 %, ×1.10: 10 % faster than the library)")
+        return (
+            f"Ratio = {label} time / time: the fraction of the vendor library's speed ({vendor} through "
+            f"{label}) each runtime reaches on that kernel (×0.62: 62 %, ×1.10: 10 % faster than the library)"
+        )
     return f"Speedup = {label} time / time"

@@ -13,8 +13,8 @@ import pandas as pd
 
 from dbench.stats.differences import Difference
 from dbench.stats.fdr import FDR, bh_adjusted
-from dbench.stats.student import t_quantile
 from dbench.stats.moderation import Prior
+from dbench.stats.student import t_quantile
 from dbench.store.compare import paired_prior, test_rows
 
 
@@ -36,15 +36,19 @@ def _row(frame_row: pd.Series) -> dict:
     """The fields the tests read, from a report frame's row (a missing drift is NaN in the frame: None here)."""
     medians = frame_row.get("round_medians_us")
     drift = {k: frame_row.get(k) for k in ("drift_sd", "drift_df")}
-    return {"median_us": frame_row["median_us"], "round_medians_us": list(medians) if isinstance(medians, (list, np.ndarray)) else None,
-            **{k: (None if v is None or pd.isna(v) else float(v)) for k, v in drift.items()}}
+    return {
+        "median_us": frame_row["median_us"],
+        "round_medians_us": list(medians) if isinstance(medians, (list, np.ndarray)) else None,
+        **{k: (None if v is None or pd.isna(v) else float(v)) for k, v in drift.items()},
+    }
 
 
 def _difference(base: pd.Series, mine: pd.Series, prior: Prior | None) -> tuple[Difference | None, str]:
     """b = this group against a = the baseline for one kernel; paired when both rows come from one
     interleaved run (their variance moderated by the group's `prior`, as compare does)."""
-    difference, verdict, detail, _ = test_rows([_row(base)], [_row(mine)], interleaved=base["run_id"] == mine["run_id"],
-                                               prior=prior)
+    difference, verdict, detail, _ = test_rows(
+        [_row(base)], [_row(mine)], interleaved=base["run_id"] == mine["run_id"], prior=prior
+    )
     return (difference, "") if not verdict else (None, verdict if not detail else f"{verdict}: {detail}")
 
 
@@ -75,8 +79,13 @@ def speedups(frame: pd.DataFrame, groups, base) -> dict[tuple[str, str], Speedup
                 value = float(base_rows.at[kernel, "median_us"] / mine.at[kernel, "median_us"])
                 result[(group.label, kernel)] = Speedup(value, None, None, True, why)
             else:  # the test's own estimate (geometric-mean round medians, as compare): inside its interval
-                result[(group.label, kernel)] = Speedup(1 / difference.ratio, 1 / difference.high, 1 / difference.low,
-                                                        adjusted[kernel] > FDR, difference=difference)
+                result[(group.label, kernel)] = Speedup(
+                    1 / difference.ratio,
+                    1 / difference.high,
+                    1 / difference.low,
+                    adjusted[kernel] > FDR,
+                    difference=difference,
+                )
     return result
 
 

@@ -35,7 +35,9 @@ def plot_load(report: Report) -> dict[str, bytes]:
     for frame in (report.results.throughput, report.results.server):
         if not frame.empty and frame.counts.any():
             if frame is report.results.throughput:
-                figures.update({**throughput_plots.throughput_vs_streams(frame), **throughput_plots.latency_vs_throughput(frame)})
+                figures.update(
+                    {**throughput_plots.throughput_vs_streams(frame), **throughput_plots.latency_vs_throughput(frame)}
+                )
             else:
                 figures.update(throughput_plots.server_search(frame))
     return {title: plots.png(figure) for title, figure in figures.items()}

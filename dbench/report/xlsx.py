@@ -10,13 +10,34 @@ import pandas as pd
 
 from dbench.report.build import Report
 
-FIELD_NAMES = {"median_us": "median µs", "rerun_rel": "re-run ± share", "history_factor": "interval scaled by history",
-               "runs": "runs", "runs_low_us": "runs' lowest median µs", "runs_high_us": "runs' highest median µs",
-               "tflops": "TFLOP/s", "speedup": "speedup", "speedup_low": "speedup low",
-               "speedup_high": "speedup high", "same": "same within noise", "rounds": "rounds", "status": "status",
-               "winner": "fastest"}
-NUMBER_FORMATS = (("median µs", "#,##0.0"), ("± share", "0.0%"), ("TFLOP/s", "0.0000"), ("speedup", '0.00"×"'), ("speedup low", '0.00"×"'),
-                  ("speedup high", '0.00"×"'), ("GB/s", "0.000"), ("time µs", "#,##0.0"), ("_us", "#,##0.0"), ("share", "0%"))
+FIELD_NAMES = {
+    "median_us": "median µs",
+    "rerun_rel": "re-run ± share",
+    "history_factor": "interval scaled by history",
+    "runs": "runs",
+    "runs_low_us": "runs' lowest median µs",
+    "runs_high_us": "runs' highest median µs",
+    "tflops": "TFLOP/s",
+    "speedup": "speedup",
+    "speedup_low": "speedup low",
+    "speedup_high": "speedup high",
+    "same": "same within noise",
+    "rounds": "rounds",
+    "status": "status",
+    "winner": "fastest",
+}
+NUMBER_FORMATS = (
+    ("median µs", "#,##0.0"),
+    ("± share", "0.0%"),
+    ("TFLOP/s", "0.0000"),
+    ("speedup", '0.00"×"'),
+    ("speedup low", '0.00"×"'),
+    ("speedup high", '0.00"×"'),
+    ("GB/s", "0.000"),
+    ("time µs", "#,##0.0"),
+    ("_us", "#,##0.0"),
+    ("share", "0%"),
+)
 """Excel number formats by the end of a column's header (first match): times with thousands separators,
 speedups as ×1.23, shares as percentages; other columns keep Excel's General."""
 MAX_WIDTH = 40
@@ -27,17 +48,30 @@ def specs(report: Report) -> pd.DataFrame:
     records = []
     for run in report.results.runs:
         host = run.header.get("host", {})
-        records.append({
-            "run": run.run_id, "parts": ", ".join(run.parts), "kind": run.kind, "schema": run.schema_version,
-            "machine": run.machine,
-            "hostname": host.get("hostname"), "cpu": host.get("cpu_model"), "microarchitecture": host.get("microarchitecture"),
-            "isa": " ".join(host.get("isa") or []), "cores": host.get("cpu_affinity"),
-            "memory GiB": round((host.get("memory_bytes") or 0) / 2**30, 1), "gpus": ", ".join(host.get("gpus") or []),
-            "os": host.get("os"), "python": host.get("python"),
-            "runtime": (run.header.get("runtime") or {}).get("name"), "runtime version": (run.header.get("runtime") or {}).get("version"),
-            "load at start": " ".join(map(str, host.get("load_start") or [])), "taken at": host.get("taken_at"),
-            "packages": ", ".join(f"{k} {v}" for k, v in (host.get("packages") or {}).items()), "git": host.get("git_commit"),
-        })
+        records.append(
+            {
+                "run": run.run_id,
+                "parts": ", ".join(run.parts),
+                "kind": run.kind,
+                "schema": run.schema_version,
+                "machine": run.machine,
+                "hostname": host.get("hostname"),
+                "cpu": host.get("cpu_model"),
+                "microarchitecture": host.get("microarchitecture"),
+                "isa": " ".join(host.get("isa") or []),
+                "cores": host.get("cpu_affinity"),
+                "memory GiB": round((host.get("memory_bytes") or 0) / 2**30, 1),
+                "gpus": ", ".join(host.get("gpus") or []),
+                "os": host.get("os"),
+                "python": host.get("python"),
+                "runtime": (run.header.get("runtime") or {}).get("name"),
+                "runtime version": (run.header.get("runtime") or {}).get("version"),
+                "load at start": " ".join(map(str, host.get("load_start") or [])),
+                "taken at": host.get("taken_at"),
+                "packages": ", ".join(f"{k} {v}" for k, v in (host.get("packages") or {}).items()),
+                "git": host.get("git_commit"),
+            }
+        )
     return pd.DataFrame(records)
 
 
@@ -52,7 +86,9 @@ def _sheet_name(name: str, used: set[str]) -> str:
 
 def _number_format(header: object) -> str | None:
     text = str(header or "")
-    return next((fmt for end, fmt in NUMBER_FORMATS if text.endswith(end) or text.endswith(end.replace(" ", "_"))), None)
+    return next(
+        (fmt for end, fmt in NUMBER_FORMATS if text.endswith(end) or text.endswith(end.replace(" ", "_"))), None
+    )
 
 
 def format_sheet(sheet) -> None:
@@ -87,7 +123,8 @@ def write_xlsx(report: Report, path: Path) -> Path:
                 frame.drop(columns=["search"]).to_excel(writer, sheet_name=_sheet_name(name, used), index=False)
         if not report.models.empty:
             report.models.assign(kernels_not_ok=report.models.kernels_not_ok.map(", ".join)).to_excel(
-                writer, sheet_name=_sheet_name("Models", used), index=False)
+                writer, sheet_name=_sheet_name("Models", used), index=False
+            )
         if not report.prediction_table.empty:
             report.prediction_table.to_excel(writer, sheet_name=_sheet_name("Predictions", used))
             report.top_units.to_excel(writer, sheet_name=_sheet_name("Top units", used))

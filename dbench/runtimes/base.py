@@ -10,9 +10,10 @@ import functools
 import importlib.metadata
 import importlib.util
 from abc import ABC, abstractmethod
+from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
-from typing import Any, Callable, ClassVar, Mapping, Sequence
+from typing import Any, ClassVar
 
 import numpy as np
 import onnx
@@ -23,7 +24,10 @@ from dbench.executed import ExecutedGraph
 from dbench.gen.graph import GraphSpec
 from dbench.run_options import REQUEST_FLAGS
 
-OPTION_FLAGS = {name: REQUEST_FLAGS[name] for name in ("threads", "device", "graph_optimization", "allow_runtime_precision", "extra")}
+OPTION_FLAGS = {
+    name: REQUEST_FLAGS[name]
+    for name in ("threads", "device", "graph_optimization", "allow_runtime_precision", "extra")
+}
 """Each RuntimeOptions field and the `dbench run` flag that sets it (for one-line refusals; dbench.run_options)."""
 
 
@@ -241,9 +245,11 @@ class Runtime(ABC):
         defaults = RuntimeOptions()
         for name, flag in OPTION_FLAGS.items():
             if name not in cls.supported_options and getattr(options, name) != getattr(defaults, name):
-                raise UsageError(f"{flag} is not supported by runtime {cls.name}; leave it out "
-                                 "(this runtime honours: "
-                                 f"{', '.join(OPTION_FLAGS[n] for n in OPTION_FLAGS if n in cls.supported_options) or 'none'})")
+                raise UsageError(
+                    f"{flag} is not supported by runtime {cls.name}; leave it out "
+                    "(this runtime honours: "
+                    f"{', '.join(OPTION_FLAGS[n] for n in OPTION_FLAGS if n in cls.supported_options) or 'none'})"
+                )
         cls.validate_values(options)
 
     @classmethod
@@ -263,20 +269,25 @@ class Runtime(ABC):
         alive as long as the session. Raises UnsupportedError with the runtime's own message when it
         cannot run the graph."""
 
-    def prepare_profiling(self, model: onnx.ModelProto, spec: GraphSpec, constants: Mapping[str, np.ndarray]) -> Session | None:
+    def prepare_profiling(
+        self, model: onnx.ModelProto, spec: GraphSpec, constants: Mapping[str, np.ndarray]
+    ) -> Session | None:
         """As `prepare`, with the runtime's profiler on until the session's `end_profiling` turns it off for
         good, so that a slow graph's profile is taken in its timed session, before the timed calls, without
         a second session; None (the default) where the profiler cannot be turned off again: the profile is
         then a separate pass after timing (`Session.profile`)."""
         return None
 
-    def prepare_concurrent(self, model: onnx.ModelProto, spec: GraphSpec, constants: Mapping[str, np.ndarray],
-                           requests: int) -> ConcurrentSession:
+    def prepare_concurrent(
+        self, model: onnx.ModelProto, spec: GraphSpec, constants: Mapping[str, np.ndarray], requests: int
+    ) -> ConcurrentSession:
         """As `prepare`, with `requests` requests in flight on one compiled graph, each with
         `options.threads` threads (its share of the cores). An adapter without concurrent execution
         leaves this as it is: its throughput and server rows are `unsupported`, with this reason."""
-        raise UnsupportedError(f"{self.name} has no concurrent execution in dbench yet (throughput and server "
-                               "scenarios need the adapter's prepare_concurrent; see docs/adding-a-runtime.md)")
+        raise UnsupportedError(
+            f"{self.name} has no concurrent execution in dbench yet (throughput and server "
+            "scenarios need the adapter's prepare_concurrent; see docs/adding-a-runtime.md)"
+        )
 
     def errors(self) -> AbstractContextManager:
         """A context in which the runtime's own exceptions (raised while preparing, binding, running,

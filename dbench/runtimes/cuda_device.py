@@ -4,7 +4,7 @@ and TensorRT EPs given a user compute stream). Imported only by GPU sessions."""
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
 
@@ -40,7 +40,9 @@ class DeviceBuffers:
         return int(self.arrays[name].data.ptr)
 
     def upload(self, name: str, array: np.ndarray) -> None:
-        self.arrays[name][: array.nbytes].set(np.ascontiguousarray(array).reshape(-1).view(np.uint8), stream=self.stream)
+        self.arrays[name][: array.nbytes].set(
+            np.ascontiguousarray(array).reshape(-1).view(np.uint8), stream=self.stream
+        )
 
     def download(self, name: str, dtype: np.dtype, shape: tuple[int, ...]) -> np.ndarray:
         nbytes = int(np.prod(shape, dtype=np.int64)) * np.dtype(dtype).itemsize
@@ -95,5 +97,8 @@ def gpu_identity(device: int) -> dict[str, str]:
     props = _cupy().cuda.runtime.getDeviceProperties(device)
     name = props["name"].decode() if isinstance(props["name"], bytes) else str(props["name"])
     uuid = props.get("uuid", b"")
-    return {"gpu": name, "gpu_uuid": uuid.hex() if isinstance(uuid, bytes) else str(uuid),
-            "compute_capability": f"{props['major']}.{props['minor']}"}
+    return {
+        "gpu": name,
+        "gpu_uuid": uuid.hex() if isinstance(uuid, bytes) else str(uuid),
+        "compute_capability": f"{props['major']}.{props['minor']}",
+    }

@@ -15,7 +15,7 @@ def needed_libraries(path: str | Path) -> list[str]:
     data = Path(path).read_bytes()
     if data[:4] != b"\x7fELF" or data[4] != 2 or data[5] != 1:
         raise ValueError(f"{path} is not a 64-bit little-endian ELF file")
-    shoff, = struct.unpack_from("<Q", data, 0x28)
+    (shoff,) = struct.unpack_from("<Q", data, 0x28)
     shentsize, shnum = struct.unpack_from("<HH", data, 0x3A)
     sections = [struct.unpack_from("<IIQQQQIIQQ", data, shoff + i * shentsize) for i in range(shnum)]
     names = []
@@ -27,5 +27,5 @@ def needed_libraries(path: str | Path) -> list[str]:
             tag, value = struct.unpack_from("<qQ", data, pos)
             if tag == DT_NEEDED:
                 end = data.index(b"\0", strtab_offset + value)
-                names.append(data[strtab_offset + value:end].decode())
+                names.append(data[strtab_offset + value : end].decode())
     return names

@@ -8,8 +8,9 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 import numpy as np
 
@@ -19,7 +20,8 @@ MAGIC = b"DBENCH-ENGINE-1\n"
 def cache_root() -> Path:
     """Where engines are cached: $DBENCH_CACHE_DIR, else ~/.cache/dbench (XDG_CACHE_HOME honoured)."""
     base = os.environ.get("DBENCH_CACHE_DIR") or os.path.join(
-        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "dbench")
+        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "dbench"
+    )
     return Path(base) / "engines"
 
 
@@ -49,14 +51,14 @@ def read_engine(path: Path, fields: Mapping[str, Any]) -> tuple[bytes | None, st
     if not data.startswith(MAGIC) or header_end < 0:
         return None, f"engine cache {path} has no dbench header; rebuilt"
     try:
-        header = json.loads(data[len(MAGIC):header_end])
+        header = json.loads(data[len(MAGIC) : header_end])
     except ValueError:
         return None, f"engine cache {path} has an unreadable header; rebuilt"
     differ = sorted(k for k in set(header) | set(fields) if header.get(k) != fields.get(k))
     if differ:
         was = ", ".join(f"{k}={header.get(k)!r}" for k in differ)
         return None, f"engine cache {path} was built for {was}; rebuilt"
-    return data[header_end + 1:], ""
+    return data[header_end + 1 :], ""
 
 
 def write_engine(path: Path, fields: Mapping[str, Any], engine: bytes) -> None:

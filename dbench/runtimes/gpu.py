@@ -13,17 +13,30 @@ import os
 import shutil
 import subprocess
 import sys
+from collections.abc import Iterable
 from functools import cache
-from typing import Any, Iterable
+from typing import Any
 
 DRIVER_LIBRARY = "libcuda.so.1"
 """The NVIDIA driver's user-space library; loadable only where a driver is installed."""
 
-CUDA_ERRORS = {100: "no CUDA-capable device is detected", 35: "the driver is older than the CUDA runtime",
-               999: "unknown error", 304: "the operating system call failed (device nodes missing?)"}
+CUDA_ERRORS = {
+    100: "no CUDA-capable device is detected",
+    35: "the driver is older than the CUDA runtime",
+    999: "unknown error",
+    304: "the operating system call failed (device nodes missing?)",
+}
 
-NVIDIA_LIBRARY_PREFIXES = ("libcudart", "libcublas", "libcurand", "libcufft", "libnvrtc", "libcudnn",
-                           "libnvinfer", "libnvonnxparser")
+NVIDIA_LIBRARY_PREFIXES = (
+    "libcudart",
+    "libcublas",
+    "libcurand",
+    "libcufft",
+    "libnvrtc",
+    "libcudnn",
+    "libnvinfer",
+    "libnvonnxparser",
+)
 """Libraries a probe checks by name; system libraries (libc, libstdc++...) are the loader's business."""
 
 
@@ -69,8 +82,10 @@ def library_fix(soname: str) -> str:
     """What installs `soname`, as the one-line fix a probe prints."""
     if soname.startswith(("libnvinfer", "libnvonnxparser")):
         major = soname.rsplit(".so.", 1)[-1]
-        return (f"TensorRT {major}: pip install 'dbench[tensorrt{major}]' (TensorRT's wheels come from NVIDIA's "
-                "package index)")
+        return (
+            f"TensorRT {major}: pip install 'dbench[tensorrt{major}]' (TensorRT's wheels come from NVIDIA's "
+            "package index)"
+        )
     if soname.startswith("libcudnn"):
         return "cuDNN 9: pip install 'dbench[gpu]'"
     return "the CUDA runtime libraries: pip install 'dbench[gpu]'"
@@ -90,20 +105,28 @@ def driver_problem(library: str = DRIVER_LIBRARY, cuda_major: int | None = None)
     try:
         driver = ctypes.CDLL(library)
     except OSError:
-        return (f"no NVIDIA driver: {library} not found (install the NVIDIA driver; a container needs the GPU "
-                "passed through)")
+        return (
+            f"no NVIDIA driver: {library} not found (install the NVIDIA driver; a container needs the GPU "
+            "passed through)"
+        )
     err = driver.cuInit(0)
     if err:
-        return f"the NVIDIA driver did not initialise: cuInit error {err} ({CUDA_ERRORS.get(err, 'see cudaError_enum')})"
+        return (
+            f"the NVIDIA driver did not initialise: cuInit error {err} ({CUDA_ERRORS.get(err, 'see cudaError_enum')})"
+        )
     version, count = ctypes.c_int(0), ctypes.c_int(0)
     driver.cuDriverGetVersion(ctypes.byref(version))
     if cuda_major is not None and version.value // 1000 < cuda_major:
-        return (f"the NVIDIA driver supports CUDA {version.value // 1000}.{version.value % 1000 // 10}, this stack "
-                f"needs CUDA {cuda_major}: update the driver")
+        return (
+            f"the NVIDIA driver supports CUDA {version.value // 1000}.{version.value % 1000 // 10}, this stack "
+            f"needs CUDA {cuda_major}: update the driver"
+        )
     driver.cuDeviceGetCount(ctypes.byref(count))
     if count.value == 0:
         visible = os.environ.get("CUDA_VISIBLE_DEVICES")
-        return "no NVIDIA GPU visible to this process" + (f" (CUDA_VISIBLE_DEVICES={visible})" if visible is not None else "")
+        return "no NVIDIA GPU visible to this process" + (
+            f" (CUDA_VISIBLE_DEVICES={visible})" if visible is not None else ""
+        )
     return None
 
 
@@ -163,7 +186,6 @@ def _nvml():
     return pynvml
 
 
-
 def _ask(nvml, call, *args, scale: float | None = None):
     """One NVML reading, divided by `scale` if given; None where NVML cannot give it on this device."""
     try:
@@ -171,6 +193,7 @@ def _ask(nvml, call, *args, scale: float | None = None):
     except nvml.NVMLError:
         return None
     return value / scale if scale else value
+
 
 def _text(value: Any) -> str:
     return value.decode() if isinstance(value, bytes) else str(value)
@@ -244,7 +267,8 @@ def gpu_state(device: int) -> dict[str, Any]:
     ask = functools.partial(_ask, nvml)
 
     reasons = getattr(nvml, "nvmlDeviceGetCurrentClocksEventReasons", None) or getattr(
-        nvml, "nvmlDeviceGetCurrentClocksThrottleReasons", None)
+        nvml, "nvmlDeviceGetCurrentClocksThrottleReasons", None
+    )
     return {
         "sm_clock_mhz": ask(nvml.nvmlDeviceGetClockInfo, handle, nvml.NVML_CLOCK_SM),
         "memory_clock_mhz": ask(nvml.nvmlDeviceGetClockInfo, handle, nvml.NVML_CLOCK_MEM),

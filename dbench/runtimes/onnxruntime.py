@@ -14,8 +14,9 @@ import os
 import shutil
 import tempfile
 from collections import defaultdict
+from collections.abc import Callable, Iterable, Mapping
 from contextlib import AbstractContextManager, contextmanager
-from typing import Any, Callable, ClassVar, Iterable, Mapping
+from typing import Any, ClassVar
 
 import numpy as np
 import onnx
@@ -25,13 +26,18 @@ from dbench.executed import ExecutedGraph
 from dbench.gen.graph import GraphSpec
 from dbench.gen.precision import DTYPES
 from dbench.gen.weights import embed_weights
-from dbench.runtimes.base import (ConcurrentSession, NodeProfile, Profile, Runtime, RuntimeOptions, Session,
-                                  typical_runs)
+from dbench.runtimes.base import ConcurrentSession, NodeProfile, Profile, Runtime, RuntimeOptions, Session, typical_runs
 
 # ONNX Runtime's profiler type names -> our precision names.
 ORT_TYPE_PRECISION = {
-    "float": "fp32", "float16": "fp16", "bfloat16": "bf16", "double": "fp64",
-    "int8": "int8", "uint8": "int8", "int32": "int32", "int64": "int64",
+    "float": "fp32",
+    "float16": "fp16",
+    "bfloat16": "bf16",
+    "double": "fp64",
+    "int8": "int8",
+    "uint8": "int8",
+    "int32": "int32",
+    "int64": "int64",
 }
 OPT_LEVELS = ("disable", "basic", "extended", "all")
 # ort-cpu's `--option` keys and their values. ONNX Runtime's Python API builds the CPU execution provider
@@ -46,9 +52,29 @@ OOM_WORDS = ("bad_alloc", "failed to allocate memory", "out of memory")
 # and an op it does not know at all likewise ("ai.onnx.preview.training:Adam(-1) is not a registered function/op").
 REFUSAL_WORDS = ("not supported", "not implemented", "unsupported", "is not a registered function/op")
 # Nodes that move or reshape data, not compute: their input type says nothing about the math.
-NON_COMPUTE_OPS = {"Cast", "Transpose", "Slice", "Reshape", "Constant", "Identity", "MemcpyToHost", "MemcpyFromHost",
-                   "QuantizeLinear", "DequantizeLinear", "DynamicQuantizeLinear", "Squeeze", "Unsqueeze",
-                   "ReorderInput", "ReorderOutput", "Gather", "Concat", "Split", "Expand", "Pad", "Shape"}
+NON_COMPUTE_OPS = {
+    "Cast",
+    "Transpose",
+    "Slice",
+    "Reshape",
+    "Constant",
+    "Identity",
+    "MemcpyToHost",
+    "MemcpyFromHost",
+    "QuantizeLinear",
+    "DequantizeLinear",
+    "DynamicQuantizeLinear",
+    "Squeeze",
+    "Unsqueeze",
+    "ReorderInput",
+    "ReorderOutput",
+    "Gather",
+    "Concat",
+    "Split",
+    "Expand",
+    "Pad",
+    "Shape",
+}
 # Control flow: the profiler times the node and, separately, every node of its body.
 CONTROL_FLOW_OPS = {"Loop", "If", "Scan"}
 
@@ -97,7 +123,9 @@ def classified(loading: bool = False):
         message = _first_line(err)
         if any(word in message.lower() for word in OOM_WORDS):
             raise OutOfMemory(message) from None
-        raise (UnsupportedError if any(word in message.lower() for word in REFUSAL_WORDS) else DbenchError)(message) from None
+        raise (UnsupportedError if any(word in message.lower() for word in REFUSAL_WORDS) else DbenchError)(
+            message
+        ) from None
 
 
 CORRUPT = ("InvalidProtobuf", "NoModel")
@@ -109,14 +137,20 @@ def _as_checked(model: onnx.ModelProto) -> onnx.ModelProto:
     external, NOT_ON_DISK) as the graph inputs they stand for (the checker would look for their files),
     and the output shapes dbench left to the runtime given back from ONNX's own inference (the checker
     requires a shape on the main graph's outputs; none where inference finds none)."""
-    declared = [t for t in model.graph.initializer if t.data_location == onnx.TensorProto.EXTERNAL
-                and any(e.key == "location" and e.value == NOT_ON_DISK for e in t.external_data)]
+    declared = [
+        t
+        for t in model.graph.initializer
+        if t.data_location == onnx.TensorProto.EXTERNAL
+        and any(e.key == "location" and e.value == NOT_ON_DISK for e in t.external_data)
+    ]
     names = {t.name for t in declared}
     kept = [t for t in model.graph.initializer if t.name not in names]
     del model.graph.initializer[:]
     model.graph.initializer.extend(kept)
     model.graph.input.extend(onnx.helper.make_tensor_value_info(t.name, t.data_type, list(t.dims)) for t in declared)
-    open_outputs = [o for o in model.graph.output if o.type.HasField("tensor_type") and not o.type.tensor_type.HasField("shape")]
+    open_outputs = [
+        o for o in model.graph.output if o.type.HasField("tensor_type") and not o.type.tensor_type.HasField("shape")
+    ]
     if open_outputs:
         inferred = {v.name: v for v in onnx.shape_inference.infer_shapes(model).graph.output}
         for output in open_outputs:
@@ -128,7 +162,7 @@ def _as_checked(model: onnx.ModelProto) -> onnx.ModelProto:
     return model
 
 
-def refused(model_bytes: bytes, err: "GraphLoadError") -> DbenchError:
+def refused(model_bytes: bytes, err: GraphLoadError) -> DbenchError:
     """What ONNX Runtime's refusal to create a session means: a model ONNX itself accepts (its checker,
     with strict shape inference) is one this runtime does not run, UnsupportedError with its reason (an
     LSTM without hidden_size, a shape its own inference cannot find, an op or opset it lacks); a model
@@ -185,9 +219,12 @@ def declare_constants(model: onnx.ModelProto, names: Iterable[str]) -> onnx.Mode
     del graph.input[:]
     graph.input.extend(kept)
     for value in constant:
-        tensor = graph.initializer.add(name=value.name, data_type=value.type.tensor_type.elem_type,
-                                       dims=[d.dim_value for d in value.type.tensor_type.shape.dim],
-                                       data_location=onnx.TensorProto.EXTERNAL)
+        tensor = graph.initializer.add(
+            name=value.name,
+            data_type=value.type.tensor_type.elem_type,
+            dims=[d.dim_value for d in value.type.tensor_type.shape.dim],
+            data_location=onnx.TensorProto.EXTERNAL,
+        )
         tensor.external_data.add(key="location", value=NOT_ON_DISK)
     return declared
 
@@ -204,8 +241,14 @@ def _host_outputs(binding, spec: GraphSpec, on_cpu: bool) -> dict[str, np.ndarra
 class OrtSession(Session):
     """One InferenceSession with its inputs and outputs bound once."""
 
-    def __init__(self, runtime: "OrtRuntime", model_bytes: bytes, spec: GraphSpec, constants: dict[str, Any],
-                 profiling: bool = False) -> None:
+    def __init__(
+        self,
+        runtime: OrtRuntime,
+        model_bytes: bytes,
+        spec: GraphSpec,
+        constants: dict[str, Any],
+        profiling: bool = False,
+    ) -> None:
         self.runtime = runtime
         self.model_bytes = model_bytes
         self.spec = spec
@@ -289,20 +332,24 @@ class OrtConcurrentSession(ConcurrentSession):
     requests x threads threads in all, and at one thread each every Run runs alone on its own thread.
     The weights are held and pre-packed once, as OpenVINO's streams share theirs."""
 
-    def __init__(self, runtime: "OrtRuntime", model_bytes: bytes, spec: GraphSpec, constants: dict[str, Any],
-                 requests: int) -> None:
+    def __init__(
+        self, runtime: OrtRuntime, model_bytes: bytes, spec: GraphSpec, constants: dict[str, Any], requests: int
+    ) -> None:
         self.runtime = runtime
         self.spec = spec
         self.requests = requests
         self.constants = constants  # OrtValues over the caller's arrays: kept alive with the session
-        self.session = runtime.make_session(model_bytes, constants, profiling=False,
-                                            intra_threads=runtime.pool_threads(requests))
+        self.session = runtime.make_session(
+            model_bytes, constants, profiling=False, intra_threads=runtime.pool_threads(requests)
+        )
         self.bindings: list[Any] = []
         self.feeds: list[dict[str, np.ndarray]] = []
 
     def bind(self, feeds: dict[str, np.ndarray]) -> None:
         for _ in range(self.requests):
-            own = {name: np.array(array, copy=True) for name, array in feeds.items()}  # no buffer shared between requests
+            own = {
+                name: np.array(array, copy=True) for name, array in feeds.items()
+            }  # no buffer shared between requests
             binding = self.session.io_binding()
             for name, array in own.items():
                 binding.bind_ortvalue_input(name, _ortvalue(array, "cpu", 0))
@@ -341,10 +388,15 @@ def _read_profile(path: str, warmup: int) -> Profile:
 
 def _run_index(events: list[dict[str, Any]]) -> tuple[list[int], list[int]]:
     """The start and end times of each `model_run` (one `Session.run`), in order."""
-    runs = sorted((int(e["ts"]), int(e["ts"]) + int(e.get("dur", 0)))
-                  for e in events if e.get("cat") == "Session" and e.get("name") == "model_run")
+    runs = sorted(
+        (int(e["ts"]), int(e["ts"]) + int(e.get("dur", 0)))
+        for e in events
+        if e.get("cat") == "Session" and e.get("name") == "model_run"
+    )
     if not runs:
-        raise DbenchError("ONNX Runtime's profile holds no model_run events; this onnxruntime cannot be profiled by dbench")
+        raise DbenchError(
+            "ONNX Runtime's profile holds no model_run events; this onnxruntime cannot be profiled by dbench"
+        )
     return [start for start, _ in runs], [end for _, end in runs]
 
 
@@ -379,11 +431,18 @@ def parse_profile(events: list[dict[str, Any]], warmup: int = 1) -> Profile:
         container = op in CONTROL_FLOW_OPS
         # Data-movement nodes (inserted Casts, Transposes...) and control flow get no precision: no math.
         compute = types and op not in NON_COMPUTE_OPS and not container
-        nodes.append(NodeProfile(name=name, op_type=op, kernel=f"{op}:{args.get('provider', '')}",
-                                 provider=args.get("provider", ""),
-                                 precision=ORT_TYPE_PRECISION.get(types[0], types[0]) if compute else "",
-                                 time_us=float(np.mean([totals[name][run] for run in kept])),
-                                 calls=int(np.median([counts[name][run] for run in kept])), container=container))
+        nodes.append(
+            NodeProfile(
+                name=name,
+                op_type=op,
+                kernel=f"{op}:{args.get('provider', '')}",
+                provider=args.get("provider", ""),
+                precision=ORT_TYPE_PRECISION.get(types[0], types[0]) if compute else "",
+                time_us=float(np.mean([totals[name][run] for run in kept])),
+                calls=int(np.median([counts[name][run] for run in kept])),
+                container=container,
+            )
+        )
     return Profile(nodes, float(np.mean([ends[run] - starts[run] for run in kept])))
 
 
@@ -391,8 +450,13 @@ class OrtRuntime(Runtime):
     """Shared ONNX Runtime adapter; subclasses choose the execution provider."""
 
     module: ClassVar[str] = "onnxruntime"
-    distributions: ClassVar[tuple[str, ...]] = ("onnxruntime", "onnxruntime-gpu", "onnxruntime-openvino",
-                                                 "onnxruntime-directml", "onnxruntime-qnn")
+    distributions: ClassVar[tuple[str, ...]] = (
+        "onnxruntime",
+        "onnxruntime-gpu",
+        "onnxruntime-openvino",
+        "onnxruntime-directml",
+        "onnxruntime-qnn",
+    )
     extra: ClassVar[str] = "cpu"
     provider: ClassVar[str] = "CPUExecutionProvider"
     int8_form: ClassVar[str] = "qlinear"
@@ -413,11 +477,15 @@ class OrtRuntime(Runtime):
     @classmethod
     def validate_values(cls, options: RuntimeOptions) -> None:
         if options.graph_optimization not in OPT_LEVELS:
-            raise UsageError(f"unknown graph optimisation level {options.graph_optimization!r}; valid: {', '.join(OPT_LEVELS)}")
+            raise UsageError(
+                f"unknown graph optimisation level {options.graph_optimization!r}; valid: {', '.join(OPT_LEVELS)}"
+            )
         unknown = sorted(set(options.extra) - cls.provider_option_names)
         if unknown:
-            raise UsageError(f"--option {unknown[0]} is not a {cls.provider} option; known: "
-                             f"{', '.join(sorted(cls.provider_option_names))}")
+            raise UsageError(
+                f"--option {unknown[0]} is not a {cls.provider} option; known: "
+                f"{', '.join(sorted(cls.provider_option_names))}"
+            )
 
     def session_options(self, profiling: bool, intra_threads: int | None = None):
         ort = _ort()
@@ -437,8 +505,14 @@ class OrtRuntime(Runtime):
             so.profile_file_prefix = os.path.join(tempfile.gettempdir(), f"dbench-ort-{os.getpid()}")
         return so
 
-    def make_session(self, model_bytes: bytes, constants: dict[str, Any], profiling: bool, intra_threads: int | None = None,
-                     saved_to: str | None = None):
+    def make_session(
+        self,
+        model_bytes: bytes,
+        constants: dict[str, Any],
+        profiling: bool,
+        intra_threads: int | None = None,
+        saved_to: str | None = None,
+    ):
         """An InferenceSession; `constants` (name -> OrtValue) fill the model's external initializers;
         `intra_threads` replaces the thread count (a concurrent session's shared pool); `saved_to`: ONNX
         Runtime writes its optimized model there (weights in a file beside it)."""
@@ -446,19 +520,23 @@ class OrtRuntime(Runtime):
         options = self.session_options(profiling, intra_threads)
         if saved_to:
             options.optimized_model_filepath = saved_to
-            options.add_session_config_entry("session.optimized_model_external_initializers_file_name",
-                                             os.path.basename(saved_to) + ".weights")
+            options.add_session_config_entry(
+                "session.optimized_model_external_initializers_file_name", os.path.basename(saved_to) + ".weights"
+            )
             options.add_session_config_entry("session.optimized_model_external_initializers_min_size_in_bytes", "64")
         if constants:
             options.add_external_initializers(list(constants), list(constants.values()))
         try:
             with classified(loading=True):
-                return ort.InferenceSession(model_bytes, options, providers=[(self.provider, self.provider_options())],
-                                            enable_fallback=0)  # never retry a failed provider on the CPU
+                return ort.InferenceSession(
+                    model_bytes, options, providers=[(self.provider, self.provider_options())], enable_fallback=0
+                )  # never retry a failed provider on the CPU
         except GraphLoadError as err:
             raise refused(model_bytes, err) from None
 
-    def _model_and_constants(self, model: onnx.ModelProto, constants: Mapping[str, np.ndarray]) -> tuple[bytes, dict[str, Any]]:
+    def _model_and_constants(
+        self, model: onnx.ModelProto, constants: Mapping[str, np.ndarray]
+    ) -> tuple[bytes, dict[str, Any]]:
         """The serialised model a session loads and the OrtValues that fill its constant weights."""
         if not constants:
             return model.SerializeToString(), {}
@@ -492,7 +570,9 @@ class OrtRuntime(Runtime):
             **super().describe(),
             "provider": self.provider,
             "provider_options": self.provider_options(),
-            "intra_op_num_threads": self.concurrency["intra_op_num_threads"] if self.concurrency else self.options.thread_count,
+            "intra_op_num_threads": self.concurrency["intra_op_num_threads"]
+            if self.concurrency
+            else self.options.thread_count,
             "inter_op_num_threads": 1,
             "execution_mode": "sequential",
             "graph_optimization_level": self.options.graph_optimization,
@@ -506,17 +586,23 @@ class OrtCpu(OrtRuntime):
     name: ClassVar[str] = "ort-cpu"
     reports_execution: ClassVar[bool] = True
 
-    def prepare_profiling(self, model: onnx.ModelProto, spec: GraphSpec, constants: Mapping[str, np.ndarray]) -> Session:
+    def prepare_profiling(
+        self, model: onnx.ModelProto, spec: GraphSpec, constants: Mapping[str, np.ndarray]
+    ) -> Session:
         self.concurrency = None
         model_bytes, values = self._model_and_constants(model, constants)
         return self.session_class(self, model_bytes, spec, values, profiling=True)
 
-    def prepare_concurrent(self, model: onnx.ModelProto, spec: GraphSpec, constants: Mapping[str, np.ndarray],
-                           requests: int) -> ConcurrentSession:
+    def prepare_concurrent(
+        self, model: onnx.ModelProto, spec: GraphSpec, constants: Mapping[str, np.ndarray], requests: int
+    ) -> ConcurrentSession:
         model_bytes, values = self._model_and_constants(model, constants)
-        self.concurrency = {"requests": requests, "threads_per_request": self.options.thread_count,
-                            "intra_op_num_threads": self.pool_threads(requests),
-                            "layout": "one session, concurrent Run calls, one IOBinding per request"}
+        self.concurrency = {
+            "requests": requests,
+            "threads_per_request": self.options.thread_count,
+            "intra_op_num_threads": self.pool_threads(requests),
+            "layout": "one session, concurrent Run calls, one IOBinding per request",
+        }
         return OrtConcurrentSession(self, model_bytes, spec, values, requests)
 
     @classmethod
@@ -541,5 +627,3 @@ class OrtCpu(OrtRuntime):
 
     def describe(self) -> dict[str, Any]:
         return {**super().describe(), "enable_cpu_mem_arena": self.cpu_mem_arena}
-
-

@@ -40,13 +40,17 @@ class OrtXnnpack(OrtArmProvider):
 
     name: ClassVar[str] = "ort-xnnpack"
     provider: ClassVar[str] = "XnnpackExecutionProvider"
-    provided_by: ClassVar[str] = ("onnxruntime's PyPI wheels do not include the XNNPACK EP: build onnxruntime with --use_xnnpack "
-                                  "(or install a build that has it)")
+    provided_by: ClassVar[str] = (
+        "onnxruntime's PyPI wheels do not include the XNNPACK EP: build onnxruntime with --use_xnnpack "
+        "(or install a build that has it)"
+    )
 
     def provider_options(self) -> dict[str, str]:
         # XNNPACK runs its own thread pool; the session's intra-op pool should then stay small.
-        return {"intra_op_num_threads": str(self.options.thread_count),
-                **{k: v for k, v in self.options.extra.items() if k not in CPU_OPTIONS}}
+        return {
+            "intra_op_num_threads": str(self.options.thread_count),
+            **{k: v for k, v in self.options.extra.items() if k not in CPU_OPTIONS},
+        }
 
 
 class OrtAcl(OrtArmProvider):
@@ -54,5 +58,7 @@ class OrtAcl(OrtArmProvider):
 
     name: ClassVar[str] = "ort-acl"
     provider: ClassVar[str] = "ACLExecutionProvider"
-    provided_by: ClassVar[str] = ("onnxruntime's PyPI wheels for aarch64 do not include the ACL EP: build onnxruntime with --use_acl "
-                                  "(or install a build that has it)")
+    provided_by: ClassVar[str] = (
+        "onnxruntime's PyPI wheels for aarch64 do not include the ACL EP: build onnxruntime with --use_acl "
+        "(or install a build that has it)"
+    )

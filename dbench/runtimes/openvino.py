@@ -8,10 +8,11 @@ performance hint (benchmark_app's `-hint none -nstreams N -nthreads T`), one inf
 from __future__ import annotations
 
 import re
-from contextlib import contextmanager
 from collections import defaultdict
+from collections.abc import Callable, Mapping
+from contextlib import contextmanager
 from functools import cache, cached_property, partial
-from typing import Any, Callable, ClassVar, Mapping
+from typing import Any, ClassVar
 
 import numpy as np
 import onnx
@@ -20,8 +21,7 @@ from dbench.errors import DbenchError, OutOfMemory, RuntimeSetupError, Unsupport
 from dbench.executed import ExecutedGraph
 from dbench.gen.graph import GraphSpec
 from dbench.gen.precision import DTYPES
-from dbench.runtimes.base import (ConcurrentSession, NodeProfile, Profile, Runtime, RuntimeOptions, Session,
-                                  typical_runs)
+from dbench.runtimes.base import ConcurrentSession, NodeProfile, Profile, Runtime, RuntimeOptions, Session, typical_runs
 
 DEFAULT_DEVICE = "CPU"
 # Devices that schedule onto other devices: they take the hardware devices' config keys but do not
@@ -34,36 +34,112 @@ HARDWARE_DEVICE = re.compile(r"^(CPU|GPU|NPU)(\.\d+)?$")
 YES_NO = ("YES", "NO", "TRUE", "FALSE")
 INTEGER = "integer"
 OPTION_VALUES: dict[str, tuple[str, ...] | str | None] = {
-    "NUM_STREAMS": ("AUTO", "NUMA", INTEGER), "INFERENCE_NUM_THREADS": INTEGER, "COMPILATION_NUM_THREADS": INTEGER,
-    "PERFORMANCE_HINT_NUM_REQUESTS": INTEGER, "PERFORMANCE_HINT": ("LATENCY", "THROUGHPUT", "CUMULATIVE_THROUGHPUT"),
-    "INFERENCE_PRECISION_HINT": ("f32", "f16", "bf16"), "EXECUTION_MODE_HINT": ("PERFORMANCE", "ACCURACY"),
+    "NUM_STREAMS": ("AUTO", "NUMA", INTEGER),
+    "INFERENCE_NUM_THREADS": INTEGER,
+    "COMPILATION_NUM_THREADS": INTEGER,
+    "PERFORMANCE_HINT_NUM_REQUESTS": INTEGER,
+    "PERFORMANCE_HINT": ("LATENCY", "THROUGHPUT", "CUMULATIVE_THROUGHPUT"),
+    "INFERENCE_PRECISION_HINT": ("f32", "f16", "bf16"),
+    "EXECUTION_MODE_HINT": ("PERFORMANCE", "ACCURACY"),
     "SCHEDULING_CORE_TYPE": ("ANY_CORE", "PCORE_ONLY", "ECORE_ONLY"),
     "LOG_LEVEL": ("LOG_NONE", "LOG_ERROR", "LOG_WARNING", "LOG_INFO", "LOG_DEBUG", "LOG_TRACE"),
-    "MODEL_PRIORITY": ("LOW", "MEDIUM", "HIGH"), "CACHE_MODE": ("OPTIMIZE_SIZE", "OPTIMIZE_SPEED"),
-    **{key: YES_NO for key in ("PERF_COUNT", "ENABLE_CPU_PINNING", "ENABLE_CPU_RESERVATION", "ENABLE_HYPER_THREADING",
-                               "CPU_DENORMALS_OPTIMIZATION", "ENABLE_TENSOR_PARALLEL", "ENABLE_MMAP", "ENABLE_WEIGHTLESS",
-                               "ENABLE_STARTUP_FALLBACK", "ENABLE_RUNTIME_FALLBACK", "EXCLUSIVE_ASYNC_REQUESTS",
-                               "GPU_ENABLE_LOOP_UNROLLING", "GPU_DISABLE_WINOGRAD_CONVOLUTION", "NPU_TURBO")},
-    **{key: None for key in ("DEVICE_ID", "MODEL_DISTRIBUTION_POLICY", "TBB_PARTITIONER", "DYNAMIC_QUANTIZATION_GROUP_SIZE",
-                             "KV_CACHE_PRECISION", "KEY_CACHE_PRECISION", "VALUE_CACHE_PRECISION", "KEY_CACHE_GROUP_SIZE",
-                             "VALUE_CACHE_GROUP_SIZE", "CPU_SPARSE_WEIGHTS_DECOMPRESSION_RATE", "WEIGHTS_PATH", "CACHE_DIR",
-                             "MULTI_DEVICE_PRIORITIES", "SCHEDULE_POLICY", "GPU_HOST_TASK_PRIORITY", "GPU_QUEUE_PRIORITY",
-                             "GPU_QUEUE_THROTTLE", "NPU_COMPILATION_MODE_PARAMS", "NPU_TILES", "NPU_DPU_GROUPS",
-                             "NPU_DMA_ENGINES", "NPU_COMPILER_TYPE", "NPU_MAX_TILES", "WORKLOAD_TYPE")},
+    "MODEL_PRIORITY": ("LOW", "MEDIUM", "HIGH"),
+    "CACHE_MODE": ("OPTIMIZE_SIZE", "OPTIMIZE_SPEED"),
+    **{
+        key: YES_NO
+        for key in (
+            "PERF_COUNT",
+            "ENABLE_CPU_PINNING",
+            "ENABLE_CPU_RESERVATION",
+            "ENABLE_HYPER_THREADING",
+            "CPU_DENORMALS_OPTIMIZATION",
+            "ENABLE_TENSOR_PARALLEL",
+            "ENABLE_MMAP",
+            "ENABLE_WEIGHTLESS",
+            "ENABLE_STARTUP_FALLBACK",
+            "ENABLE_RUNTIME_FALLBACK",
+            "EXCLUSIVE_ASYNC_REQUESTS",
+            "GPU_ENABLE_LOOP_UNROLLING",
+            "GPU_DISABLE_WINOGRAD_CONVOLUTION",
+            "NPU_TURBO",
+        )
+    },
+    **{
+        key: None
+        for key in (
+            "DEVICE_ID",
+            "MODEL_DISTRIBUTION_POLICY",
+            "TBB_PARTITIONER",
+            "DYNAMIC_QUANTIZATION_GROUP_SIZE",
+            "KV_CACHE_PRECISION",
+            "KEY_CACHE_PRECISION",
+            "VALUE_CACHE_PRECISION",
+            "KEY_CACHE_GROUP_SIZE",
+            "VALUE_CACHE_GROUP_SIZE",
+            "CPU_SPARSE_WEIGHTS_DECOMPRESSION_RATE",
+            "WEIGHTS_PATH",
+            "CACHE_DIR",
+            "MULTI_DEVICE_PRIORITIES",
+            "SCHEDULE_POLICY",
+            "GPU_HOST_TASK_PRIORITY",
+            "GPU_QUEUE_PRIORITY",
+            "GPU_QUEUE_THROTTLE",
+            "NPU_COMPILATION_MODE_PARAMS",
+            "NPU_TILES",
+            "NPU_DPU_GROUPS",
+            "NPU_DMA_ENGINES",
+            "NPU_COMPILER_TYPE",
+            "NPU_MAX_TILES",
+            "WORKLOAD_TYPE",
+        )
+    },
 }
 # A graph's precision -> (INFERENCE_PRECISION_HINT, OPTIMIZATION_CAPABILITIES entry it needs).
 # int8 (Q/DQ) graphs: quantised layers run int8 kernels; the float parts around them stay f32.
 # fp64 (a foreign model's): OpenVINO has no f64 inference precision and computes such graphs in f32,
 # which the row's executed precision then says.
-PINNED = {"fp32": ("f32", "FP32"), "fp16": ("f16", "FP16"), "bf16": ("bf16", "BF16"), "int8": ("f32", "INT8"),
-          "fp64": ("f32", "FP32")}
+PINNED = {
+    "fp32": ("f32", "FP32"),
+    "fp16": ("f16", "FP16"),
+    "bf16": ("bf16", "BF16"),
+    "int8": ("f32", "INT8"),
+    "fp64": ("f32", "FP32"),
+}
 # Suffix of an exec_type (`brgemm_avx512_f32`, `jit_avx512_I8`) -> our precision name.
-KERNEL_PRECISION = {"f32": "fp32", "f16": "fp16", "bf16": "bf16", "f64": "fp64", "i8": "int8", "u8": "int8",
-                    "i32": "int32", "i64": "int64"}
+KERNEL_PRECISION = {
+    "f32": "fp32",
+    "f16": "fp16",
+    "bf16": "bf16",
+    "f64": "fp64",
+    "i8": "int8",
+    "u8": "int8",
+    "i32": "int32",
+    "i64": "int64",
+}
 # Layers that move, convert or reshape data: their kernel's type says nothing about the math.
-NON_COMPUTE_TYPES = {"Parameter", "Result", "Constant", "Input", "Output", "Reorder", "Convert", "Reshape", "Squeeze",
-                     "Unsqueeze", "Transpose", "Concatenation", "Split", "VariadicSplit", "StridedSlice", "Slice",
-                     "Gather", "Broadcast", "ShapeOf", "Tile", "Pad"}
+NON_COMPUTE_TYPES = {
+    "Parameter",
+    "Result",
+    "Constant",
+    "Input",
+    "Output",
+    "Reorder",
+    "Convert",
+    "Reshape",
+    "Squeeze",
+    "Unsqueeze",
+    "Transpose",
+    "Concatenation",
+    "Split",
+    "VariadicSplit",
+    "StridedSlice",
+    "Slice",
+    "Gather",
+    "Broadcast",
+    "ShapeOf",
+    "Tile",
+    "Pad",
+}
 # Control flow (an ONNX Scan becomes a TensorIterator or Loop): its kernel name carries the trip
 # counter's type (`unknown_i32`); its body's layers are not profiled, so no precision is claimed.
 CONTROL_FLOW_TYPES = {"TensorIterator", "Loop", "If"}
@@ -117,8 +193,9 @@ def source_types(model: onnx.ModelProto) -> dict[str, str]:
     return {key: node.op_type for node in model.graph.node for key in (node.name, *node.output) if key}
 
 
-def kernel_precision(node_type: str, exec_type: str, fused: tuple[str, ...] = (),
-                     sources: dict[str, str] | None = None) -> str:
+def kernel_precision(
+    node_type: str, exec_type: str, fused: tuple[str, ...] = (), sources: dict[str, str] | None = None
+) -> str:
     """Our precision name for a layer from its kernel name (`brgemm_avx512_bf16` -> bf16); empty for
     layers that do no math (data movement, a Subgraph of conversions only), control flow, or kernel
     names that carry no precision. `fused`: the original layers a Subgraph was made of; `sources`: the
@@ -126,8 +203,11 @@ def kernel_precision(node_type: str, exec_type: str, fused: tuple[str, ...] = ()
     if node_type in NON_COMPUTE_TYPES | CONTROL_FLOW_TYPES:
         return ""
     sources = sources or {}
-    if node_type == "Subgraph" and fused and all(
-            sources.get(name) in CONVERSION_OPS or INSERTED_CONVERSION.match(name) for name in fused):
+    if (
+        node_type == "Subgraph"
+        and fused
+        and all(sources.get(name) in CONVERSION_OPS or INSERTED_CONVERSION.match(name) for name in fused)
+    ):
         return ""
     return KERNEL_PRECISION.get(exec_type.rsplit("_", 1)[-1].lower(), "")
 
@@ -164,8 +244,14 @@ def warm_time_us(reported: list[float], cumulative: bool, warmup: int = 1, kept:
     return float(np.mean(later))
 
 
-def parse_profile(samples: list[list[Any]], device: str, fused: dict[str, tuple[str, ...]],
-                  sources: dict[str, str], warmup: int = 1, latencies_us: list[float] | None = None) -> Profile:
+def parse_profile(
+    samples: list[list[Any]],
+    device: str,
+    fused: dict[str, tuple[str, ...]],
+    sources: dict[str, str],
+    warmup: int = 1,
+    latencies_us: list[float] | None = None,
+) -> Profile:
     """ProfilingInfo lists read after the last of `warmup` runs of a fresh request and after each later
     run -> one NodeProfile per executed layer with its time per later run (see `warm_time_us`), and
     the request's own mean latency over the same runs, so that layer times add up to at most the time
@@ -182,10 +268,17 @@ def parse_profile(samples: list[list[Any]], device: str, fused: dict[str, tuple[
             info[layer.node_name] = layer
     cumulative = cumulative_reports(device)
     kept = typical_runs(latencies_us) if latencies_us and not cumulative else None
-    nodes = [NodeProfile(name=name, op_type=layer.node_type, kernel=layer.exec_type, provider=device,
-                         precision=kernel_precision(layer.node_type, layer.exec_type, fused.get(name, ()), sources),
-                         time_us=warm_time_us(times[name], cumulative, warmup, kept))
-             for name, layer in info.items()]
+    nodes = [
+        NodeProfile(
+            name=name,
+            op_type=layer.node_type,
+            kernel=layer.exec_type,
+            provider=device,
+            precision=kernel_precision(layer.node_type, layer.exec_type, fused.get(name, ()), sources),
+            time_us=warm_time_us(times[name], cumulative, warmup, kept),
+        )
+        for name, layer in info.items()
+    ]
     if not latencies_us:
         return Profile(nodes, None)
     return Profile(nodes, float(np.mean([latencies_us[i] for i in kept] if kept is not None else latencies_us)))
@@ -202,16 +295,21 @@ def _fill(tensor, array: np.ndarray) -> None:
     target = tensor.data
     source = np.asarray(array, order="C")  # keeps 0-d inputs 0-d
     if tuple(target.shape) != source.shape or target.dtype.itemsize != source.dtype.itemsize:
-        raise DbenchError(f"feed of shape {source.shape} ({source.dtype}) does not fit OpenVINO's "
-                          f"{tuple(target.shape)} {tensor.element_type.to_string()} input; regenerate the graph")
+        raise DbenchError(
+            f"feed of shape {source.shape} ({source.dtype}) does not fit OpenVINO's "
+            f"{tuple(target.shape)} {tensor.element_type.to_string()} input; regenerate the graph"
+        )
     target[...] = source.view(target.dtype)
 
 
 def _fits(port, array: np.ndarray) -> bool:
     shape = port.get_partial_shape()
-    return (shape.rank.is_static and len(shape) == array.ndim
-            and all(d.is_dynamic or d.get_length() == n for d, n in zip(shape, array.shape))
-            and port.get_element_type().size == array.dtype.itemsize)
+    return (
+        shape.rank.is_static
+        and len(shape) == array.ndim
+        and all(d.is_dynamic or d.get_length() == n for d, n in zip(shape, array.shape))
+        and port.get_element_type().size == array.dtype.itemsize
+    )
 
 
 def _port_feeds(ports, feeds: dict[str, np.ndarray]) -> dict:
@@ -224,8 +322,10 @@ def _port_feeds(ports, feeds: dict[str, np.ndarray]) -> dict:
         if name is None:
             fitting = [n for n in left if _fits(port, feeds[n])]
             if len(fitting) != 1:
-                raise UnsupportedError(f"OpenVINO's compiled input {sorted(port.get_names())} matches no graph input by name "
-                                       f"and {len(fitting)} by shape: it renamed an input dbench cannot place")
+                raise UnsupportedError(
+                    f"OpenVINO's compiled input {sorted(port.get_names())} matches no graph input by name "
+                    f"and {len(fitting)} by shape: it renamed an input dbench cannot place"
+                )
             claimed[port] = fitting[0]
             left.remove(fitting[0])
     return claimed
@@ -255,8 +355,9 @@ def make_constant(model, constants: Mapping[str, np.ndarray]) -> None:
 class OpenVinoSession(Session):
     """One compiled model and its infer request, inputs bound once into the request's tensors."""
 
-    def __init__(self, runtime: "OpenVino", model: onnx.ModelProto, spec: GraphSpec,
-                 constants: Mapping[str, np.ndarray]) -> None:
+    def __init__(
+        self, runtime: OpenVino, model: onnx.ModelProto, spec: GraphSpec, constants: Mapping[str, np.ndarray]
+    ) -> None:
         self.runtime = runtime
         self.model_bytes = model.SerializeToString()
         self.constants = constants
@@ -332,8 +433,14 @@ class OpenVinoConcurrentSession(ConcurrentSession):
     compiled model's streams as `start_async` from AsyncInferQueue does (benchmark_app's loop); threads
     let one measurement loop serve every runtime and the server scenario's queue."""
 
-    def __init__(self, runtime: "OpenVino", model: onnx.ModelProto, spec: GraphSpec,
-                 constants: Mapping[str, np.ndarray], requests: int) -> None:
+    def __init__(
+        self,
+        runtime: OpenVino,
+        model: onnx.ModelProto,
+        spec: GraphSpec,
+        constants: Mapping[str, np.ndarray],
+        requests: int,
+    ) -> None:
         self.runtime = runtime
         self.spec = spec
         self.requests = requests
@@ -382,22 +489,31 @@ class OpenVino(Runtime):
         if options.device is not None:
             head, sep, tail = options.device.partition(":")
             names = [n.strip() for n in tail.split(",")] if head in VIRTUAL_DEVICES and sep else []
-            if (head not in VIRTUAL_DEVICES and not HARDWARE_DEVICE.match(options.device)) or \
-                    not all(HARDWARE_DEVICE.match(n) for n in names):
-                raise UsageError(f"--device {options.device!r} is not an OpenVINO device name; use CPU, GPU, GPU.1, NPU, "
-                                 "AUTO or AUTO:GPU,CPU (also MULTI:, HETERO:, BATCH:)")
+            if (head not in VIRTUAL_DEVICES and not HARDWARE_DEVICE.match(options.device)) or not all(
+                HARDWARE_DEVICE.match(n) for n in names
+            ):
+                raise UsageError(
+                    f"--device {options.device!r} is not an OpenVINO device name; use CPU, GPU, GPU.1, NPU, "
+                    "AUTO or AUTO:GPU,CPU (also MULTI:, HETERO:, BATCH:)"
+                )
         for key, value in options.extra.items():
             if key not in OPTION_VALUES:
-                raise UsageError(f"--option {key} is not an OpenVINO property dbench knows; known: "
-                                 f"{', '.join(sorted(OPTION_VALUES))}")
+                raise UsageError(
+                    f"--option {key} is not an OpenVINO property dbench knows; known: "
+                    f"{', '.join(sorted(OPTION_VALUES))}"
+                )
             valid = OPTION_VALUES[key]
             if valid is None or (INTEGER in valid and value.isdigit()) or value.upper() in (v.upper() for v in valid):
                 continue
-            words = [v if v != INTEGER else "a non-negative integer" for v in ((valid,) if isinstance(valid, str) else valid)]
+            words = [
+                v if v != INTEGER else "a non-negative integer" for v in ((valid,) if isinstance(valid, str) else valid)
+            ]
             raise UsageError(f"--option {key}={value} is not valid; use {' or '.join(words)}")
         if "INFERENCE_PRECISION_HINT" in options.extra and not options.allow_runtime_precision:
-            raise UsageError("--option INFERENCE_PRECISION_HINT overrides the precision dbench pins; "
-                             "add --allow-runtime-precision to run it (recorded as the runtime's choice)")
+            raise UsageError(
+                "--option INFERENCE_PRECISION_HINT overrides the precision dbench pins; "
+                "add --allow-runtime-precision to run it (recorded as the runtime's choice)"
+            )
 
     def __init__(self, options) -> None:
         super().__init__(options)
@@ -424,8 +540,10 @@ class OpenVino(Runtime):
         names = [n.strip() for n in tail.split(",") if n.strip()] if virtual else [self.device]
         for name in names:
             if name not in seen and not any(d.split(".")[0] == name for d in seen):
-                raise RuntimeSetupError(f"OpenVINO device {name!r} is not available here; devices OpenVINO sees: "
-                                  f"{', '.join(seen) or 'none'} (and {', '.join(VIRTUAL_DEVICES)} over them)")
+                raise RuntimeSetupError(
+                    f"OpenVINO device {name!r} is not available here; devices OpenVINO sees: "
+                    f"{', '.join(seen) or 'none'} (and {', '.join(VIRTUAL_DEVICES)} over them)"
+                )
         return tuple(names) if names else None
 
     def _supports(self, key: str) -> bool:
@@ -439,15 +557,23 @@ class OpenVino(Runtime):
         """compile_model's config for a graph in `precision` (None: the device-level config only): the
         LATENCY hint and one stream, or with `requests` in flight a stream each, no hint, and the
         threads of every stream (INFERENCE_NUM_THREADS counts all of them)."""
-        config = {"PERFORMANCE_HINT": "LATENCY", "NUM_STREAMS": "1"} if requests is None else {"NUM_STREAMS": str(requests)}
+        config = (
+            {"PERFORMANCE_HINT": "LATENCY", "NUM_STREAMS": "1"} if requests is None else {"NUM_STREAMS": str(requests)}
+        )
         if self._supports("INFERENCE_NUM_THREADS"):
             config["INFERENCE_NUM_THREADS"] = str(self.options.thread_count * (requests or 1))
         if precision is not None and not self.options.allow_runtime_precision:
             config["INFERENCE_PRECISION_HINT"] = PINNED[precision][0]
         return {**config, **self.options.extra}
 
-    def compile(self, model_bytes: bytes, spec: GraphSpec, constants: Mapping[str, np.ndarray], perf_count: bool,
-                requests: int | None = None):
+    def compile(
+        self,
+        model_bytes: bytes,
+        spec: GraphSpec,
+        constants: Mapping[str, np.ndarray],
+        perf_count: bool,
+        requests: int | None = None,
+    ):
         """Read a graph, make `constants` its constant weights, compile it (with a stream per request when
         `requests` are in flight), and check the compiled model kept the pinned precision. The timed
         model's (not the profiling one's) properties are kept for `describe`."""
@@ -495,7 +621,9 @@ class OpenVino(Runtime):
             message = _message(err)
             if any(w in message.lower() for w in OOM_WORDS):
                 raise OutOfMemory(message) from None
-            raise (UnsupportedError if any(w in message.lower() for w in REFUSAL_WORDS) else DbenchError)(message) from None
+            raise (UnsupportedError if any(w in message.lower() for w in REFUSAL_WORDS) else DbenchError)(
+                message
+            ) from None
 
     @staticmethod
     def _read_back(compiled) -> dict[str, str]:
@@ -522,33 +650,53 @@ class OpenVino(Runtime):
         hint, capability = PINNED[precision]
         devices = properties.get("EXECUTION_DEVICES", self.device).split(",")
         missing = [d for d in devices if capability not in self.core.get_property(d, "OPTIMIZATION_CAPABILITIES")]
-        compiled = ",".join(sorted({properties.get(f"DEVICE_PROPERTIES.{d}.INFERENCE_PRECISION_HINT",
-                                                   properties.get("INFERENCE_PRECISION_HINT", hint)) for d in devices}))
+        compiled = ",".join(
+            sorted(
+                {
+                    properties.get(
+                        f"DEVICE_PROPERTIES.{d}.INFERENCE_PRECISION_HINT",
+                        properties.get("INFERENCE_PRECISION_HINT", hint),
+                    )
+                    for d in devices
+                }
+            )
+        )
         if missing or compiled != hint:
             capabilities = ", ".join(self.core.get_property(devices[0], "OPTIMIZATION_CAPABILITIES"))
             raise UnsupportedError(
                 f"OpenVINO device {','.join(devices)} does not execute {precision} (capabilities: {capabilities}; "
                 f"INFERENCE_PRECISION_HINT {hint} compiles as {compiled}); --allow-runtime-precision runs it "
-                "in the precision OpenVINO picks, recorded as such")
+                "in the precision OpenVINO picks, recorded as such"
+            )
 
     def prepare(self, model: onnx.ModelProto, spec: GraphSpec, constants: Mapping[str, np.ndarray]) -> Session:
         self.requests = None
         return OpenVinoSession(self, model, spec, constants)
 
-    def prepare_concurrent(self, model: onnx.ModelProto, spec: GraphSpec, constants: Mapping[str, np.ndarray],
-                           requests: int) -> ConcurrentSession:
+    def prepare_concurrent(
+        self, model: onnx.ModelProto, spec: GraphSpec, constants: Mapping[str, np.ndarray], requests: int
+    ) -> ConcurrentSession:
         self.requests = requests
         return OpenVinoConcurrentSession(self, model, spec, constants, requests)
 
     def describe(self) -> dict[str, Any]:
-        rule = ("runtime default" if self.options.allow_runtime_precision
-                else "pinned to the graph's: " + ", ".join(f"{p}->{h}" for p, (h, _) in PINNED.items()))
-        described = {**super().describe(), "build": _ov().__version__, "device": self.device,
-                     "config": self.config(None, self.requests), "inference_precision": rule}
+        rule = (
+            "runtime default"
+            if self.options.allow_runtime_precision
+            else "pinned to the graph's: " + ", ".join(f"{p}->{h}" for p, (h, _) in PINNED.items())
+        )
+        described = {
+            **super().describe(),
+            "build": _ov().__version__,
+            "device": self.device,
+            "config": self.config(None, self.requests),
+            "inference_precision": rule,
+        }
         if self.hardware:
             # What OpenVINO would pick by itself (bf16 on CPUs with bf16): the precision dbench overrides.
             described["device_default_precision"] = {
-                d: _text(self.core.get_property(d, "INFERENCE_PRECISION_HINT")) for d in self.hardware}
+                d: _text(self.core.get_property(d, "INFERENCE_PRECISION_HINT")) for d in self.hardware
+            }
         if self.properties:
             described["compiled"] = dict(self.properties)
         return described

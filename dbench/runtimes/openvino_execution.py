@@ -26,8 +26,11 @@ def tensor_names(model) -> dict[str, tuple[str, ...]]:
     op the ONNX frontend added while decomposing a node (`conv1/WithoutBiases`, a reshaped bias), the
     names of the first named ops its outputs flow into (the node it is part of)."""
     ops = list(model.get_ordered_ops())
-    own = {op.get_friendly_name(): tuple(sorted(n for out in op.outputs() for n in out.get_names()))
-           for op in ops if op.get_type_name() not in SIDES}
+    own = {
+        op.get_friendly_name(): tuple(sorted(n for out in op.outputs() for n in out.get_names()))
+        for op in ops
+        if op.get_type_name() not in SIDES
+    }
     found: dict[str, tuple[str, ...]] = {}
     for op in ops:
         name = op.get_friendly_name()
@@ -65,9 +68,20 @@ def executed_graph(compiled, model, runtime: str) -> ExecutedGraph:
         kind = _text(info, "layerType") or op.get_type_name()
         original = [n for n in _text(info, "originalLayersNames").split(",") if n]
         sources = tuple(dict.fromkeys([s for n in original for s in (n, *names.get(n, ()))]))
-        inputs = tuple(f"{i.get_source_output().get_node().get_friendly_name()}#{i.get_source_output().get_index()}"
-                       for i in op.inputs())
+        inputs = tuple(
+            f"{i.get_source_output().get_node().get_friendly_name()}#{i.get_source_output().get_index()}"
+            for i in op.inputs()
+        )
         outputs = tuple(f"{op.get_friendly_name()}#{index}" for index in range(len(op.outputs())))
-        layers.append(ExecutedLayer(op.get_friendly_name(), kind, sources, inputs, outputs, moves_data=kind in MOVES_DATA,
-                                    executes=kind not in NOT_EXECUTED))
+        layers.append(
+            ExecutedLayer(
+                op.get_friendly_name(),
+                kind,
+                sources,
+                inputs,
+                outputs,
+                moves_data=kind in MOVES_DATA,
+                executes=kind not in NOT_EXECUTED,
+            )
+        )
     return ExecutedGraph(runtime, tuple(layers), tensor_names=False)

@@ -17,8 +17,19 @@ from dbench.executed import CHANNELS_LAST, NCHWC, NCHWC_DOMAIN, ExecutedGraph, E
 
 DERIVED_SUFFIX = re.compile(r"(_token_\d+|_nchwc)$")
 """Suffixes ONNX Runtime appends to the name it derives a new node's name from."""
-MOVES_DATA = {"Reshape", "Transpose", "Squeeze", "Unsqueeze", "Flatten", "Identity", "Cast", "ReorderInput",
-              "ReorderOutput", "MemcpyToHost", "MemcpyFromHost"}
+MOVES_DATA = {
+    "Reshape",
+    "Transpose",
+    "Squeeze",
+    "Unsqueeze",
+    "Flatten",
+    "Identity",
+    "Cast",
+    "ReorderInput",
+    "ReorderOutput",
+    "MemcpyToHost",
+    "MemcpyFromHost",
+}
 """Ops whose output holds their first input's values (in another layout, shape, type or memory)."""
 CHANNELS_LAST_OPS = {"com.microsoft:NhwcMaxPool"}
 """Ops ONNX Runtime's NHWC transformer puts on channels-last tensors only after a layer that already
@@ -56,8 +67,12 @@ def nchwc_block_size() -> int:
     import onnxruntime as ort
 
     node = helper.make_node("ReorderInput", ["x"], ["y"], domain=NCHWC_DOMAIN)
-    graph = helper.make_graph([node], "block", [helper.make_tensor_value_info("x", onnx.TensorProto.FLOAT, [1, 4, 1, 1])],
-                              [helper.make_tensor_value_info("y", onnx.TensorProto.FLOAT, None)])
+    graph = helper.make_graph(
+        [node],
+        "block",
+        [helper.make_tensor_value_info("x", onnx.TensorProto.FLOAT, [1, 4, 1, 1])],
+        [helper.make_tensor_value_info("y", onnx.TensorProto.FLOAT, None)],
+    )
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid(NCHWC_DOMAIN, 1)])
     options = ort.SessionOptions()
     options.intra_op_num_threads = 1
@@ -72,9 +87,23 @@ def _layer(node: onnx.NodeProto, block: int) -> ExecutedLayer:
     channels_last = op_type in CHANNELS_LAST_OPS
     reported = channels_last or op_type in COPIES
     attributes = tuple((a.name, _attribute(helper.get_attribute_value(a))) for a in node.attribute) if reported else ()
-    layout = CHANNELS_LAST if channels_last else f"{NCHWC}{block}" if node.domain == NCHWC_DOMAIN and op_type in COPIES else ""
-    return ExecutedLayer(name=node.name, op_type=op_type, sources=derived_names(node.name), inputs=tuple(node.input),
-                         outputs=tuple(node.output), moves_data=node.op_type in MOVES_DATA, layout=layout, attributes=attributes)
+    layout = (
+        CHANNELS_LAST
+        if channels_last
+        else f"{NCHWC}{block}"
+        if node.domain == NCHWC_DOMAIN and op_type in COPIES
+        else ""
+    )
+    return ExecutedLayer(
+        name=node.name,
+        op_type=op_type,
+        sources=derived_names(node.name),
+        inputs=tuple(node.input),
+        outputs=tuple(node.output),
+        moves_data=node.op_type in MOVES_DATA,
+        layout=layout,
+        attributes=attributes,
+    )
 
 
 def executed_graph(optimized: onnx.ModelProto, runtime: str, block: int | None = None) -> ExecutedGraph:

@@ -9,8 +9,9 @@ from __future__ import annotations
 import importlib.metadata
 import importlib.util
 import os
+from collections.abc import Mapping
 from functools import cache
-from typing import Any, ClassVar, Mapping
+from typing import Any, ClassVar
 
 import numpy as np
 import onnx
@@ -24,8 +25,10 @@ from dbench.runtimes.onnxruntime import GraphLoadError, OrtRuntime, OrtSession, 
 from dbench.runtimes.tensorrt_options import parse_cuda_options, parse_tensorrt_options
 
 INSTALL = "pip install 'dbench[gpu]' in its own environment"
-PROVIDER_LIBRARIES = {"CUDAExecutionProvider": "libonnxruntime_providers_cuda.so",
-                      "TensorrtExecutionProvider": "libonnxruntime_providers_tensorrt.so"}
+PROVIDER_LIBRARIES = {
+    "CUDAExecutionProvider": "libonnxruntime_providers_cuda.so",
+    "TensorrtExecutionProvider": "libonnxruntime_providers_tensorrt.so",
+}
 DLOPENED = {"CUDAExecutionProvider": ["libcudnn.so.9"]}
 """Libraries a provider loads at run time rather than naming as DT_NEEDED (cuDNN for the CUDA EP)."""
 FALLBACK_REFUSED = "fallback to CPU EP has been explicitly disabled"
@@ -104,16 +107,20 @@ def tiny_model() -> bytes:
 
 
 @cache
-def provider_probe(cls: type["OrtCuda"]) -> str | None:
+def provider_probe(cls: type[OrtCuda]) -> str | None:
     """Create and run a tiny session on the device, as a real run would; the reason it fails, or None."""
     try:
         runtime = cls(RuntimeOptions())
         session = runtime.make_session(tiny_model(), {}, profiling=False)
         result = session.run(None, {"X": np.ones(4, np.float32)})[0]
     except Exception as err:  # any failure here is the reason the runtime is unusable
-        return ("a test session on the GPU failed: "
-                f"{str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__}")
-    return None if np.array_equal(result, np.full(4, 2, np.float32)) else "a test session on the GPU returned wrong values"
+        return (
+            "a test session on the GPU failed: "
+            f"{str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__}"
+        )
+    return (
+        None if np.array_equal(result, np.full(4, 2, np.float32)) else "a test session on the GPU returned wrong values"
+    )
 
 
 def require_provider(session, provider: str) -> None:
@@ -121,7 +128,9 @@ def require_provider(session, provider: str) -> None:
     elsewhere); the message lists what it registered."""
     registered = session.get_providers()
     if not registered or registered[0] != provider:
-        raise DbenchError(f"onnxruntime registered {registered} instead of {provider}: refusing to time a CPU session as GPU")
+        raise DbenchError(
+            f"onnxruntime registered {registered} instead of {provider}: refusing to time a CPU session as GPU"
+        )
 
 
 class OrtGpuSession(OrtSession):
@@ -130,7 +139,9 @@ class OrtGpuSession(OrtSession):
 
     def _bind_output(self, binding, output, device: str, device_id: int) -> None:
         """Preallocate the output on the device, so no timed run allocates it."""
-        binding.bind_ortvalue_output(output.name, _ortvalue(np.zeros(output.shape, _dtype(output.dtype)), device, device_id))
+        binding.bind_ortvalue_output(
+            output.name, _ortvalue(np.zeros(output.shape, _dtype(output.dtype)), device, device_id)
+        )
 
     def run(self) -> None:
         self.session.run_with_iobinding(self.binding, self.runtime.run_options(synchronize=True))
@@ -150,7 +161,9 @@ class OrtGpuSession(OrtSession):
         from dbench.runtimes.cuda_device import device_time_us
 
         options = self.runtime.run_options(synchronize=False)
-        return device_time_us(lambda: self.session.run_with_iobinding(self.binding, options), self.runtime.stream, iterations)
+        return device_time_us(
+            lambda: self.session.run_with_iobinding(self.binding, options), self.runtime.stream, iterations
+        )
 
 
 def _dtype(name: str) -> np.dtype:
@@ -167,7 +180,9 @@ class OrtCuda(OrtRuntime):
     extra: ClassVar[str] = "gpu"
     provider: ClassVar[str] = "CUDAExecutionProvider"
     session_class: ClassVar[type[OrtSession]] = OrtGpuSession
-    supported_options: ClassVar[frozenset[str]] = frozenset({"device", "graph_optimization", "allow_runtime_precision", "extra"})
+    supported_options: ClassVar[frozenset[str]] = frozenset(
+        {"device", "graph_optimization", "allow_runtime_precision", "extra"}
+    )
 
     def __init__(self, options: RuntimeOptions) -> None:
         super().__init__(options)
@@ -212,9 +227,13 @@ class OrtCuda(OrtRuntime):
 
     def provider_options(self) -> dict[str, str]:
         cuda = parse_cuda_options(self.options.extra, self.options.allow_runtime_precision)
-        return {"device_id": str(self.device), "cudnn_conv_algo_search": cuda.cudnn_conv_algo_search,
-                "use_tf32": str(int(cuda.use_tf32)), "enable_cuda_graph": str(int(cuda.cuda_graph)),
-                **self._stream_option()}
+        return {
+            "device_id": str(self.device),
+            "cudnn_conv_algo_search": cuda.cudnn_conv_algo_search,
+            "use_tf32": str(int(cuda.use_tf32)),
+            "enable_cuda_graph": str(int(cuda.cuda_graph)),
+            **self._stream_option(),
+        }
 
     def _stream_option(self) -> dict[str, str]:
         return {"user_compute_stream": str(self.stream.ptr)} if importlib.util.find_spec("cupy") else {}
@@ -231,7 +250,9 @@ class OrtCuda(OrtRuntime):
         options.add_run_config_entry("disable_synchronize_execution_providers", "0" if synchronize else "1")
         return options
 
-    def make_session(self, model_bytes: bytes, constants: dict[str, Any], profiling: bool, intra_threads: int | None = None):
+    def make_session(
+        self, model_bytes: bytes, constants: dict[str, Any], profiling: bool, intra_threads: int | None = None
+    ):
         load_gpu_libraries(self.provider)
         if self.provider not in _ort().get_available_providers():  # ONNX Runtime would drop it and use the CPU
             raise self.refusal()
@@ -242,7 +263,9 @@ class OrtCuda(OrtRuntime):
                 raise
             if ort_gpu_problem(self.provider):  # the provider did not load at all: not this graph's fault
                 raise self.refusal() from None
-            raise UnsupportedError(f"{self.provider} cannot run every node and CPU fallback is refused: {err}") from None
+            raise UnsupportedError(
+                f"{self.provider} cannot run every node and CPU fallback is refused: {err}"
+            ) from None
         require_provider(session, self.provider)
         return session
 
@@ -258,9 +281,15 @@ class OrtCuda(OrtRuntime):
         cuda_major = _cuda_major() or 13
         trt = _installed("tensorrt-cu13") or _installed("tensorrt")
         options = {k: v for k, v in self.provider_options().items() if k != "user_compute_stream"}
-        return {**super().describe(), "provider_options": options, "device": self.device,
-                "cpu_fallback": "refused", "run_synchronises_device": True,
-                "gpu": gpu.gpu_metadata(self.device), "libraries": gpu.library_versions(cuda_major, trt)}
+        return {
+            **super().describe(),
+            "provider_options": options,
+            "device": self.device,
+            "cpu_fallback": "refused",
+            "run_synchronises_device": True,
+            "gpu": gpu.gpu_metadata(self.device),
+            "libraries": gpu.library_versions(cuda_major, trt),
+        }
 
 
 class OrtTensorrt(OrtCuda):
@@ -286,37 +315,58 @@ class OrtTensorrt(OrtCuda):
         parse_tensorrt_options(options.extra)
 
     def provider_options(self) -> dict[str, str]:
-        return trt_provider_options(self.device, self.options.extra, self.options.allow_runtime_precision,
-                                    self.int8, self.cache_dir) | self._stream_option()
+        return (
+            trt_provider_options(
+                self.device, self.options.extra, self.options.allow_runtime_precision, self.int8, self.cache_dir
+            )
+            | self._stream_option()
+        )
 
     def prepare(self, model: onnx.ModelProto, spec: GraphSpec, constants: Mapping[str, np.ndarray]) -> Session:
         self.int8 = spec.precision == "int8"  # Q/DQ graphs: TensorRT's explicit quantization
         if parse_tensorrt_options(self.options.extra).engine_cache:
-            self.cache_dir = str(engine_cache.cache_root() / "ort-trt" / engine_cache.engine_key(self.cache_fields(model, constants)))
+            self.cache_dir = str(
+                engine_cache.cache_root() / "ort-trt" / engine_cache.engine_key(self.cache_fields(model, constants))
+            )
         return super().prepare(model, spec, constants)
 
     def cache_fields(self, model: onnx.ModelProto, constants: Mapping[str, np.ndarray]) -> dict[str, Any]:
         """What makes a cached TensorRT EP engine valid: graph and weights, versions, GPU, options."""
         from dbench.runtimes.cuda_device import gpu_identity
 
-        options = trt_provider_options(self.device, self.options.extra, self.options.allow_runtime_precision, self.int8, None)
-        return {"graph_sha256": engine_cache.graph_hash(model.SerializeToString(), constants),
-                "onnxruntime": self.version(), "tensorrt": _installed("tensorrt-cu13") or _installed("tensorrt"),
-                **gpu_identity(self.device), "provider_options": options}
+        options = trt_provider_options(
+            self.device, self.options.extra, self.options.allow_runtime_precision, self.int8, None
+        )
+        return {
+            "graph_sha256": engine_cache.graph_hash(model.SerializeToString(), constants),
+            "onnxruntime": self.version(),
+            "tensorrt": _installed("tensorrt-cu13") or _installed("tensorrt"),
+            **gpu_identity(self.device),
+            "provider_options": options,
+        }
 
 
-def trt_provider_options(device: int, extra: Mapping[str, str], allow_runtime_precision: bool, int8: bool,
-                         cache_dir: str | None) -> dict[str, str]:
+def trt_provider_options(
+    device: int, extra: Mapping[str, str], allow_runtime_precision: bool, int8: bool, cache_dir: str | None
+) -> dict[str, str]:
     """TensorRT EP provider options from dbench's settings: fp16 only when the runtime may choose its
     precision, int8 for Q/DQ graphs, builder level/workspace/CUDA graph as asked, engine and timing
     caches in `cache_dir` (None: no cache)."""
     settings = parse_tensorrt_options(extra)
-    options = {"device_id": str(device), "trt_fp16_enable": str(allow_runtime_precision), "trt_int8_enable": str(int8),
-               "trt_builder_optimization_level": str(settings.builder_optimization_level),
-               "trt_cuda_graph_enable": str(settings.cuda_graph)}
+    options = {
+        "device_id": str(device),
+        "trt_fp16_enable": str(allow_runtime_precision),
+        "trt_int8_enable": str(int8),
+        "trt_builder_optimization_level": str(settings.builder_optimization_level),
+        "trt_cuda_graph_enable": str(settings.cuda_graph),
+    }
     if settings.workspace_mb is not None:
         options["trt_max_workspace_size"] = str(settings.workspace_mb << 20)
     if cache_dir is not None:
-        options |= {"trt_engine_cache_enable": "True", "trt_engine_cache_path": cache_dir,
-                    "trt_timing_cache_enable": "True", "trt_timing_cache_path": cache_dir}
+        options |= {
+            "trt_engine_cache_enable": "True",
+            "trt_engine_cache_path": cache_dir,
+            "trt_timing_cache_enable": "True",
+            "trt_timing_cache_path": cache_dir,
+        }
     return options

@@ -13,8 +13,9 @@ import json
 import tempfile
 import time
 from collections import defaultdict
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, ClassVar, Mapping
+from typing import Any, ClassVar
 
 import numpy as np
 import onnx
@@ -29,8 +30,10 @@ from dbench.runtimes.tensorrt_options import TensorrtOptions, parse_tensorrt_opt
 
 DISTRIBUTIONS = {"tensorrt-cu13": 13, "tensorrt-cu12": 12, "tensorrt": 13}
 """TensorRT's pip distributions and the CUDA major each is built for."""
-INSTALL = ("pip install 'dbench[tensorrt10]' (beside 'dbench[gpu]') or 'dbench[tensorrt11]' (TensorRT's wheels "
-           "come from NVIDIA's package index)")
+INSTALL = (
+    "pip install 'dbench[tensorrt10]' (beside 'dbench[gpu]') or 'dbench[tensorrt11]' (TensorRT's wheels "
+    "come from NVIDIA's package index)"
+)
 OOM_WORDS = ("out of memory", "outofmemory", "cudaerrormemoryallocation", "failed to allocate")
 
 
@@ -54,8 +57,9 @@ def tensorrt_problem(driver_library: str = gpu.DRIVER_LIBRARY) -> str | None:
         return "CuPy is not installed (device buffers and CUDA events): pip install 'dbench[tensorrt10]'"
     version, cuda_major = installed
     major = version.split(".")[0]
-    return (gpu.driver_problem(driver_library, cuda_major)
-            or gpu.missing_library([f"libnvinfer.so.{major}", f"libnvonnxparser.so.{major}"]))
+    return gpu.driver_problem(driver_library, cuda_major) or gpu.missing_library(
+        [f"libnvinfer.so.{major}", f"libnvonnxparser.so.{major}"]
+    )
 
 
 def _tensorrt():
@@ -100,8 +104,12 @@ def write_external_model(model: onnx.ModelProto, constants: Mapping[str, np.ndar
         array = np.ascontiguousarray(constants[value.name])
         location = f"weight{number}.bin"
         array.tofile(folder / location)
-        tensor = graph.initializer.add(name=value.name, data_type=value.type.tensor_type.elem_type,
-                                       dims=list(array.shape), data_location=onnx.TensorProto.EXTERNAL)
+        tensor = graph.initializer.add(
+            name=value.name,
+            data_type=value.type.tensor_type.elem_type,
+            dims=list(array.shape),
+            data_location=onnx.TensorProto.EXTERNAL,
+        )
         tensor.external_data.add(key="location", value=location)
         tensor.external_data.add(key="length", value=str(array.nbytes))
     path = folder / "model.onnx"
@@ -132,8 +140,10 @@ class Tensorrt(Runtime):
             if problem is None:
                 _tensorrt()
         except Exception as err:  # a TensorRT that does not load says why in its own words
-            problem = ("tensorrt does not load: "
-                       f"{str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__}")
+            problem = (
+                "tensorrt does not load: "
+                f"{str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__}"
+            )
         return problem is None, problem or ""
 
     @classmethod
@@ -153,10 +163,14 @@ class Tensorrt(Runtime):
     def _key_fields(self, trt, model_bytes: bytes, constants: Mapping[str, np.ndarray]) -> dict[str, Any]:
         from dbench.runtimes.cuda_device import gpu_identity
 
-        return {"graph_sha256": engine_cache.graph_hash(model_bytes, constants), "tensorrt": trt.__version__,
-                **gpu_identity(self.device), "strongly_typed": True,
-                "builder_optimization_level": self.settings.builder_optimization_level,
-                "workspace_mb": self.settings.workspace_mb}
+        return {
+            "graph_sha256": engine_cache.graph_hash(model_bytes, constants),
+            "tensorrt": trt.__version__,
+            **gpu_identity(self.device),
+            "strongly_typed": True,
+            "builder_optimization_level": self.settings.builder_optimization_level,
+            "workspace_mb": self.settings.workspace_mb,
+        }
 
     def _build(self, trt, model: onnx.ModelProto, constants: Mapping[str, np.ndarray]) -> bytes:
         logger = _capturing_logger(trt)
@@ -200,9 +214,14 @@ class Tensorrt(Runtime):
             engine = runtime.deserialize_cuda_engine(plan)
             if engine is None:
                 _raise_build_failure("could not load the engine it built", logger.errors)
-        self.build = {"engine_cache_file": str(path) if self.settings.engine_cache else None,
-                      "engine_from_cache": build_s is None, "build_s": build_s, "cache_note": note or None,
-                      "engine_key": fields, "weights": "engine constants" if constants else "inputs"}
+        self.build = {
+            "engine_cache_file": str(path) if self.settings.engine_cache else None,
+            "engine_from_cache": build_s is None,
+            "build_s": build_s,
+            "cache_note": note or None,
+            "engine_key": fields,
+            "weights": "engine constants" if constants else "inputs",
+        }
         return runtime, engine
 
     def prepare(self, model: onnx.ModelProto, spec: GraphSpec, constants: Mapping[str, np.ndarray]) -> Session:
@@ -212,11 +231,16 @@ class Tensorrt(Runtime):
 
     def describe(self) -> dict[str, Any]:
         installed = installed_tensorrt()
-        return {"device": self.device, "tensorrt": self.version(), "strongly_typed": True,
-                "precision_from": "graph (strongly typed network; int8 through Q/DQ)",
-                **self.settings.to_dict(), **self.build,
-                "gpu": gpu.gpu_metadata(self.device),
-                "libraries": gpu.library_versions(installed[1] if installed else 13, self.version())}
+        return {
+            "device": self.device,
+            "tensorrt": self.version(),
+            "strongly_typed": True,
+            "precision_from": "graph (strongly typed network; int8 through Q/DQ)",
+            **self.settings.to_dict(),
+            **self.build,
+            "gpu": gpu.gpu_metadata(self.device),
+            "libraries": gpu.library_versions(installed[1] if installed else 13, self.version()),
+        }
 
 
 class TensorrtSession(Session):
@@ -304,4 +328,3 @@ class TensorrtSession(Session):
         if getattr(self, "buffers", None) is not None:
             self.buffers.close()
         self.context = self.engine = self.runtime = None
-

@@ -4,7 +4,8 @@ NodeProfile rows: layer name, type, tactic (kernel) and the precision the layer 
 from __future__ import annotations
 
 import re
-from typing import Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -56,19 +57,30 @@ def node_profiles(engine_info: Mapping[str, Any], layer_times_us: Mapping[str, f
         if not isinstance(layer, Mapping):  # inspector without DETAILED verbosity: names only
             layer = {"Name": str(layer)}
         name = str(layer.get("Name", ""))
-        nodes.append(NodeProfile(name=name, op_type=str(layer.get("LayerType", "")),
-                                 kernel=str(layer.get("TacticName") or layer.get("Tactic") or ""),
-                                 provider="TensorRT", precision=layer_precision(layer),
-                                 time_us=float(layer_times_us.get(name, 0.0))))
+        nodes.append(
+            NodeProfile(
+                name=name,
+                op_type=str(layer.get("LayerType", "")),
+                kernel=str(layer.get("TacticName") or layer.get("Tactic") or ""),
+                provider="TensorRT",
+                precision=layer_precision(layer),
+                time_us=float(layer_times_us.get(name, 0.0)),
+            )
+        )
     return nodes
 
 
-def typical_layer_times(reports_us: Mapping[str, Sequence[float]], warmup: int,
-                        calls_us: Sequence[float]) -> tuple[dict[str, float], float]:
+def typical_layer_times(
+    reports_us: Mapping[str, Sequence[float]], warmup: int, calls_us: Sequence[float]
+) -> tuple[dict[str, float], float]:
     """An IProfiler's reports (one per layer per run, warm-up runs first) and the profiled runs' times
     per call -> each layer's mean over the typical runs (`typical_runs`), and those runs' mean call. A
     layer not reported once per run gets the mean of its reports."""
     kept = typical_runs(calls_us)
-    layers = {name: float(np.mean([times[warmup + run] for run in kept])) if len(times) == warmup + len(calls_us)
-              else float(np.mean(times)) for name, times in reports_us.items()}
+    layers = {
+        name: float(np.mean([times[warmup + run] for run in kept]))
+        if len(times) == warmup + len(calls_us)
+        else float(np.mean(times))
+        for name, times in reports_us.items()
+    }
     return layers, float(np.mean([calls_us[run] for run in kept]))

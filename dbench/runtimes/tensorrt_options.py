@@ -3,8 +3,9 @@ checked in the parent without importing TensorRT; one UsageError line per bad ke
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass
-from typing import Any, Mapping
+from typing import Any
 
 from dbench.errors import UsageError
 
@@ -45,7 +46,9 @@ def parse_tensorrt_options(extra: Mapping[str, str]) -> TensorrtOptions:
         if key not in known:
             raise UsageError(f"--option {key} is not a TensorRT option; known: {', '.join(known)}")
     return TensorrtOptions(
-        builder_optimization_level=_int("builder_optimization_level", extra.get("builder_optimization_level", "3"), 0, 5),
+        builder_optimization_level=_int(
+            "builder_optimization_level", extra.get("builder_optimization_level", "3"), 0, 5
+        ),
         workspace_mb=_int("workspace_mb", extra["workspace_mb"], 1, 1 << 24) if "workspace_mb" in extra else None,
         cuda_graph=_flag("cuda_graph", extra.get("cuda_graph", "0")),
         engine_cache=_flag("engine_cache", extra.get("engine_cache", "1")),
@@ -77,9 +80,13 @@ def parse_cuda_options(extra: Mapping[str, str], allow_runtime_precision: bool) 
             raise UsageError(f"--option {key} is not an ort-cuda option; known: {', '.join(known)}")
     search = extra.get("cudnn_conv_algo_search", "EXHAUSTIVE").upper()
     if search not in CUDNN_ALGO_SEARCH:
-        raise UsageError(f"--option cudnn_conv_algo_search={extra['cudnn_conv_algo_search']}: use one of "
-                         f"{', '.join(CUDNN_ALGO_SEARCH)}")
+        raise UsageError(
+            f"--option cudnn_conv_algo_search={extra['cudnn_conv_algo_search']}: use one of "
+            f"{', '.join(CUDNN_ALGO_SEARCH)}"
+        )
     tf32 = _flag("use_tf32", extra.get("use_tf32", "0"))
     if tf32 and not allow_runtime_precision:
-        raise UsageError("--option use_tf32=1 runs fp32 graphs' matrix math in TF32: add --allow-runtime-precision to allow it")
+        raise UsageError(
+            "--option use_tf32=1 runs fp32 graphs' matrix math in TF32: add --allow-runtime-precision to allow it"
+        )
     return CudaOptions(search, tf32, _flag("cuda_graph", extra.get("cuda_graph", "0")))

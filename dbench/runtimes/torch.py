@@ -13,9 +13,10 @@ import importlib.metadata
 import importlib.util
 import os
 import re
+from collections.abc import Mapping
 from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
-from typing import Any, ClassVar, Mapping
+from typing import Any, ClassVar
 
 import numpy as np
 import onnx
@@ -86,8 +87,10 @@ def torch_kernel(torch, spec: GraphSpec, device: str) -> TorchKernel:
     from dbench.runtimes.torch_rnn import rnn_kernel
 
     if spec.family == FOREIGN_FAMILY:
-        raise UnsupportedError("torch runs dbench's catalog kernels from their specification; a foreign graph or "
-                               "whole model has none (run it on ort-cpu or openvino)")
+        raise UnsupportedError(
+            "torch runs dbench's catalog kernels from their specification; a foreign graph or "
+            "whole model has none (run it on ort-cpu or openvino)"
+        )
     if spec.precision == "int8":
         return int8_kernel(torch, spec, device)
     families = {"gemm": Gemm, "conv": Conv, "sparse": Sparse}
@@ -111,13 +114,15 @@ def parse_options(extra: Mapping[str, str], known: dict[str, tuple[str, ...]], r
 class TorchSession(Session):
     """One kernel with its weights loaded and inputs bound; run() is the library call."""
 
-    def __init__(self, runtime: "TorchCpu", kernel: TorchKernel) -> None:
+    def __init__(self, runtime: TorchCpu, kernel: TorchKernel) -> None:
         self.runtime, self.kernel, self.torch = runtime, kernel, runtime.torch
         self.feeds: dict[str, np.ndarray] = {}
 
     def bind(self, feeds: dict[str, np.ndarray]) -> None:
         self.feeds = feeds  # the tensors may share these arrays' memory
-        self.kernel.bind({name: to_tensor(self.torch, array, self.runtime.device_name) for name, array in feeds.items()})
+        self.kernel.bind(
+            {name: to_tensor(self.torch, array, self.runtime.device_name) for name, array in feeds.items()}
+        )
         self.runtime.synchronize()
 
     def run(self) -> None:
@@ -132,8 +137,10 @@ class TorchSession(Session):
 
         torch = self.torch
         for _ in range(warmup - 1):  # warm-up outside the profiler: its events cost, not the calls (a cuDNN LSTM
-            self.run()               # of 25 steps, 51 kernels a call, 50 warm-up calls: most of a 1 s pass on a GPU)
-        activities = [torch.profiler.ProfilerActivity.CPU] + ([torch.profiler.ProfilerActivity.CUDA] if self.runtime.cuda else [])
+            self.run()  # of 25 steps, 51 kernels a call, 50 warm-up calls: most of a 1 s pass on a GPU)
+        activities = [torch.profiler.ProfilerActivity.CPU] + (
+            [torch.profiler.ProfilerActivity.CUDA] if self.runtime.cuda else []
+        )
         with torch.profiler.profile(activities=activities, record_shapes=True) as profiler:
             for _ in range(1 + runs):  # one warm-up call inside, left out: the profiler's own first-call cost
                 with torch.profiler.record_function(CALL_RANGE):
@@ -227,8 +234,10 @@ class TorchCpu(Runtime):
                 backend.fp32_precision = "ieee"
         if "quantized_engine" in self.settings:
             if self.settings["quantized_engine"] not in torch.backends.quantized.supported_engines:
-                raise RuntimeSetupError(f"--option quantized_engine={self.settings['quantized_engine']}: this PyTorch build "
-                                        f"has {', '.join(torch.backends.quantized.supported_engines)}")
+                raise RuntimeSetupError(
+                    f"--option quantized_engine={self.settings['quantized_engine']}: this PyTorch build "
+                    f"has {', '.join(torch.backends.quantized.supported_engines)}"
+                )
             torch.backends.quantized.engine = self.settings["quantized_engine"]
         torch.backends.mkldnn.enabled = self.settings.get("mkldnn", "1") == "1"
 
@@ -252,11 +261,18 @@ class TorchCpu(Runtime):
         torch = self.torch
         mkldnn = torch.backends.mkldnn
         return {
-            **super().describe(), "torch": torch.__version__, "device": self.device_name,
-            "intra_op_threads": torch.get_num_threads(), "inter_op_threads": torch.get_num_interop_threads(),
-            "grad": "disabled", "mkldnn_enabled": bool(mkldnn.enabled),
-            "fp32_precision": {"mkldnn_matmul": mkldnn.matmul.fp32_precision, "mkldnn_conv": mkldnn.conv.fp32_precision,
-                               "mkldnn_rnn": mkldnn.rnn.fp32_precision},
+            **super().describe(),
+            "torch": torch.__version__,
+            "device": self.device_name,
+            "intra_op_threads": torch.get_num_threads(),
+            "inter_op_threads": torch.get_num_interop_threads(),
+            "grad": "disabled",
+            "mkldnn_enabled": bool(mkldnn.enabled),
+            "fp32_precision": {
+                "mkldnn_matmul": mkldnn.matmul.fp32_precision,
+                "mkldnn_conv": mkldnn.conv.fp32_precision,
+                "mkldnn_rnn": mkldnn.rnn.fp32_precision,
+            },
             "quantized_engine": torch.backends.quantized.engine,
             "kernel": self.kernel_description,
         }
@@ -306,8 +322,10 @@ class TorchCuda(TorchCpu):
         runtime may choose; cuDNN's algorithm search as asked."""
         torch.set_grad_enabled(False)
         if not torch.cuda.is_available() or self.device >= torch.cuda.device_count():
-            raise RuntimeSetupError(f"CUDA device {self.device} is not visible to PyTorch "
-                                    f"({torch.cuda.device_count() if torch.cuda.is_available() else 0} visible)")
+            raise RuntimeSetupError(
+                f"CUDA device {self.device} is not visible to PyTorch "
+                f"({torch.cuda.device_count() if torch.cuda.is_available() else 0} visible)"
+            )
         torch.cuda.set_device(self.device)
         self.stream = torch.cuda.Stream(self.device)
         torch.cuda.set_stream(self.stream)
@@ -331,17 +349,25 @@ class TorchCuda(TorchCpu):
         torch = self.torch
         matmul, cudnn = torch.backends.cuda.matmul, torch.backends.cudnn
         return {
-            "torch": torch.__version__, "device": self.device, "grad": "disabled",
-            "fp32_precision": {"cublas": matmul.fp32_precision, "cudnn_conv": cudnn.conv.fp32_precision,
-                               "cudnn_rnn": cudnn.rnn.fp32_precision},
-            "reduced_precision_reduction": {"fp16": matmul.allow_fp16_reduced_precision_reduction,
-                                            "bf16": matmul.allow_bf16_reduced_precision_reduction,
-                                            "fp16_accumulation": matmul.allow_fp16_accumulation},
-            "cudnn_benchmark": bool(cudnn.benchmark), "cudnn_deterministic": bool(cudnn.deterministic),
+            "torch": torch.__version__,
+            "device": self.device,
+            "grad": "disabled",
+            "fp32_precision": {
+                "cublas": matmul.fp32_precision,
+                "cudnn_conv": cudnn.conv.fp32_precision,
+                "cudnn_rnn": cudnn.rnn.fp32_precision,
+            },
+            "reduced_precision_reduction": {
+                "fp16": matmul.allow_fp16_reduced_precision_reduction,
+                "bf16": matmul.allow_bf16_reduced_precision_reduction,
+                "fp16_accumulation": matmul.allow_fp16_accumulation,
+            },
+            "cudnn_benchmark": bool(cudnn.benchmark),
+            "cudnn_deterministic": bool(cudnn.deterministic),
             "cudnn_algorithm": "chosen by cuDNN (the profile's kernel names show it)",
             "libraries": {"cuda_runtime": torch.version.cuda, "cudnn": cudnn.version()},
             "device_time": "CUDA events around back-to-back calls; device_graph_median_us: the same call replayed "
-                           "as a CUDA graph",
+            "as a CUDA graph",
             "gpu": gpu.gpu_metadata(self.device),
             "kernel": self.kernel_description,
         }
@@ -371,8 +397,10 @@ def torch_cuda_problem(driver_library: str = gpu.DRIVER_LIBRARY, package: Path |
     cuda = installed_cuda_version(package)
     if cuda is None:
         version = importlib.metadata.version("torch")
-        return (f"the installed torch {version} is a CPU build: install a CUDA build of PyTorch (pip install "
-                "'dbench[torch-cuda]')")
+        return (
+            f"the installed torch {version} is a CPU build: install a CUDA build of PyTorch (pip install "
+            "'dbench[torch-cuda]')"
+        )
     problem = gpu.driver_problem(driver_library, int(cuda.split(".")[0]))
     if problem:
         return problem

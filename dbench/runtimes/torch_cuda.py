@@ -4,7 +4,7 @@ Imported only by CUDA sessions; written against PyTorch's documented torch.cuda 
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
 

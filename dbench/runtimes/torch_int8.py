@@ -41,11 +41,15 @@ def check_int8(spec, device: str) -> None:
     """UnsupportedError, with the reason, for an int8 graph PyTorch has no call for on `device`."""
     batched = spec.family == "gemm" and spec.params.get("batch", 1) != 1
     if spec.form == "integer":
-        raise UnsupportedError("PyTorch has no u8 x s8 -> s32 call (torch._int_mm is s8 x s8; the quantized engine "
-                               "requantises to 8 bits): use --int8-form qlinear or qdq")
+        raise UnsupportedError(
+            "PyTorch has no u8 x s8 -> s32 call (torch._int_mm is s8 x s8; the quantized engine "
+            "requantises to 8 bits): use --int8-form qlinear or qdq"
+        )
     if batched:
-        raise UnsupportedError("PyTorch's int8 GEMMs (quantized::linear, torch._int_mm) take one 2-D weight: "
-                               "a batched int8 GEMM has no call")
+        raise UnsupportedError(
+            "PyTorch's int8 GEMMs (quantized::linear, torch._int_mm) take one 2-D weight: "
+            "a batched int8 GEMM has no call"
+        )
     if device == "cpu":
         return
     if spec.family == "conv":
@@ -53,8 +57,10 @@ def check_int8(spec, device: str) -> None:
     rows, depth = spec.inputs[0].shape
     columns = spec.inputs[1].shape[1]
     if rows < INT_MM_MIN_ROWS or depth % INT_MM_MULTIPLE or columns % INT_MM_MULTIPLE:
-        raise UnsupportedError(f"torch._int_mm needs more than 16 rows and K, M multiples of 8; this GEMM is "
-                               f"[{rows}, {depth}] x [{depth}, {columns}]")
+        raise UnsupportedError(
+            f"torch._int_mm needs more than 16 rows and K, M multiples of 8; this GEMM is "
+            f"[{rows}, {depth}] x [{depth}, {columns}]"
+        )
 
 
 class QuantizedEngine(TorchKernel):
@@ -71,14 +77,21 @@ class QuantizedEngine(TorchKernel):
         if self.spec.family == "gemm":
             return torch.ops.quantized.linear_prepack(quantized.t().contiguous(), None)
         _, g = conv_geometry(self.spec)
-        return torch.ops.quantized.conv2d_prepack(quantized, None, g["stride"], g["padding"], g["dilation"], g["groups"])
+        return torch.ops.quantized.conv2d_prepack(
+            quantized, None, g["stride"], g["padding"], g["dilation"], g["groups"]
+        )
 
     def arguments(self) -> None:
         torch, scales = self.torch, self.spec.attrs["scales"]
         x = self.inputs["X"]
         if self.spec.form == "qlinear":  # already u8 with zero point 128: the quantised tensor over the same bytes
-            self.x = _quiet(torch.quantize_per_tensor, (x.float() - ENGINE_ZERO_POINT) * scales["x"], scales["x"],
-                            ENGINE_ZERO_POINT, torch.quint8)
+            self.x = _quiet(
+                torch.quantize_per_tensor,
+                (x.float() - ENGINE_ZERO_POINT) * scales["x"],
+                scales["x"],
+                ENGINE_ZERO_POINT,
+                torch.quint8,
+            )
         else:
             self.x = x
         self.operator = torch.ops.quantized.linear if self.spec.family == "gemm" else torch.ops.quantized.conv2d
@@ -98,10 +111,12 @@ class QuantizedEngine(TorchKernel):
 
     def describe(self) -> dict[str, Any]:
         op = "quantized::linear" if self.spec.family == "gemm" else "quantized::conv2d"
-        return {"call": op + (" between quantize_per_tensor and dequantize" if self.spec.form == "qdq" else ""),
-                "quantized_engine": self.torch.backends.quantized.engine,
-                "activation_zero_point": ENGINE_ZERO_POINT,
-                "weight_packing": "at load" if self.packed is not None else "in every call (weights fed per call)"}
+        return {
+            "call": op + (" between quantize_per_tensor and dequantize" if self.spec.form == "qdq" else ""),
+            "quantized_engine": self.torch.backends.quantized.engine,
+            "activation_zero_point": ENGINE_ZERO_POINT,
+            "weight_packing": "at load" if self.packed is not None else "in every call (weights fed per call)",
+        }
 
 
 class IntMatmul(TorchKernel):

@@ -11,10 +11,9 @@ views and permutations of the ONNX buffers are made once, at `bind`, outside tim
 
 from __future__ import annotations
 
+import warnings
 from abc import ABC, abstractmethod
 from typing import Any
-
-import warnings
 
 import numpy as np
 
@@ -23,8 +22,15 @@ from dbench.errors import UnsupportedError
 from dbench.gen.graph import GraphSpec
 from dbench.gen.precision import DTYPES
 
-TORCH_DTYPES = {"float32": "float32", "float16": "float16", "bfloat16": "bfloat16", "int8": "int8",
-                "uint8": "uint8", "int32": "int32", "int64": "int64"}
+TORCH_DTYPES = {
+    "float32": "float32",
+    "float16": "float16",
+    "bfloat16": "bfloat16",
+    "int8": "int8",
+    "uint8": "uint8",
+    "int32": "int32",
+    "int64": "int64",
+}
 """Manifest dtype name -> torch dtype attribute name."""
 
 
@@ -110,14 +116,20 @@ class Gemm(TorchKernel):
         return {"Y": self.y}
 
     def describe(self) -> dict[str, Any]:
-        return {"call": "torch.addmm(C, op(B), op(A), out=Y)" if self.spec.form == "gemm" else "torch.matmul(X, W, out=Y)"}
+        return {
+            "call": "torch.addmm(C, op(B), op(A), out=Y)" if self.spec.form == "gemm" else "torch.matmul(X, W, out=Y)"
+        }
 
 
 def conv_geometry(spec: GraphSpec) -> tuple[ConvKernel, dict[str, Any]]:
     """The convolution kernel of a spec (int8's padded dimensions applied) and ATen's arguments."""
     kernel = ConvKernel(**{**spec.params, **spec.attrs.get("padded", {})})
-    return kernel, {"stride": [kernel.hstride, kernel.wstride], "padding": [kernel.pad_h, kernel.pad_w],
-                    "dilation": [kernel.dil_h, kernel.dil_w], "groups": kernel.groups}
+    return kernel, {
+        "stride": [kernel.hstride, kernel.wstride],
+        "padding": [kernel.pad_h, kernel.pad_w],
+        "dilation": [kernel.dil_h, kernel.dil_w],
+        "groups": kernel.groups,
+    }
 
 
 class Conv(TorchKernel):
@@ -126,9 +138,11 @@ class Conv(TorchKernel):
     conv2d_input / conv2d_weight call, the placeholder for the tensor known only by its shape made once
     at bind). All three reach oneDNN on the CPU and cuDNN on the GPU."""
 
-    CALLS = {"fwd": "torch.nn.functional.conv2d",
-             "bwd_data": "torch.ops.aten.convolution_backward (grad input only, as torch.nn.grad.conv2d_input)",
-             "bwd_filter": "torch.ops.aten.convolution_backward (grad weight only, as torch.nn.grad.conv2d_weight)"}
+    CALLS = {
+        "fwd": "torch.nn.functional.conv2d",
+        "bwd_data": "torch.ops.aten.convolution_backward (grad input only, as torch.nn.grad.conv2d_input)",
+        "bwd_filter": "torch.ops.aten.convolution_backward (grad weight only, as torch.nn.grad.conv2d_weight)",
+    }
 
     def arguments(self) -> None:
         i = self.inputs
@@ -151,7 +165,9 @@ class Conv(TorchKernel):
         torch = self.torch
         if self.spec.pass_name == "fwd":
             g = self.geometry
-            self.result = torch.nn.functional.conv2d(*self.args, None, g["stride"], g["padding"], g["dilation"], g["groups"])
+            self.result = torch.nn.functional.conv2d(
+                *self.args, None, g["stride"], g["padding"], g["dilation"], g["groups"]
+            )
             return
         grad_output, data, weight, mask = self.args
         grads = torch.ops.aten.convolution_backward(grad_output, data, weight, None, *self.backward, mask)
@@ -206,5 +222,9 @@ class Sparse(TorchKernel):
     def describe(self) -> dict[str, Any]:
         if self.spec.form == "dense":
             return {"call": "torch.matmul(op(B), op(A), out=Y)"}
-        return {"call": "torch.mm(CSR op(A)^T, op(B)^T)", "sparse_weight": "packed at load" if self.packed is not None
-                else "compressed to CSR in every call (weights fed per call)"}
+        return {
+            "call": "torch.mm(CSR op(A)^T, op(B)^T)",
+            "sparse_weight": "packed at load"
+            if self.packed is not None
+            else "compressed to CSR in every call (weights fed per call)",
+        }

@@ -7,7 +7,8 @@ loop calls the same operator at every step: `calls` counts them), averaged over 
 from __future__ import annotations
 
 from collections import defaultdict
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 import numpy as np
 
@@ -16,19 +17,66 @@ from dbench.runtimes.base import NodeProfile, Profile, typical_runs
 CALL_RANGE = "dbench::call"
 """The record_function name around each profiled call."""
 
-DTYPE_PRECISION = {"float": "fp32", "c10::Half": "fp16", "c10::BFloat16": "bf16", "double": "fp64",
-                   "c10::quint8": "int8", "c10::qint8": "int8", "signed char": "int8", "unsigned char": "int8",
-                   "int": "int32", "long int": "int64", "bool": "bool"}
+DTYPE_PRECISION = {
+    "float": "fp32",
+    "c10::Half": "fp16",
+    "c10::BFloat16": "bf16",
+    "double": "fp64",
+    "c10::quint8": "int8",
+    "c10::qint8": "int8",
+    "signed char": "int8",
+    "unsigned char": "int8",
+    "int": "int32",
+    "long int": "int64",
+    "bool": "bool",
+}
 """The profiler's C++ type names of an operator's inputs -> dbench's precision names."""
 
-NON_COMPUTE_OPS = {"aten::t", "aten::transpose", "aten::view", "aten::reshape", "aten::_reshape_alias", "aten::expand",
-                   "aten::as_strided", "aten::select", "aten::slice", "aten::split", "aten::unsqueeze", "aten::squeeze",
-                   "aten::empty", "aten::empty_like", "aten::empty_strided", "aten::zeros", "aten::zeros_like",
-                   "aten::copy_", "aten::contiguous", "aten::clone", "aten::to", "aten::_to_copy", "aten::cat",
-                   "aten::stack", "aten::detach", "aten::lift_fresh", "aten::resolve_conj", "aten::resolve_neg",
-                   "aten::quantize_per_tensor", "aten::dequantize", "aten::int_repr", "aten::_to_dense",
-                   "aten::to_sparse_csr", "aten::_to_sparse_csr", "aten::fill_", "aten::zero_", "aten::new_empty",
-                   "aten::item", "aten::_local_scalar_dense", "aten::lt", "aten::gt", "aten::clamp", "aten::round"}
+NON_COMPUTE_OPS = {
+    "aten::t",
+    "aten::transpose",
+    "aten::view",
+    "aten::reshape",
+    "aten::_reshape_alias",
+    "aten::expand",
+    "aten::as_strided",
+    "aten::select",
+    "aten::slice",
+    "aten::split",
+    "aten::unsqueeze",
+    "aten::squeeze",
+    "aten::empty",
+    "aten::empty_like",
+    "aten::empty_strided",
+    "aten::zeros",
+    "aten::zeros_like",
+    "aten::copy_",
+    "aten::contiguous",
+    "aten::clone",
+    "aten::to",
+    "aten::_to_copy",
+    "aten::cat",
+    "aten::stack",
+    "aten::detach",
+    "aten::lift_fresh",
+    "aten::resolve_conj",
+    "aten::resolve_neg",
+    "aten::quantize_per_tensor",
+    "aten::dequantize",
+    "aten::int_repr",
+    "aten::_to_dense",
+    "aten::to_sparse_csr",
+    "aten::_to_sparse_csr",
+    "aten::fill_",
+    "aten::zero_",
+    "aten::new_empty",
+    "aten::item",
+    "aten::_local_scalar_dense",
+    "aten::lt",
+    "aten::gt",
+    "aten::clamp",
+    "aten::round",
+}
 """Operators that move, convert or allocate data (or only threshold it): their input type says nothing
 about the precision the math ran in, so they carry none."""
 
@@ -73,8 +121,9 @@ def _kernels(event) -> list[Any]:
     return found
 
 
-def parse_events(events: Iterable[Any], warmup: int, device: bool,
-                 by_start: dict[tuple[int, str], list[str]] | None = None) -> Profile:
+def parse_events(
+    events: Iterable[Any], warmup: int, device: bool, by_start: dict[tuple[int, str], list[str]] | None = None
+) -> Profile:
     """A Profile from torch.profiler FunctionEvents: one node per operator name (CPU) or per
     (operator, kernel name) (device), the first `warmup` call ranges dropped when later ones exist;
     `by_start` (dtypes_by_start) gives input types where the events lack them."""
@@ -103,9 +152,16 @@ def parse_events(events: Iterable[Any], warmup: int, device: bool,
     warm = range(warmup, len(calls)) if len(calls) > warmup else range(len(calls))
     durations = [calls[i].time_range.elapsed_us() for i in warm]
     kept = [warm[i] for i in typical_runs(durations)]
-    nodes = [NodeProfile(name=op if not kernel else f"{op}/{kernel}", op_type=op, kernel=kernel or op,
-                         provider="cuda" if device else "cpu", precision=precision[(op, kernel)],
-                         time_us=float(np.mean([totals[(op, kernel)][i] for i in kept])),
-                         calls=int(np.median([counts[(op, kernel)][i] for i in kept])))
-             for op, kernel in totals]
+    nodes = [
+        NodeProfile(
+            name=op if not kernel else f"{op}/{kernel}",
+            op_type=op,
+            kernel=kernel or op,
+            provider="cuda" if device else "cpu",
+            precision=precision[(op, kernel)],
+            time_us=float(np.mean([totals[(op, kernel)][i] for i in kept])),
+            calls=int(np.median([counts[(op, kernel)][i] for i in kept])),
+        )
+        for op, kernel in totals
+    ]
     return Profile(nodes, float(np.mean([calls[i].time_range.elapsed_us() for i in kept])))

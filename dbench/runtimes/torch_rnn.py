@@ -47,12 +47,15 @@ class RnnLayer(TorchKernel):
         super().__init__(torch, spec, device)
         self.kernel = RnnKernel(**spec.params)
         if self.kernel.cell == "gru" and spec.attrs.get("gru_activation", "tanh") != "tanh":
-            raise UnsupportedError("torch.nn.GRU has a tanh candidate only; this GRU's candidate is ReLU (op_relu form)")
+            raise UnsupportedError(
+                "torch.nn.GRU has a tanh candidate only; this GRU's candidate is ReLU (op_relu form)"
+            )
         h = self.kernel.hidden
         options = {"nonlinearity": "relu"} if self.kernel.cell == "vanilla" else {}
         dtype = getattr(torch, spec.inputs[0].dtype)
-        self.module = getattr(torch.nn, self.MODULES[self.kernel.cell])(h, h, num_layers=1, bias=True, batch_first=False,
-                                                                     device=device, dtype=dtype, **options)
+        self.module = getattr(torch.nn, self.MODULES[self.kernel.cell])(
+            h, h, num_layers=1, bias=True, batch_first=False, device=device, dtype=dtype, **options
+        )
         self.module.requires_grad_(False)
         self.module.eval()
         self.loaded: set[str] = set()
@@ -61,8 +64,11 @@ class RnnLayer(TorchKernel):
         """Copy W, R and B (whichever are given) into the module in torch's gate order."""
         torch, cell, h = self.torch, self.kernel.cell, self.kernel.hidden
         gh = self.kernel.gates * h
-        targets = {"W": [("weight_ih_l0", lambda t: t[0])], "R": [("weight_hh_l0", lambda t: t[0])],
-                   "B": [("bias_ih_l0", lambda t: t[0, :gh]), ("bias_hh_l0", lambda t: t[0, gh:])]}
+        targets = {
+            "W": [("weight_ih_l0", lambda t: t[0])],
+            "R": [("weight_hh_l0", lambda t: t[0])],
+            "B": [("bias_ih_l0", lambda t: t[0, :gh]), ("bias_hh_l0", lambda t: t[0, gh:])],
+        }
         with torch.no_grad():
             for name, places in targets.items():
                 if name in tensors:
@@ -89,7 +95,10 @@ class RnnLayer(TorchKernel):
         return {"Y": self.result.unsqueeze(1)}  # [T, N, H] -> ONNX's [T, num_directions, N, H]
 
     def describe(self) -> dict[str, Any]:
-        return {"call": f"torch.nn.{self.MODULES[self.kernel.cell]}", "gate_order": "reordered from ONNX's at load/bind"}
+        return {
+            "call": f"torch.nn.{self.MODULES[self.kernel.cell]}",
+            "gate_order": "reordered from ONNX's at load/bind",
+        }
 
 
 class Recurrence(TorchKernel):
@@ -118,8 +127,8 @@ class Recurrence(TorchKernel):
                 h = torch.relu(xw + rec)
             elif cell == "lstm":
                 a = xw + rec
-                i, o, f = torch.sigmoid(a[:, :3 * hidden]).split(hidden, dim=1)
-                c = f * c + i * torch.tanh(a[:, 3 * hidden:])
+                i, o, f = torch.sigmoid(a[:, : 3 * hidden]).split(hidden, dim=1)
+                c = f * c + i * torch.tanh(a[:, 3 * hidden :])
                 h = o * torch.tanh(c)
             else:
                 xz, xr, xh = xw.split(hidden, dim=1)
@@ -134,8 +143,10 @@ class Recurrence(TorchKernel):
         return {"Y": self.y}
 
     def describe(self) -> dict[str, Any]:
-        return {"call": "eager PyTorch ops per step (torch.addmm + the cell's gates): no library call takes "
-                        "pre-projected inputs"}
+        return {
+            "call": "eager PyTorch ops per step (torch.addmm + the cell's gates): no library call takes "
+            "pre-projected inputs"
+        }
 
 
 class Backprop(TorchKernel):
@@ -178,8 +189,16 @@ class Backprop(TorchKernel):
                 tc = torch.tanh(i["C"][t])
                 dc = dc_next + dh * o * (1 - tc * tc)
                 dc_next = dc * f
-                torch.cat([dc * cand * g * (1 - g), dh * tc * o * (1 - o), dc * self.c_prev[t] * f * (1 - f),
-                           dc * g * (1 - cand * cand)], dim=1, out=self.d_rec[t])
+                torch.cat(
+                    [
+                        dc * cand * g * (1 - g),
+                        dh * tc * o * (1 - o),
+                        dc * self.c_prev[t] * f * (1 - f),
+                        dc * g * (1 - cand * cand),
+                    ],
+                    dim=1,
+                    out=self.d_rec[t],
+                )
                 dh_rec = torch.mm(self.d_rec[t], self.r)
             else:
                 z, r, cand, rh = i["gates"][t].split(hidden, dim=1)
@@ -201,8 +220,10 @@ class Backprop(TorchKernel):
         return {"dR": self.d_r.unsqueeze(0), "dB": self.d_b.unsqueeze(0)}
 
     def describe(self) -> dict[str, Any]:
-        return {"call": "eager PyTorch ops per step (back-propagation through time as the graph's Loop): "
-                        "cuDNN/oneDNN's RNN backward needs their own forward's reserve space"}
+        return {
+            "call": "eager PyTorch ops per step (back-propagation through time as the graph's Loop): "
+            "cuDNN/oneDNN's RNN backward needs their own forward's reserve space"
+        }
 
 
 def rnn_kernel(torch, spec, device: str) -> TorchKernel:

@@ -18,7 +18,12 @@ NUMPY = "numpy"
 """dbench's own float64 reference of the graph's family (generated graphs)."""
 ONNX_REFERENCE = "onnx.reference"
 """ONNX's Python implementation of every standard op (foreign models)."""
-STORED_WEIGHT_TYPES = (onnx.TensorProto.FLOAT, onnx.TensorProto.FLOAT16, onnx.TensorProto.BFLOAT16, onnx.TensorProto.DOUBLE)
+STORED_WEIGHT_TYPES = (
+    onnx.TensorProto.FLOAT,
+    onnx.TensorProto.FLOAT16,
+    onnx.TensorProto.BFLOAT16,
+    onnx.TensorProto.DOUBLE,
+)
 """Initialized inputs of these types are weights: fed every call in weights-as-inputs mode. The others
 (shape arithmetic, indices) stay constants in both modes."""
 

@@ -28,8 +28,12 @@ class NhwcMaxPool(OpRun):
         from dbench.sources.foreign_reference import foreign_evaluator  # the standard MaxPool as dbench corrects it
 
         node = helper.make_node("MaxPool", ["x"], ["y"], **_attributes(self))
-        graph = helper.make_graph([node], "max_pool", [helper.make_tensor_value_info("x", TensorProto.DOUBLE, None)],
-                                  [helper.make_tensor_value_info("y", TensorProto.DOUBLE, None)])
+        graph = helper.make_graph(
+            [node],
+            "max_pool",
+            [helper.make_tensor_value_info("x", TensorProto.DOUBLE, None)],
+            [helper.make_tensor_value_info("y", TensorProto.DOUBLE, None)],
+        )
         model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 12)])
         planar = np.ascontiguousarray(np.transpose(x, TO_CHANNELS_FIRST)).astype(np.float64)
         (pooled,) = foreign_evaluator(model).run(None, {"x": planar})
@@ -75,7 +79,11 @@ def nchwc_ops(block: int) -> tuple[type[OpRun], ...]:
         def _run(self, x, **_unused):  # noqa: ANN001, ANN202
             attributes = _attributes(self)
             planar = from_nchwc(x, block, int(attributes["channels"]))
-            return (np.ascontiguousarray(np.transpose(planar, TO_CHANNELS_LAST)) if attributes.get("channels_last", 0) else planar,)
+            return (
+                np.ascontiguousarray(np.transpose(planar, TO_CHANNELS_LAST))
+                if attributes.get("channels_last", 0)
+                else planar,
+            )
 
     return ReorderInput, ReorderOutput
 

@@ -4,14 +4,14 @@ checked against the manifest's hash, only when its turn comes."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 from dbench.bundle.members import read_folder, read_tar
 from dbench.bundle.verify import REEXPORT, is_bundle, verify_members
 from dbench.errors import InputError
-from dbench.gen.manifest import MANIFEST, Entry, parse_manifest, read_manifest
 from dbench.gen.graph import MODEL_FAMILY
+from dbench.gen.manifest import MANIFEST, Entry, parse_manifest, read_manifest
 from dbench.sources.contract import ONNX_REFERENCE, Contract
 from dbench.sources.item import Item
 
@@ -28,7 +28,9 @@ def open_graphs(path: Path) -> tuple[list[Entry], Callable[[Entry], bytes]]:
     folder) is read into memory and verified whole first, so nothing of it is unpacked anywhere and
     what runs is what was checked; a plain graph folder is confined to itself by its manifest reader."""
     if not path.exists():
-        raise InputError(f"--graphs {path} does not exist; give a folder made by `dbench gen` or a bundle made by `dbench export`")
+        raise InputError(
+            f"--graphs {path} does not exist; give a folder made by `dbench gen` or a bundle made by `dbench export`"
+        )
     if not is_bundle(path):
         return read_manifest(path), lambda entry: (path / entry.file).read_bytes()
     members = read_tar(path) if path.is_file() else read_folder(path)

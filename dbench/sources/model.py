@@ -13,22 +13,39 @@ from dbench.errors import InputError, UnsupportedError
 from dbench.frommodel.dims import check_dims_used, symbolic_names
 from dbench.frommodel.model_file import check_fits, load_model
 from dbench.frommodel.walk import extract
-from dbench.gen.manifest import confined_file
 from dbench.gen.feeds import default_seed
 from dbench.gen.graph import GraphSpec
+from dbench.gen.manifest import confined_file
 from dbench.sources.contract import ONNX_REFERENCE, Contract
 from dbench.sources.item import Item
 from dbench.sources.model_spec import FAMILY, foreign_spec
 
-MODEL = Contract(reference=ONNX_REFERENCE, described_by="the model as read when the run started",
-                 remedy="the file changed during the run; run it again")
+MODEL = Contract(
+    reference=ONNX_REFERENCE,
+    described_by="the model as read when the run started",
+    remedy="the file changed during the run; run it again",
+)
 
 
 def _unread(name: str, path: Path) -> GraphSpec:
     """The spec of a model that will not run: its name and file, nothing to feed."""
-    return GraphSpec(id=name, kernel_id=name, family=FAMILY, op=FAMILY, params={"file": path.name}, suites=("user",),
-                     apps=(name,), pass_name="fwd", form=FAMILY, precision="fp32", flops=0, flops_executed=0,
-                     inputs=(), outputs=(), seed=default_seed(name))
+    return GraphSpec(
+        id=name,
+        kernel_id=name,
+        family=FAMILY,
+        op=FAMILY,
+        params={"file": path.name},
+        suites=("user",),
+        apps=(name,),
+        pass_name="fwd",
+        form=FAMILY,
+        precision="fp32",
+        flops=0,
+        flops_executed=0,
+        inputs=(),
+        outputs=(),
+        seed=default_seed(name),
+    )
 
 
 def _no_graph() -> tuple[bytes, str | None]:
@@ -58,9 +75,14 @@ def models_in_folder(folder: Path, dims: dict[str, int]) -> list[Item]:
     """Every .onnx file of a folder, in name order; each --dim must be declared by at least one of them."""
     paths = sorted(folder.glob("*.onnx"))
     if not paths:
-        inside = sorted(str(m.parent) for m in folder.glob("*/manifest.json"))  # `dbench gen --out` writes a folder per suite
-        where = f"point --graphs at {' or '.join(inside)}, made by dbench gen" if inside else \
-            "point --graphs at a folder made by dbench gen or one holding .onnx models"
+        inside = sorted(
+            str(m.parent) for m in folder.glob("*/manifest.json")
+        )  # `dbench gen --out` writes a folder per suite
+        where = (
+            f"point --graphs at {' or '.join(inside)}, made by dbench gen"
+            if inside
+            else "point --graphs at a folder made by dbench gen or one holding .onnx models"
+        )
         raise InputError(f"no manifest.json in {folder} and no .onnx files either; {where}")
     for path in paths:  # as gen folders and bundles: a link never leads a run outside the folder
         confined_file(folder, path.name)

@@ -23,17 +23,50 @@ BOOL_RANGE = (0, 1)
 FLOAT_TYPES = (onnx.TensorProto.FLOAT, onnx.TensorProto.FLOAT16, onnx.TensorProto.BFLOAT16, onnx.TensorProto.DOUBLE)
 
 # (op, input index) pairs, by role. The domain is the standard one ("" or "ai.onnx").
-QUANTISED_DATA = {("DequantizeLinear", 0), ("QLinearConv", 0), ("QLinearConv", 3), ("QLinearMatMul", 0),
-                  ("QLinearMatMul", 3), ("MatMulInteger", 0), ("MatMulInteger", 1), ("ConvInteger", 0),
-                  ("ConvInteger", 1)}
-ZERO_POINTS = {("QuantizeLinear", 2), ("DequantizeLinear", 2), ("QLinearConv", 2), ("QLinearConv", 5),
-               ("QLinearConv", 7), ("QLinearMatMul", 2), ("QLinearMatMul", 5), ("QLinearMatMul", 7),
-               ("MatMulInteger", 2), ("MatMulInteger", 3), ("ConvInteger", 2), ("ConvInteger", 3)}
-SCALES = {("QuantizeLinear", 1), ("DequantizeLinear", 1), ("QLinearConv", 1), ("QLinearConv", 4),
-          ("QLinearConv", 6), ("QLinearMatMul", 1), ("QLinearMatMul", 4), ("QLinearMatMul", 6)}
-INDICES = {("Gather", 1): "axis", ("GatherElements", 1): "axis", ("ScatterElements", 1): "axis",
-           ("GatherND", 1): "nd", ("ScatterND", 1): "nd", ("ArrayFeatureExtractor", 1): "last",
-           ("RoiAlign", 2): "axis"}
+QUANTISED_DATA = {
+    ("DequantizeLinear", 0),
+    ("QLinearConv", 0),
+    ("QLinearConv", 3),
+    ("QLinearMatMul", 0),
+    ("QLinearMatMul", 3),
+    ("MatMulInteger", 0),
+    ("MatMulInteger", 1),
+    ("ConvInteger", 0),
+    ("ConvInteger", 1),
+}
+ZERO_POINTS = {
+    ("QuantizeLinear", 2),
+    ("DequantizeLinear", 2),
+    ("QLinearConv", 2),
+    ("QLinearConv", 5),
+    ("QLinearConv", 7),
+    ("QLinearMatMul", 2),
+    ("QLinearMatMul", 5),
+    ("QLinearMatMul", 7),
+    ("MatMulInteger", 2),
+    ("MatMulInteger", 3),
+    ("ConvInteger", 2),
+    ("ConvInteger", 3),
+}
+SCALES = {
+    ("QuantizeLinear", 1),
+    ("DequantizeLinear", 1),
+    ("QLinearConv", 1),
+    ("QLinearConv", 4),
+    ("QLinearConv", 6),
+    ("QLinearMatMul", 1),
+    ("QLinearMatMul", 4),
+    ("QLinearMatMul", 6),
+}
+INDICES = {
+    ("Gather", 1): "axis",
+    ("GatherElements", 1): "axis",
+    ("ScatterElements", 1): "axis",
+    ("GatherND", 1): "nd",
+    ("ScatterND", 1): "nd",
+    ("ArrayFeatureExtractor", 1): "last",
+    ("RoiAlign", 2): "axis",
+}
 """Index inputs: bounded by the data's size along `axis` (default 0; RoiAlign's batch indices: X's
 batch), its last axis, or for the ND forms by the smallest of the axes the last index dimension
 addresses. An index out of bounds is an error to one runtime and a crash to another."""
@@ -42,16 +75,61 @@ SHAPE_ONLY = {"Shape", "Size"}
 PASS_THROUGH = {"Cast", "Identity", "Reshape", "Squeeze", "Unsqueeze", "Flatten"}
 """Ops that hand their first input's values on unchanged: an index cast to int64 is still that index."""
 DOMAINS = ("", "ai.onnx", "ai.onnx.ml")
-SETS_SHAPE = {("Reshape", 1), ("Expand", 1), ("Tile", 1), ("ConstantOfShape", 0), ("Range", 0), ("Range", 1),
-              ("Range", 2), ("Slice", 1), ("Slice", 2), ("Slice", 3), ("Slice", 4), ("Pad", 1), ("Pad", 3),
-              ("Resize", 3), ("TopK", 1), ("Split", 1), ("Squeeze", 1), ("Unsqueeze", 1), ("OneHot", 1),
-              ("ReduceSum", 1), ("ReduceMean", 1), ("ReduceMax", 1), ("ReduceMin", 1), ("ReduceProd", 1),
-              ("ReduceL1", 1), ("ReduceL2", 1), ("ReduceLogSum", 1), ("ReduceLogSumExp", 1),
-              ("ReduceSumSquare", 1), ("CumSum", 1), ("CumProd", 1), ("MaxUnpool", 2), ("Loop", 0), ("Loop", 1),
-              ("CenterCropPad", 1), ("Col2Im", 1), ("Col2Im", 2), ("DFT", 1), ("DFT", 2), ("STFT", 1),
-              ("STFT", 3), ("NonMaxSuppression", 2), ("BlackmanWindow", 0), ("HannWindow", 0),
-              ("HammingWindow", 0), ("MelWeightMatrix", 0), ("MelWeightMatrix", 1), ("MelWeightMatrix", 2),
-              ("AffineGrid", 1), ("ReverseSequence", 1), ("SplitToSequence", 1), ("Upsample", 1), ("Resize", 2)}
+SETS_SHAPE = {
+    ("Reshape", 1),
+    ("Expand", 1),
+    ("Tile", 1),
+    ("ConstantOfShape", 0),
+    ("Range", 0),
+    ("Range", 1),
+    ("Range", 2),
+    ("Slice", 1),
+    ("Slice", 2),
+    ("Slice", 3),
+    ("Slice", 4),
+    ("Pad", 1),
+    ("Pad", 3),
+    ("Resize", 3),
+    ("TopK", 1),
+    ("Split", 1),
+    ("Squeeze", 1),
+    ("Unsqueeze", 1),
+    ("OneHot", 1),
+    ("ReduceSum", 1),
+    ("ReduceMean", 1),
+    ("ReduceMax", 1),
+    ("ReduceMin", 1),
+    ("ReduceProd", 1),
+    ("ReduceL1", 1),
+    ("ReduceL2", 1),
+    ("ReduceLogSum", 1),
+    ("ReduceLogSumExp", 1),
+    ("ReduceSumSquare", 1),
+    ("CumSum", 1),
+    ("CumProd", 1),
+    ("MaxUnpool", 2),
+    ("Loop", 0),
+    ("Loop", 1),
+    ("CenterCropPad", 1),
+    ("Col2Im", 1),
+    ("Col2Im", 2),
+    ("DFT", 1),
+    ("DFT", 2),
+    ("STFT", 1),
+    ("STFT", 3),
+    ("NonMaxSuppression", 2),
+    ("BlackmanWindow", 0),
+    ("HannWindow", 0),
+    ("HammingWindow", 0),
+    ("MelWeightMatrix", 0),
+    ("MelWeightMatrix", 1),
+    ("MelWeightMatrix", 2),
+    ("AffineGrid", 1),
+    ("ReverseSequence", 1),
+    ("SplitToSequence", 1),
+    ("Upsample", 1),
+    ("Resize", 2),
+}
 """Inputs whose values set an output's shape or size (or the trip count of a loop), floats included
 (Resize's and Upsample's scales)."""
 
@@ -84,7 +162,7 @@ def uses(graph: onnx.GraphProto) -> dict[str, list[Use]]:
             read.update(node.input)
             inner: set[str] = set()
             for attr in node.attribute:
-                for sub in ([attr.g] if attr.type == onnx.AttributeProto.GRAPH else list(attr.graphs)):
+                for sub in [attr.g] if attr.type == onnx.AttributeProto.GRAPH else list(attr.graphs):
                     inner |= walk(sub)
             for name in inner - {""}:  # a body's result leaves through the node's outputs, not by name
                 found.setdefault(name, []).append(Use(node.op_type, BODY, node))
@@ -144,11 +222,15 @@ def bounds(name: str, elem: int, everywhere: dict[str, list[Use]], shape_of) -> 
     keys = {(u.op, u.index) for u in reads}
     for use, direct in flows:
         if (use.op, use.index) in SETS_SHAPE:
-            raise UnsupportedError(f"input {name!r} sets a shape, size or axis ({use.op} input {use.index}): dbench cannot "
-                                   "draw it; make it a constant (an initializer) in the model")
+            raise UnsupportedError(
+                f"input {name!r} sets a shape, size or axis ({use.op} input {use.index}): dbench cannot "
+                "draw it; make it a constant (an initializer) in the model"
+            )
         if (use.op, use.index) in INDICES and not direct:
-            raise UnsupportedError(f"input {name!r} becomes indices ({use.op} input {use.index}) through other ops: dbench "
-                                   "cannot tell their bounds; make it a constant (an initializer) in the model")
+            raise UnsupportedError(
+                f"input {name!r} becomes indices ({use.op} input {use.index}) through other ops: dbench "
+                "cannot tell their bounds; make it a constant (an initializer) in the model"
+            )
     if elem == onnx.TensorProto.BOOL:
         return BOOL_RANGE
     if elem in FLOAT_TYPES:

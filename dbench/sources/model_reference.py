@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import signal
 import threading
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Iterator
 
 import numpy as np
 import onnx
@@ -19,8 +19,11 @@ from dbench.gen.tolerance import Tolerance
 from dbench.sources.contract import ONNX_REFERENCE
 
 BY = ONNX_REFERENCE
-MODEL_TOLERANCE = {**{name: p.tolerance for name, p in PRECISIONS.items()}, "fp64": PRECISIONS["fp32"].tolerance,
-                   "int8": 1e-2}
+MODEL_TOLERANCE = {
+    **{name: p.tolerance for name, p in PRECISIONS.items()},
+    "fp64": PRECISIONS["fp32"].tolerance,
+    "int8": 1e-2,
+}
 """Relative error bound of a model by its precision. fp64 as fp32 (OpenVINO computes f64 graphs in f32);
 int8 about two steps of the 8-bit grid at the output's largest value (runtimes round requantised
 values their own way, a step apart)."""
@@ -54,7 +57,7 @@ def _ops(graph: onnx.GraphProto) -> set[str]:
     for node in graph.node:
         found.add(node.op_type)
         for attr in node.attribute:
-            for sub in ([attr.g] if attr.type == onnx.AttributeProto.GRAPH else list(attr.graphs)):
+            for sub in [attr.g] if attr.type == onnx.AttributeProto.GRAPH else list(attr.graphs):
                 found |= _ops(sub)
     return found
 
@@ -114,7 +117,9 @@ def _evaluate(model: onnx.ModelProto, spec: GraphSpec, feeds: dict[str, np.ndarr
         return None, f"onnx.reference cannot run this model ({_first_line(err)})"
 
 
-def reference_outputs(model: onnx.ModelProto, spec: GraphSpec, feeds: dict[str, np.ndarray]) -> tuple[dict[str, np.ndarray] | None, str]:
+def reference_outputs(
+    model: onnx.ModelProto, spec: GraphSpec, feeds: dict[str, np.ndarray]
+) -> tuple[dict[str, np.ndarray] | None, str]:
     """(outputs by name, BY), or (None, why the model stays unverified by the reference)."""
     results, why = _evaluate(model, spec, feeds, intermediate=False)
     if results is None:
@@ -122,7 +127,9 @@ def reference_outputs(model: onnx.ModelProto, spec: GraphSpec, feeds: dict[str, 
     return {t.name: np.asarray(r) for t, r in zip(spec.outputs, results)}, BY
 
 
-def reference_values(model: onnx.ModelProto, spec: GraphSpec, feeds: dict[str, np.ndarray]) -> tuple[dict[str, np.ndarray] | None, str]:
+def reference_values(
+    model: onnx.ModelProto, spec: GraphSpec, feeds: dict[str, np.ndarray]
+) -> tuple[dict[str, np.ndarray] | None, str]:
     """Every value the reference computes for the model (inputs, intermediates, outputs) by name, or
     (None, why not): what the first node whose outputs disagree is looked for in."""
     results, why = _evaluate(model, spec, feeds, intermediate=True)

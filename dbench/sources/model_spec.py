@@ -23,8 +23,12 @@ FAMILY = MODEL_FAMILY
 RANDOM_WEIGHTS = "dbench.random_weights"
 """Model metadata key: JSON {input name: [low, high]} for weights stored without data (drawn at run time)."""
 DTYPE_NAMES = {onnx_type: name for name, onnx_type in ONNX_TYPES.items()}
-PRECISION_OF = {TensorProto.FLOAT: "fp32", TensorProto.FLOAT16: "fp16", TensorProto.BFLOAT16: "bf16",
-                TensorProto.DOUBLE: "fp64"}
+PRECISION_OF = {
+    TensorProto.FLOAT: "fp32",
+    TensorProto.FLOAT16: "fp16",
+    TensorProto.BFLOAT16: "bf16",
+    TensorProto.DOUBLE: "fp64",
+}
 
 
 def random_weights(model: onnx.ModelProto) -> dict[str, tuple[float, float]]:
@@ -41,19 +45,26 @@ def _shape(value: onnx.ValueInfoProto) -> tuple[int, ...]:
 def _dtype(value: onnx.ValueInfoProto, what: str) -> str:
     if not value.type.HasField("tensor_type"):
         kind = value.type.WhichOneof("value") or "untyped"
-        raise UnsupportedError(f"{what} {value.name!r} is a {kind.replace('_type', '')}, not a tensor: dbench feeds and "
-                               "checks tensors only")
+        raise UnsupportedError(
+            f"{what} {value.name!r} is a {kind.replace('_type', '')}, not a tensor: dbench feeds and "
+            "checks tensors only"
+        )
     elem = value.type.tensor_type.elem_type
     if elem not in DTYPE_NAMES:
-        raise UnsupportedError(f"{what} {value.name!r} has type {TensorProto.DataType.Name(elem).lower()}; "
-                               f"dbench feeds and checks {', '.join(DTYPE_NAMES.values())}")
+        raise UnsupportedError(
+            f"{what} {value.name!r} has type {TensorProto.DataType.Name(elem).lower()}; "
+            f"dbench feeds and checks {', '.join(DTYPE_NAMES.values())}"
+        )
     return DTYPE_NAMES[elem]
 
 
 def _value_shapes(model: onnx.ModelProto):
     """name -> static shape (0 for an open dimension) of every typed value of the inferred model."""
-    shapes = {v.name: _shape(v) for v in [*model.graph.input, *model.graph.value_info, *model.graph.output]
-              if v.type.HasField("tensor_type")}
+    shapes = {
+        v.name: _shape(v)
+        for v in [*model.graph.input, *model.graph.value_info, *model.graph.output]
+        if v.type.HasField("tensor_type")
+    }
     shapes.update({t.name: tuple(t.dims) for t in model.graph.initializer})
     return shapes.get
 
@@ -69,7 +80,8 @@ def model_precision(model: onnx.ModelProto, extraction: Extraction) -> str:
         return max(flops, key=flops.get)
     counts: dict[str, int] = {}
     types = [t.data_type for t in model.graph.initializer] + [
-        v.type.tensor_type.elem_type for v in [*model.graph.input, *model.graph.value_info, *model.graph.output]]
+        v.type.tensor_type.elem_type for v in [*model.graph.input, *model.graph.value_info, *model.graph.output]
+    ]
     for elem in types:
         if elem in PRECISION_OF:
             counts[PRECISION_OF[elem]] = counts.get(PRECISION_OF[elem], 0) + 1
@@ -93,8 +105,24 @@ def foreign_spec(loaded: LoadedModel, extraction: Extraction, graph_id: str) -> 
     flops = sum(k.kernel.flops() * k.copies for k in extraction.kernels)
     ops = sorted({n.op_type for n in model.graph.node})
     return GraphSpec(
-        id=graph_id, kernel_id=loaded.name, family=FAMILY, op=FAMILY, params={"file": loaded.path.name, "nodes": len(model.graph.node)},
-        suites=("user",), apps=(loaded.name,), pass_name="fwd", form=FAMILY, precision=model_precision(model, extraction),
-        flops=flops, flops_executed=flops, inputs=tuple(inputs), outputs=outputs, seed=default_seed(graph_id),
-        attrs={"ops": ops, "kernels": len(extraction.kernels), "kernel_nodes": sum(k.copies for k in extraction.kernels)},
+        id=graph_id,
+        kernel_id=loaded.name,
+        family=FAMILY,
+        op=FAMILY,
+        params={"file": loaded.path.name, "nodes": len(model.graph.node)},
+        suites=("user",),
+        apps=(loaded.name,),
+        pass_name="fwd",
+        form=FAMILY,
+        precision=model_precision(model, extraction),
+        flops=flops,
+        flops_executed=flops,
+        inputs=tuple(inputs),
+        outputs=outputs,
+        seed=default_seed(graph_id),
+        attrs={
+            "ops": ops,
+            "kernels": len(extraction.kernels),
+            "kernel_nodes": sum(k.copies for k in extraction.kernels),
+        },
     )

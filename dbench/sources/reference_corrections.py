@@ -12,7 +12,17 @@ from dataclasses import dataclass
 import onnx
 from onnx.reference.op_run import OpRun
 
-from dbench.sources.corrections import convolution, detection, legacy, ml, normalization, pooling, quantization, recurrent, resampling
+from dbench.sources.corrections import (
+    convolution,
+    detection,
+    legacy,
+    ml,
+    normalization,
+    pooling,
+    quantization,
+    recurrent,
+    resampling,
+)
 
 
 @dataclass(frozen=True)

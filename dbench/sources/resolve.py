@@ -84,8 +84,11 @@ def _listed(asked: Asked, selection) -> list[Item]:
     listed = folder_items(Path(asked.graphs))
     if not listed:
         raise UsageError(f"the manifest in {asked.graphs} lists no graphs; generate some there with dbench gen")
-    return [item for item in listed
-            if selection.admits(item.spec.kernel_id, item.spec.family, item.spec.op, item.spec.suites, item.spec.apps)]
+    return [
+        item
+        for item in listed
+        if selection.admits(item.spec.kernel_id, item.spec.family, item.spec.op, item.spec.suites, item.spec.apps)
+    ]
 
 
 def build_items(asked: Asked, int8_form: str) -> list[Item]:
@@ -104,6 +107,12 @@ def build_items(asked: Asked, int8_form: str) -> list[Item]:
     selection = Selection(suite, asked.ops, asked.apps, asked.pattern)
     items = _listed(asked, selection) if kind is GEN_FOLDER else _generated(asked, selection, int8_form)
     if not items:
-        source = f"--graphs {asked.graphs}" if asked.graphs else f"--kernels {asked.kernels}" if asked.kernels else "the DeepBench catalog"
+        source = (
+            f"--graphs {asked.graphs}"
+            if asked.graphs
+            else f"--kernels {asked.kernels}"
+            if asked.kernels
+            else "the DeepBench catalog"
+        )
         raise UsageError(selection.nothing_matches(source))
     return items

@@ -2,7 +2,8 @@
 (so the runtime names its layers after them), an empty graph (one Identity: the runtime's cost per
 call), and one graph per distinct unit the runtime executes, cut from the runtime's own report of
 its layers (dbench.units.cut), the layers it inserts between the model's included where a graph can
-express them (ONNX Runtime's NCHWc reorders and Transposes). Identical units are one graph with a count. Every graph carries
+express them (ONNX Runtime's NCHWc reorders and Transposes). Identical units are one graph with a
+count. Every graph carries
 `attrs.predict`: its role, the model (name, file hash, --dim) and the runtime settings it was cut for,
 and for a unit its count and the nodes and layers of each occurrence, so the prediction is made
 from result rows alone, on this machine or from a board's run of an exported bundle."""
@@ -42,10 +43,16 @@ EVICTED_EMPTY_ID = "empty.evicted"
 TIMED_KINDS = (EXECUTED, UNMATCHED)
 """The unit kinds of the model's nodes timed in isolation; folded values are not graphs of their own, and
 a layer the runtime inserted is one where a graph can express it (dbench.units.graph.inserted_model)."""
-UNITS = Contract(reference=ONNX_REFERENCE, described_by="the unit as cut when the run started",
-                 remedy="the model changed during the run; run dbench predict again")
-NAMED_MODEL = Contract(reference=ONNX_REFERENCE, described_by="the model as read when the run started",
-                       remedy="the file changed during the run; run it again")
+UNITS = Contract(
+    reference=ONNX_REFERENCE,
+    described_by="the unit as cut when the run started",
+    remedy="the model changed during the run; run dbench predict again",
+)
+NAMED_MODEL = Contract(
+    reference=ONNX_REFERENCE,
+    described_by="the model as read when the run started",
+    remedy="the file changed during the run; run it again",
+)
 OPS_IN_ID = 3
 
 
@@ -61,8 +68,15 @@ class Identity:
     settings: dict[str, Any]
 
     def tag(self, role: str, **more: Any) -> dict[str, Any]:
-        return {"role": role, "model": self.model, "sha256": self.sha256, "dims": dict(self.dims), "runtime": self.runtime,
-                "settings": dict(self.settings), **more}
+        return {
+            "role": role,
+            "model": self.model,
+            "sha256": self.sha256,
+            "dims": dict(self.dims),
+            "runtime": self.runtime,
+            "settings": dict(self.settings),
+            **more,
+        }
 
 
 @dataclass(frozen=True)
@@ -80,8 +94,11 @@ def prepare(path: Path, dims: dict[str, int]) -> Prepared:
     loaded = load_model(path, dims, weights=True)
     model = name_nodes(loaded.model)
     types = {**value_types(loaded.model), **value_types(loaded.shapes)}
-    full = frozenset(name for name, v in types.items()
-                     if v.type.tensor_type.HasField("shape") and all(d.HasField("dim_value") for d in v.type.tensor_type.shape.dim))
+    full = frozenset(
+        name
+        for name, v in types.items()
+        if v.type.tensor_type.HasField("shape") and all(d.HasField("dim_value") for d in v.type.tensor_type.shape.dim)
+    )
     structure = Structure(model.graph, frozenset(random_weights(model)), full)
     return Prepared(Path(path), dims, replace(loaded, model=model), structure)
 
@@ -103,22 +120,39 @@ def empty_item(identity: Identity, evict_bytes: int = 0) -> Item:
     graph_id = EVICTED_EMPTY_ID if evict_bytes else EMPTY_ID
     x = TensorSpec("x", (1,), "float32", "activation")
     y = TensorSpec("y", (1,), "float32", "output")
-    graph = helper.make_graph([helper.make_node("Identity", ["x"], ["y"], name="identity")], EMPTY_ID,
-                              [x.value_info()], [y.value_info()])
+    graph = helper.make_graph(
+        [helper.make_node("Identity", ["x"], ["y"], name="identity")], EMPTY_ID, [x.value_info()], [y.value_info()]
+    )
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)], producer_name="dbench units")
     model.ir_version = IR_VERSION
     data = model.SerializeToString()
     tag = identity.tag(EMPTY, **({"timing": EVICTED} if evict_bytes else {}))
-    spec = GraphSpec(id=graph_id, kernel_id=graph_id, family=EMPTY_FAMILY, op=EMPTY_FAMILY, params={}, suites=("user",),
-                     apps=(identity.model,), pass_name="fwd", form=EMPTY_FAMILY, precision="fp32", flops=0, flops_executed=0,
-                     inputs=(x,), outputs=(y,), seed=default_seed(EMPTY_ID),
-                     attrs={PREDICT_ATTR: tag, **({EVICT_ATTR: evict_bytes} if evict_bytes else {})})
+    spec = GraphSpec(
+        id=graph_id,
+        kernel_id=graph_id,
+        family=EMPTY_FAMILY,
+        op=EMPTY_FAMILY,
+        params={},
+        suites=("user",),
+        apps=(identity.model,),
+        pass_name="fwd",
+        form=EMPTY_FAMILY,
+        precision="fp32",
+        flops=0,
+        flops_executed=0,
+        inputs=(x,),
+        outputs=(y,),
+        seed=default_seed(EMPTY_ID),
+        attrs={PREDICT_ATTR: tag, **({EVICT_ATTR: evict_bytes} if evict_bytes else {})},
+    )
     return Item(spec, lambda: (data, None), UNITS)
 
 
 def _weight_bytes(model: onnx.ModelProto, spec: GraphSpec) -> int:
     """The bytes of the weights a unit graph reads: its initializers and the weights drawn as inputs."""
-    stored = sum(numpy_helper.to_array(t).nbytes if not t.raw_data else len(t.raw_data) for t in model.graph.initializer)
+    stored = sum(
+        numpy_helper.to_array(t).nbytes if not t.raw_data else len(t.raw_data) for t in model.graph.initializer
+    )
     return stored + sum(t.nbytes for t in spec.weights)
 
 
@@ -131,14 +165,20 @@ def _evicted_twin(item: Item, evict_bytes: int) -> Item:
     """The same unit graph, timed after the model's traffic between its uses (dbench.worker.evict)."""
     tag = {**item.spec.attrs[PREDICT_ATTR], "timing": EVICTED, "warm": item.spec.id}
     graph_id = f"{item.spec.id}.{EVICTED}"
-    spec = replace(item.spec, id=graph_id, kernel_id=graph_id, attrs={**item.spec.attrs, PREDICT_ATTR: tag, EVICT_ATTR: evict_bytes})
+    spec = replace(
+        item.spec,
+        id=graph_id,
+        kernel_id=graph_id,
+        attrs={**item.spec.attrs, PREDICT_ATTR: tag, EVICT_ATTR: evict_bytes},
+    )
     return Item(spec, item.load, item.contract, item.unsupported)
 
 
 def _ops_text(prepared: Prepared, unit: Unit, layers: dict[str, ExecutedLayer]) -> str:
     """The unit's first ops (its nodes', or an inserted layer's own), as its graph id shows them."""
-    ops = list(dict.fromkeys(prepared.structure.nodes[i].op_type for i in unit.nodes)) or \
-        [layers[name].op_type.rpartition(":")[2] for name in unit.layers]
+    ops = list(dict.fromkeys(prepared.structure.nodes[i].op_type for i in unit.nodes)) or [
+        layers[name].op_type.rpartition(":")[2] for name in unit.layers
+    ]
     text = "-".join(ops[:OPS_IN_ID]) + (f"+{len(ops) - OPS_IN_ID}" if len(ops) > OPS_IN_ID else "")
     return re.sub(r"[^A-Za-z0-9_+-]", "_", text)
 
@@ -153,12 +193,28 @@ def _with_weights(model: onnx.ModelProto, ranges: dict[str, tuple[float, float]]
 
 
 def _unread(graph_id: str, prepared: Prepared) -> GraphSpec:
-    return GraphSpec(id=graph_id, kernel_id=graph_id, family=UNIT_FAMILY, op=UNIT_FAMILY, params={"file": prepared.path.name},
-                     suites=("user",), apps=(prepared.loaded.name,), pass_name="fwd", form=UNIT_FAMILY, precision="fp32",
-                     flops=0, flops_executed=0, inputs=(), outputs=(), seed=default_seed(graph_id))
+    return GraphSpec(
+        id=graph_id,
+        kernel_id=graph_id,
+        family=UNIT_FAMILY,
+        op=UNIT_FAMILY,
+        params={"file": prepared.path.name},
+        suites=("user",),
+        apps=(prepared.loaded.name,),
+        pass_name="fwd",
+        form=UNIT_FAMILY,
+        precision="fp32",
+        flops=0,
+        flops_executed=0,
+        inputs=(),
+        outputs=(),
+        seed=default_seed(graph_id),
+    )
 
 
-def _unit_spec(graph_id: str, model: onnx.ModelProto, types, prepared: Prepared, tag: dict[str, Any], precision: str) -> GraphSpec:
+def _unit_spec(
+    graph_id: str, model: onnx.ModelProto, types, prepared: Prepared, tag: dict[str, Any], precision: str
+) -> GraphSpec:
     """The spec of a unit graph, as for a foreign model, named and tagged as a unit, in the whole
     model's precision (a QuantizeLinear alone is part of an int8 model, and verified as such); the
     catalog kernels of its nodes (DeepBench's families) are listed in its tag."""
@@ -166,8 +222,15 @@ def _unit_spec(graph_id: str, model: onnx.ModelProto, types, prepared: Prepared,
     extraction = extract(loaded)
     spec = foreign_spec(loaded, extraction, graph_id)
     kernels = [k.kernel.id for k in extraction.kernels for _ in range(k.copies)]
-    return replace(spec, family=UNIT_FAMILY, op=UNIT_FAMILY, form=UNIT_FAMILY, apps=(prepared.loaded.name,), precision=precision,
-                   attrs={**spec.attrs, PREDICT_ATTR: {**tag, "kernels": kernels}})
+    return replace(
+        spec,
+        family=UNIT_FAMILY,
+        op=UNIT_FAMILY,
+        form=UNIT_FAMILY,
+        apps=(prepared.loaded.name,),
+        precision=precision,
+        attrs={**spec.attrs, PREDICT_ATTR: {**tag, "kernels": kernels}},
+    )
 
 
 @dataclass(frozen=True)
@@ -183,8 +246,10 @@ class UnitGraphs:
     def model_tag(self) -> dict[str, Any]:
         """What the whole model's row records of the cut: every unit, its graph, nodes and layers."""
         names = self.cut.names
-        units = [{"graph": graph, "kind": unit.kind, "nodes": [names[i] for i in unit.nodes], "layers": list(unit.layers)}
-                 for unit, graph in zip(self.cut.units, self.layout)]
+        units = [
+            {"graph": graph, "kind": unit.kind, "nodes": [names[i] for i in unit.nodes], "layers": list(unit.layers)}
+            for unit, graph in zip(self.cut.units, self.layout)
+        ]
         graphs = sum(1 for item in self.items if tag_of(item)["role"] == UNIT and not tag_of(item).get("timing"))
         return self.identity.tag(MODEL, units=units, graphs=graphs)
 
@@ -233,10 +298,18 @@ def unit_graphs(prepared: Prepared, executed: ExecutedGraph, identity: Identity,
         graph_id = f"{identity.model}.u{number:03d}.{_ops_text(prepared, first, layers)}"
         for index in indices:
             layout[index] = graph_id
-        occurrences = [{"nodes": [names[i] for i in model_cut.units[i].nodes], "layers": list(model_cut.units[i].layers)}
-                       for i in indices]
-        tag = identity.tag(UNIT, kind=first.kind, count=len(indices), graphs=total, occurrences=occurrences,
-                           timed_as=timed_as.get(key, ""))
+        occurrences = [
+            {"nodes": [names[i] for i in model_cut.units[i].nodes], "layers": list(model_cut.units[i].layers)}
+            for i in indices
+        ]
+        tag = identity.tag(
+            UNIT,
+            kind=first.kind,
+            count=len(indices),
+            graphs=total,
+            occurrences=occurrences,
+            timed_as=timed_as.get(key, ""),
+        )
         if key not in models:
             spec = replace(_unread(graph_id, prepared), precision=precision, attrs={PREDICT_ATTR: tag})
             items.append(Item(spec, lambda: (b"", None), UNITS, unsupported=failures[indices[0]]))
@@ -246,11 +319,26 @@ def unit_graphs(prepared: Prepared, executed: ExecutedGraph, identity: Identity,
         try:
             spec = _unit_spec(graph_id, graph, types, prepared, tag, precision)
         except UnsupportedError as why:
-            items.append(Item(replace(_unread(graph_id, prepared), precision=precision, attrs={PREDICT_ATTR: tag}), lambda: (b"", None), UNITS,
-                              unsupported=str(why)))
+            items.append(
+                Item(
+                    replace(_unread(graph_id, prepared), precision=precision, attrs={PREDICT_ATTR: tag}),
+                    lambda: (b"", None),
+                    UNITS,
+                    unsupported=str(why),
+                )
+            )
             continue
-        spec = replace(spec, attrs={**spec.attrs, PREDICT_ATTR: {**spec.attrs[PREDICT_ATTR], "weight_bytes": _weight_bytes(graph, spec),
-                                                                 "io_bytes": _io_bytes(spec)}})
+        spec = replace(
+            spec,
+            attrs={
+                **spec.attrs,
+                PREDICT_ATTR: {
+                    **spec.attrs[PREDICT_ATTR],
+                    "weight_bytes": _weight_bytes(graph, spec),
+                    "io_bytes": _io_bytes(spec),
+                },
+            },
+        )
         items.append(Item(spec, lambda graph=graph: (graph.SerializeToString(), None), UNITS))
     return UnitGraphs(identity, model_cut, tuple(layout), tuple(_with_evicted(identity, items)))
 
@@ -260,14 +348,19 @@ def _with_evicted(identity: Identity, units: list[Item]) -> list[Item]:
     The eviction reads the model's traffic between two uses of a unit: every weight of the model and
     every value its units hand on (each occurrence's), recorded in every unit's tag (`evict_bytes`)."""
     timed = [u for u in units if not u.unsupported]
-    traffic = sum(tag_of(u)["count"] * (tag_of(u)["weight_bytes"] + sum(t.nbytes for t in u.spec.outputs)) for u in timed)
+    traffic = sum(
+        tag_of(u)["count"] * (tag_of(u)["weight_bytes"] + sum(t.nbytes for t in u.spec.outputs)) for u in timed
+    )
     items = [empty_item(identity)]
     for unit in units:
         if unit.unsupported:
             items.append(unit)
             continue
-        warm = Item(replace(unit.spec, attrs={**unit.spec.attrs, PREDICT_ATTR: {**tag_of(unit), "evict_bytes": traffic}}),
-                    unit.load, unit.contract)
+        warm = Item(
+            replace(unit.spec, attrs={**unit.spec.attrs, PREDICT_ATTR: {**tag_of(unit), "evict_bytes": traffic}}),
+            unit.load,
+            unit.contract,
+        )
         items += [warm, _evicted_twin(warm, traffic)]
     return items + ([empty_item(identity, traffic)] if timed else [])
 

@@ -44,9 +44,16 @@ def _filled(model: onnx.ModelProto) -> dict[str, tuple[tuple[int, ...], int, flo
     of MIN_ELEMENTS or more. A model with its own weights costs a look at each weight's first values."""
     graph = model.graph
     inputs = {i.name for i in graph.input}
-    stored = {t.name: t for t in graph.initializer if t.name not in inputs and t.data_location != onnx.TensorProto.EXTERNAL}
-    constants = {node.output[0]: a.t for node in graph.node if node.op_type == "Constant" and node.domain in ("", "ai.onnx")
-                 for a in node.attribute if a.name == "value"}
+    stored = {
+        t.name: t for t in graph.initializer if t.name not in inputs and t.data_location != onnx.TensorProto.EXTERNAL
+    }
+    constants = {
+        node.output[0]: a.t
+        for node in graph.node
+        if node.op_type == "Constant" and node.domain in ("", "ai.onnx")
+        for a in node.attribute
+        if a.name == "value"
+    }
     found = {}
     for name, tensor in stored.items():
         if tensor.data_type in FLOAT_TYPES and math.prod(tensor.dims) >= MIN_ELEMENTS:
@@ -105,8 +112,14 @@ class ForVerification:
 
 def _exposed_logits(graph: onnx.GraphProto) -> list[str]:
     outputs = {o.name for o in graph.output}
-    return [node.input[0] for node in graph.node if node.op_type in SOFTMAX and node.domain in ("", "ai.onnx")
-            and node.output[0] in outputs and node.input[0] not in outputs]
+    return [
+        node.input[0]
+        for node in graph.node
+        if node.op_type in SOFTMAX
+        and node.domain in ("", "ai.onnx")
+        and node.output[0] in outputs
+        and node.input[0] not in outputs
+    ]
 
 
 def for_verification(model: onnx.ModelProto, spec: GraphSpec) -> ForVerification:
@@ -118,7 +131,9 @@ def for_verification(model: onnx.ModelProto, spec: GraphSpec) -> ForVerification
     flows = {name: reached(name, everywhere) for name in filled}
     if not any((use.op, use.index) in KERNEL_WEIGHTS for found in flows.values() for use, direct in found if direct):
         return ForVerification(model, spec)
-    replace = sorted(name for name, found in flows.items() if not any((use.op, use.index) in NOT_DRAWN for use, _ in found))
+    replace = sorted(
+        name for name, found in flows.items() if not any((use.op, use.index) in NOT_DRAWN for use, _ in found)
+    )
     rng = np.random.default_rng(spec.seed)
     drawn = {}
     for name in replace:
@@ -133,7 +148,11 @@ def for_verification(model: onnx.ModelProto, spec: GraphSpec) -> ForVerification
     del graph.node[:]
     graph.node.extend(keep)
     read = {name for node in graph.node for name in node.input} | {o.name for o in graph.output}
-    kept = [t for t in graph.initializer if t.name not in drawn and (t.name in read or t.name in {i.name for i in graph.input})]
+    kept = [
+        t
+        for t in graph.initializer
+        if t.name not in drawn and (t.name in read or t.name in {i.name for i in graph.input})
+    ]
     del graph.initializer[:]
     graph.initializer.extend(kept + [drawn[name] for name in replace])
     copy.ir_version = max(copy.ir_version, FIRST_IR_WITHOUT_INPUT_INITIALIZERS)  # initializers that no input lists
@@ -142,6 +161,10 @@ def for_verification(model: onnx.ModelProto, spec: GraphSpec) -> ForVerification
     extra = []
     for name in exposed:
         graph.output.append(onnx.ValueInfoProto(name=name))
-        producer_output = next(node.output[0] for node in graph.node if node.input[:1] == [name] and node.op_type in SOFTMAX)
+        producer_output = next(
+            node.output[0] for node in graph.node if node.input[:1] == [name] and node.op_type in SOFTMAX
+        )
         extra.append(TensorSpec(name, (), dtype.get(producer_output, "float32"), "output"))
-    return ForVerification(copy, dataclasses.replace(spec, outputs=spec.outputs + tuple(extra)), tuple(replace), tuple(exposed))
+    return ForVerification(
+        copy, dataclasses.replace(spec, outputs=spec.outputs + tuple(extra)), tuple(replace), tuple(exposed)
+    )

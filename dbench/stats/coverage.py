@@ -19,8 +19,8 @@ so the check leans towards the model, never against it."""
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Iterable
 
 import numpy as np
 
@@ -48,8 +48,11 @@ class Coverage:
         return self.inside / self.pairs if self.pairs else None
 
     def to_dict(self) -> dict:
-        return {"coverage_pairs": self.pairs, "coverage_inside": self.inside,
-                "history_factor": self.factor if self.pairs >= MIN_PAIRS else None}
+        return {
+            "coverage_pairs": self.pairs,
+            "coverage_inside": self.inside,
+            "history_factor": self.factor if self.pairs >= MIN_PAIRS else None,
+        }
 
 
 def ratios(runs: list[tuple[float, float | None]]) -> list[float]:
@@ -59,7 +62,7 @@ def ratios(runs: list[tuple[float, float | None]]) -> list[float]:
     for i, (median_i, half_i) in enumerate(runs):
         if not half_i or half_i <= 0 or not median_i:
             continue
-        for median_j, _ in runs[i + 1:]:
+        for median_j, _ in runs[i + 1 :]:
             if median_j:
                 found.append(abs(math.log(median_j / median_i)) / half_i)
     return found

@@ -36,8 +36,16 @@ class Difference:
     resolvable: float
 
     def to_dict(self) -> dict:
-        return {"ratio": self.ratio, "low": self.low, "high": self.high, "p": self.p, "df": self.df, "se_log": self.se,
-                "method": self.method, "resolvable": self.resolvable}
+        return {
+            "ratio": self.ratio,
+            "low": self.low,
+            "high": self.high,
+            "p": self.p,
+            "df": self.df,
+            "se_log": self.se,
+            "method": self.method,
+            "resolvable": self.resolvable,
+        }
 
 
 def _difference(d: float, se: float, df: float, method: str) -> Difference | None:
@@ -45,8 +53,16 @@ def _difference(d: float, se: float, df: float, method: str) -> Difference | Non
     if not se > 0 or not df > 0:
         return None
     q = t_quantile(1 - ALPHA / 2, df)
-    return Difference(math.exp(d), math.exp(d - q * se), math.exp(d + q * se), t_two_sided_p(d / se, df), df, se,
-                      method, math.exp((q + t_quantile(POWER, df)) * se) - 1)
+    return Difference(
+        math.exp(d),
+        math.exp(d - q * se),
+        math.exp(d + q * se),
+        t_two_sided_p(d / se, df),
+        df,
+        se,
+        method,
+        math.exp((q + t_quantile(POWER, df)) * se) - 1,
+    )
 
 
 def _logs(values) -> np.ndarray:
@@ -64,8 +80,12 @@ def welch(a_us, b_us, drift_var: float = 0.0, drift_df: float = math.inf) -> Dif
     if va + vb + vd == 0:
         return None
     df = (va + vb + vd) ** 2 / (va**2 / (la.size - 1) + vb**2 / (lb.size - 1) + vd**2 / drift_df)
-    return _difference(float(lb.mean() - la.mean()), math.sqrt(va + vb + vd), df,
-                       "welch over rounds and the drift between runs" if vd else "welch over rounds")
+    return _difference(
+        float(lb.mean() - la.mean()),
+        math.sqrt(va + vb + vd),
+        df,
+        "welch over rounds and the drift between runs" if vd else "welch over rounds",
+    )
 
 
 def paired(a_us, b_us, prior: Prior | None = None) -> Difference | None:
@@ -75,8 +95,12 @@ def paired(a_us, b_us, prior: Prior | None = None) -> Difference | None:
     if d.size < 2:
         return None
     variance, df = moderate(float(d.var(ddof=1)), d.size - 1, prior)
-    return _difference(float(d.mean()), math.sqrt(variance / d.size), df,
-                       "paired over rounds, moderated" if prior else "paired over rounds")
+    return _difference(
+        float(d.mean()),
+        math.sqrt(variance / d.size),
+        df,
+        "paired over rounds, moderated" if prior else "paired over rounds",
+    )
 
 
 def paired_variance(a_us, b_us) -> tuple[float, int] | None:

@@ -13,8 +13,8 @@ its earlier runs showed between them."""
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Iterable, Mapping
 
 import numpy as np
 
@@ -75,8 +75,10 @@ def pooled_drift(graphs: Mapping[str, list[list[float]]]) -> dict[int, Drift]:
         group[1] += df
         group[2] = max(group[2], len(usable))
         group[3] += 1
-    return {key: Drift(math.sqrt(max(total / df, 0.0)), int(df), int(runs), int(count))
-            for key, (total, df, runs, count) in sums.items()}
+    return {
+        key: Drift(math.sqrt(max(total / df, 0.0)), int(df), int(runs), int(count))
+        for key, (total, df, runs, count) in sums.items()
+    }
 
 
 def own_spread(runs: list[list[float]]) -> tuple[float, int] | None:

@@ -5,7 +5,8 @@ that interleave their sides take their order from here."""
 
 from __future__ import annotations
 
-from typing import Sequence, TypeVar
+from collections.abc import Sequence
+from typing import TypeVar
 
 T = TypeVar("T")
 

@@ -64,7 +64,17 @@ def find_knee(points: list[SweepPoint]) -> Knee | None:
     def ratio(mine: float | None, base: float | None) -> float | None:
         return mine / base if mine and base else None
 
-    return Knee(knee.streams, knee.throughput, best.streams, best.throughput, first.streams,
-                knee.throughput / first.throughput, ratio(knee.latency_p50_us, first.latency_p50_us),
-                ratio(knee.latency_p99_us, first.latency_p99_us), knee.latency_p50_us, knee.latency_p99_us, rule,
-                1 - threshold / best.throughput)
+    return Knee(
+        knee.streams,
+        knee.throughput,
+        best.streams,
+        best.throughput,
+        first.streams,
+        knee.throughput / first.throughput,
+        ratio(knee.latency_p50_us, first.latency_p50_us),
+        ratio(knee.latency_p99_us, first.latency_p99_us),
+        knee.latency_p50_us,
+        knee.latency_p99_us,
+        rule,
+        1 - threshold / best.throughput,
+    )

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import functools
 import math
-from typing import Iterable
+from collections.abc import Iterable
 
 import numpy as np
 
@@ -99,7 +99,7 @@ def _at(tail: list[float], n: int, index: int) -> float:
 def pooled_tail(tails: Iterable[list[float]], n: int, percentile: float = P99) -> list[float]:
     """The slowest values of n values in all from the rounds' own slowest values (each round having kept
     as many as the pool needs, or all of its own)."""
-    pooled = sorted((v for tail in tails for v in tail), reverse=True)[:tail_size(n, percentile)]
+    pooled = sorted((v for tail in tails for v in tail), reverse=True)[: tail_size(n, percentile)]
     if len(pooled) < tail_size(n, percentile):
         raise ValueError(f"{len(pooled)} slowest values cannot give the p{percentile:g} of {n}")
     return pooled
@@ -113,8 +113,9 @@ def tail_percentile(tail: list[float], n: int, percentile: float) -> float:
     return _at(tail, n, below) + (position - below) * (_at(tail, n, above) - _at(tail, n, below))
 
 
-def tail_interval(tail: list[float], n: int, percentile: float,
-                  confidence: float = CONFIDENCE) -> tuple[float | None, float | None]:
+def tail_interval(
+    tail: list[float], n: int, percentile: float, confidence: float = CONFIDENCE
+) -> tuple[float | None, float | None]:
     """The order-statistic interval of the population's percentile from n values' slowest ones: the
     values at the ranks `order_ranks` gives, None on a side n values cannot bound."""
     low, high = order_ranks(n, percentile, confidence)

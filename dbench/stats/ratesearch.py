@@ -70,6 +70,19 @@ class RateSearch:
 
     def to_dict(self) -> dict:
         """The result as a row records it: the bracket, every trial, and why it stopped."""
-        return {"max_rate": self.passed or None, "max_rate_failed": self.failed, "ceiling": self.ceiling,
-                "trials": [{"rate": t.rate, "p99_us": t.p99_us, "passed": t.passed, "requests": t.requests,
-                            "arrival_rate": t.arrival_rate} for t in self.trials], "stop": self.stop_reason()}
+        return {
+            "max_rate": self.passed or None,
+            "max_rate_failed": self.failed,
+            "ceiling": self.ceiling,
+            "trials": [
+                {
+                    "rate": t.rate,
+                    "p99_us": t.p99_us,
+                    "passed": t.passed,
+                    "requests": t.requests,
+                    "arrival_rate": t.arrival_rate,
+                }
+                for t in self.trials
+            ],
+            "stop": self.stop_reason(),
+        }

@@ -91,8 +91,12 @@ def paired(a_us, b_us) -> Difference | None:
     d = np.log(np.asarray(b_us, dtype=np.float64)) - np.log(np.asarray(a_us, dtype=np.float64))
     if d.size < 2:
         return None
-    return _difference(float(d.mean()), float(d.std(ddof=1)) / math.sqrt(d.size), d.size,
-                       "paired over rounds, anytime-valid (stopped by --resolve)")
+    return _difference(
+        float(d.mean()),
+        float(d.std(ddof=1)) / math.sqrt(d.size),
+        d.size,
+        "paired over rounds, anytime-valid (stopped by --resolve)",
+    )
 
 
 def mean_half_width(values_us) -> float | None:

@@ -36,8 +36,13 @@ def _median_of(values: list[float | None]) -> float | None:
     return float(np.median(present)) if present else None
 
 
-def summarize_rounds(rounds: list[LatencyRound], percentiles: tuple[float, ...], unstable_above: float,
-                     drift: Drift | None = None, coverage: Coverage | None = None) -> dict[str, Any]:
+def summarize_rounds(
+    rounds: list[LatencyRound],
+    percentiles: tuple[float, ...],
+    unstable_above: float,
+    drift: Drift | None = None,
+    coverage: Coverage | None = None,
+) -> dict[str, Any]:
     """The row's statistics fields from its latency rounds (in round order). Figures that need
     two samples (std, cv, spread) are None with fewer, never 0; intervals need two rounds, carry the
     between-run `drift` earlier runs measured (None: none) and are scaled by the factor the machine's
@@ -58,22 +63,41 @@ def summarize_rounds(rounds: list[LatencyRound], percentiles: tuple[float, ...],
     ci, rerun = intervals.ci, intervals.rerun
     rerun_rel = (rerun[1] - rerun[0]) / 2 / p50 if rerun else None
     return {
-        "median_us": p50, "p10_us": p10, "p90_us": p90, "p99_us": p99, "min_us": float(min(r.min_us for r in rounds)), "mean_us": mean,
-        "std_us": std, "cv": cv, "spread": spread, "mad_us": mad,
+        "median_us": p50,
+        "p10_us": p10,
+        "p90_us": p90,
+        "p99_us": p99,
+        "min_us": float(min(r.min_us for r in rounds)),
+        "mean_us": mean,
+        "std_us": std,
+        "cv": cv,
+        "spread": spread,
+        "mad_us": mad,
         "percentiles_us": {_percentile_key(p): float(np.percentile(us, p)) for p in percentiles},
-        "ci_low_us": ci[0] if ci else None, "ci_high_us": ci[1] if ci else None,
+        "ci_low_us": ci[0] if ci else None,
+        "ci_high_us": ci[1] if ci else None,
         "ci_rel": (ci[1] - ci[0]) / 2 / p50 if ci else None,
-        "rerun_low_us": rerun[0] if rerun else None, "rerun_high_us": rerun[1] if rerun else None, "rerun_rel": rerun_rel,
-        "interval_note": intervals.reason, "rounds": len(rounds), "round_medians_us": medians,
-        "round_sizes": [len(r) for r in per_round], "round_sd": intervals.log_sd,
-        "drift_sd": drift.sd if drift else None, "drift_df": drift.df if drift else None,
+        "rerun_low_us": rerun[0] if rerun else None,
+        "rerun_high_us": rerun[1] if rerun else None,
+        "rerun_rel": rerun_rel,
+        "interval_note": intervals.reason,
+        "rounds": len(rounds),
+        "round_medians_us": medians,
+        "round_sizes": [len(r) for r in per_round],
+        "round_sd": intervals.log_sd,
+        "drift_sd": drift.sd if drift else None,
+        "drift_df": drift.df if drift else None,
         "drift_runs": drift.runs if drift else None,
-        **(checked.to_dict() if coverage is not None and intervals.rerun else {"coverage_pairs": None, "coverage_inside": None,
-                                                                               "history_factor": None}),
+        **(
+            checked.to_dict()
+            if coverage is not None and intervals.rerun
+            else {"coverage_pairs": None, "coverage_inside": None, "history_factor": None}
+        ),
         "samples": int(sum(r.samples for r in rounds)),
         "calls_per_sample": int(max(r.calls_per_sample for r in rounds)),
         "unstable": None if rerun_rel is None else rerun_rel > unstable_above,
-        "timed_s": float(sum(r.timed_s for r in rounds)), "warmup_s": float(sum(r.warmup_s or 0.0 for r in rounds)),
+        "timed_s": float(sum(r.timed_s for r in rounds)),
+        "warmup_s": float(sum(r.warmup_s or 0.0 for r in rounds)),
         "first_call_us": _median_of([r.first_call_us for r in rounds]),
         "runtime_median_us": _median_of([r.runtime_median_us for r in rounds]),
         "samples_us": [v for r in per_round for v in r],

@@ -12,15 +12,44 @@ from typing import Any
 from dbench.affinity import format_cpus
 
 IMPLEMENTERS = {
-    0x41: "ARM", 0x42: "Broadcom", 0x43: "Cavium", 0x46: "Fujitsu", 0x48: "HiSilicon", 0x4E: "NVIDIA",
-    0x51: "Qualcomm", 0x53: "Samsung", 0x61: "Apple", 0x6D: "Microsoft", 0xC0: "Ampere",
+    0x41: "ARM",
+    0x42: "Broadcom",
+    0x43: "Cavium",
+    0x46: "Fujitsu",
+    0x48: "HiSilicon",
+    0x4E: "NVIDIA",
+    0x51: "Qualcomm",
+    0x53: "Samsung",
+    0x61: "Apple",
+    0x6D: "Microsoft",
+    0xC0: "Ampere",
 }
 ARM_PARTS = {
-    0xD03: "Cortex-A53", 0xD04: "Cortex-A35", 0xD05: "Cortex-A55", 0xD07: "Cortex-A57", 0xD08: "Cortex-A72",
-    0xD09: "Cortex-A73", 0xD0A: "Cortex-A75", 0xD0B: "Cortex-A76", 0xD0C: "Neoverse-N1", 0xD0D: "Cortex-A77",
-    0xD0E: "Cortex-A76AE", 0xD40: "Neoverse-V1", 0xD41: "Cortex-A78", 0xD42: "Cortex-A78AE", 0xD44: "Cortex-X1",
-    0xD46: "Cortex-A510", 0xD47: "Cortex-A710", 0xD48: "Cortex-X2", 0xD49: "Neoverse-N2", 0xD4B: "Cortex-A78C",
-    0xD4D: "Cortex-A715", 0xD4E: "Cortex-X3", 0xD4F: "Neoverse-V2", 0xD80: "Cortex-A520", 0xD81: "Cortex-A720",
+    0xD03: "Cortex-A53",
+    0xD04: "Cortex-A35",
+    0xD05: "Cortex-A55",
+    0xD07: "Cortex-A57",
+    0xD08: "Cortex-A72",
+    0xD09: "Cortex-A73",
+    0xD0A: "Cortex-A75",
+    0xD0B: "Cortex-A76",
+    0xD0C: "Neoverse-N1",
+    0xD0D: "Cortex-A77",
+    0xD0E: "Cortex-A76AE",
+    0xD40: "Neoverse-V1",
+    0xD41: "Cortex-A78",
+    0xD42: "Cortex-A78AE",
+    0xD44: "Cortex-X1",
+    0xD46: "Cortex-A510",
+    0xD47: "Cortex-A710",
+    0xD48: "Cortex-X2",
+    0xD49: "Neoverse-N2",
+    0xD4B: "Cortex-A78C",
+    0xD4D: "Cortex-A715",
+    0xD4E: "Cortex-X3",
+    0xD4F: "Neoverse-V2",
+    0xD80: "Cortex-A520",
+    0xD81: "Cortex-A720",
     0xD82: "Cortex-X4",
 }
 """Arm Ltd's part numbers (implementer 0x41), as in the Arm cores' Technical Reference Manuals."""
@@ -64,8 +93,13 @@ def midr_fields(midr: int) -> dict[str, Any]:
 def _cpuinfo_midr(fields: dict[str, str]) -> int | None:
     """A MIDR assembled from cpuinfo's `CPU implementer/variant/part/revision` (architecture 0xF)."""
     try:
-        return (int(fields["CPU implementer"], 0) << 24 | int(fields.get("CPU variant", "0"), 0) << 20 | 0xF << 16
-                | int(fields["CPU part"], 0) << 4 | int(fields.get("CPU revision", "0"), 0))
+        return (
+            int(fields["CPU implementer"], 0) << 24
+            | int(fields.get("CPU variant", "0"), 0) << 20
+            | 0xF << 16
+            | int(fields["CPU part"], 0) << 4
+            | int(fields.get("CPU revision", "0"), 0)
+        )
     except (KeyError, ValueError):
         return None
 
@@ -89,7 +123,10 @@ def cluster_list(max_khz: dict[int, int]) -> list[dict[str, Any]]:
     groups: dict[int, list[int]] = {}
     for cpu, khz in max_khz.items():
         groups.setdefault(khz, []).append(cpu)
-    return [{"cpus": format_cpus(cpus), "max_mhz": khz // 1000, "cores": len(cpus)} for khz, cpus in sorted(groups.items(), reverse=True)]
+    return [
+        {"cpus": format_cpus(cpus), "max_mhz": khz // 1000, "cores": len(cpus)}
+        for khz, cpus in sorted(groups.items(), reverse=True)
+    ]
 
 
 def _core(cpu: int, fields: dict[str, str], sysfs: Path) -> dict[str, Any]:
@@ -114,8 +151,14 @@ def board_metadata(root: Path = Path("/")) -> dict[str, Any]:
     """Board model, per-core parts and frequencies, ARM features, clusters and governors."""
     cpuinfo = parse_cpuinfo(_read(root / "proc/cpuinfo") or "")
     sysfs = root / "sys/devices/system/cpu"
-    numbers = sorted(set(cpuinfo) | {int(m.group(1)) for p in (sysfs.glob("cpu[0-9]*") if sysfs.is_dir() else [])
-                                      if (m := re.fullmatch(r"cpu(\d+)", p.name))})
+    numbers = sorted(
+        set(cpuinfo)
+        | {
+            int(m.group(1))
+            for p in (sysfs.glob("cpu[0-9]*") if sysfs.is_dir() else [])
+            if (m := re.fullmatch(r"cpu(\d+)", p.name))
+        }
+    )
     cores = [_core(n, cpuinfo.get(n, {}), sysfs) for n in numbers]
     flags = next((f.get("Features", "").split() for f in cpuinfo.values() if "Features" in f), [])
     model = _read(root / "proc/device-tree/model") or next((f["Model"] for f in cpuinfo.values() if "Model" in f), None)

@@ -113,7 +113,9 @@ class Entry:
     def kernel(self, graph_id: str) -> dict[str, Any] | None:
         return next((k for k in self.kernels if k["graph_id"] == graph_id), None)
 
-    def predict_rounds(self, median_us: float, target: float, paired: bool = True, graph_id: str | None = None) -> int | None:
+    def predict_rounds(
+        self, median_us: float, target: float, paired: bool = True, graph_id: str | None = None
+    ) -> int | None:
         """Rounds `--resolve target` needs for a graph of this time: from the graph's own calibration where
         it was a calibration kernel, else from its size class's."""
         own = self.kernel(graph_id) if graph_id else None
@@ -133,21 +135,32 @@ class Entry:
         outside = [c for c in ordered if c not in within]
         parts = []
         if within:
-            parts.append(f"this machine resolves ±{target:.0%} on kernels of {_span(within, ordered)} in about "
-                         f"{max(rounds[c.class_us] for c in within)} interleaved rounds (--resolve {target:.0%})")
+            parts.append(
+                f"this machine resolves ±{target:.0%} on kernels of {_span(within, ordered)} in about "
+                f"{max(rounds[c.class_us] for c in within)} interleaved rounds (--resolve {target:.0%})"
+            )
         else:
-            parts.append(f"this machine cannot resolve ±{target:.0%} within {REACHABLE_ROUNDS} interleaved rounds on any "
-                         "size class measured")
+            parts.append(
+                f"this machine cannot resolve ±{target:.0%} within {REACHABLE_ROUNDS} interleaved rounds on any "
+                "size class measured"
+            )
         for c in outside:
             needed = rounds[c.class_us]
             if needed is not None and _minutes(c, needed) <= 60:
-                parts.append(f"at {_span([c], ordered)} ±{target:.0%} needs about {needed} rounds "
-                             f"({_duration(_minutes(c, needed) * 60)} a graph)")
+                parts.append(
+                    f"at {_span([c], ordered)} ±{target:.0%} needs about {needed} rounds "
+                    f"({_duration(_minutes(c, needed) * 60)} a graph)"
+                )
                 continue
             wider = c.resolve_rounds(0.10)
-            parts.append(f"at {_span([c], ordered)} " + (f"±10% takes about {wider} rounds ({_duration(_minutes(c, wider) * 60)} a graph)"
-                                                          if wider is not None and _minutes(c, wider) <= 60
-                                                          else "it cannot resolve ±10% in under an hour a graph"))
+            parts.append(
+                f"at {_span([c], ordered)} "
+                + (
+                    f"±10% takes about {wider} rounds ({_duration(_minutes(c, wider) * 60)} a graph)"
+                    if wider is not None and _minutes(c, wider) <= 60
+                    else "it cannot resolve ±10% in under an hour a graph"
+                )
+            )
         return "; ".join(parts)
 
 
@@ -182,7 +195,9 @@ def read_calibration(folder: Path) -> list[Entry]:
         data = json.loads(path.read_text())
         return [Entry(**{**e, "classes": [NoiseClass(**c) for c in e["classes"]]}) for e in data["entries"]]
     except (ValueError, KeyError, TypeError) as err:
-        raise InputError(f"{path} is not a calibration dbench wrote ({err}); delete it and run dbench calibrate again") from None
+        raise InputError(
+            f"{path} is not a calibration dbench wrote ({err}); delete it and run dbench calibrate again"
+        ) from None
 
 
 def write_calibration(folder: Path, machine_key: str, entry: Entry) -> Path:
@@ -190,7 +205,9 @@ def write_calibration(folder: Path, machine_key: str, entry: Entry) -> Path:
     kept = [e for e in read_calibration(folder) if e.key() != entry.key()]
     path = folder / FILE
     partial = path.with_suffix(".tmp")
-    partial.write_text(json.dumps({"machine_key": machine_key, "entries": [asdict(e) for e in [*kept, entry]]}, indent=1))
+    partial.write_text(
+        json.dumps({"machine_key": machine_key, "entries": [asdict(e) for e in [*kept, entry]]}, indent=1)
+    )
     partial.replace(path)
     return path
 

@@ -25,10 +25,18 @@ from typing import Any
 import numpy as np
 
 from dbench.errors import InputError, UsageError
-from dbench.stats.differences import MIN_DF, Difference, paired, paired_rounds_to_resolve, paired_variance, pooled, welch
+from dbench.stats import sequential
+from dbench.stats.differences import (
+    MIN_DF,
+    Difference,
+    paired,
+    paired_rounds_to_resolve,
+    paired_variance,
+    pooled,
+    welch,
+)
 from dbench.stats.fdr import FDR, bh_adjusted
 from dbench.stats.moderation import Prior, fit_prior
-from dbench.stats import sequential
 from dbench.stats.student import t_quantile
 from dbench.store.calibration import entry_for, read_calibration
 from dbench.store.log import RunLog, find_run
@@ -44,8 +52,11 @@ MAX_ROUNDS_TO_RESOLVE = 1000
 CHANGED = ("faster", "slower")
 
 
-FIGURES = {"latency": ("median_us", "round_medians_us"), "throughput": ("time_per_inference_us", "round_per_inference_us"),
-           "server": ("latency_p99_us", "round_p99_us")}
+FIGURES = {
+    "latency": ("median_us", "round_medians_us"),
+    "throughput": ("time_per_inference_us", "round_per_inference_us"),
+    "server": ("latency_p99_us", "round_p99_us"),
+}
 """Per mode: the row's figure a verdict is about (a time in µs: lower is faster) and its per-round values."""
 
 
@@ -62,7 +73,9 @@ def figure(row: dict) -> float | None:
 def verified(row: dict | None) -> bool:
     """A row whose time counts: it ran, and its output matched the reference, or two independent
     runtimes agreed with each other against the reference (`disputed`: docs/method.md)."""
-    return bool(row and ((row.get("status") == "ok" and row.get("verified")) or row.get("status") == "disputed") and figure(row))
+    return bool(
+        row and ((row.get("status") == "ok" and row.get("verified")) or row.get("status") == "disputed") and figure(row)
+    )
 
 
 def _disputed(a: list[dict], b: list[dict]) -> str:
@@ -121,16 +134,32 @@ class Pair:
     def to_dict(self) -> dict[str, Any]:
         """One kernel's figures for --format csv/json."""
         d = self.difference
-        name = FIGURES.get(mode_of((self.a or self.b)[0]), FIGURES["latency"])[0]  # median_us, time_per_inference_us, ...
-        return {"graph_id": self.graph_id, "verdict": self.verdict, "detail": self.detail, "ratio": self.ratio,
-                "low": d.low if d else None, "high": d.high if d else None, "p": d.p if d else None, "q": self.q,
-                "df": d.df if d else None, "method": d.method if d else None,
-                "resolvable": d.resolvable if d else None, "noise": self.noise, "rounds_to_resolve": self.rounds_to_resolve,
-                f"a_{name}": _geomean([figure(r) for r in self.a if figure(r)]),
-                f"b_{name}": _geomean([figure(r) for r in self.b if figure(r)]),
-                "a_runs": len(self.a), "b_runs": len(self.b),
-                "a_rounds": sum(len(_rounds(r)) for r in self.a), "b_rounds": sum(len(_rounds(r)) for r in self.b),
-                "a_samples": sum(r.get("samples") or 0 for r in self.a), "b_samples": sum(r.get("samples") or 0 for r in self.b)}
+        name = FIGURES.get(mode_of((self.a or self.b)[0]), FIGURES["latency"])[
+            0
+        ]  # median_us, time_per_inference_us, ...
+        return {
+            "graph_id": self.graph_id,
+            "verdict": self.verdict,
+            "detail": self.detail,
+            "ratio": self.ratio,
+            "low": d.low if d else None,
+            "high": d.high if d else None,
+            "p": d.p if d else None,
+            "q": self.q,
+            "df": d.df if d else None,
+            "method": d.method if d else None,
+            "resolvable": d.resolvable if d else None,
+            "noise": self.noise,
+            "rounds_to_resolve": self.rounds_to_resolve,
+            f"a_{name}": _geomean([figure(r) for r in self.a if figure(r)]),
+            f"b_{name}": _geomean([figure(r) for r in self.b if figure(r)]),
+            "a_runs": len(self.a),
+            "b_runs": len(self.b),
+            "a_rounds": sum(len(_rounds(r)) for r in self.a),
+            "b_rounds": sum(len(_rounds(r)) for r in self.b),
+            "a_samples": sum(r.get("samples") or 0 for r in self.a),
+            "b_samples": sum(r.get("samples") or 0 for r in self.b),
+        }
 
 
 def _geomean(values: list[float]) -> float | None:
@@ -185,8 +214,9 @@ def paired_prior(row_pairs: list[tuple[dict, dict]]) -> Prior | None:
     return fit_prior([v for v, _ in found], [d for _, d in found])
 
 
-def test_rows(a: list[dict], b: list[dict], interleaved: bool, prior: Prior | None = None
-              ) -> tuple[Difference | None, str, str, float | None]:
+def test_rows(
+    a: list[dict], b: list[dict], interleaved: bool, prior: Prior | None = None
+) -> tuple[Difference | None, str, str, float | None]:
     """(difference, verdict if no verdict can be given else '', detail, noise) for verified rows of
     one graph: `a` and `b` hold one row per run of each side (`interleaved`: the same run's two variants,
     whose paired variance the table's `prior` moderates)."""
@@ -215,9 +245,19 @@ def test_rows(a: list[dict], b: list[dict], interleaved: bool, prior: Prior | No
         squares = sum(((np.array(x) - np.mean(x)) ** 2).sum() for x in (xa, xb))
         noise = float(math.sqrt(squares / (len(xa) + len(xb) - 2)))
     if difference is None:
-        return None, "no spread", "every round took the same time: the clock or the scheduler's tick quantises it", noise
+        return (
+            None,
+            "no spread",
+            "every round took the same time: the clock or the scheduler's tick quantises it",
+            noise,
+        )
     if difference.df < MIN_DF:
-        return difference, "too few rounds", f"the test has {difference.df:.1f} degrees of freedom; {MIN_DF:g} needed", noise
+        return (
+            difference,
+            "too few rounds",
+            f"the test has {difference.df:.1f} degrees of freedom; {MIN_DF:g} needed",
+            noise,
+        )
     return difference, "", "", noise
 
 
@@ -238,31 +278,41 @@ class Comparison:
     def method(self) -> str:
         if self.interleaved:
             if any(p.difference and "anytime" in p.difference.method for p in self.pairs):
-                return ("paired over the rounds of an interleaved run (drift cancels), anytime-valid: --resolve "
-                        "stopped each "
-                        "graph as its interval narrowed, so a confidence sequence keeps the level")
+                return (
+                    "paired over the rounds of an interleaved run (drift cancels), anytime-valid: --resolve "
+                    "stopped each "
+                    "graph as its interval narrowed, so a confidence sequence keeps the level"
+                )
             moderated = any(p.difference and "moderated" in p.difference.method for p in self.pairs)
             return "paired t over the rounds of an interleaved run (drift cancels)" + (
-                ", variances moderated over the table's kernels" if moderated else "")
+                ", variances moderated over the table's kernels" if moderated else ""
+            )
         if len(self.a.runs) == 1 and len(self.b.runs) == 1:
             if any(p.difference and "drift" in p.difference.method for p in self.pairs):
                 return "Welch's t over each run's rounds and the drift between runs that earlier runs measured"
-            return ("Welch's t over each run's rounds alone (no drift between runs measured on these rows: a machine "
-                    "state that outlasts a run is taken for a change)")
+            return (
+                "Welch's t over each run's rounds alone (no drift between runs measured on these rows: a machine "
+                "state that outlasts a run is taken for a change)"
+            )
         return "pooled t over runs (their spread is the between-run variance)"
 
     def counts(self) -> dict[str, int]:
         counts: dict[str, int] = {}
         for pair in self.pairs:
-            key = pair.verdict if pair.verdict in (*CHANGED, "same", "too few rounds", "too few runs", "no rounds", "no spread") \
+            key = (
+                pair.verdict
+                if pair.verdict in (*CHANGED, "same", "too few rounds", "too few runs", "no rounds", "no spread")
                 else "not compared"
+            )
             counts[key] = counts.get(key, 0) + 1
         counts["too noisy"] = len(self.too_noisy())
         return counts
 
     def too_noisy(self) -> list[Pair]:
         """The `same` kernels whose data cannot resolve the table's resolution."""
-        return [p for p in self.pairs if p.verdict == "same" and p.difference and p.difference.resolvable > self.resolution]
+        return [
+            p for p in self.pairs if p.verdict == "same" and p.difference and p.difference.resolvable > self.resolution
+        ]
 
     def noise(self) -> list[float]:
         return sorted(p.noise for p in self.pairs if p.noise is not None and p.verdict in (*CHANGED, "same"))
@@ -278,18 +328,37 @@ class Comparison:
         var = sum(t.se**2 for t in tested) / n**2
         df = sum(t.se**2 for t in tested) ** 2 / sum(t.se**4 / t.df for t in tested)
         half = t_quantile(0.975, df) * math.sqrt(var)
-        return Difference(math.exp(d), math.exp(d - half), math.exp(d + half), float("nan"), df, math.sqrt(var),
-                          "geometric mean", float("nan"))
+        return Difference(
+            math.exp(d),
+            math.exp(d - half),
+            math.exp(d + half),
+            float("nan"),
+            df,
+            math.sqrt(var),
+            "geometric mean",
+            float("nan"),
+        )
 
     def summary(self) -> dict[str, Any]:
         """The table in numbers: counts of each verdict, noise level, geometric mean (for --format json)."""
         noise = self.noise()
         mean = self.geomean()
-        return {"a": self.a.label, "b": self.b.label, "a_runs": self.a.run_ids, "b_runs": self.b.run_ids,
-                "mode": self.mode, "figure": FIGURES[self.mode][0], "method": self.method, "fdr": self.fdr, "resolution": self.resolution, "counts": self.counts(),
-                "noise_median": noise[len(noise) // 2] if noise else None,
-                "noise_range": [noise[0], noise[-1]] if noise else None,
-                "geomean": mean.to_dict() if mean else None, "warnings": self.a.warnings + self.b.warnings}
+        return {
+            "a": self.a.label,
+            "b": self.b.label,
+            "a_runs": self.a.run_ids,
+            "b_runs": self.b.run_ids,
+            "mode": self.mode,
+            "figure": FIGURES[self.mode][0],
+            "method": self.method,
+            "fdr": self.fdr,
+            "resolution": self.resolution,
+            "counts": self.counts(),
+            "noise_median": noise[len(noise) // 2] if noise else None,
+            "noise_range": [noise[0], noise[-1]] if noise else None,
+            "geomean": mean.to_dict() if mean else None,
+            "warnings": self.a.warnings + self.b.warnings,
+        }
 
 
 def side_mode(side: Side) -> tuple[str, set]:
@@ -306,22 +375,30 @@ def check_modes(a: Side, b: Side) -> str:
     latency row) or when server rows ran at different arrival rates."""
     (mode_a, rates_a), (mode_b, rates_b) = side_mode(a), side_mode(b)
     if mode_a != mode_b:
-        raise UsageError(f"{a.label} holds {mode_a} rows and {b.label} {mode_b} rows: a {mode_a} row is not comparable "
-                         f"with a {mode_b} row; compare runs of the same mode")
+        raise UsageError(
+            f"{a.label} holds {mode_a} rows and {b.label} {mode_b} rows: a {mode_a} row is not comparable "
+            f"with a {mode_b} row; compare runs of the same mode"
+        )
     rates = rates_a | rates_b
     if len(rates) > 1:
-        raise UsageError(f"server rows at different arrival rates ({', '.join(f'{r:g}/s' for r in sorted(rates))}): "
-                         "their p99s answer different questions; compare server runs made with the same --rate")
+        raise UsageError(
+            f"server rows at different arrival rates ({', '.join(f'{r:g}/s' for r in sorted(rates))}): "
+            "their p99s answer different questions; compare server runs made with the same --rate"
+        )
     return mode_a
 
 
-def compare_sides(a: Side, b: Side, interleaved: bool = False, fdr: float = FDR, resolution: float = RESOLUTION) -> Comparison:
+def compare_sides(
+    a: Side, b: Side, interleaved: bool = False, fdr: float = FDR, resolution: float = RESOLUTION
+) -> Comparison:
     """Every graph of either side, in a's order then b's extras, judged as the module docstring says;
     refused when the sides' modes differ (`check_modes`)."""
     mode = check_modes(a, b)
     order = list(dict.fromkeys([g for run in a.runs for g in run] + [g for run in b.runs for g in run]))
-    rows = [(graph, [run[graph] for run in a.runs if graph in run], [run[graph] for run in b.runs if graph in run])
-            for graph in order]
+    rows = [
+        (graph, [run[graph] for run in a.runs if graph in run], [run[graph] for run in b.runs if graph in run])
+        for graph in order
+    ]
     prior = paired_prior([(ra[0], rb[0]) for _, ra, rb in rows if not _unusable(ra, rb)]) if interleaved else None
     pairs = []
     for graph, rows_a, rows_b in rows:
@@ -338,7 +415,12 @@ def compare_sides(a: Side, b: Side, interleaved: bool = False, fdr: float = FDR,
         pair = pairs[i]
         verdict = ("slower" if pair.difference.ratio > 1 else "faster") if q <= fdr else "same"
         needed = None
-        if interleaved and verdict == "same" and pair.difference.resolvable > resolution and "anytime" not in pair.difference.method:
+        if (
+            interleaved
+            and verdict == "same"
+            and pair.difference.resolvable > resolution
+            and "anytime" not in pair.difference.method
+        ):
             needed = paired_rounds_to_resolve(pair.difference, pair.rounds, resolution, MAX_ROUNDS_TO_RESOLVE)
             needed = max(MIN_ROUNDS, needed) if needed else None
         pairs[i] = Pair(pair.graph_id, pair.a, pair.b, pair.difference, verdict, pair.detail, q, pair.noise, needed)
@@ -372,8 +454,11 @@ def warnings_of(log: RunLog) -> list[str]:
     own = own_load(rows, cores, host.get("taken_at"))
     for moment, load, mine in (("start", (host.get("load_start") or [None])[0], 0.0), ("end", end, own)):
         if load is not None and is_busy([load], cores, mine):
-            warnings.append(f"{header['run_id']} ran on a busy machine (1-minute load {load} at its {moment}, {cores} cores"
-                            + (f", at most {mine:.1f} of it its own threads" if mine else "") + "): its times carry other work's noise")
+            warnings.append(
+                f"{header['run_id']} ran on a busy machine (1-minute load {load} at its {moment}, {cores} cores"
+                + (f", at most {mine:.1f} of it its own threads" if mine else "")
+                + "): its times carry other work's noise"
+            )
     if header.get("request", {}).get("quick"):
         warnings.append(f"{header['run_id']} is a --quick run: few samples a round, so wide intervals and few verdicts")
     return warnings + noise_warnings(header, rows)
@@ -386,16 +471,22 @@ def noise_warnings(header: dict, rows: list[dict]) -> list[str]:
     run = header.get("run_id", "?")
     lock = header.get("timing_lock") or {}
     if lock.get("held") is False:
-        found.append(f"{run} was started beside another dbench timing on this machine (--overlap: "
-                     f"{'; '.join(lock.get('beside') or ['unknown'])})")
+        found.append(
+            f"{run} was started beside another dbench timing on this machine (--overlap: "
+            f"{'; '.join(lock.get('beside') or ['unknown'])})"
+        )
     overlapped = [r for r in rows if r.get("overlapped")]
     if overlapped:
         others = sorted({o for r in overlapped for o in r["overlapped"]})
-        found.append(f"{run}: {len(overlapped)} of its {len(rows)} rows were timed while another dbench was timing on this "
-                     f"machine ({', '.join(others)}): their times carry its load; time them again alone")
+        found.append(
+            f"{run}: {len(overlapped)} of its {len(rows)} rows were timed while another dbench was timing on this "
+            f"machine ({', '.join(others)}): their times carry its load; time them again alone"
+        )
     for label, fraction in (header.get("injected_slowdown") or {}).items():
-        found.append(f"{run}: {label} carries an injected slowdown of {fraction:.0%} (DBENCH_BENCHMARK_SLOWDOWN, a benchmark "
-                     "of dbench itself): its times are not the runtime's")
+        found.append(
+            f"{run}: {label} carries an injected slowdown of {fraction:.0%} (DBENCH_BENCHMARK_SLOWDOWN, a benchmark "
+            "of dbench itself): its times are not the runtime's"
+        )
     return found
 
 
@@ -406,7 +497,9 @@ def calibration_quote(log: RunLog, rows: list[dict]) -> str:
     if first is None:
         return ""
     try:
-        entry = entry_for(read_calibration(log.path.parent), first["runtime"], (first.get("runtime_options") or {}).get("threads"))
+        entry = entry_for(
+            read_calibration(log.path.parent), first["runtime"], (first.get("runtime_options") or {}).get("threads")
+        )
     except InputError:
         return ""
     return f"{entry.runtime} at {entry.threads} threads, {entry.taken_at}: {entry.answer()}" if entry else ""
@@ -425,8 +518,10 @@ def run_side(runs: list[LogicalRun]) -> Side:
         rows = run.rows()
         variants = list(dict.fromkeys(variant_of(r, header) for r in rows))
         if len(variants) > 1:
-            raise UsageError(f"run {run.run_id} interleaves {len(variants)} variants ({', '.join(variants)}); "
-                             f"compare them with: dbench compare {run.run_id}")
+            raise UsageError(
+                f"run {run.run_id} interleaves {len(variants)} variants ({', '.join(variants)}); "
+                f"compare them with: dbench compare {run.run_id}"
+            )
         graphs.append({r["graph_id"]: r for r in rows})
         ids.append(run.run_id)
         machines += run.machines()
@@ -446,8 +541,11 @@ def variant_sides(run: RunLog | LogicalRun) -> list[Side]:
         by_variant.setdefault(variant_of(row, header), {})[row["graph_id"]] = row
     warnings = _warnings(run)
     quote = calibration_quote(run.logs[0], run.rows())
-    return [Side(label, [graphs], [run.run_id], run.machines(), warnings, quote)
-            for label, graphs in by_variant.items() if graphs]
+    return [
+        Side(label, [graphs], [run.run_id], run.machines(), warnings, quote)
+        for label, graphs in by_variant.items()
+        if graphs
+    ]
 
 
 def plan_comparisons(results: Path, runs: list[str], versus: list[str]) -> list[tuple[Side, Side, bool]]:
@@ -458,22 +556,26 @@ def plan_comparisons(results: Path, runs: list[str], versus: list[str]) -> list[
     b_logs = [open_run(results, name) for name in expand(results, versus)]
     paths = [log.path.resolve() for log in a_logs + b_logs]
     if len(set(paths)) < len(paths):
-        raise UsageError("a run is named twice (or on both sides): a run compared with itself says nothing; "
-                         "give each run once")
+        raise UsageError(
+            "a run is named twice (or on both sides): a run compared with itself says nothing; give each run once"
+        )
     a_runs, b_runs = merge(a_logs), merge(b_logs)
     if not b_runs:
         if len(a_runs) == 1:
             sides = variant_sides(a_runs[0])
             if len(sides) < 2:
-                raise UsageError(f"run {a_runs[0].run_id} has one variant: give a second run to compare "
-                                 "it with, or make an interleaved run (--runtime a,b or --threads 1,2)")
+                raise UsageError(
+                    f"run {a_runs[0].run_id} has one variant: give a second run to compare "
+                    "it with, or make an interleaved run (--runtime a,b or --threads 1,2)"
+                )
             return [(sides[0], side, True) for side in sides[1:]]
         if len(a_runs) == 2:
             b_runs = a_runs[1:]
             a_runs = a_runs[:1]
         else:
-            raise UsageError(f"{len(a_runs)} runs given: say which are compared with which, e.g. "
-                             "dbench compare A1 A2 A3 --vs B1 B2")
+            raise UsageError(
+                f"{len(a_runs)} runs given: say which are compared with which, e.g. dbench compare A1 A2 A3 --vs B1 B2"
+            )
     return [(run_side(a_runs), run_side(b_runs), False)]
 
 
@@ -486,7 +588,11 @@ def expand(results: Path, names: list[str]) -> list[str]:
             if not found:
                 raise InputError(f"no run matches {name!r} under {results}; see the file names in {results}/<machine>/")
             expanded += found
-        elif not name.endswith(".jsonl") and not list(results.glob(f"*/{name}.jsonl")) and (parts := find_parts(results, name)):
+        elif (
+            not name.endswith(".jsonl")
+            and not list(results.glob(f"*/{name}.jsonl"))
+            and (parts := find_parts(results, name))
+        ):
             expanded += [str(path) for path in parts]  # a sharded run's label: its parts
         else:
             expanded.append(name)

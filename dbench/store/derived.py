@@ -58,7 +58,12 @@ def with_derived(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     derived = []
     for row in rows:
         speedup = speedups.get((row.get("variant") or "", row["kernel_id"])) if row.get("form") == "sparse" else None
-        derived.append({**row, "sparse_speedup": speedup.value if speedup else None,
-                        "sparse_speedup_low": speedup.low if speedup else None,
-                        "sparse_speedup_high": speedup.high if speedup else None})
+        derived.append(
+            {
+                **row,
+                "sparse_speedup": speedup.value if speedup else None,
+                "sparse_speedup_low": speedup.low if speedup else None,
+                "sparse_speedup_high": speedup.high if speedup else None,
+            }
+        )
     return derived

@@ -16,7 +16,9 @@ from dbench.store.log import RunLog, resume_command
 INT64_LIMIT = 2**63
 LIST_COLUMNS = ("samples_us",)
 """Kept as list columns in Parquet (JSON strings in CSV)."""
-PARQUET_SKIPPED = "Parquet not written: pyarrow is not installed (pip install 'dbench[parquet]'); the .jsonl and .csv hold every row"
+PARQUET_SKIPPED = (
+    "Parquet not written: pyarrow is not installed (pip install 'dbench[parquet]'); the .jsonl and .csv hold every row"
+)
 
 
 def flat_row(row: dict[str, Any], keep_lists: bool = False, prefix: str = "") -> dict[str, Any]:
@@ -78,6 +80,8 @@ def export_run(log: RunLog) -> tuple[list[Path], str]:
         if not write_parquet(columns_of([flat_row(row, keep_lists=True) for row in rows]), parquet):
             return [csv_path], PARQUET_SKIPPED
     except OSError as err:
-        raise DbenchError(f"cannot write {err.filename or log.path.parent}: {err.strerror}; every row is in {log.path}, "
-                          f"export it again with: {resume_command(log.path)}") from None
+        raise DbenchError(
+            f"cannot write {err.filename or log.path.parent}: {err.strerror}; every row is in {log.path}, "
+            f"export it again with: {resume_command(log.path)}"
+        ) from None
     return [parquet, csv_path], ""

@@ -24,16 +24,23 @@ MAX_LOGS = 50
 """Logs read at most, newest first: an old folder of hundreds of runs must not slow a run's start."""
 
 
-def config_key(runtime: str, version: str, device: str | None, options: dict[str, Any], weights: str | None,
-               mode: str) -> str:
+def config_key(
+    runtime: str, version: str, device: str | None, options: dict[str, Any], weights: str | None, mode: str
+) -> str:
     """What must match for an earlier row to speak for this one's drift, as one comparable string."""
     return json.dumps([runtime, version, device, options, weights, mode], sort_keys=True, default=str)
 
 
 def row_config(row: dict[str, Any]) -> str:
     """The configuration key of a stored row."""
-    return config_key(row.get("runtime", ""), row.get("runtime_version", ""), row.get("device"),
-                      row.get("runtime_options") or {}, row.get("weights"), row.get("mode") or "latency")
+    return config_key(
+        row.get("runtime", ""),
+        row.get("runtime_version", ""),
+        row.get("device"),
+        row.get("runtime_options") or {},
+        row.get("weights"),
+        row.get("mode") or "latency",
+    )
 
 
 @dataclass
@@ -55,14 +62,23 @@ class History:
     def add(self, row: dict[str, Any]) -> None:
         """One earlier row, if it is a measured latency row with two rounds or more."""
         medians = row.get("round_medians_us")
-        if row.get("status") not in ("ok", "disputed") or (row.get("mode") or "latency") != "latency" or not medians or len(medians) < 2:
+        if (
+            row.get("status") not in ("ok", "disputed")
+            or (row.get("mode") or "latency") != "latency"
+            or not medians
+            or len(medians) < 2
+        ):
             return
         config = row_config(row)
         runs = self.runs.setdefault(config, {}).setdefault(row["graph_id"], [])
         if len(runs) < self.per_graph:
             runs.append([float(m) for m in medians])
-            self.medians.setdefault(config, {}).setdefault(row["graph_id"], []).append(float(row.get("median_us") or 0.0))
-            self.run_ids.setdefault(config, {}).setdefault(row["graph_id"], []).append(str(row.get("run_id") or f"#{len(runs)}"))
+            self.medians.setdefault(config, {}).setdefault(row["graph_id"], []).append(
+                float(row.get("median_us") or 0.0)
+            )
+            self.run_ids.setdefault(config, {}).setdefault(row["graph_id"], []).append(
+                str(row.get("run_id") or f"#{len(runs)}")
+            )
 
     def drift(self, config: str, graph_id: str, round_medians_us: list[float]) -> Drift | None:
         """The between-run drift for a row of this configuration, graph and rounds: pooled over the
@@ -89,8 +105,11 @@ class History:
     def _coverage_of(self, config: str, group: int | None) -> Coverage:
         key = (config, group)
         if key not in self._coverage:
-            graphs = [g for g, medians in self.medians.get(config, {}).items()
-                      if group is None or decade(sorted(medians)[len(medians) // 2]) == group]
+            graphs = [
+                g
+                for g, medians in self.medians.get(config, {}).items()
+                if group is None or decade(sorted(medians)[len(medians) // 2]) == group
+            ]
             self._coverage[key] = self.coverage_of(config, graphs)
         return self._coverage[key]
 
@@ -108,17 +127,19 @@ class History:
         for graph, runs in graphs.items():
             order = list(zip(ids[graph], runs, self.medians[config][graph]))[::-1]  # oldest first
             for k, (id_i, rounds_i, median_i) in enumerate(order):
-                for id_j, _, median_j in order[k + 1:]:
+                for id_j, _, median_j in order[k + 1 :]:
                     left_out = frozenset((id_i, id_j))
                     if left_out not in pooled:
-                        pooled[left_out] = pooled_drift({g: [r for r, i in zip(rs, ids[g]) if i not in left_out]
-                                                         for g, rs in graphs.items()})
+                        pooled[left_out] = pooled_drift(
+                            {g: [r for r, i in zip(rs, ids[g]) if i not in left_out] for g, rs in graphs.items()}
+                        )
                     own = own_spread([r for r, i in zip(runs, ids[graph]) if i not in left_out])
                     drift = row_drift(pooled[left_out].get(decade(sorted(rounds_i)[len(rounds_i) // 2])), own, rounds_i)
                     spread = round_spread(median_i, rounds_i, drift=drift)
                     if spread.rerun and median_i and median_j:
-                        found.setdefault(graph, []).extend(ratios([(median_i, math.log(spread.rerun[1] / median_i)),
-                                                                   (median_j, None)]))
+                        found.setdefault(graph, []).extend(
+                            ratios([(median_i, math.log(spread.rerun[1] / median_i)), (median_j, None)])
+                        )
         self._ratios_cache[config] = found
         return found
 

@@ -53,17 +53,28 @@ def violations(row: dict[str, Any]) -> list[str]:
     nodes = [n for n in row.get("nodes") or [] if not n.get("container")]
     if kernel is not None and median and kernel > median * (1 + KERNEL_TIME_TOLERANCE) + PROFILE_EVENT_US * len(nodes):
         load = row.get("load_1m")
-        said = ([f"1-minute load {load:.2f}"] if load is not None else []) + \
-            ([f"the profiling pass ran at {call:.1f} us per call"] if call else [])
+        said = ([f"1-minute load {load:.2f}"] if load is not None else []) + (
+            [f"the profiling pass ran at {call:.1f} us per call"] if call else []
+        )
         context = f" ({'; '.join(said)})" if said else ""
-        found.append(f"kernel time {kernel:.1f} us exceeds the end-to-end median {median:.1f} us "
-                     f"by more than {KERNEL_TIME_TOLERANCE:.0%} and {PROFILE_EVENT_US:g} us per profiled node{context}")
-    if kernel is not None and call and kernel > call * (1 + PROFILE_CLOCK_TOLERANCE) + PROFILE_CLOCK_SLACK_US * len(nodes):
-        found.append(f"kernel time {kernel:.1f} us exceeds the {call:.1f} us per call of the profiling pass it was "
-                     "measured in: the adapter miscounts its profiler's node times")
+        found.append(
+            f"kernel time {kernel:.1f} us exceeds the end-to-end median {median:.1f} us "
+            f"by more than {KERNEL_TIME_TOLERANCE:.0%} and {PROFILE_EVENT_US:g} us per profiled node{context}"
+        )
+    if (
+        kernel is not None
+        and call
+        and kernel > call * (1 + PROFILE_CLOCK_TOLERANCE) + PROFILE_CLOCK_SLACK_US * len(nodes)
+    ):
+        found.append(
+            f"kernel time {kernel:.1f} us exceeds the {call:.1f} us per call of the profiling pass it was "
+            "measured in: the adapter miscounts its profiler's node times"
+        )
     executed = row.get("precision_executed") or ""
     allowed = COMPUTE_PRECISIONS.get(row.get("precision", ""), set())
     if executed not in NOT_PROFILED and executed not in allowed:
-        found.append(f"executed precision {executed} is not a compute precision a {row.get('precision')} graph "
-                     f"can run in ({', '.join(sorted(allowed))})")
+        found.append(
+            f"executed precision {executed} is not a compute precision a {row.get('precision')} graph "
+            f"can run in ({', '.join(sorted(allowed))})"
+        )
     return found

@@ -15,9 +15,10 @@ import fcntl
 import json
 import os
 import secrets
+from collections.abc import Iterator
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 from dbench.errors import DbenchError, InputError
 
@@ -42,7 +43,9 @@ def ensure_writable(folder: Path) -> Path:
         probe.write_text("")
         probe.unlink()
     except OSError as err:
-        raise InputError(f"cannot write results to {folder}: {err.strerror}; choose another folder with --out") from None
+        raise InputError(
+            f"cannot write results to {folder}: {err.strerror}; choose another folder with --out"
+        ) from None
     return folder
 
 
@@ -68,8 +71,9 @@ class RunLock:
         except BlockingIOError:
             holder = os.read(fd, 32).decode(errors="replace").strip() or "unknown"
             os.close(fd)
-            raise DbenchError(f"run {self.run_id} is being written by process {holder}; wait for it to "
-                              "finish or stop it, then resume") from None
+            raise DbenchError(
+                f"run {self.run_id} is being written by process {holder}; wait for it to finish or stop it, then resume"
+            ) from None
         os.ftruncate(fd, 0)
         os.write(fd, str(os.getpid()).encode())
         self.fd = fd
@@ -92,7 +96,7 @@ class RunLog:
         self.lock = lock
 
     @classmethod
-    def create(cls, folder: Path, run_id: str, header: dict[str, Any]) -> "RunLog":
+    def create(cls, folder: Path, run_id: str, header: dict[str, Any]) -> RunLog:
         ensure_writable(folder)
         path = folder / f"{run_id}.jsonl"
         if path.exists():
@@ -103,18 +107,20 @@ class RunLog:
         return log
 
     @classmethod
-    def read(cls, path: Path) -> "RunLog":
+    def read(cls, path: Path) -> RunLog:
         """An existing log, for reading only: nothing in the file is changed (a torn last line from a
         kill mid-write is skipped by `rows`)."""
         log = cls(path)
         version = log.header().get("schema_version")
         if version not in READABLE_VERSIONS:
-            raise InputError(f"{path} has schema version {version}; this dbench reads versions "
-                              f"{', '.join(map(str, READABLE_VERSIONS))}: use a dbench that writes version {version}")
+            raise InputError(
+                f"{path} has schema version {version}; this dbench reads versions "
+                f"{', '.join(map(str, READABLE_VERSIONS))}: use a dbench that writes version {version}"
+            )
         return log
 
     @classmethod
-    def resume(cls, path: Path) -> "RunLog":
+    def resume(cls, path: Path) -> RunLog:
         """An existing log, locked for appending. A torn last line (a kill mid-write) is moved to a
         `.torn` file beside the log before the appends go on, so no byte is lost."""
         log = cls.read(path)
@@ -137,7 +143,7 @@ class RunLog:
         with self.path.open("r+b") as fh:
             fh.truncate(end)
 
-    def __enter__(self) -> "RunLog":
+    def __enter__(self) -> RunLog:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -157,8 +163,10 @@ class RunLog:
                 fh.flush()
                 os.fsync(fh.fileno())
         except OSError as err:
-            raise DbenchError(f"cannot write to {self.path}: {err.strerror}; every finished row is kept: fix that, "
-                              f"then finish with: {resume_command(self.path)}") from None
+            raise DbenchError(
+                f"cannot write to {self.path}: {err.strerror}; every finished row is kept: fix that, "
+                f"then finish with: {resume_command(self.path)}"
+            ) from None
 
     def append(self, row: dict[str, Any]) -> None:
         self._write({"type": "result", **row})
@@ -177,7 +185,9 @@ class RunLog:
                     record = json.loads(line)
                 except (UnicodeDecodeError, json.JSONDecodeError) as err:
                     reason = err.msg if isinstance(err, json.JSONDecodeError) else "not UTF-8 text"
-                    raise InputError(f"{self.path}, line {number} is not valid JSON ({reason}); the log is corrupt") from None
+                    raise InputError(
+                        f"{self.path}, line {number} is not valid JSON ({reason}); the log is corrupt"
+                    ) from None
                 if not isinstance(record, dict):
                     raise InputError(f"{self.path}, line {number} is not a JSON object; the log is corrupt")
                 yield number, record
@@ -187,8 +197,10 @@ class RunLog:
             if record.get("type") == "run":
                 return record
             break
-        raise InputError(f"{self.path} has no complete run header; it is not a dbench run log, or its run was "
-                          "killed before it began: start a new run")
+        raise InputError(
+            f"{self.path} has no complete run header; it is not a dbench run log, or its run was "
+            "killed before it began: start a new run"
+        )
 
     def rows(self) -> list[dict[str, Any]]:
         """The result rows, each holding its kind's key fields as text (a hand-edited or foreign line is
@@ -200,8 +212,10 @@ class RunLog:
                 continue
             missing = [key for key in keys if not isinstance(record.get(key), str)]
             if missing:
-                raise InputError(f"{self.path}, line {number} is a result row without {', '.join(map(repr, missing))} "
-                                 "as text; the log is corrupt (edited by hand?): restore it, or run again")
+                raise InputError(
+                    f"{self.path}, line {number} is a result row without {', '.join(map(repr, missing))} "
+                    "as text; the log is corrupt (edited by hand?): restore it, or run again"
+                )
             rows.append(record)
         return rows
 
@@ -218,8 +232,10 @@ class RunLog:
         """One line saying the log is incomplete and how to complete it, or None."""
         if not self.torn():
             return None
-        return (f"{self.path} ends in a torn line (its run was killed mid-write): that row is left out; "
-                f"{resume_command(self.path)} completes the run")
+        return (
+            f"{self.path} ends in a torn line (its run was killed mid-write): that row is left out; "
+            f"{resume_command(self.path)} completes the run"
+        )
 
     def rounds(self) -> list[dict[str, Any]]:
         """The round records, in the order they were measured."""
@@ -229,9 +245,13 @@ class RunLog:
 def find_run(results: Path, run_id: str) -> Path:
     """The log of `run_id` under `results/` (any machine folder), or a clear error."""
     if not run_id.strip():
-        raise InputError(f"an empty run id names no run; give the id a run printed (run-YYYYmmdd-HHMMSS-xxxx), "
-                         f"as in the file names under {results}/<machine>/")
+        raise InputError(
+            f"an empty run id names no run; give the id a run printed (run-YYYYmmdd-HHMMSS-xxxx), "
+            f"as in the file names under {results}/<machine>/"
+        )
     matches = sorted(results.glob(f"*/{run_id}.jsonl")) + sorted(results.glob(f"{run_id}.jsonl"))
     if not matches:
-        raise InputError(f"unknown run {run_id!r}: no {run_id}.jsonl under {results}; see the file names in {results}/<machine>/")
+        raise InputError(
+            f"unknown run {run_id!r}: no {run_id}.jsonl under {results}; see the file names in {results}/<machine>/"
+        )
     return matches[0]

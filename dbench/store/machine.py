@@ -13,12 +13,19 @@ from typing import Any
 
 ISA_FEATURES = (
     # x86: vector width, matrix units, low-precision dot products
-    ("avx512", ("avx512f",)), ("avx2", ("avx2",)), ("amx", ("amx_tile", "amx-tile")),
-    ("bf16", ("avx512_bf16", "amx_bf16")), ("vnni", ("avx512_vnni", "avx_vnni", "avx512vnni")),
+    ("avx512", ("avx512f",)),
+    ("avx2", ("avx2",)),
+    ("amx", ("amx_tile", "amx-tile")),
+    ("bf16", ("avx512_bf16", "amx_bf16")),
+    ("vnni", ("avx512_vnni", "avx_vnni", "avx512vnni")),
     ("fp16", ("avx512_fp16",)),
     # ARM (/proc/cpuinfo "Features")
-    ("neon", ("asimd",)), ("sve", ("sve",)), ("sve2", ("sve2",)), ("dotprod", ("asimddp",)),
-    ("i8mm", ("i8mm",)), ("armbf16", ("bf16",)),
+    ("neon", ("asimd",)),
+    ("sve", ("sve",)),
+    ("sve2", ("sve2",)),
+    ("dotprod", ("asimddp",)),
+    ("i8mm", ("i8mm",)),
+    ("armbf16", ("bf16",)),
 )
 """(name in the key, cpuinfo flags any of which means the feature)."""
 
@@ -61,8 +68,13 @@ def machine_key(identity: dict[str, Any]) -> str:
     """`<host>-<uarch>-<cores>c-<mem>g[-<isa>...][-<gpu>]-<hash6>`, e.g.
     `vm-zen3-2c-8g-avx2-3f9a1c`; the hash covers every identity field (GPU list and CPU model too)."""
     memory_gib = round((identity.get("memory_bytes") or 0) / 2**30)
-    parts = [_safe(identity.get("hostname") or "host"), _safe(identity.get("microarchitecture") or "unknown"),
-             f"{identity.get('cores') or 0}c", f"{memory_gib}g", *identity.get("isa", [])]
+    parts = [
+        _safe(identity.get("hostname") or "host"),
+        _safe(identity.get("microarchitecture") or "unknown"),
+        f"{identity.get('cores') or 0}c",
+        f"{memory_gib}g",
+        *identity.get("isa", []),
+    ]
     gpus = identity.get("gpus") or []
     if gpus:
         parts.append(_safe(gpus[0].replace("NVIDIA", "")) + (f"x{len(gpus)}" if len(gpus) > 1 else ""))
@@ -84,6 +96,8 @@ def key_override() -> str | None:
     if value is None:
         return None
     if not OVERRIDE_PATTERN.match(value):
-        raise UsageError(f"{KEY_OVERRIDE}={value!r} is not a machine key: use 1 to 120 lower-case letters, digits, "
-                         "'.', '_' or '-', starting with a letter or digit (it names a results folder)")
+        raise UsageError(
+            f"{KEY_OVERRIDE}={value!r} is not a machine key: use 1 to 120 lower-case letters, digits, "
+            "'.', '_' or '-', starting with a letter or digit (it names a results folder)"
+        )
     return value

@@ -19,10 +19,26 @@ from dbench.store.board import board_metadata
 from dbench.store.machine import isa_features, key_override, machine_key, microarchitecture
 
 PACKAGES = (
-    "archspec", "numpy", "onnx", "onnxruntime", "onnxruntime-gpu", "openvino", "tensorrt", "mpi4py", "mpich",
-    "openmpi", "pandas", "pyarrow", "ml_dtypes", "cupy-cuda12x", "cupy-cuda13x", "nvidia-ml-py",
+    "archspec",
+    "numpy",
+    "onnx",
+    "onnxruntime",
+    "onnxruntime-gpu",
+    "openvino",
+    "tensorrt",
+    "mpi4py",
+    "mpich",
+    "openmpi",
+    "pandas",
+    "pyarrow",
+    "ml_dtypes",
+    "cupy-cuda12x",
+    "cupy-cuda13x",
+    "nvidia-ml-py",
 )
-THREAD_ENV = re.compile(r"^(OMP_|MKL_|OPENBLAS_|KMP_|GOMP_|ORT_|OV_|TBB_|CUDA_VISIBLE_DEVICES|NVIDIA_TF32|DNNL_|ONEDNN_)")
+THREAD_ENV = re.compile(
+    r"^(OMP_|MKL_|OPENBLAS_|KMP_|GOMP_|ORT_|OV_|TBB_|CUDA_VISIBLE_DEVICES|NVIDIA_TF32|DNNL_|ONEDNN_)"
+)
 
 
 def _cpuinfo() -> dict[str, Any]:
@@ -35,7 +51,11 @@ def _cpuinfo() -> dict[str, Any]:
     for line in text.splitlines():
         key, _, value = line.partition(":")
         key = key.strip()
-        if key in ("model name", "Model", "Hardware") and info["model"] in ("", platform.machine(), platform.processor()):
+        if key in ("model name", "Model", "Hardware") and info["model"] in (
+            "",
+            platform.machine(),
+            platform.processor(),
+        ):
             info["model"] = value.strip()
         elif key in ("flags", "Features") and not info["flags"]:
             info["flags"] = value.split()
@@ -79,8 +99,12 @@ def _git_commit() -> str | None:
     root = Path(dbench.__file__).resolve().parent.parent
     try:
         out = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True, timeout=5)
-        dirty = subprocess.run(["git", "-C", str(root), "status", "--porcelain", "--untracked-files=no"],
-                               capture_output=True, text=True, timeout=5)
+        dirty = subprocess.run(
+            ["git", "-C", str(root), "status", "--porcelain", "--untracked-files=no"],
+            capture_output=True,
+            text=True,
+            timeout=5,
+        )
     except (OSError, subprocess.SubprocessError):
         return None
     if out.returncode != 0:
@@ -110,7 +134,9 @@ def _gpus() -> list[str]:
     except pynvml.NVMLError:  # no driver or no library: no NVIDIA GPU to name
         return []
     try:
-        names = [pynvml.nvmlDeviceGetName(pynvml.nvmlDeviceGetHandleByIndex(i)) for i in range(pynvml.nvmlDeviceGetCount())]
+        names = [
+            pynvml.nvmlDeviceGetName(pynvml.nvmlDeviceGetHandleByIndex(i)) for i in range(pynvml.nvmlDeviceGetCount())
+        ]
     except pynvml.NVMLError:
         names = []
     finally:
@@ -121,8 +147,9 @@ def _gpus() -> list[str]:
 def _gpus_from_nvidia_smi() -> list[str]:
     """GPU model names from nvidia-smi (a board or host without nvidia-ml-py)."""
     try:
-        out = subprocess.run(["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"], capture_output=True,
-                             text=True, timeout=10)
+        out = subprocess.run(
+            ["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"], capture_output=True, text=True, timeout=10
+        )
     except (OSError, subprocess.SubprocessError):
         return []
     return [line.strip() for line in out.stdout.splitlines() if line.strip()] if out.returncode == 0 else []
@@ -171,8 +198,11 @@ def own_load(rows: list[dict[str, Any]], cores: int | None, started_at: str | No
     if not rows or not cores or not started_at or not ends:
         return 0.0
     seconds = (datetime.fromisoformat(ends[-1]) - datetime.fromisoformat(started_at)).total_seconds()
-    threads = max((r.get("streams_executed") or r.get("streams") or 1)
-                  * (r.get("threads_per_stream") or (r.get("runtime_options") or {}).get("threads") or cores) for r in rows)
+    threads = max(
+        (r.get("streams_executed") or r.get("streams") or 1)
+        * (r.get("threads_per_stream") or (r.get("runtime_options") or {}).get("threads") or cores)
+        for r in rows
+    )
     return min(threads, cores) * (1.0 - math.exp(-max(seconds, 0.0) / LOAD_TIME_CONSTANT_S))
 
 
@@ -183,8 +213,15 @@ def _identity() -> dict[str, Any]:
         cores = len(os.sched_getaffinity(0))
     except AttributeError:
         cores = os.cpu_count() or 0
-    return {"microarchitecture": microarchitecture(cpu), "isa": isa_features(cpu["flags"]), "cores": cores,
-            "memory_bytes": _memory_bytes(), "gpus": _gpus(), "cpu_model": cpu["model"], "hostname": socket.gethostname()}
+    return {
+        "microarchitecture": microarchitecture(cpu),
+        "isa": isa_features(cpu["flags"]),
+        "cores": cores,
+        "memory_bytes": _memory_bytes(),
+        "gpus": _gpus(),
+        "cpu_model": cpu["model"],
+        "hostname": socket.gethostname(),
+    }
 
 
 def machine_name() -> str:

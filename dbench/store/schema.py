@@ -17,17 +17,74 @@ from dbench.store.metadata import load_average
 if TYPE_CHECKING:
     from dbench.scenario import Load
 
-STAT_FIELDS = ("median_us", "p10_us", "p90_us", "p99_us", "min_us", "mean_us", "std_us", "cv", "spread", "mad_us",
-               "ci_low_us", "ci_high_us", "ci_rel", "samples", "calls_per_sample", "unstable", "timed_s", "warmup_s",
-               "first_call_us", "runtime_median_us", "samples_us", "percentiles_us", "rerun_low_us", "rerun_high_us",
-               "rerun_rel", "interval_note", "rounds", "round_medians_us", "round_sizes", "round_sd", "drift_sd", "drift_df", "drift_runs",
-               "coverage_pairs", "coverage_inside", "history_factor")
+STAT_FIELDS = (
+    "median_us",
+    "p10_us",
+    "p90_us",
+    "p99_us",
+    "min_us",
+    "mean_us",
+    "std_us",
+    "cv",
+    "spread",
+    "mad_us",
+    "ci_low_us",
+    "ci_high_us",
+    "ci_rel",
+    "samples",
+    "calls_per_sample",
+    "unstable",
+    "timed_s",
+    "warmup_s",
+    "first_call_us",
+    "runtime_median_us",
+    "samples_us",
+    "percentiles_us",
+    "rerun_low_us",
+    "rerun_high_us",
+    "rerun_rel",
+    "interval_note",
+    "rounds",
+    "round_medians_us",
+    "round_sizes",
+    "round_sd",
+    "drift_sd",
+    "drift_df",
+    "drift_runs",
+    "coverage_pairs",
+    "coverage_inside",
+    "history_factor",
+)
 """The fields a row takes from its rounds' statistics (dbench.stats.summary)."""
-LOAD_FIELDS = ("streams_executed", "inferences", "inferences_per_s", "inferences_per_s_low", "inferences_per_s_high",
-               "time_per_inference_us", "round_per_inference_us", "stream_inferences", "latency_p50_us", "latency_p90_us",
-               "latency_p99_us", "latency_percentiles_us", "arrival_rate", "round_p99_us", "latency_p99_low_us",
-               "latency_p99_high_us", "latency_p99_ci_low_us", "latency_p99_ci_high_us", "latency_p99_above", "over_bound",
-               "queue_p99_us", "dispatch_lag_p99_us", "search", "requests", "unserved", "utilization", "round_utilization")
+LOAD_FIELDS = (
+    "streams_executed",
+    "inferences",
+    "inferences_per_s",
+    "inferences_per_s_low",
+    "inferences_per_s_high",
+    "time_per_inference_us",
+    "round_per_inference_us",
+    "stream_inferences",
+    "latency_p50_us",
+    "latency_p90_us",
+    "latency_p99_us",
+    "latency_percentiles_us",
+    "arrival_rate",
+    "round_p99_us",
+    "latency_p99_low_us",
+    "latency_p99_high_us",
+    "latency_p99_ci_low_us",
+    "latency_p99_ci_high_us",
+    "latency_p99_above",
+    "over_bound",
+    "queue_p99_us",
+    "dispatch_lag_p99_us",
+    "search",
+    "requests",
+    "unserved",
+    "utilization",
+    "round_utilization",
+)
 """The fields a throughput or server row takes from its rounds (dbench.stats.throughput); a latency row has none."""
 
 
@@ -51,16 +108,21 @@ def kernel_time(nodes: list[dict[str, Any]]) -> float | None:
     return sum(n["time_us"] for n in nodes if not n.get("container"))
 
 
-def _load_fields(spec: GraphSpec, runtime: dict[str, Any], stats: dict[str, Any], load: "Load | None") -> dict[str, Any]:
+def _load_fields(spec: GraphSpec, runtime: dict[str, Any], stats: dict[str, Any], load: Load | None) -> dict[str, Any]:
     """A throughput or server row's own fields (none for a latency row): its mode and requests in
     flight from the Load, its figures from the rounds."""
     if load is None:
         return {}
     ips = stats.get("inferences_per_s")
-    return {"mode": load.scenario, "streams": load.streams, "threads_per_stream": runtime["options"].get("threads"),
-            "rate": load.rate, "latency_bound_us": load.latency_bound_us,
-            "throughput_tflops": spec.flops * ips / 1e12 if ips and load.scenario == "throughput" else None,
-            **{f: stats.get(f) for f in LOAD_FIELDS}}
+    return {
+        "mode": load.scenario,
+        "streams": load.streams,
+        "threads_per_stream": runtime["options"].get("threads"),
+        "rate": load.rate,
+        "latency_bound_us": load.latency_bound_us,
+        "throughput_tflops": spec.flops * ips / 1e12 if ips and load.scenario == "throughput" else None,
+        **{f: stats.get(f) for f in LOAD_FIELDS},
+    }
 
 
 @dataclass(frozen=True)
@@ -286,8 +348,17 @@ class Row:
         return row
 
     @classmethod
-    def build(cls, run_id: str, seq: int, spec: GraphSpec, runtime: dict[str, Any], weights: str | None,
-              outcome: Outcome, variant: str = "", load: "Load | None" = None) -> "Row":
+    def build(
+        cls,
+        run_id: str,
+        seq: int,
+        spec: GraphSpec,
+        runtime: dict[str, Any],
+        weights: str | None,
+        outcome: Outcome,
+        variant: str = "",
+        load: Load | None = None,
+    ) -> Row:
         """A row from the worker's Outcome (or the parent's, with just status and message, when the
         worker died or the graph never reached it).
         `runtime` holds name, version, device and the options in force; `weights` is the job's mode;
@@ -299,36 +370,73 @@ class Row:
         status = outcome.status
         median_s = stats["median_us"] / 1e6 if stats.get("median_us") else None
         kernel_us = kernel_time(nodes)
-        executed = executed_precision(nodes) if nodes else ("unknown" if status in (Status.OK, Status.MISMATCH, Status.DISPUTED) else "")
+        executed = (
+            executed_precision(nodes)
+            if nodes
+            else ("unknown" if status in (Status.OK, Status.MISMATCH, Status.DISPUTED) else "")
+        )
         row = cls(
-            run_id=run_id, seq=seq, graph_id=spec.id, kernel_id=spec.kernel_id, family=spec.family, op=spec.op,
-            pass_name=spec.pass_name, form=spec.form, suites=list(spec.suites), apps=list(spec.apps),
-            params=spec.params, attrs=spec.attrs, precision=spec.precision, precision_executed=executed,
-            precision_fallback=executed not in ("unknown", "", spec.precision), weights=weights,
-            runtime=runtime["name"], runtime_version=runtime["version"], device=runtime.get("device"),
-            runtime_options=runtime["options"], status=status, message=outcome.message or "",
+            run_id=run_id,
+            seq=seq,
+            graph_id=spec.id,
+            kernel_id=spec.kernel_id,
+            family=spec.family,
+            op=spec.op,
+            pass_name=spec.pass_name,
+            form=spec.form,
+            suites=list(spec.suites),
+            apps=list(spec.apps),
+            params=spec.params,
+            attrs=spec.attrs,
+            precision=spec.precision,
+            precision_executed=executed,
+            precision_fallback=executed not in ("unknown", "", spec.precision),
+            weights=weights,
+            runtime=runtime["name"],
+            runtime_version=runtime["version"],
+            device=runtime.get("device"),
+            runtime_options=runtime["options"],
+            status=status,
+            message=outcome.message or "",
             **{f: stats.get(f) for f in STAT_FIELDS},
             kernel_time_us=kernel_us,
             overhead_us=stats["median_us"] - kernel_us if stats.get("median_us") and kernel_us is not None else None,
-            nodes=nodes, flops=spec.flops, flops_executed=spec.flops_executed,
+            nodes=nodes,
+            flops=spec.flops,
+            flops_executed=spec.flops_executed,
             # No counted work (a model without a recognised kernel): no rate, rather than 0 TFLOP/s.
             tflops=spec.flops / median_s / 1e12 if median_s and spec.flops else None,
             tflops_executed=spec.flops_executed / median_s / 1e12 if median_s and spec.flops_executed else None,
-            min_bytes=spec.min_bytes, gbps=spec.min_bytes / median_s / 1e9 if median_s else None,
+            min_bytes=spec.min_bytes,
+            gbps=spec.min_bytes / median_s / 1e9 if median_s else None,
             intensity=spec.flops / spec.min_bytes if spec.min_bytes and spec.flops else None,
-            peak_rss_bytes=outcome.peak_rss_bytes, memory_bytes=outcome.memory_bytes,
+            peak_rss_bytes=outcome.peak_rss_bytes,
+            memory_bytes=outcome.memory_bytes,
             device_memory_bytes=outcome.device_memory_bytes,
-            verified=verification.get("ok"), verified_by=verification.get("by"), error=verification.get("error"),
-            tolerance_metric=verification.get("metric"), tolerance=verification.get("bound"),
-            verified_rows=verification.get("rows_checked"), verify_check=verification.get("check"),
-            false_accept=verification.get("false_accept"), cross_check=verification.get("second"),
-            first_difference=verification.get("first_difference"), disagreeing_outputs=verification.get("outputs"),
-            reference_unavailable=verification.get("reference"), verify_random_weights=verification.get("random_weights"),
-            device_median_us=outcome.device_median_us, inputs_s=outcome.inputs_s, prepare_s=outcome.prepare_s,
-            verify_s=outcome.verify_s, profile_s=outcome.profile_s, profile_call_us=outcome.profile_call_us,
-            device_graph_median_us=outcome.device_graph_median_us, gpu_state=outcome.gpu_state,
+            verified=verification.get("ok"),
+            verified_by=verification.get("by"),
+            error=verification.get("error"),
+            tolerance_metric=verification.get("metric"),
+            tolerance=verification.get("bound"),
+            verified_rows=verification.get("rows_checked"),
+            verify_check=verification.get("check"),
+            false_accept=verification.get("false_accept"),
+            cross_check=verification.get("second"),
+            first_difference=verification.get("first_difference"),
+            disagreeing_outputs=verification.get("outputs"),
+            reference_unavailable=verification.get("reference"),
+            verify_random_weights=verification.get("random_weights"),
+            device_median_us=outcome.device_median_us,
+            inputs_s=outcome.inputs_s,
+            prepare_s=outcome.prepare_s,
+            verify_s=outcome.verify_s,
+            profile_s=outcome.profile_s,
+            profile_call_us=outcome.profile_call_us,
+            device_graph_median_us=outcome.device_graph_median_us,
+            gpu_state=outcome.gpu_state,
             finished_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
-            load_1m=(load_average() or [None])[0], variant=variant or runtime["name"],
+            load_1m=(load_average() or [None])[0],
+            variant=variant or runtime["name"],
             **_load_fields(spec, runtime, stats, load),
         )
         return dataclasses.replace(row, invariant_violations=violations(row.to_dict()))

@@ -115,23 +115,31 @@ def _parts(name: str, count: int, members: list[RunLog], split_twice: bool) -> L
     for log in sorted(members, key=lambda m: m.header()["run_id"]):
         index = part_of(log.header())["index"]
         if index in by_index:
-            notes.append(f"run {name}: part {index}/{count} is in two logs; the newer, {log.header()['run_id']}, is used "
-                         f"and {by_index[index].header()['run_id']} left out")
+            notes.append(
+                f"run {name}: part {index}/{count} is in two logs; the newer, {log.header()['run_id']}, is used "
+                f"and {by_index[index].header()['run_id']} left out"
+            )
         by_index[index] = log
     missing = [str(i) for i in range(1, count + 1) if i not in by_index]
     logs = [by_index[i] for i in sorted(by_index)]
     if missing:
-        notes.append(f"run {name}: part{'s' if len(missing) > 1 else ''} {', '.join(missing)} of {count} missing, so "
-                     "their graphs have no rows here; run them with the same command and --shard i/N")
+        notes.append(
+            f"run {name}: part{'s' if len(missing) > 1 else ''} {', '.join(missing)} of {count} missing, so "
+            "their graphs have no rows here; run them with the same command and --shard i/N"
+        )
     if split_twice:
-        notes.append(f"run {name}: its parts were split in more than one way (the selection or settings differed "
-                     "between parts); each split is a run of its own")
+        notes.append(
+            f"run {name}: its parts were split in more than one way (the selection or settings differed "
+            "between parts); each split is a run of its own"
+        )
     run = LogicalRun(name, logs, notes)
     machines = list(dict.fromkeys(machine_of(log.header()) for log in logs))
     if len(machines) > 1:
         if len(run.machines()) == 1:
-            notes.append(f"run {name}: its parts ran on {len(machines)} nodes of one hardware ({', '.join(machines)}); "
-                         f"shown as one machine, {machines[0]}")
+            notes.append(
+                f"run {name}: its parts ran on {len(machines)} nodes of one hardware ({', '.join(machines)}); "
+                f"shown as one machine, {machines[0]}"
+            )
         else:
             notes.append(f"run {name}: its parts ran on different hardware ({', '.join(machines)}); shown per machine")
     return run

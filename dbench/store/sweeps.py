@@ -30,8 +30,13 @@ def configuration(row: dict[str, Any]) -> str:
 
 
 def point(row: dict[str, Any]) -> SweepPoint:
-    return SweepPoint(row["streams"], row["inferences_per_s"], row.get("inferences_per_s_low"),
-                      row.get("latency_p50_us"), row.get("latency_p99_us"))
+    return SweepPoint(
+        row["streams"],
+        row["inferences_per_s"],
+        row.get("inferences_per_s_low"),
+        row.get("latency_p50_us"),
+        row.get("latency_p99_us"),
+    )
 
 
 def find_sweeps(rows: list[dict[str, Any]]) -> list[Sweep]:

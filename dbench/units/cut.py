@@ -277,8 +277,9 @@ class _Assignment:
                     shared.setdefault(n, k)
                 else:
                     groups.union(("node", n), ("layer", k))
-        self.owner: dict[int, object] = {n: groups.find(("node", n)) for claims in layers.claims for n in claims
-                                         if not self._repeated(n)}
+        self.owner: dict[int, object] = {
+            n: groups.find(("node", n)) for claims in layers.claims for n in claims if not self._repeated(n)
+        }
         self.owner.update({n: groups.find(("layer", k)) for n, k in shared.items()})
         self.group_layers: dict[object, set[int]] = {}
         for k, claims in enumerate(layers.claims):
@@ -293,8 +294,11 @@ class _Assignment:
         for k, layer in enumerate(self.layers.layers):
             if k in group_of or layer.moves_data or not layer.executes:
                 continue
-            readers = {group_of.get(j) for j, feeds in enumerate(self.layers.feeds)
-                       if k in feeds and self.layers.layers[j].executes and j not in self.layers.transparent}
+            readers = {
+                group_of.get(j)
+                for j, feeds in enumerate(self.layers.feeds)
+                if k in feeds and self.layers.layers[j].executes and j not in self.layers.transparent
+            }
             if len(readers) == 1 and None not in readers:
                 self.group_layers[readers.pop()].add(k)
                 adopted.add(k)
@@ -371,8 +375,11 @@ class _Assignment:
             for i in range(len(self.s.nodes)):
                 if i in self.owner:
                     continue
-                producers = [self.owner[p] for t in self.s.dynamic_reads(i)
-                             if (p := self.s.producer.get(t)) is not None and p in self.owner]
+                producers = [
+                    self.owner[p]
+                    for t in self.s.dynamic_reads(i)
+                    if (p := self.s.producer.get(t)) is not None and p in self.owner
+                ]
                 readers = [self.owner[r] for r in self.s.consumers(i) if r in self.owner]
                 if producers or readers:
                     self.owner[i] = (producers or readers)[0]
@@ -445,10 +452,16 @@ def cut(structure: Structure, executed: ExecutedGraph) -> Cut:
         else:
             kind = UNMATCHED
         units.append(Unit(kind, tuple(nodes), names, tuple(sorted(borrowed.get(group, ())))))
-    inserted = [Unit(INSERTED, (), (layer.name,)) for k, layer in enumerate(layers.layers)
-                if not layers.claims[k] and layer.executes and k not in assignment.adopted]
+    inserted = [
+        Unit(INSERTED, (), (layer.name,))
+        for k, layer in enumerate(layers.layers)
+        if not layers.claims[k] and layer.executes and k not in assignment.adopted
+    ]
     folded = [u for u in units if u.kind == FOLDED]
     rest = sorted((u for u in units if u.kind != FOLDED), key=lambda u: u.nodes[0])
-    merged_folded = [Unit(FOLDED, tuple(sorted(i for u in folded for i in u.nodes)),
-                          tuple(n for u in folded for n in u.layers))] if folded else []
+    merged_folded = (
+        [Unit(FOLDED, tuple(sorted(i for u in folded for i in u.nodes)), tuple(n for u in folded for n in u.layers))]
+        if folded
+        else []
+    )
     return Cut(executed.runtime, tuple(structure.names), tuple(rest + inserted + merged_folded))

@@ -34,11 +34,14 @@ def _value(name: str, types: dict[str, onnx.ValueInfoProto], what: str) -> onnx.
     """The value's inferred type; an input's shape must be known too (it is drawn at that shape)."""
     value = types.get(name)
     if value is None or not value.type.HasField("tensor_type") or not value.type.tensor_type.elem_type:
-        raise UnsupportedError(f"the type of {what} {name!r} is unknown after shape inference: this unit cannot be a graph of its own")
+        raise UnsupportedError(
+            f"the type of {what} {name!r} is unknown after shape inference: this unit cannot be a graph of its own"
+        )
     tensor = value.type.tensor_type
     if what == "input" and not (tensor.HasField("shape") and all(d.HasField("dim_value") for d in tensor.shape.dim)):
-        raise UnsupportedError(f"the shape of input {name!r} is unknown after shape inference: this unit cannot be a graph "
-                               "of its own")
+        raise UnsupportedError(
+            f"the shape of input {name!r} is unknown after shape inference: this unit cannot be a graph of its own"
+        )
     return value
 
 
@@ -47,8 +50,9 @@ def value_types(shapes: onnx.ModelProto) -> dict[str, onnx.ValueInfoProto]:
     return {v.name: v for v in [*shapes.graph.input, *shapes.graph.value_info, *shapes.graph.output]}
 
 
-def unit_model(model: onnx.ModelProto, types: dict[str, onnx.ValueInfoProto], structure: Structure, unit: Unit,
-               name: str) -> onnx.ModelProto:
+def unit_model(
+    model: onnx.ModelProto, types: dict[str, onnx.ValueInfoProto], structure: Structure, unit: Unit, name: str
+) -> onnx.ModelProto:
     """The unit as a model of its own (`model`: the whole model with its weights and dbench's node
     names; `types`: its inferred values). UnsupportedError when a value it reads or writes has no
     known type."""
@@ -60,8 +64,12 @@ def unit_model(model: onnx.ModelProto, types: dict[str, onnx.ValueInfoProto], st
     stored = {t.name: t for t in model.graph.initializer}
     initializers = [stored[t] for t in reads if t in stored]
     inputs = [_value(t, types, "input") for t in reads if t not in stored]
-    used_outside = [t for i in sorted(owned) for t in structure.nodes[i].output
-                    if t and (t in structure.outputs or any(r not in inside for r in structure.readers.get(t, [])))]
+    used_outside = [
+        t
+        for i in sorted(owned)
+        for t in structure.nodes[i].output
+        if t and (t in structure.outputs or any(r not in inside for r in structure.readers.get(t, [])))
+    ]
     if not used_outside:  # a dead end (nothing reads it): its last node's outputs
         used_outside = [t for t in structure.nodes[max(owned)].output if t]
     outputs = [_value(t, types, "output") for t in dict.fromkeys(used_outside)]
@@ -86,14 +94,27 @@ def executed_model(unit_graph: onnx.ModelProto, layer: ExecutedLayer) -> onnx.Mo
     graph = unit_graph.graph
     stored = {t.name for t in graph.initializer}
     inputs = [i for i in graph.input if i.name not in stored]
-    if layer.layout != CHANNELS_LAST or len(inputs) != 1 or len(graph.output) != 1 or len(layer.inputs) != 1 \
-            or any(len(v.type.tensor_type.shape.dim) != 4 for v in [*inputs, *graph.output]):
+    if (
+        layer.layout != CHANNELS_LAST
+        or len(inputs) != 1
+        or len(graph.output) != 1
+        or len(layer.inputs) != 1
+        or any(len(v.type.tensor_type.shape.dim) != 4 for v in [*inputs, *graph.output])
+    ):
         return None
     domain, _, op_type = layer.op_type.rpartition(":")
-    node = helper.make_node(op_type, [inputs[0].name], [graph.output[0].name], name=layer.name, domain=domain or None,
-                            **dict(layer.attributes))
+    node = helper.make_node(
+        op_type,
+        [inputs[0].name],
+        [graph.output[0].name],
+        name=layer.name,
+        domain=domain or None,
+        **dict(layer.attributes),
+    )
     executed = helper.make_graph([node], graph.name, [_channels_last(inputs[0])], [_channels_last(graph.output[0])])
-    opsets = [o for o in unit_graph.opset_import if o.domain != domain] + ([helper.make_opsetid(domain, 1)] if domain else [])
+    opsets = [o for o in unit_graph.opset_import if o.domain != domain] + (
+        [helper.make_opsetid(domain, 1)] if domain else []
+    )
     model = helper.make_model(executed, opset_imports=opsets, producer_name="dbench units")
     model.ir_version = unit_graph.ir_version
     return model
@@ -107,8 +128,12 @@ def _known(name: str, types: dict[str, onnx.ValueInfoProto]) -> Shape | None:
     """A value's element type and dimensions where the model's shape inference knows them all."""
     value = types.get(name)
     tensor = value.type.tensor_type if value is not None and value.type.HasField("tensor_type") else None
-    if tensor is None or not tensor.elem_type or not tensor.HasField("shape") or \
-            not all(d.HasField("dim_value") for d in tensor.shape.dim):
+    if (
+        tensor is None
+        or not tensor.elem_type
+        or not tensor.HasField("shape")
+        or not all(d.HasField("dim_value") for d in tensor.shape.dim)
+    ):
         return None
     return tensor.elem_type, [d.dim_value for d in tensor.shape.dim]
 
@@ -147,7 +172,9 @@ def _inserted_shapes(layer: ExecutedLayer, types: dict[str, onnx.ValueInfoProto]
     return None
 
 
-def inserted_model(model: onnx.ModelProto, types: dict[str, onnx.ValueInfoProto], layer: ExecutedLayer) -> onnx.ModelProto | None:
+def inserted_model(
+    model: onnx.ModelProto, types: dict[str, onnx.ValueInfoProto], layer: ExecutedLayer
+) -> onnx.ModelProto | None:
     """A layer the runtime inserted between the model's layers (ONNX Runtime's NCHWc ReorderInput and
     ReorderOutput, the NHWC transformer's Transposes, a Cast), as a graph of its one node with the
     runtime's attributes, reading and writing its tensors at the shapes they have inside the model; an
@@ -161,11 +188,18 @@ def inserted_model(model: onnx.ModelProto, types: dict[str, onnx.ValueInfoProto]
         return None
     (in_type, in_dims), (out_type, out_dims) = shapes
     domain, _, op_type = layer.op_type.rpartition(":")
-    node = helper.make_node(op_type, [layer.inputs[0]], [layer.outputs[0]], name=layer.name, domain=domain or None,
-                            **dict(layer.attributes))
-    graph = helper.make_graph([node], layer.name, [helper.make_tensor_value_info(layer.inputs[0], in_type, in_dims)],
-                              [helper.make_tensor_value_info(layer.outputs[0], out_type, out_dims)])
-    opsets = [o for o in model.opset_import if not domain or o.domain != domain] + ([helper.make_opsetid(domain, 1)] if domain else [])
+    node = helper.make_node(
+        op_type, [layer.inputs[0]], [layer.outputs[0]], name=layer.name, domain=domain or None, **dict(layer.attributes)
+    )
+    graph = helper.make_graph(
+        [node],
+        layer.name,
+        [helper.make_tensor_value_info(layer.inputs[0], in_type, in_dims)],
+        [helper.make_tensor_value_info(layer.outputs[0], out_type, out_dims)],
+    )
+    opsets = [o for o in model.opset_import if not domain or o.domain != domain] + (
+        [helper.make_opsetid(domain, 1)] if domain else []
+    )
     inserted = helper.make_model(graph, opset_imports=opsets, producer_name="dbench units")
     inserted.ir_version = max(model.ir_version, FIRST_IR_WITHOUT_INPUT_INITIALIZERS)
     block = nchwc_block(layer.layout)

@@ -165,17 +165,36 @@ class Prediction:
 
     def to_dict(self) -> dict[str, Any]:
         """The table row (units left out)."""
-        return {"run_id": self.run_id, "model": self.model, "runtime": self.runtime, "dims": self.dims,
-                "predicted_us": self.predicted_us, "measured_us": self.measured_us, "error": self.error,
-                "error_low": self.error_low, "error_high": self.error_high, "rounds": self.rounds,
-                "interval_note": self.interval_note,
-                "empty_us": self.empty_us, "units_timed": self.units_timed, "units_total": self.units_total,
-                "nodes_timed": self.nodes_timed, "nodes_total": self.nodes_total, "inserted_us": self.inserted_us,
-                "untimed_inserted_us": self.untimed_inserted_us,
-                "reorders_us": self.reorders_us, "method": self.method, "evicted_empty_us": self.evicted_empty_us,
-                "left_out": list(self.left_out), "left_out_us": self.left_out_us, "left_out_share": self.left_out_share,
-                "flagged": list(self.flagged), "gap": dict(self.gap),
-                "profiled_us": self.profiled_us, "notes": list(self.notes)}
+        return {
+            "run_id": self.run_id,
+            "model": self.model,
+            "runtime": self.runtime,
+            "dims": self.dims,
+            "predicted_us": self.predicted_us,
+            "measured_us": self.measured_us,
+            "error": self.error,
+            "error_low": self.error_low,
+            "error_high": self.error_high,
+            "rounds": self.rounds,
+            "interval_note": self.interval_note,
+            "empty_us": self.empty_us,
+            "units_timed": self.units_timed,
+            "units_total": self.units_total,
+            "nodes_timed": self.nodes_timed,
+            "nodes_total": self.nodes_total,
+            "inserted_us": self.inserted_us,
+            "untimed_inserted_us": self.untimed_inserted_us,
+            "reorders_us": self.reorders_us,
+            "method": self.method,
+            "evicted_empty_us": self.evicted_empty_us,
+            "left_out": list(self.left_out),
+            "left_out_us": self.left_out_us,
+            "left_out_share": self.left_out_share,
+            "flagged": list(self.flagged),
+            "gap": dict(self.gap),
+            "profiled_us": self.profiled_us,
+            "notes": list(self.notes),
+        }
 
 
 def tag(row: dict[str, Any]) -> dict[str, Any]:
@@ -250,8 +269,12 @@ class Sides:
 
     def rows(self) -> list[dict[str, Any]]:
         """Every row the prediction reads."""
-        return [self.empty, *self.units, *([self.evicted_empty] if self.method != WARM else []),
-                *(self.twins.values() if self.method != WARM else [])]
+        return [
+            self.empty,
+            *self.units,
+            *([self.evicted_empty] if self.method != WARM else []),
+            *(self.twins.values() if self.method != WARM else []),
+        ]
 
     def effective(self, unit: dict[str, Any], r: int | None = None) -> float:
         """The unit's median (round r's, or the row's) as the method takes it."""
@@ -265,7 +288,9 @@ class Sides:
         return in_model_state(warm, empty, evicted, evicted_empty, weight_share(unit))
 
     def predicted(self, r: int | None = None) -> float:
-        return predicted(_median(self.empty, r), [(tag(u)["count"], self.effective(u, r), _share(u)) for u in self.units])
+        return predicted(
+            _median(self.empty, r), [(tag(u)["count"], self.effective(u, r), _share(u)) for u in self.units]
+        )
 
 
 def _median(row: dict[str, Any], r: int | None) -> float:
@@ -300,8 +325,9 @@ def _profile(row: dict[str, Any] | None) -> dict[str, float]:
     return {n["name"]: float(n["time_us"]) for n in row.get("nodes") or [] if not n.get("container")}
 
 
-def _unit_lines(model: dict[str, Any] | None, sides: Sides | None, units: list[dict[str, Any]],
-                scale_us: float | None) -> list[UnitLine]:
+def _unit_lines(
+    model: dict[str, Any] | None, sides: Sides | None, units: list[dict[str, Any]], scale_us: float | None
+) -> list[UnitLine]:
     profile = _profile(model)
     total = sum(profile.values()) if profile else None
     in_model = lambda layers: sum(profile.get(name, 0.0) for name in layers) if profile else None  # noqa: E731
@@ -323,20 +349,54 @@ def _unit_lines(model: dict[str, Any] | None, sides: Sides | None, units: list[d
         reorders = net - isolated if net is not None else None
         cache = info["count"] * (effective - row["median_us"]) * _share(row) if counted else None
         twin = sides.twins.get(row["graph_id"]) if sides else None
-        disagrees = bool(isolated is not None and inside and scale_us
-                         and not 1 / DISAGREE_RATIO <= isolated / inside <= DISAGREE_RATIO
-                         and abs(isolated - inside) >= max(DISAGREE_SHARE * scale_us, PROFILE_EVENT_US * len(layers)))
-        lines.append(UnitLine(row["graph_id"], info.get("kind", "executed"), tuple(occurrences[0]["nodes"]), info["count"], row["status"],
-                              row.get("median_us"), isolated, reorders, inside, share(inside), tuple(info.get("kernels") or ()),
-                              layers, disagrees, twin["median_us"] if twin else None, weight_share(row) if info.get("weight_bytes") is not None else None,
-                              cache, flag(row) if _ok(row) else ""))
+        disagrees = bool(
+            isolated is not None
+            and inside
+            and scale_us
+            and not 1 / DISAGREE_RATIO <= isolated / inside <= DISAGREE_RATIO
+            and abs(isolated - inside) >= max(DISAGREE_SHARE * scale_us, PROFILE_EVENT_US * len(layers))
+        )
+        lines.append(
+            UnitLine(
+                row["graph_id"],
+                info.get("kind", "executed"),
+                tuple(occurrences[0]["nodes"]),
+                info["count"],
+                row["status"],
+                row.get("median_us"),
+                isolated,
+                reorders,
+                inside,
+                share(inside),
+                tuple(info.get("kernels") or ()),
+                layers,
+                disagrees,
+                twin["median_us"] if twin else None,
+                weight_share(row) if info.get("weight_bytes") is not None else None,
+                cache,
+                flag(row) if _ok(row) else "",
+            )
+        )
     for unit in (tag(model).get("units") or []) if model else []:
         if unit["graph"]:
             continue
         inside = in_model(unit["layers"]) if unit["kind"] == INSERTED else 0.0
-        lines.append(UnitLine(unit["layers"][0] if unit["kind"] == INSERTED and unit["layers"] else unit["kind"],
-                              unit["kind"], tuple(unit["nodes"]), 1, "", None, None, None, inside, share(inside), (),
-                              tuple(unit["layers"])))
+        lines.append(
+            UnitLine(
+                unit["layers"][0] if unit["kind"] == INSERTED and unit["layers"] else unit["kind"],
+                unit["kind"],
+                tuple(unit["nodes"]),
+                1,
+                "",
+                None,
+                None,
+                None,
+                inside,
+                share(inside),
+                (),
+                tuple(unit["layers"]),
+            )
+        )
     return lines
 
 
@@ -348,11 +408,20 @@ def gap_by_cause(sides: Sides, measured_us: float | None, untimed_inserted_us: f
     and what is left (the measurement less all of the above)."""
     empty = sides.empty["median_us"]
     calls = sum(tag(u)["count"] for u in sides.units)
-    alone = lambda inserted: sum(tag(u)["count"] * u["median_us"] for u in sides.units  # noqa: E731
-                                 if (tag(u).get("kind") == INSERTED) == inserted)
-    gap = {"units alone": alone(False), "inserted layers alone": alone(True), "per-call overhead": -(calls - 1) * empty,
-           "units' boundary reorders": -sum(tag(u)["count"] * (u["median_us"] - empty) * (1 - _share(u)) for u in sides.units),
-           "cache": sum(tag(u)["count"] * (sides.effective(u) - u["median_us"]) * _share(u) for u in sides.units)}
+    alone = lambda inserted: sum(
+        tag(u)["count"] * u["median_us"]
+        for u in sides.units  # noqa: E731
+        if (tag(u).get("kind") == INSERTED) == inserted
+    )
+    gap = {
+        "units alone": alone(False),
+        "inserted layers alone": alone(True),
+        "per-call overhead": -(calls - 1) * empty,
+        "units' boundary reorders": -sum(
+            tag(u)["count"] * (u["median_us"] - empty) * (1 - _share(u)) for u in sides.units
+        ),
+        "cache": sum(tag(u)["count"] * (sides.effective(u) - u["median_us"]) * _share(u) for u in sides.units),
+    }
     gap["predicted"] = sides.predicted()
     if measured_us is not None:
         if untimed_inserted_us is not None:
@@ -362,8 +431,7 @@ def gap_by_cause(sides: Sides, measured_us: float | None, untimed_inserted_us: f
     return gap
 
 
-def _sides(members: list[dict[str, Any]], units: list[dict[str, Any]], method: str,
-           notes: list[str]) -> Sides | None:
+def _sides(members: list[dict[str, Any]], units: list[dict[str, Any]], method: str, notes: list[str]) -> Sides | None:
     """The rows the prediction is made of, by `method`, falling back to warm times (with a note) where
     the evicted twins did not run or were not timed (a run before them)."""
     empty = next((r for r in members if tag(r).get("role") == EMPTY and not tag(r).get("timing")), None)
@@ -376,11 +444,15 @@ def _sides(members: list[dict[str, Any]], units: list[dict[str, Any]], method: s
     evicted_empty = next((r for r in members if tag(r).get("role") == EMPTY and tag(r).get("timing") == EVICTED), None)
     twins = {tag(r).get("warm"): r for r in members if tag(r).get("role") == UNIT and tag(r).get("timing") == EVICTED}
     if evicted_empty is None and not twins:
-        notes.append(f"no unit was timed evicted (a run made before the {MODEL_STATE} timing): the units are taken warm")
+        notes.append(
+            f"no unit was timed evicted (a run made before the {MODEL_STATE} timing): the units are taken warm"
+        )
         return Sides(empty, timed)
     if not _ok(evicted_empty):
-        notes.append(f"the evicted empty graph did not run ok ({evicted_empty['status'] if evicted_empty else 'missing'}): "
-                     "the units are taken warm")
+        notes.append(
+            f"the evicted empty graph did not run ok ({evicted_empty['status'] if evicted_empty else 'missing'}): "
+            "the units are taken warm"
+        )
         return Sides(empty, timed)
     counted = {k: r for k, r in twins.items() if _ok(r)}
     warm_only = [r["graph_id"] for r in timed if r["graph_id"] not in counted]
@@ -399,12 +471,16 @@ def _prediction(run_id: str, variant: str, members: list[dict[str, Any]], method
     timed = [r for r in units if _ok(r)]
     unprofiled = [r["graph_id"] for r in timed if kept(r) is None]
     if unprofiled:
-        notes.append(f"{len(unprofiled)} units have no per-node profile (--quick, --no-profile): their boundary reorders "
-                     f"stay in the prediction ({', '.join(unprofiled[:3])}{', ...' if len(unprofiled) > 3 else ''})")
+        notes.append(
+            f"{len(unprofiled)} units have no per-node profile (--quick, --no-profile): their boundary reorders "
+            f"stay in the prediction ({', '.join(unprofiled[:3])}{', ...' if len(unprofiled) > 3 else ''})"
+        )
     as_executed = [f"{r['graph_id']} ({tag(r)['timed_as']})" for r in units if tag(r).get("timed_as")]
     if as_executed:
-        notes.append(f"{len(as_executed)} units timed as the layer the runtime runs inside the model, on the layout "
-                     f"its neighbours hand it: {', '.join(as_executed[:5])}")
+        notes.append(
+            f"{len(as_executed)} units timed as the layer the runtime runs inside the model, on the layout "
+            f"its neighbours hand it: {', '.join(as_executed[:5])}"
+        )
     empty_us = sides.empty["median_us"] if sides else None
     predicted_us = sides.predicted() if sides else None
     measured_us = model["median_us"] if _ok(model) else None
@@ -421,32 +497,64 @@ def _prediction(run_id: str, variant: str, members: list[dict[str, Any]], method
     profile = _profile(model)
     inserted = [u for u in (tag(model).get("units") or []) if u["kind"] == INSERTED] if model else []
     inserted_us = sum(profile.get(name, 0.0) for u in inserted for name in u["layers"]) if profile else None
-    untimed_inserted_us = sum(profile.get(name, 0.0) for u in inserted if not u["graph"] for name in u["layers"]) if profile else None
+    untimed_inserted_us = (
+        sum(profile.get(name, 0.0) for u in inserted if not u["graph"] for name in u["layers"]) if profile else None
+    )
     left = [line for line in lines if line.status and line.status not in CHECKED]
     left_out_us = sum(line.in_model_us or 0.0 for line in left) if profile and left else None
     if untimed:
-        share = f"{left_out_us / sum(profile.values()):.1%} of the model in the runtime's profile" if left_out_us is not None \
+        share = (
+            f"{left_out_us / sum(profile.values()):.1%} of the model in the runtime's profile"
+            if left_out_us is not None
             else "their share of the model is unknown (no profile of the whole model)"
-        notes.append(f"{len(untimed)} units did not run ok and are left out of the prediction ({share}): {', '.join(untimed)}")
+        )
+        notes.append(
+            f"{len(untimed)} units did not run ok and are left out of the prediction ({share}): {', '.join(untimed)}"
+        )
     flagged = tuple(f"{line.graph} ({line.flag})" for line in lines if line.flag)
     if flagged:
-        notes.append(f"{len(flagged)} units are counted although their check was not a plain pass: {', '.join(flagged[:8])}"
-                     + (", ..." if len(flagged) > 8 else ""))
+        notes.append(
+            f"{len(flagged)} units are counted although their check was not a plain pass: {', '.join(flagged[:8])}"
+            + (", ..." if len(flagged) > 8 else "")
+        )
     total_units = int(tag(model).get("graphs") if model else max((tag(r).get("graphs", 0) for r in units), default=0))
     model_tag = tag(model) if model else {}
-    nodes_total = sum(len(u["nodes"]) for u in model_tag.get("units", [])) or \
-        sum(len(o["nodes"]) for r in units for o in tag(r).get("occurrences", []))
+    nodes_total = sum(len(u["nodes"]) for u in model_tag.get("units", [])) or sum(
+        len(o["nodes"]) for r in units for o in tag(r).get("occurrences", [])
+    )
     return Prediction(
-        run_id=run_id, model=info.get("model", ""), runtime=info.get("runtime", ""), variant=variant,
-        predicted_us=predicted_us, measured_us=measured_us, empty_us=empty_us, units_timed=len(timed),
-        units_total=total_units, nodes_timed=sum(len(o["nodes"]) for r in timed for o in tag(r).get("occurrences", [])),
-        nodes_total=nodes_total, error=error, error_low=low, error_high=high, rounds=rounds, interval_note=note,
-        inserted_us=inserted_us, profiled_us=sum(profile.values()) if profile else None,
-        reorders_us=sum(line.reorders_us for line in lines if line.reorders_us is not None) if empty_us is not None else None,
-        units=tuple(lines), notes=tuple(notes), dims=dict(info.get("dims") or {}), method=sides.method if sides else method,
+        run_id=run_id,
+        model=info.get("model", ""),
+        runtime=info.get("runtime", ""),
+        variant=variant,
+        predicted_us=predicted_us,
+        measured_us=measured_us,
+        empty_us=empty_us,
+        units_timed=len(timed),
+        units_total=total_units,
+        nodes_timed=sum(len(o["nodes"]) for r in timed for o in tag(r).get("occurrences", [])),
+        nodes_total=nodes_total,
+        error=error,
+        error_low=low,
+        error_high=high,
+        rounds=rounds,
+        interval_note=note,
+        inserted_us=inserted_us,
+        profiled_us=sum(profile.values()) if profile else None,
+        reorders_us=sum(line.reorders_us for line in lines if line.reorders_us is not None)
+        if empty_us is not None
+        else None,
+        units=tuple(lines),
+        notes=tuple(notes),
+        dims=dict(info.get("dims") or {}),
+        method=sides.method if sides else method,
         evicted_empty_us=sides.evicted_empty["median_us"] if sides and sides.evicted_empty else None,
-        left_out=tuple(untimed), left_out_us=left_out_us, flagged=flagged,
-        untimed_inserted_us=untimed_inserted_us, gap=gap_by_cause(sides, measured_us, untimed_inserted_us) if sides else {})
+        left_out=tuple(untimed),
+        left_out_us=left_out_us,
+        flagged=flagged,
+        untimed_inserted_us=untimed_inserted_us,
+        gap=gap_by_cause(sides, measured_us, untimed_inserted_us) if sides else {},
+    )
 
 
 def predictions(rows: list[dict[str, Any]], method: str = MODEL_STATE) -> list[Prediction]:
@@ -459,5 +567,8 @@ def predictions(rows: list[dict[str, Any]], method: str = MODEL_STATE) -> list[P
         if info.get("role") in (MODEL, UNIT, EMPTY):
             key = (row.get("run_id", ""), info.get("model", ""), row.get("variant") or row.get("runtime", ""))
             groups.setdefault(key, []).append(row)
-    return [_prediction(run_id, variant, members, method) for (run_id, _, variant), members in groups.items()
-            if any(tag(r).get("role") in (MODEL, UNIT) for r in members)]
+    return [
+        _prediction(run_id, variant, members, method)
+        for (run_id, _, variant), members in groups.items()
+        if any(tag(r).get("role") in (MODEL, UNIT) for r in members)
+    ]

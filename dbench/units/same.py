@@ -29,7 +29,11 @@ def _tensor_key(tensor: onnx.TensorProto) -> tuple:
 
 def _value_key(value: onnx.ValueInfoProto) -> tuple:
     tensor = value.type.tensor_type
-    return ("input", tensor.elem_type, tuple(d.dim_value if d.HasField("dim_value") else d.dim_param for d in tensor.shape.dim))
+    return (
+        "input",
+        tensor.elem_type,
+        tuple(d.dim_value if d.HasField("dim_value") else d.dim_param for d in tensor.shape.dim),
+    )
 
 
 def _attribute_key(attribute: onnx.AttributeProto) -> bytes:
@@ -55,7 +59,14 @@ def signature(model: onnx.ModelProto) -> str:
         for out in node.output:
             if out:
                 local.setdefault(out, len(local))
-        parts.append((node.domain, node.op_type, inputs, tuple(local.get(o, "") for o in node.output),
-                      tuple(_attribute_key(a) for a in node.attribute)))
+        parts.append(
+            (
+                node.domain,
+                node.op_type,
+                inputs,
+                tuple(local.get(o, "") for o in node.output),
+                tuple(_attribute_key(a) for a in node.attribute),
+            )
+        )
     parts.append(tuple(local.get(o.name, o.name) for o in graph.output))
     return hashlib.sha256(repr(parts).encode()).hexdigest()

@@ -52,8 +52,9 @@ class Structure:
     run makes constants (weights stored without data, drawn at run time); `shaped`: tensors whose
     shape is fully known (shape inference with the dimensions bound)."""
 
-    def __init__(self, graph: onnx.GraphProto, constants: frozenset[str] = frozenset(),
-                 shaped: frozenset[str] = frozenset()) -> None:
+    def __init__(
+        self, graph: onnx.GraphProto, constants: frozenset[str] = frozenset(), shaped: frozenset[str] = frozenset()
+    ) -> None:
         self.graph = graph
         self.nodes = list(graph.node)
         self.names = node_names(self.nodes)
@@ -81,8 +82,10 @@ class Structure:
         for node in self.nodes:
             if node.op_type in RANDOM_OPS or _subgraphs(node):
                 continue
-            if all(not t or t in static or (node.op_type in SHAPE_READERS and k == 0 and t in self.shaped)
-                   for k, t in enumerate(node.input)):
+            if all(
+                not t or t in static or (node.op_type in SHAPE_READERS and k == 0 and t in self.shaped)
+                for k, t in enumerate(node.input)
+            ):
                 static.update(o for o in node.output if o)
         return static
 

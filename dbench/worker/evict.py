@@ -11,7 +11,7 @@ from __future__ import annotations
 import dataclasses
 import gc
 import time
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
 
@@ -28,8 +28,9 @@ def eviction_buffer(size: int) -> np.ndarray:
     return np.ones(max(1, size // 8), dtype=np.float64)
 
 
-def measure_evicted(call: Callable[[], None], config: TimingConfig, buffer: np.ndarray,
-                    refresh: Callable[[], None]) -> LatencyRound:
+def measure_evicted(
+    call: Callable[[], None], config: TimingConfig, buffer: np.ndarray, refresh: Callable[[], None]
+) -> LatencyRound:
     """One round of single calls, each after reading `buffer` and calling `refresh` (the inputs back in
     the caches), both untimed; sampling stops as `measure`'s does (the round's share of --min-time and
     samples, capped by its share of --max-time, or exactly --iterations calls), the untimed work counted
@@ -55,7 +56,9 @@ def measure_evicted(call: Callable[[], None], config: TimingConfig, buffer: np.n
     return dataclasses.replace(summarize(samples, 1), warmup_s=warmup_s, first_call_us=first / 1e3)
 
 
-def _sample(call: Callable[[], None], config: TimingConfig, buffer: np.ndarray, refresh: Callable[[], None]) -> list[float]:
+def _sample(
+    call: Callable[[], None], config: TimingConfig, buffer: np.ndarray, refresh: Callable[[], None]
+) -> list[float]:
     clock = time.perf_counter_ns
     samples: list[float] = []
     min_ns, max_ns = config.min_time * 1e9, config.max_time * 1e9

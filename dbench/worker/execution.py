@@ -4,8 +4,8 @@ predict` sends it before its run, so that no runtime is ever imported in the par
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 from dbench.executed import ExecutedGraph
 from dbench.gen.graph import GraphSpec

@@ -16,17 +16,18 @@ Only rows that disagree, or that the reference cannot check, pay for steps 3 and
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 import onnx
 
+from dbench.check.verdict import Verdict, compare
 from dbench.gen.graph import GraphSpec
 from dbench.gen.tolerance import Tolerance
 from dbench.outcome import Status
 from dbench.sources.verify_weights import ForVerification, for_verification
-from dbench.check.verdict import Verdict, compare
 
 CROSS_RUNTIME = "cross-runtime"
 """The check of a row verified against a second runtime's outputs (the reference could not run)."""
@@ -42,7 +43,9 @@ class ForeignVerdict:
     verification: dict[str, Any] = field(default_factory=dict)
 
 
-def _run_here(runtime, model: onnx.ModelProto, spec: GraphSpec, feeds: dict[str, np.ndarray], weights: str) -> dict[str, np.ndarray]:
+def _run_here(
+    runtime, model: onnx.ModelProto, spec: GraphSpec, feeds: dict[str, np.ndarray], weights: str
+) -> dict[str, np.ndarray]:
     """The runtime's outputs for another graph than the timed one, in a session of its own."""
     from dbench.gen.weights import split_feeds
 
@@ -57,8 +60,9 @@ def _run_here(runtime, model: onnx.ModelProto, spec: GraphSpec, feeds: dict[str,
             session.close()
 
 
-def _reference(spec: GraphSpec, key_bytes: bytes, model: onnx.ModelProto, feeds: dict[str, np.ndarray], cache,
-               rule: Tolerance) -> tuple[dict[str, np.ndarray] | None, str]:
+def _reference(
+    spec: GraphSpec, key_bytes: bytes, model: onnx.ModelProto, feeds: dict[str, np.ndarray], cache, rule: Tolerance
+) -> tuple[dict[str, np.ndarray] | None, str]:
     """The reference's outputs, from the cache or computed and cached (the full check's entry), or
     (None, why the reference cannot run)."""
     from dbench.cache.keys import entry_key
@@ -73,13 +77,19 @@ def _reference(spec: GraphSpec, key_bytes: bytes, model: onnx.ModelProto, feeds:
         return stored, by
     expected, by = reference_outputs(model, spec, feeds)
     if expected is not None:
-        cache.put(key, {**expected, ".by": np.array(by), ".metric": np.array(rule.metric), ".bound": np.array(rule.bound)})
+        cache.put(
+            key, {**expected, ".by": np.array(by), ".metric": np.array(rule.metric), ".bound": np.array(rule.bound)}
+        )
     return expected, by
 
 
 def _over(outputs: dict[str, np.ndarray], expected: dict[str, np.ndarray], rule: Tolerance) -> list[str]:
     """The outputs outside the tolerance, in order."""
-    return [name for name in expected if not compare({name: outputs.get(name)} if name in outputs else {}, {name: expected[name]}, rule).ok]
+    return [
+        name
+        for name in expected
+        if not compare({name: outputs.get(name)} if name in outputs else {}, {name: expected[name]}, rule).ok
+    ]
 
 
 def _second_outputs(job, checked: ForVerification, feeds: dict[str, np.ndarray]) -> tuple[dict[str, Any], dict | None]:
@@ -93,17 +103,28 @@ def _second_outputs(job, checked: ForVerification, feeds: dict[str, np.ndarray])
     second = second_implementation(job.runtime, job.options.threads)
     if not second.runtime:
         return {"runtime": None, "why": second.why_none}, None
-    record = {"runtime": second.runtime, "version": runtime_class(second.runtime).version(),
-              "options": {k: v for k, v in asdict(second.options).items() if v not in (None, {}, False)}}
-    answer = outputs_elsewhere(OutputsJob(checked.spec, checked.model.SerializeToString(), second.runtime, second.options,
-                                          feeds, job.weights))
+    record = {
+        "runtime": second.runtime,
+        "version": runtime_class(second.runtime).version(),
+        "options": {k: v for k, v in asdict(second.options).items() if v not in (None, {}, False)},
+    }
+    answer = outputs_elsewhere(
+        OutputsJob(checked.spec, checked.model.SerializeToString(), second.runtime, second.options, feeds, job.weights)
+    )
     if isinstance(answer, str):
         return {**record, "why": answer}, None
     return record, answer
 
 
-def _localise(job, runtime, checked: ForVerification, feeds: dict[str, np.ndarray], rule: Tolerance, targets: list[str],
-              second: dict[str, Any]) -> dict[str, Any]:
+def _localise(
+    job,
+    runtime,
+    checked: ForVerification,
+    feeds: dict[str, np.ndarray],
+    rule: Tolerance,
+    targets: list[str],
+    second: dict[str, Any],
+) -> dict[str, Any]:
     """The first node whose outputs differ from the reference's: computed by this runtime, or where it
     cannot expose every value, by the second implementation when that disagrees with the reference too."""
     from dbench.check.localise import exposed, first_disagreement
@@ -125,15 +146,21 @@ def _localise(job, runtime, checked: ForVerification, feeds: dict[str, np.ndarra
         if second.get("agrees_with_reference") is not False:
             return {"why": f"not localised: this runtime cannot run the graph with every value an output ({err})"}
         other = second_implementation(job.runtime, job.options.threads)
-        computed = outputs_elsewhere(OutputsJob(spec, model.SerializeToString(), other.runtime, other.options, feeds, job.weights))
+        computed = outputs_elsewhere(
+            OutputsJob(spec, model.SerializeToString(), other.runtime, other.options, feeds, job.weights)
+        )
         if isinstance(computed, str):
-            return {"why": f"not localised: neither runtime can run the graph with every value an output ({err}; "
-                           f"{computed})"}
+            return {
+                "why": f"not localised: neither runtime can run the graph with every value an output ({err}; "
+                f"{computed})"
+            }
         by = other.runtime
     found = first_disagreement(checked.model, values, computed, rule, targets)
     if found is None:
-        return {"why": "no single node: with every value an output the runtime agrees with the reference, "
-                       "so the difference comes from how it runs the graph whole (a fusion or rewrite)"}
+        return {
+            "why": "no single node: with every value an output the runtime agrees with the reference, "
+            "so the difference comes from how it runs the graph whole (a fusion or rewrite)"
+        }
     return {**found, "by": by}
 
 
@@ -144,12 +171,20 @@ def _error_text(verdict: Verdict) -> str:
 def _where(first: dict[str, Any]) -> str:
     if "op" not in first:
         return first["why"]
-    return (f"first node that differs: {first['op']} {first['node']!r} ({first['domain']} opset {first['opset']}), "
-            f"output {first['output']!r} error {first['error']:.3g}")
+    return (
+        f"first node that differs: {first['op']} {first['node']!r} ({first['domain']} opset {first['opset']}), "
+        f"output {first['output']!r} error {first['error']:.3g}"
+    )
 
 
-def verify_foreign(job, model: onnx.ModelProto, feeds: dict[str, np.ndarray], outputs: dict[str, np.ndarray], runtime,
-                   phase: Callable[[str], None]) -> ForeignVerdict:
+def verify_foreign(
+    job,
+    model: onnx.ModelProto,
+    feeds: dict[str, np.ndarray],
+    outputs: dict[str, np.ndarray],
+    runtime,
+    phase: Callable[[str], None],
+) -> ForeignVerdict:
     """Verify the timed session's outputs of a foreign graph (module docstring); `model` is the graph
     as the worker prepared it, `feeds` every input it was given."""
     from dbench.cache.store import open_cache
@@ -170,9 +205,11 @@ def verify_foreign(job, model: onnx.ModelProto, feeds: dict[str, np.ndarray], ou
             key_bytes = checked.model.SerializeToString()
             notes = {"random_weights": len(checked.replaced), "exposed": list(checked.exposed)}
             logits = f" and its Softmax's input {', '.join(checked.exposed)} as an output" if checked.exposed else ""
-            said = (f"checked on the graph with seeded random weights in place of its {len(checked.replaced)} "
-                    "constant-filled "
-                    f"ones{logits} (the timed graph keeps its own)")
+            said = (
+                f"checked on the graph with seeded random weights in place of its {len(checked.replaced)} "
+                "constant-filled "
+                f"ones{logits} (the timed graph keeps its own)"
+            )
         except DbenchError as err:  # the copy will not run: its own outputs are checked, weakly, and the row says why
             checked = ForVerification(model, spec)
             said = f"the graph with random weights in place of its constant-filled ones cannot run ({err})"
@@ -183,25 +220,54 @@ def verify_foreign(job, model: onnx.ModelProto, feeds: dict[str, np.ndarray], ou
         if verdict.ok:
             weak = f"weak verification: the expected outputs are degenerate ({verdict.weak})" if verdict.weak else ""
             return ForeignVerdict(Status.OK, "; ".join(m for m in (weak, said) if m), record)
-        return _disputed_or_mismatch(job, runtime, checked, feeds, outputs, expected, verdict, record, rule, said, phase)
+        return _disputed_or_mismatch(
+            job, runtime, checked, feeds, outputs, expected, verdict, record, rule, said, phase
+        )
     phase("cross-checking")
     second, theirs = _second_outputs(job, checked, feeds)
     if theirs is None:
-        return ForeignVerdict(Status.OK, "; ".join(m for m in (f"unverified: {by}; {second['why']}", said) if m),
-                              {"ok": None, "by": None, "second": second, "reference": by, **notes})
+        return ForeignVerdict(
+            Status.OK,
+            "; ".join(m for m in (f"unverified: {by}; {second['why']}", said) if m),
+            {"ok": None, "by": None, "second": second, "reference": by, **notes},
+        )
     verdict = compare(outputs, theirs, rule)
-    record = {**verdict.to_dict(), "check": CROSS_RUNTIME, "by": second["runtime"], "second": {**second, "agrees": verdict.ok},
-              "reference": by, **notes}
+    record = {
+        **verdict.to_dict(),
+        "check": CROSS_RUNTIME,
+        "by": second["runtime"],
+        "second": {**second, "agrees": verdict.ok},
+        "reference": by,
+        **notes,
+    }
     if verdict.ok:
         weak = f"; weak verification: the expected outputs are degenerate ({verdict.weak})" if verdict.weak else ""
-        return ForeignVerdict(Status.OK, f"verified against {second['runtime']}, not onnx.reference ({by}){weak}"
-                                         + (f"; {said}" if said else ""), record)
-    return ForeignVerdict(Status.MISMATCH, f"{verdict.detail}: {_error_text(verdict)} > {verdict.metric} tolerance {verdict.bound:g} "
-                                           f"against {second['runtime']}, and onnx.reference cannot tell which is right ({by})", record)
+        return ForeignVerdict(
+            Status.OK,
+            f"verified against {second['runtime']}, not onnx.reference ({by}){weak}" + (f"; {said}" if said else ""),
+            record,
+        )
+    return ForeignVerdict(
+        Status.MISMATCH,
+        f"{verdict.detail}: {_error_text(verdict)} > {verdict.metric} tolerance {verdict.bound:g} "
+        f"against {second['runtime']}, and onnx.reference cannot tell which is right ({by})",
+        record,
+    )
 
 
-def _disputed_or_mismatch(job, runtime, checked: ForVerification, feeds, outputs, expected, verdict: Verdict,
-                          record: dict[str, Any], rule: Tolerance, said: str, phase) -> ForeignVerdict:
+def _disputed_or_mismatch(
+    job,
+    runtime,
+    checked: ForVerification,
+    feeds,
+    outputs,
+    expected,
+    verdict: Verdict,
+    record: dict[str, Any],
+    rule: Tolerance,
+    said: str,
+    phase,
+) -> ForeignVerdict:
     """The runtime disagrees with the reference: the second implementation's word decides (module docstring)."""
     phase("cross-checking")
     second, theirs = _second_outputs(job, checked, feeds)
@@ -212,18 +278,32 @@ def _disputed_or_mismatch(job, runtime, checked: ForVerification, feeds, outputs
     else:
         with_runtime = compare(outputs, theirs, rule)
         with_reference = compare(theirs, expected, rule)
-        second.update(agrees=with_runtime.ok, error=with_runtime.error, agrees_with_reference=with_reference.ok,
-                      error_to_reference=with_reference.error)
+        second.update(
+            agrees=with_runtime.ok,
+            error=with_runtime.error,
+            agrees_with_reference=with_reference.ok,
+            error_to_reference=with_reference.error,
+        )
         name = second["runtime"]
         if with_runtime.ok and not with_reference.ok:
             status = Status.DISPUTED
-            text = (f"disputed: onnx.reference differs ({against}); {name} agrees with this runtime "
-                    f"({_error_text(with_runtime)}), so the reference is taken to be wrong")
+            text = (
+                f"disputed: onnx.reference differs ({against}); {name} agrees with this runtime "
+                f"({_error_text(with_runtime)}), so the reference is taken to be wrong"
+            )
         elif with_reference.ok:
-            status, text = Status.MISMATCH, f"{against}; {name} agrees with onnx.reference ({_error_text(with_reference)})"
+            status, text = (
+                Status.MISMATCH,
+                f"{against}; {name} agrees with onnx.reference ({_error_text(with_reference)})",
+            )
         else:
-            status, text = Status.MISMATCH, (f"{against}; {name} agrees with neither ({_error_text(with_runtime)} against this "
-                                             f"runtime, {_error_text(with_reference)} against onnx.reference)")
+            status, text = (
+                Status.MISMATCH,
+                (
+                    f"{against}; {name} agrees with neither ({_error_text(with_runtime)} against this "
+                    f"runtime, {_error_text(with_reference)} against onnx.reference)"
+                ),
+            )
     record["second"] = second
     phase("localising")
     try:

@@ -8,8 +8,8 @@ from dataclasses import dataclass
 
 from dbench.gen.graph import GraphSpec
 from dbench.runtimes.base import RuntimeOptions
-from dbench.sources.contract import Contract
 from dbench.scenario import Load
+from dbench.sources.contract import Contract
 from dbench.worker.timing import TimingConfig
 
 

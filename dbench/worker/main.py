@@ -10,14 +10,23 @@ import signal
 import sys
 import time
 import traceback
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING
 
 from dbench.outcome import Outcome, Phase, Status
 from dbench.worker.instance import runtime_for
 from dbench.worker.job import Job
-from dbench.worker.profiling import (PROFILE_BUDGET_S, best_profile, over_cap, profile_before_timing, profile_first,
-                                     profile_runs, separate_pass_s, taken_well)
+from dbench.worker.profiling import (
+    PROFILE_BUDGET_S,
+    best_profile,
+    over_cap,
+    profile_before_timing,
+    profile_first,
+    profile_runs,
+    separate_pass_s,
+    taken_well,
+)
 from dbench.worker.timing import TimingConfig
 
 if TYPE_CHECKING:
@@ -62,8 +71,15 @@ def _memory_figures(outcome: Outcome, memory, baseline: int, peak_resets: bool) 
         outcome.memory_bytes = max(0, peak - baseline)
 
 
-def _settle_profile(session, job: Job, outcome: Outcome, median_us: float, first: "Profile | None", skipped: str,
-                    phase: Callable[[str], None]) -> None:
+def _settle_profile(
+    session,
+    job: Job,
+    outcome: Outcome,
+    median_us: float,
+    first: Profile | None,
+    skipped: str,
+    phase: Callable[[str], None],
+) -> None:
     """The row's per-node profile: the one taken before timing where it stands, else a separate pass
     after timing, unless it would cost more than --quick allows (then the row says so)."""
     profile = first
@@ -89,9 +105,9 @@ class Inputs:
     """A job's drawn inputs: every feed (the model's stored weights included), those made constants at
     prepare, and those bound for every call."""
 
-    feeds: dict[str, "np.ndarray"]
-    constants: dict[str, "np.ndarray"]
-    per_call: dict[str, "np.ndarray"]
+    feeds: dict[str, np.ndarray]
+    constants: dict[str, np.ndarray]
+    per_call: dict[str, np.ndarray]
 
 
 @dataclass
@@ -99,13 +115,13 @@ class Prepared:
     """A prepared, bound session, and what a profile taken before timing left: the profile (None where it
     was not taken, or cost too much), the calls it made (they warm the session up), and why it is missing."""
 
-    session: "Session"
-    profile: "Profile | None" = None
-    warmed: "Warmed | None" = None
+    session: Session
+    profile: Profile | None = None
+    warmed: Warmed | None = None
     skipped: str = ""
 
 
-def _checked_model(job: Job) -> "tuple[onnx.ModelProto | None, Outcome | None]":
+def _checked_model(job: Job) -> tuple[onnx.ModelProto | None, Outcome | None]:
     """The job's graph parsed and held to its description (bytes, fed inputs, memory it needs), or the
     outcome that refuses it before any runtime starts."""
     import onnx
@@ -119,18 +135,23 @@ def _checked_model(job: Job) -> "tuple[onnx.ModelProto | None, Outcome | None]":
     except Exception as err:  # protobuf raises DecodeError and friends
         return None, Outcome(Status.FAILED, f"cannot load the graph: {_first_line(err)}")
     if job.sha256 and sha256(job.model) != job.sha256:
-        return None, Outcome(Status.FAILED, f"the graph file does not match its manifest (sha256 differs); {job.contract.remedy}")
+        return None, Outcome(
+            Status.FAILED, f"the graph file does not match its manifest (sha256 differs); {job.contract.remedy}"
+        )
     mismatch = check_model(model, job.spec)
     if mismatch:
         return None, Outcome(Status.FAILED, f"{mismatch} in {job.contract.described_by}; {job.contract.remedy}")
     need = _estimate_bytes(job.spec, job.verify, job.weights == "const", job.load.streams if job.load else 1)
     if need > memory.available():
-        return None, Outcome(Status.OOM, f"needs at least {need / 2**30:.1f} GiB, {memory.available() / 2**30:.1f} GiB "
-                                         "available; skipped before allocating")
+        return None, Outcome(
+            Status.OOM,
+            f"needs at least {need / 2**30:.1f} GiB, {memory.available() / 2**30:.1f} GiB "
+            "available; skipped before allocating",
+        )
     return model, None
 
 
-def _make_inputs(job: Job, model: "onnx.ModelProto", outcome: Outcome, phase: Callable[[str], None]) -> Inputs:
+def _make_inputs(job: Job, model: onnx.ModelProto, outcome: Outcome, phase: Callable[[str], None]) -> Inputs:
     """Draw the spec's seeded inputs and the model's stored weights, split by the weights mode."""
     from dbench.gen.feeds import make_feeds
     from dbench.gen.weights import split_feeds
@@ -144,8 +165,14 @@ def _make_inputs(job: Job, model: "onnx.ModelProto", outcome: Outcome, phase: Ca
     return Inputs(feeds, constants, per_call)
 
 
-def _prepare(job: Job, runtime: "Runtime", model: "onnx.ModelProto", inputs: Inputs, outcome: Outcome,
-             phase: Callable[[str], None]) -> Prepared:
+def _prepare(
+    job: Job,
+    runtime: Runtime,
+    model: onnx.ModelProto,
+    inputs: Inputs,
+    outcome: Outcome,
+    phase: Callable[[str], None],
+) -> Prepared:
     """Prepare and bind the session; a slow graph is profiled in it before its timed calls (those calls
     are its warm-up), unless that costs more than --quick allows."""
     phase("preparing")
@@ -167,7 +194,7 @@ def _prepare(job: Job, runtime: "Runtime", model: "onnx.ModelProto", inputs: Inp
     return prepared
 
 
-def _time(job: Job, prepared: Prepared, outcome: Outcome, phase: Callable[[str], None]) -> "LatencyRound":
+def _time(job: Job, prepared: Prepared, outcome: Outcome, phase: Callable[[str], None]) -> LatencyRound:
     """The round's timed calls (a later round pays its own work out of its share), then the device's own
     times and state where the runtime has them."""
     from dbench.gen.graph import EVICT_ATTR
@@ -180,7 +207,9 @@ def _time(job: Job, prepared: Prepared, outcome: Outcome, phase: Callable[[str],
     own_s = outcome.inputs_s + outcome.prepare_s if job.round > 1 else None
     call = slowed(session.run, job.slowdown) if job.slowdown else session.run
     if job.spec.attrs.get(EVICT_ATTR):  # a unit in the cache state its model leaves it (dbench.worker.evict)
-        stats = measure_evicted(call, job.timing, eviction_buffer(int(job.spec.attrs[EVICT_ATTR])), session.refresh_inputs)
+        stats = measure_evicted(
+            call, job.timing, eviction_buffer(int(job.spec.attrs[EVICT_ATTR])), session.refresh_inputs
+        )
     else:
         stats = measure(call, job.timing, session.runtime_latency_us, prepared.warmed, own_s)
     outcome.stats = stats
@@ -192,8 +221,15 @@ def _time(job: Job, prepared: Prepared, outcome: Outcome, phase: Callable[[str],
     return stats
 
 
-def _verify(job: Job, model: "onnx.ModelProto", inputs: Inputs, session: "Session", runtime: "Runtime", outcome: Outcome,
-            phase: Callable[[str], None]) -> None:
+def _verify(
+    job: Job,
+    model: onnx.ModelProto,
+    inputs: Inputs,
+    session: Session,
+    runtime: Runtime,
+    outcome: Outcome,
+    phase: Callable[[str], None],
+) -> None:
     """The outputs against the graph's reference: a foreign graph's through the checked foreign reference
     (a second runtime before any `mismatch`), a generated graph's by the check its family allows."""
     from dbench.cache.store import open_cache
@@ -211,8 +247,15 @@ def _verify(job: Job, model: "onnx.ModelProto", inputs: Inputs, session: "Sessio
         outcome.message = "; ".join(m for m in (outcome.message, found.message) if m)
     else:
         spec = job.spec
-        verdict = verify(spec, job.model, inputs.feeds, session.outputs(), job.contract.reference,
-                         lambda rows: expected_outputs(model, spec, inputs.feeds, rows, job.contract.reference), open_cache())
+        verdict = verify(
+            spec,
+            job.model,
+            inputs.feeds,
+            session.outputs(),
+            job.contract.reference,
+            lambda rows: expected_outputs(model, spec, inputs.feeds, rows, job.contract.reference),
+            open_cache(),
+        )
         if isinstance(verdict, Unverified):  # no reference can run: said plainly
             outcome.verification = {"ok": None, "by": None}
             outcome.message = f"unverified: {verdict.reason}"
@@ -220,7 +263,9 @@ def _verify(job: Job, model: "onnx.ModelProto", inputs: Inputs, session: "Sessio
             outcome.verification = verdict.to_dict()
             if not verdict.ok:
                 outcome.status = Status.MISMATCH
-                outcome.message = f"{verdict.detail}: error {verdict.error:.3g} > {verdict.metric} tolerance {verdict.bound:g}"
+                outcome.message = (
+                    f"{verdict.detail}: error {verdict.error:.3g} > {verdict.metric} tolerance {verdict.bound:g}"
+                )
             elif verdict.weak:  # verified, but agreement on such outputs proves little: said so
                 outcome.message = f"weak verification: the expected outputs are degenerate ({verdict.weak})"
     outcome.verify_s = time.perf_counter() - t0
@@ -265,8 +310,17 @@ def execute(job: Job, phase: Callable[[str], None] = _no_phase) -> Outcome:
             if job.load is not None:  # requests in flight: their own loop, every request verified
                 from dbench.worker.throughput_job import run_under_load
 
-                run_under_load(runtime, model, job, inputs.feeds, inputs.constants, inputs.per_call, outcome, phase,
-                               lambda: _memory_figures(outcome, memory, baseline, peak_resets))
+                run_under_load(
+                    runtime,
+                    model,
+                    job,
+                    inputs.feeds,
+                    inputs.constants,
+                    inputs.per_call,
+                    outcome,
+                    phase,
+                    lambda: _memory_figures(outcome, memory, baseline, peak_resets),
+                )
                 return outcome
             prepared = _prepare(job, runtime, model, inputs, outcome, phase)
             stats = _time(job, prepared, outcome, phase)
@@ -274,7 +328,9 @@ def execute(job: Job, phase: Callable[[str], None] = _no_phase) -> Outcome:
             if job.verify:
                 _verify(job, model, inputs, prepared.session, runtime, outcome, phase)
             if job.profile_runs:
-                _settle_profile(prepared.session, job, outcome, stats.median_us, prepared.profile, prepared.skipped, phase)
+                _settle_profile(
+                    prepared.session, job, outcome, stats.median_us, prepared.profile, prepared.skipped, phase
+                )
     except Exception as err:
         return _refused(err)
     finally:

@@ -86,8 +86,10 @@ def separate_pass_s(prepare_s: float, limit: int, median_us: float) -> float:
 
 def over_cap(cost_s: float, cap_s: float) -> str:
     """The row's words for a profile left out because it would cost more than --quick allows."""
-    return (f"no per-node profile: it would cost about {cost_s:.2g} s, more than --quick allows ({cap_s:.2g} s, its "
-            "sampling time); run without --quick for per-node times, kernel names and executed precision")
+    return (
+        f"no per-node profile: it would cost about {cost_s:.2g} s, more than --quick allows ({cap_s:.2g} s, its "
+        "sampling time); run without --quick for per-node times, kernel names and executed precision"
+    )
 
 
 def profile_runs(limit: int, median_us: float) -> int:
@@ -106,7 +108,9 @@ def taken_well(profile: Profile | None, median_us: float) -> bool:
     (see dbench.store.invariants); else a separate pass after timing replaces it (`best_profile`)."""
     from dbench.store.invariants import KERNEL_TIME_TOLERANCE
 
-    return profile is not None and (profile.call_us is None or profile.call_us <= median_us * (1 + KERNEL_TIME_TOLERANCE))
+    return profile is not None and (
+        profile.call_us is None or profile.call_us <= median_us * (1 + KERNEL_TIME_TOLERANCE)
+    )
 
 
 def best_profile(session: Session, runs: int, median_us: float, cap_s: float | None = None) -> Profile:

@@ -91,7 +91,9 @@ def outputs_of(job: OutputsJob) -> dict[str, np.ndarray] | Outcome:
     except DbenchError as err:
         return Outcome(Status.FAILED, str(err))
     except Exception as err:  # an error no adapter classified: said, not raised in the child
-        return Outcome(Status.FAILED, f"{type(err).__name__}: {str(err).strip().splitlines()[0] if str(err).strip() else ''}")
+        return Outcome(
+            Status.FAILED, f"{type(err).__name__}: {str(err).strip().splitlines()[0] if str(err).strip() else ''}"
+        )
     finally:
         if session is not None:
             session.close()
@@ -104,8 +106,11 @@ def outputs_elsewhere(job: OutputsJob) -> dict[str, np.ndarray] | str:
     from multiprocessing.connection import Connection
 
     mine, theirs = socket.socketpair()
-    process = subprocess.Popen([sys.executable, "-m", "dbench.worker", str(theirs.fileno()), str(os.getpid()), "0"],
-                               pass_fds=[theirs.fileno()], stdin=subprocess.DEVNULL)
+    process = subprocess.Popen(
+        [sys.executable, "-m", "dbench.worker", str(theirs.fileno()), str(os.getpid()), "0"],
+        pass_fds=[theirs.fileno()],
+        stdin=subprocess.DEVNULL,
+    )
     theirs.close()
     connection = Connection(mine.detach())
     try:

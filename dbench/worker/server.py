@@ -55,8 +55,15 @@ def requests_for(rate: float, config: TimingConfig, rounds: int) -> int:
     return max(2, min(wanted, math.floor(rate * config.max_time)))
 
 
-def serve(session: ConcurrentSession, rate: float, count: int, seed: int, bound_us: float | None,
-          deadline_s: float | None = None, pooled: int | None = None) -> ServerRound:
+def serve(
+    session: ConcurrentSession,
+    rate: float,
+    count: int,
+    seed: int,
+    bound_us: float | None,
+    deadline_s: float | None = None,
+    pooled: int | None = None,
+) -> ServerRound:
     """Send `count` arrivals at `rate` per second (schedule seeded by `seed`) to the session's requests
     through one queue; the figures of the round as dbench.stats.throughput reads them, with the slowest
     latencies a pool of `pooled` requests in all (default `count`) needs for its exact p99 and interval.
@@ -82,8 +89,10 @@ def serve(session: ConcurrentSession, rate: float, count: int, seed: int, bound_
         except BaseException as err:  # handed to the dispatcher, which stops and raises it
             errors.append(err)
 
-    threads = [threading.Thread(target=loop, args=(k,), name=f"dbench-request-{k}", daemon=True)
-               for k in range(session.requests)]
+    threads = [
+        threading.Thread(target=loop, args=(k,), name=f"dbench-request-{k}", daemon=True)
+        for k in range(session.requests)
+    ]
     gc_was_enabled = gc.isenabled()
     gc.disable()
     try:
@@ -114,20 +123,31 @@ def serve(session: ConcurrentSession, rate: float, count: int, seed: int, bound_
     due = base + scheduled
     latencies = (ends - due) / 1e3
     service_us = float(((ends - starts)[~unserved] / 1e3).mean()) if (~unserved).any() else None
-    return ServerRound(streams=session.requests, streams_executed=session.streams_executed(),
-                       rate=rate, requests=count, inferences=int((~unserved).sum()), unserved=int(unserved.sum()),
-                       wall_s=(int(ends.max()) - base) / 1e9,
-                       per_stream=np.bincount(served_by[~unserved], minlength=session.requests).tolist(),
-                       latency_us=kept(latencies), latency_tail_us=slowest(latencies, pooled or count),
-                       **percentiles_us(latencies), latency_bound_us=bound_us,
-                       over_bound=int((latencies > bound_us).sum()) if bound_us else 0,
-                       arrival_span_s=(int(arrived[-1]) - int(arrived[0])) / 1e9, arrival_rate=arrival_rate(arrived / 1e9),
-                       service_mean_us=service_us,
-                       queue_p99_us=float(np.percentile((starts - due) / 1e3, 99)),
-                       dispatch_lag_p99_us=float(np.percentile((arrived - due) / 1e3, 99)))
+    return ServerRound(
+        streams=session.requests,
+        streams_executed=session.streams_executed(),
+        rate=rate,
+        requests=count,
+        inferences=int((~unserved).sum()),
+        unserved=int(unserved.sum()),
+        wall_s=(int(ends.max()) - base) / 1e9,
+        per_stream=np.bincount(served_by[~unserved], minlength=session.requests).tolist(),
+        latency_us=kept(latencies),
+        latency_tail_us=slowest(latencies, pooled or count),
+        **percentiles_us(latencies),
+        latency_bound_us=bound_us,
+        over_bound=int((latencies > bound_us).sum()) if bound_us else 0,
+        arrival_span_s=(int(arrived[-1]) - int(arrived[0])) / 1e9,
+        arrival_rate=arrival_rate(arrived / 1e9),
+        service_mean_us=service_us,
+        queue_p99_us=float(np.percentile((starts - due) / 1e3, 99)),
+        dispatch_lag_p99_us=float(np.percentile((arrived - due) / 1e3, 99)),
+    )
 
 
-def search_max_rate(session: ConcurrentSession, first: Trial, bound_us: float, budget_s: float, seed: int) -> dict[str, Any]:
+def search_max_rate(
+    session: ConcurrentSession, first: Trial, bound_us: float, budget_s: float, seed: int
+) -> dict[str, Any]:
     """The highest rate whose p99 keeps `bound_us`, by a bisection under the closed-loop throughput
     (`first`: the round's own rate and result), stopping when the bracket is narrow, the trials are
     spent, or the next trial could pass `budget_s` (a trial ends by PATIENCE x its span at the latest)."""
@@ -145,14 +165,22 @@ def search_max_rate(session: ConcurrentSession, first: Trial, bound_us: float, b
     return search.to_dict()
 
 
-def measure_server(session: ConcurrentSession, config: TimingConfig, rate: float, bound_us: float | None,
-                   search_s: float, seed: int, rounds: int = 1) -> ServerRound:
+def measure_server(
+    session: ConcurrentSession,
+    config: TimingConfig,
+    rate: float,
+    bound_us: float | None,
+    search_s: float,
+    seed: int,
+    rounds: int = 1,
+) -> ServerRound:
     """One of `rounds` server rounds: warm up, serve the round's arrivals at `rate`, then (with a bound
     and a search budget, first round only) search for the highest rate that keeps the bound."""
     warmup_s = warm_up(session, config)
     count = requests_for(rate, config, rounds)
-    result = serve(session, rate, count, seed, bound_us, max(PATIENCE * (count - 1) / rate, config.max_time),
-                   pooled=count * rounds)
+    result = serve(
+        session, rate, count, seed, bound_us, max(PATIENCE * (count - 1) / rate, config.max_time), pooled=count * rounds
+    )
     search = None
     if bound_us and search_s > 0:
         first = Trial(rate, result.latency_p99_us, result.latency_p99_us <= bound_us, count, result.arrival_rate)

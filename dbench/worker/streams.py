@@ -12,8 +12,8 @@ import itertools
 import math
 import threading
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Callable, Sequence
 
 import numpy as np
 
@@ -41,7 +41,7 @@ class Busy:
     counts: list[int]
 
     @classmethod
-    def empty(cls, requests: int) -> "Busy":
+    def empty(cls, requests: int) -> Busy:
         return cls([[] for _ in range(requests)], [[] for _ in range(requests)], [0] * requests)
 
     def reached(self, runs: int) -> bool:
@@ -79,14 +79,18 @@ class Busy:
         return ((ends - starts) / 1e3)[np.argsort(starts, kind="stable")]
 
 
-def keep_busy(calls: Sequence[Callable[[], None]], done: Callable[[Busy, float], bool], budget: int | None = None) -> Busy:
+def keep_busy(
+    calls: Sequence[Callable[[], None]], done: Callable[[Busy, float], bool], budget: int | None = None
+) -> Busy:
     """Run each request's call (ConcurrentSession.runner) in a loop on its own thread until `done(busy,
     elapsed_s)` says so (checked every POLL_S) or, with `budget`, until that many runs in all were
     started. The hot path is the runtime's call between two clock reads stored into preallocated lists,
     and one flag read: as lean as a hand-written loop that counts its runs. An error in any thread stops
     every thread and is raised here."""
     busy = Busy.empty(len(calls))
-    halt = [False]  # written by the main thread (or a failing one), read by the loops: a list item is cheaper than an Event
+    halt = [
+        False
+    ]  # written by the main thread (or a failing one), read by the loops: a list item is cheaper than an Event
     tickets = itertools.count()
     errors: list[BaseException] = []
     gate = threading.Barrier(len(calls) + 1)
@@ -112,7 +116,9 @@ def keep_busy(calls: Sequence[Callable[[], None]], done: Callable[[Busy, float],
             errors.append(err)
             halt[0] = True
 
-    threads = [threading.Thread(target=loop, args=(k,), name=f"dbench-request-{k}", daemon=True) for k in range(len(calls))]
+    threads = [
+        threading.Thread(target=loop, args=(k,), name=f"dbench-request-{k}", daemon=True) for k in range(len(calls))
+    ]
     gc_was_enabled = gc.isenabled()
     gc.disable()
     try:
@@ -180,9 +186,16 @@ def measure_throughput(session: ConcurrentSession, config: TimingConfig) -> Thro
     if not busy.inferences:
         raise DbenchError("no request finished within the round's time; raise --max-time")
     latencies = busy.latencies_us()
-    return ThroughputRound(streams=session.requests, streams_executed=session.streams_executed(),
-                           inferences=busy.inferences, wall_s=busy.wall_s, per_stream=list(busy.counts),
-                           latency_us=kept(latencies), **percentiles_us(latencies), warmup_s=warmup_s)
+    return ThroughputRound(
+        streams=session.requests,
+        streams_executed=session.streams_executed(),
+        inferences=busy.inferences,
+        wall_s=busy.wall_s,
+        per_stream=list(busy.counts),
+        latency_us=kept(latencies),
+        **percentiles_us(latencies),
+        warmup_s=warmup_s,
+    )
 
 
 def capacity(session: ConcurrentSession, seconds: float) -> float:

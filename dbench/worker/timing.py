@@ -13,8 +13,8 @@ import dataclasses
 import gc
 import math
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
-from typing import Callable
 
 import numpy as np
 
@@ -63,22 +63,29 @@ class TimingConfig:
     def round_too_costly(self, cost_s: float) -> bool:
         """Whether a round whose own cost outside sampling is `cost_s` is over the round cost cap (never
         without one): the run loop then gives the graph no further round, and the plan counts it so."""
-        return self.round_cost_cap is not None and cost_s > self.round_cost_cap * self.max_time / max(1, self.share_rounds or self.rounds)
+        return self.round_cost_cap is not None and cost_s > self.round_cost_cap * self.max_time / max(
+            1, self.share_rounds or self.rounds
+        )
 
     def profile_cap_s(self) -> float | None:
         """With a round cost cap (--quick), the most a graph's per-node profile may cost: the cap times
         the graph's --max-time; None without one."""
         return None if self.round_cost_cap is None else self.round_cost_cap * self.max_time
 
-    def per_round(self) -> "TimingConfig":
+    def per_round(self) -> TimingConfig:
         """One round's share: the time limits, sample count and iterations divided by the rounds."""
         rounds = max(1, self.share_rounds or self.rounds)
         return dataclasses.replace(
-            self, rounds=1, share_rounds=None, min_time=self.min_time / rounds, max_time=self.max_time / rounds,
+            self,
+            rounds=1,
+            share_rounds=None,
+            min_time=self.min_time / rounds,
+            max_time=self.max_time / rounds,
             min_samples=max(1, math.ceil(self.min_samples / rounds)),
-            iterations=None if self.iterations is None else max(1, math.ceil(self.iterations / rounds)))
+            iterations=None if self.iterations is None else max(1, math.ceil(self.iterations / rounds)),
+        )
 
-    def paid(self, own_s: float, warmup_calls: int) -> "TimingConfig":
+    def paid(self, own_s: float, warmup_calls: int) -> TimingConfig:
         """A later round's share once it has paid for its own work: its cost outside sampling (`own_s`:
         inputs, preparing, warm-up) off its share of --min-time, and its warm-up calls off its share of
         samples (one sample stays: the rounds, not a round's samples, carry the row's interval). The
@@ -89,8 +96,9 @@ class TimingConfig:
         its own cost in each later one. With --iterations the count stands."""
         if self.iterations is not None:
             return self
-        return dataclasses.replace(self, min_time=max(0.0, self.min_time - own_s),
-                                   min_samples=max(1, self.min_samples - warmup_calls))
+        return dataclasses.replace(
+            self, min_time=max(0.0, self.min_time - own_s), min_samples=max(1, self.min_samples - warmup_calls)
+        )
 
 
 QUICK = TimingConfig(warmup_calls=1, warmup_time=0.0, min_time=0.02, min_samples=3, max_time=0.5, round_cost_cap=1.0)
@@ -129,9 +137,13 @@ def warm_up(call: Callable[[], None], config: TimingConfig, before: Warmed | Non
     return first, best, count
 
 
-def measure(call: Callable[[], None], config: TimingConfig,
-            runtime_clock: Callable[[], float | None] | None = None, before: Warmed | None = None,
-            paying_s: float | None = None) -> LatencyRound:
+def measure(
+    call: Callable[[], None],
+    config: TimingConfig,
+    runtime_clock: Callable[[], float | None] | None = None,
+    before: Warmed | None = None,
+    paying_s: float | None = None,
+) -> LatencyRound:
     """One round: warm up (counting the calls `before` it), then collect per-call samples; the garbage
     collector is off while sampling. `runtime_clock` (the runtime's latency of its last call, µs) is
     read after each sample, between two timed intervals, so it adds no work inside them; a batched
@@ -180,5 +192,9 @@ def measure(call: Callable[[], None], config: TimingConfig,
     finally:
         if gc_was_enabled:
             gc.enable()
-    return dataclasses.replace(summarize(samples, batch), warmup_s=warmup_s, first_call_us=first / 1e3,
-                               runtime_median_us=float(np.median(runtime_us)) if runtime_us else None)
+    return dataclasses.replace(
+        summarize(samples, batch),
+        warmup_s=warmup_s,
+        first_call_us=first / 1e3,
+        runtime_median_us=float(np.median(runtime_us)) if runtime_us else None,
+    )

@@ -14,7 +14,9 @@ class VersionedOpRun(OpRun):
     takes them from the newest schema of the op's name (Softmax-11's `axis` defaults to 1, not to
     Softmax-13's -1)."""
 
-    def __init__(self, onnx_node: onnx.NodeProto, run_params: dict[str, Any], schema: onnx.defs.OpSchema | None = None) -> None:
+    def __init__(
+        self, onnx_node: onnx.NodeProto, run_params: dict[str, Any], schema: onnx.defs.OpSchema | None = None
+    ) -> None:
         domain = "" if onnx_node.domain == "ai.onnx" else onnx_node.domain
         exact = onnx.defs.get_schema(onnx_node.op_type, run_params["opsets"][domain], domain)
         super().__init__(onnx_node, run_params, schema or exact)

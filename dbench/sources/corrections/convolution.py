@@ -20,7 +20,10 @@ def transposed_pads(sizes, kernel, strides, dilations, output_padding, pads, aut
     if output_shape is None:
         return list(pads) if pads else [0] * (2 * nd)
     target = list(output_shape)[-nd:]
-    total = [strides[i] * (sizes[i] - 1) + output_padding[i] + (kernel[i] - 1) * dilations[i] + 1 - target[i] for i in range(nd)]
+    total = [
+        strides[i] * (sizes[i] - 1) + output_padding[i] + (kernel[i] - 1) * dilations[i] + 1 - target[i]
+        for i in range(nd)
+    ]
     half = [t // 2 for t in total]
     first = half if auto_pad == "SAME_UPPER" else [t - h for t, h in zip(total, half)]
     return first + [t - f for t, f in zip(total, first)]
@@ -32,8 +35,20 @@ class ConvTransposeSpec(VersionedOpRun):
     (pads, or from output_shape and auto_pad by the spec's total_padding rule) is cropped, B added.
     onnx.reference fails on every graph with more than one group and on some output_shape cases."""
 
-    def _run(self, x, w, b=None, auto_pad="NOTSET", dilations=None, group=1, kernel_shape=None, output_padding=None,  # noqa: ANN001, ANN202
-             output_shape=None, pads=None, strides=None):
+    def _run(
+        self,
+        x,
+        w,
+        b=None,
+        auto_pad="NOTSET",
+        dilations=None,
+        group=1,
+        kernel_shape=None,
+        output_padding=None,  # noqa: ANN001, ANN202
+        output_shape=None,
+        pads=None,
+        strides=None,
+    ):
         nd = x.ndim - 2
         kernel = list(kernel_shape or w.shape[2:])
         strides, dilations = list(strides or [1] * nd), list(dilations or [1] * nd)
@@ -47,14 +62,23 @@ class ConvTransposeSpec(VersionedOpRun):
         y = np.zeros((x.shape[0], maps * group, *full))
         x64, w64 = wide(x), wide(w)
         for g in range(group):
-            inputs, weights = x64[:, g * channels:(g + 1) * channels], w64[g * channels:(g + 1) * channels]
+            inputs, weights = x64[:, g * channels : (g + 1) * channels], w64[g * channels : (g + 1) * channels]
             for k in np.ndindex(*kernel):
                 part = np.einsum("nc...,cm->nm...", inputs, weights[(slice(None), slice(None), *k)])
-                at = tuple(slice(k[i] * dilations[i], k[i] * dilations[i] + strides[i] * (sizes[i] - 1) + 1, strides[i]) for i in range(nd))
+                at = tuple(
+                    slice(k[i] * dilations[i], k[i] * dilations[i] + strides[i] * (sizes[i] - 1) + 1, strides[i])
+                    for i in range(nd)
+                )
                 y[(slice(None), slice(g * maps, (g + 1) * maps), *at)] += part
         grow = [(0, 0), (0, 0)] + [(max(0, -crop[i]), max(0, -crop[i + nd])) for i in range(nd)]
         y = np.pad(y, grow)
-        y = y[(slice(None), slice(None), *(slice(max(0, crop[i]), y.shape[2 + i] - max(0, crop[i + nd])) for i in range(nd)))]
+        y = y[
+            (
+                slice(None),
+                slice(None),
+                *(slice(max(0, crop[i]), y.shape[2 + i] - max(0, crop[i + nd])) for i in range(nd)),
+            )
+        ]
         if b is not None:
             y = y + wide(b).reshape(1, -1, *([1] * nd))
         return (y.astype(x.dtype),)

@@ -11,9 +11,17 @@ from onnx import helper
 from dbench.sources.corrections.base import VersionedOpRun, text, wide
 
 LEGACY_BINARY = {
-    "Add": np.add, "Sub": np.subtract, "Mul": np.multiply, "Div": np.divide, "Pow": np.power,
-    "And": np.logical_and, "Or": np.logical_or, "Xor": np.logical_xor,
-    "Equal": np.equal, "Greater": np.greater, "Less": np.less,
+    "Add": np.add,
+    "Sub": np.subtract,
+    "Mul": np.multiply,
+    "Div": np.divide,
+    "Pow": np.power,
+    "And": np.logical_and,
+    "Or": np.logical_or,
+    "Xor": np.logical_xor,
+    "Equal": np.equal,
+    "Greater": np.greater,
+    "Less": np.less,
 }
 
 
@@ -73,7 +81,9 @@ class DropoutTestMode(VersionedOpRun):
 
     def _run(self, x, is_test=0, ratio=0.5, consumed_inputs=None):  # noqa: ANN001, ANN202, ARG002
         if not is_test:
-            raise NotImplementedError(f"Dropout-{self.version} without is_test runs in training mode: it draws random numbers")
+            raise NotImplementedError(
+                f"Dropout-{self.version} without is_test runs in training mode: it draws random numbers"
+            )
         return (x.copy(), np.ones(x.shape, dtype=x.dtype))[: max(1, self.outputs_wanted())]
 
 

@@ -18,4 +18,8 @@ class LabelEncoderByIndex(VersionedOpRun):
             lookup = {name: i for i, name in enumerate(classes)}
             return (np.array([lookup.get(text(v), default_int64) for v in x.ravel()], dtype=np.int64).reshape(x.shape),)
         fallback = text(default_string)
-        return (np.array([classes[v] if 0 <= v < len(classes) else fallback for v in x.ravel().tolist()], dtype=object).reshape(x.shape),)
+        return (
+            np.array(
+                [classes[v] if 0 <= v < len(classes) else fallback for v in x.ravel().tolist()], dtype=object
+            ).reshape(x.shape),
+        )

@@ -88,5 +88,5 @@ class LocalResponseNormalization(VersionedOpRun):
         square = wide(x) ** 2
         low, high = (size - 1) // 2, math.ceil((size - 1) / 2)
         padded = np.pad(square, [(0, 0), (low, high)] + [(0, 0)] * (x.ndim - 2))
-        total = sum(padded[:, k:k + x.shape[1]] for k in range(size))
+        total = sum(padded[:, k : k + x.shape[1]] for k in range(size))
         return ((wide(x) / (bias + alpha / size * total) ** beta).astype(x.dtype),)

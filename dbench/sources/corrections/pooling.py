@@ -44,15 +44,26 @@ def windows(sizes, kernel, strides, dilations, pads, auto_pad, ceil_mode) -> Win
     return Windows(tuple(begin), tuple(end), tuple(out))
 
 
-def pool(x: np.ndarray, kind: str, kernel, strides, dilations, where: Windows, count_include_pad: int = 0,  # noqa: ANN001
-         p: float = 2, storage_order: int = 0) -> tuple[np.ndarray, np.ndarray | None]:
+def pool(
+    x: np.ndarray,
+    kind: str,
+    kernel,
+    strides,
+    dilations,
+    where: Windows,
+    count_include_pad: int = 0,  # noqa: ANN001
+    p: float = 2,
+    storage_order: int = 0,
+) -> tuple[np.ndarray, np.ndarray | None]:
     """(Y, Indices) of `kind` (max, average or lp) pooling of `x` over the windows `where` says. A
     padded position is never a value (max skips it, lp adds nothing); it counts in an average's
     divisor only with count_include_pad, and only inside the declared padding."""
     nd = len(kernel)
     sizes = x.shape[2:]
-    reach = [max(0, (where.out[i] - 1) * strides[i] + (kernel[i] - 1) * dilations[i] - where.begin[i] - (sizes[i] - 1))
-             for i in range(nd)]
+    reach = [
+        max(0, (where.out[i] - 1) * strides[i] + (kernel[i] - 1) * dilations[i] - where.begin[i] - (sizes[i] - 1))
+        for i in range(nd)
+    ]
     widths = [(0, 0), (0, 0)] + [(where.begin[i], reach[i]) for i in range(nd)]
     values = np.pad(wide(x), widths)
     real = np.pad(np.ones(sizes, dtype=bool), widths[2:])
@@ -71,7 +82,10 @@ def pool(x: np.ndarray, kind: str, kernel, strides, dilations, where: Windows, c
         flat_position = np.ravel_multi_index(grids, sizes) if nd else np.zeros((), dtype=np.int64)
     position = np.pad(flat_position, widths[2:])
     for k in np.ndindex(*kernel):
-        take = tuple(slice(k[i] * dilations[i], k[i] * dilations[i] + strides[i] * (where.out[i] - 1) + 1, strides[i]) for i in range(nd))
+        take = tuple(
+            slice(k[i] * dilations[i], k[i] * dilations[i] + strides[i] * (where.out[i] - 1) + 1, strides[i])
+            for i in range(nd)
+        )
         tap, valid = values[(slice(None), slice(None), *take)], real[take]
         if kind == "max":
             better = valid & (tap > best)
@@ -103,8 +117,17 @@ class MaxPoolSpec(VersionedOpRun):
     padding of an axis for its start (asymmetric pads give wrong shapes and values), sizes
     SAME_LOWER's output by floor instead of ceil, and fails on some dilated or 1-D windows."""
 
-    def _run(self, x, auto_pad="NOTSET", ceil_mode=0, dilations=None, kernel_shape=None, pads=None,  # noqa: ANN001, ANN202
-             storage_order=0, strides=None):
+    def _run(
+        self,
+        x,
+        auto_pad="NOTSET",
+        ceil_mode=0,
+        dilations=None,
+        kernel_shape=None,
+        pads=None,  # noqa: ANN001, ANN202
+        storage_order=0,
+        strides=None,
+    ):
         kernel, step, dilation = _settings(x, kernel_shape, strides, dilations)
         where = windows(x.shape[2:], kernel, step, dilation, pads, text(auto_pad), ceil_mode)
         y, indices = pool(x, "max", kernel, step, dilation, where, storage_order=storage_order)

@@ -14,7 +14,9 @@ class DequantizeLinearEarly(VersionedOpRun):
 
     def _run(self, x, x_scale, x_zero_point=None, axis=1):  # noqa: ANN001, ANN202
         scale = np.asarray(x_scale)
-        zero = np.zeros_like(scale, dtype=np.int64) if x_zero_point is None else np.asarray(x_zero_point).astype(np.int64)
+        zero = (
+            np.zeros_like(scale, dtype=np.int64) if x_zero_point is None else np.asarray(x_zero_point).astype(np.int64)
+        )
         if scale.ndim == 1 and x.ndim > 0:
             axis = axis % x.ndim
             view = [1] * x.ndim

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
@@ -27,7 +28,9 @@ FUNCTIONS: dict[str, tuple[tuple[float | None, float | None], Callable[[np.ndarr
 """The spec's activation functions: (default alpha, default beta; None where it takes none), formula."""
 
 
-def activations(op: str, names: list[Any] | None, alphas: list[float] | None, betas: list[float] | None, directions: int) -> list[list[Activation]]:
+def activations(
+    op: str, names: list[Any] | None, alphas: list[float] | None, betas: list[float] | None, directions: int
+) -> list[list[Activation]]:
     """Each direction's activation functions. activation_alpha and activation_beta are consumed in
     order by the functions that take them; a function without its value takes the default of its op."""
     wanted = [text(n).lower() for n in names] if names else [n.lower() for n in DEFAULT_ACTIVATIONS[op]] * directions
@@ -41,7 +44,7 @@ def activations(op: str, names: list[Any] | None, alphas: list[float] | None, be
         b = beta.pop(0) if b is not None and beta else b
         made.append(lambda x, f=formula, a=a, b=b: f(x, a, b))
     per = len(DEFAULT_ACTIVATIONS[op])
-    return [made[d * per:(d + 1) * per] for d in range(directions)]
+    return [made[d * per : (d + 1) * per] for d in range(directions)]
 
 
 class RecurrentSpec(VersionedOpRun):
@@ -63,21 +66,37 @@ class RecurrentSpec(VersionedOpRun):
         gates = GATES[op]
         direction = text(attributes.get("direction") or "forward")
         lengths = np.full(batch, seq) if sequence_lens is None else np.asarray(sequence_lens).astype(np.int64)
-        functions = activations(op, attributes.get("activations"), attributes.get("activation_alpha"),
-                                attributes.get("activation_beta"), directions)
+        functions = activations(
+            op,
+            attributes.get("activations"),
+            attributes.get("activation_alpha"),
+            attributes.get("activation_beta"),
+            directions,
+        )
         clip = attributes.get("clip")
         y = np.zeros((seq, directions, batch, hidden))
         y_h, y_c = np.zeros((directions, batch, hidden)), np.zeros((directions, batch, hidden))
         for d in range(directions):
             bias = wide(b[d]) if b is not None else np.zeros(2 * gates * hidden)
-            state = _State(wide(initial_h[d]) if initial_h is not None else np.zeros((batch, hidden)),
-                           wide(initial_c[d]) if initial_c is not None else np.zeros((batch, hidden)))
+            state = _State(
+                wide(initial_h[d]) if initial_h is not None else np.zeros((batch, hidden)),
+                wide(initial_c[d]) if initial_c is not None else np.zeros((batch, hidden)),
+            )
             step = _STEPS[op]
             backwards = direction == "reverse" or d == 1
-            for t in (range(seq - 1, -1, -1) if backwards else range(seq)):
+            for t in range(seq - 1, -1, -1) if backwards else range(seq):
                 active = (t < lengths)[:, None]
-                new = step(wide(x[t]), wide(w[d]), wide(r[d]), bias, None if p is None else wide(p[d]), state,
-                           functions[d], clip, attributes)
+                new = step(
+                    wide(x[t]),
+                    wide(w[d]),
+                    wide(r[d]),
+                    bias,
+                    None if p is None else wide(p[d]),
+                    state,
+                    functions[d],
+                    clip,
+                    attributes,
+                )
                 state = _State(np.where(active, new.h, state.h), np.where(active, new.c, state.c))
                 y[t, d] = np.where(active, new.h, 0.0)
             y_h[d], y_c[d] = state.h, state.c
