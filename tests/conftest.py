@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import secrets
+import signal
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -17,10 +18,13 @@ from tests.workdir import files_under, left_behind
 def pytest_configure(config: pytest.Config) -> None:
     """A pytest-xdist worker gets COLUMNS=80 and LINES=24 from execnet, which a plain run does not have:
     rich would then wrap dbench's tables at 80 columns in one and not the other. Each worker runs as a
-    plain pytest process does."""
+    plain pytest process does. A shell starts a background job with Ctrl-C ignored, and the processes
+    the tests start would inherit that: the tests that press Ctrl-C need it to arrive, as it does for a user."""
     if os.environ.get("PYTEST_XDIST_WORKER"):
         for name in ("COLUMNS", "LINES"):
             os.environ.pop(name, None)
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 @pytest.fixture

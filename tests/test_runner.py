@@ -3,12 +3,14 @@ bad graph folders, resume after SIGKILL, Ctrl-C, and the CLI's one-line errors."
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import onnx
@@ -20,6 +22,7 @@ from dbench.gen.manifest import read_manifest, sha256, write_manifest
 from dbench.orchestrator.request import COMPARE_ROUNDS, RunRequest
 from dbench.stats.interleave import rotated
 from tests.helpers import write_csv
+from tests.processes import process_tree
 
 runner = CliRunner()
 FAST = ("--quick", "--profile-runs", "2")
@@ -51,16 +54,18 @@ def wait_for_rows(out: Path, count: int, seconds: float = 60, of=rows_of) -> Non
         time.sleep(0.2)
 
 
-def dbench(*args: str, env: dict | None = None, **kwargs) -> subprocess.Popen:
-    return subprocess.Popen(
-        [sys.executable, "-m", "dbench", *args],
-        env={**os.environ, **(env or {})},
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        start_new_session=True,
-        **kwargs,
-    )
+@pytest.fixture
+def dbench() -> Iterator[Callable[..., subprocess.Popen]]:
+    """Starts `python -m dbench ARGS` in a process tree of its own; whatever is left of each when the
+    test ends (an assertion failed before the run did) is ended by process group."""
+    with contextlib.ExitStack() as trees:
+
+        def start(*args: str, env: dict | None = None) -> subprocess.Popen:
+            command = [sys.executable, "-m", "dbench", *args]
+            popen = {"stdout": subprocess.PIPE, "stderr": subprocess.PIPE, "text": True}
+            return trees.enter_context(process_tree(command, {**os.environ, **(env or {})}, **popen))
+
+        yield start
 
 
 def worker_children(pid: int) -> list[int]:
@@ -140,7 +145,7 @@ def test_unsupported_precision_is_a_row_not_a_crash(kernels, tmp_path):
 
 
 @pytest.mark.slow
-def test_crashing_kernel_is_recorded_and_the_run_goes_on(kernels, tmp_path):
+def test_crashing_kernel_is_recorded_and_the_run_goes_on(kernels, tmp_path, dbench):
     out = tmp_path / "res"
     proc = dbench(
         "run", "--kernels", str(kernels), *FAST, "--out", str(out), env={"DBENCH_WORKER_CRASH_ON": "gemm_m48_"}
@@ -153,7 +158,7 @@ def test_crashing_kernel_is_recorded_and_the_run_goes_on(kernels, tmp_path):
 
 
 @pytest.mark.slow
-def test_hanging_kernel_times_out_and_the_run_goes_on(kernels, tmp_path):
+def test_hanging_kernel_times_out_and_the_run_goes_on(kernels, tmp_path, dbench):
     out = tmp_path / "res"
     proc = dbench(
         "run",
@@ -185,7 +190,7 @@ def test_out_of_memory_becomes_an_oom_row(kernels, tmp_path):
 
 
 @pytest.mark.slow
-def test_worker_killed_from_outside_is_crashed_not_oom(kernels, tmp_path):
+def test_worker_killed_from_outside_is_crashed_not_oom(kernels, tmp_path, dbench):
     """A SIGKILL with no out-of-memory record in the cgroup is not called oom: the row says crashed
     and who killed it, and the run goes on."""
     out = tmp_path / "res"
@@ -221,7 +226,7 @@ def test_worker_killed_from_outside_is_crashed_not_oom(kernels, tmp_path):
 
 
 @pytest.mark.slow
-def test_killed_run_resumes_with_every_graph_exactly_once(kernels, tmp_path):
+def test_killed_run_resumes_with_every_graph_exactly_once(kernels, tmp_path, dbench):
     """Killed in its first round: the resumed run keeps the rounds measured before the kill, measures
     each missing round once, and writes each graph's row once, from all its rounds."""
     out = tmp_path / "res"
@@ -247,7 +252,7 @@ def test_killed_run_resumes_with_every_graph_exactly_once(kernels, tmp_path):
 
 
 @pytest.mark.slow
-def test_a_crash_in_a_later_round_makes_the_row_crashed_and_names_the_round(kernels, tmp_path):
+def test_a_crash_in_a_later_round_makes_the_row_crashed_and_names_the_round(kernels, tmp_path, dbench):
     out = tmp_path / "res"
     proc = dbench(
         "run", "--kernels", str(kernels), *FAST, "--out", str(out), env={"DBENCH_WORKER_CRASH_ON": "gemm_m48_@2"}
@@ -266,7 +271,7 @@ def test_a_crash_in_a_later_round_makes_the_row_crashed_and_names_the_round(kern
 
 
 @pytest.mark.slow
-def test_sigkilled_run_leaves_no_worker_behind(kernels, tmp_path):
+def test_sigkilled_run_leaves_no_worker_behind(kernels, tmp_path, dbench):
     """SIGKILL of `dbench run` alone (not its group): the worker, in its own process group, dies with
     it (PR_SET_PDEATHSIG) instead of hanging on."""
     proc = dbench(
@@ -351,7 +356,7 @@ def test_the_runtime_receives_the_jobs_weights_mode(weights, monkeypatch):
 
 @pytest.mark.slow
 @pytest.mark.parametrize("stop", [signal.SIGINT, signal.SIGTERM], ids=["ctrl-c", "sigterm"])
-def test_ctrl_c_keeps_finished_rows(stop, kernels, tmp_path):
+def test_ctrl_c_keeps_finished_rows(stop, kernels, tmp_path, dbench):
     """Ctrl-C, or SIGTERM as a scheduler or `kill` sends it: rows kept, one line saying how to finish."""
     out = tmp_path / "res"
     proc = dbench(
