@@ -1,4 +1,5 @@
-"""Issue 40's goal on real CNN structures (docs/measurements/2026-11-28-foreign-verification.md):
+"""The goal of verifying the models users bring, on real CNN structures
+(docs/measurements/2026-11-28-foreign-verification.md):
 
   goal    `dbench run --model` for each model on both CPU runtimes (one interleaved run per model, fresh
           reference cache): every row's status, the check that decided it and by what, the second

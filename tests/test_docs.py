@@ -384,3 +384,12 @@ def test_a_measurement_page_says_when_where_what_and_how_sure(page):
     rows = {m.group(1).lower() for m in re.finditer(r"^\| ([a-z]+) \|", page.read_text(), re.MULTILINE)}
     for field in ("date", "machine", "commit", "load", "command", "spread"):
         assert field in rows or f"{field}s" in rows, f"{page.name} gives no {field}"
+
+
+def test_every_benchmark_is_on_the_benchmarks_page():
+    """A maintainer finds every script of benchmarks/ on docs/benchmarks.md: what it answers, its command,
+    the page its figures feed (a one-off investigation leaves the folder once answered)."""
+    page = (DOCS / "benchmarks.md").read_text()
+    scripts = sorted(p.name for p in (ROOT / "benchmarks").iterdir() if p.suffix in (".py", ".cpp", ".csv"))
+    scripts = [name for name in scripts if name != "__init__.py"]
+    assert scripts and [name for name in scripts if f"benchmarks/{name}" not in page and name not in page] == []
