@@ -306,3 +306,37 @@ def linear_ir3(rng) -> onnx.ModelProto:
     inits = [weight("w1", (16, 12), rng), weight("b1", (16,), rng), i64, weight("w2", (16, 6), rng)]
     m = model(nodes, [value("x", ["batch", 12])], [value("y", ["batch", 6])], inits, "linear_ir3")
     return initializers_as_inputs(m, ir_version=3, opset=8)
+
+
+def structure_only() -> onnx.ModelProto:
+    """x [1, 4, 6, 6] -> Conv (8) -> Relu -> Flatten -> Gemm (10) -> Softmax, every weight and bias a
+    ConstantOfShape (one value throughout), as onnx's light_* networks are stored."""
+
+    def filled(name: str, shape, value: float) -> list:
+        dims = numpy_helper.from_array(np.array(shape, dtype=np.int64), f"{name}_shape")
+        node = helper.make_node(
+            "ConstantOfShape",
+            [f"{name}_shape"],
+            [name],
+            name=f"fill_{name}",
+            value=numpy_helper.from_array(np.array([value], dtype=np.float32)),
+        )
+        return [dims, node]
+
+    parts = [
+        filled("w1", [8, 4, 3, 3], 0.02),
+        filled("b1", [8], 0.0),
+        filled("w2", [10, 8 * 36], 0.01),
+        filled("b2", [10], 0.0),
+    ]
+    nodes = [p[1] for p in parts] + [
+        helper.make_node("Conv", ["x", "w1", "b1"], ["c1"], name="conv1", kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
+        helper.make_node("Relu", ["c1"], ["r1"], name="relu1"),
+        helper.make_node("Flatten", ["r1"], ["f"], name="flatten"),
+        helper.make_node("Gemm", ["f", "w2", "b2"], ["logits"], name="fc", transB=1),
+        helper.make_node("Softmax", ["logits"], ["prob"], name="softmax", axis=1),
+    ]
+    m = model(nodes, [value("x", [1, 4, 6, 6])], [value("prob", [1, 10])], [p[0] for p in parts], "structure")
+    m.opset_import[0].version = 13
+    m.ir_version = 7
+    return m

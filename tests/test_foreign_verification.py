@@ -45,40 +45,6 @@ def conv_relu(rng, opset: int = 13) -> onnx.ModelProto:
     return m
 
 
-def structure_only() -> onnx.ModelProto:
-    """x [1, 4, 6, 6] -> Conv (8) -> Relu -> Flatten -> Gemm (10) -> Softmax, every weight and bias a
-    ConstantOfShape (one value throughout), as onnx's light_* networks are stored."""
-
-    def filled(name: str, shape, value: float) -> list:
-        dims = numpy_helper.from_array(np.array(shape, dtype=np.int64), f"{name}_shape")
-        node = helper.make_node(
-            "ConstantOfShape",
-            [f"{name}_shape"],
-            [name],
-            name=f"fill_{name}",
-            value=numpy_helper.from_array(np.array([value], dtype=np.float32)),
-        )
-        return [dims, node]
-
-    parts = [
-        filled("w1", [8, 4, 3, 3], 0.02),
-        filled("b1", [8], 0.0),
-        filled("w2", [10, 8 * 36], 0.01),
-        filled("b2", [10], 0.0),
-    ]
-    nodes = [p[1] for p in parts] + [
-        helper.make_node("Conv", ["x", "w1", "b1"], ["c1"], name="conv1", kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
-        helper.make_node("Relu", ["c1"], ["r1"], name="relu1"),
-        helper.make_node("Flatten", ["r1"], ["f"], name="flatten"),
-        helper.make_node("Gemm", ["f", "w2", "b2"], ["logits"], name="fc", transB=1),
-        helper.make_node("Softmax", ["logits"], ["prob"], name="softmax", axis=1),
-    ]
-    m = mb.model(nodes, [mb.value("x", [1, 4, 6, 6])], [mb.value("prob", [1, 10])], [p[0] for p in parts], "structure")
-    m.opset_import[0].version = 13
-    m.ir_version = 7
-    return m
-
-
 def run_model(path: Path, runtime: str) -> object:
     """One model through its graph source and the worker, in this process (so monkeypatches reach it)."""
     from dbench.sources.model import model_item
@@ -277,7 +243,7 @@ def test_a_structure_only_model_is_verified_with_random_weights(tmp_path, monkey
     from dbench.sources.verify_weights import ForVerification
     from dbench.worker import foreign
 
-    path = mb.save(structure_only(), tmp_path, "structure")
+    path = mb.save(mb.structure_only(), tmp_path, "structure")
     outcome = run_model(path, "ort-cpu")
     v = outcome.verification
     assert (outcome.status, v["ok"], v["random_weights"], v["exposed"]) == (Status.OK, True, 4, ["logits"]), (
@@ -296,7 +262,7 @@ def test_random_weights_keep_the_timed_graph_and_values_that_set_shapes():
     from dbench.gen.graph import GraphSpec, TensorSpec
     from dbench.sources.verify_weights import for_verification
 
-    model = structure_only()
+    model = mb.structure_only()
     before = model.SerializeToString()
     spec = GraphSpec(
         id="s",

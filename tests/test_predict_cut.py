@@ -657,3 +657,21 @@ def test_a_unit_reading_a_value_of_unknown_shape_is_unsupported_with_the_reason(
     second = next(u for u in model_cut.units if u.layers == ("rest",))
     with pytest.raises(UnsupportedError, match="shape of input 'n' is unknown"):
         unit_model(prepared.loaded.model, types, prepared.structure, second, "u1")
+
+
+def test_the_weights_a_structure_only_model_makes_count_as_weights(tmp_path):
+    """onnx's light_* networks make every weight with ConstantOfShape: a unit's weights are those bytes
+    (the runtime folds them into stored weights), so its evicted excess and the model's traffic hold them."""
+    path = mb.save(mb.structure_only(), tmp_path, "structure")
+    graph = executed(path, {}, "ort-cpu")
+    graphs = unit_graphs(prepare(path, {}), graph, model_identity(path, {}, "ort-cpu", {"threads": 1}), "fp32")
+    tags = [
+        item.spec.attrs["predict"]
+        for item in graphs.items
+        if item.spec.family == "unit" and not item.spec.attrs["predict"].get("timing")
+    ]
+    conv = next(tag for tag in tags if "conv1" in tag["occurrences"][0]["nodes"])
+    gemm = next(tag for tag in tags if "fc" in tag["occurrences"][0]["nodes"])
+    shapes = (4 + 1) * 8  # each ConstantOfShape's stored int64 shape
+    assert conv["weight_bytes"] == (8 * 4 * 3 * 3 + 8) * 4 + shapes
+    assert gemm["weight_bytes"] == (10 * 8 * 36 + 10) * 4 + (2 + 1) * 8

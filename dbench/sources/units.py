@@ -148,12 +148,30 @@ def empty_item(identity: Identity, evict_bytes: int = 0) -> Item:
     return Item(spec, lambda: (data, None), UNITS)
 
 
-def _weight_bytes(model: onnx.ModelProto, spec: GraphSpec) -> int:
-    """The bytes of the weights a unit graph reads: its initializers and the weights drawn as inputs."""
+CONSTANT_OPS = ("Constant", "ConstantOfShape")
+"""Nodes that make a weight from constants alone: a structure-only model's weights (ConstantOfShape of
+a stored shape), which a runtime folds into stored weights when it prepares the graph."""
+
+
+def _weight_bytes(model: onnx.ModelProto, spec: GraphSpec, types: dict[str, onnx.ValueInfoProto]) -> int:
+    """The bytes of the weights a unit graph reads: its initializers, the weights drawn as inputs, and
+    the weights its own constant nodes make (sized by the model's inferred `types`)."""
     stored = sum(
         numpy_helper.to_array(t).nbytes if not t.raw_data else len(t.raw_data) for t in model.graph.initializer
     )
-    return stored + sum(t.nbytes for t in spec.weights)
+    made = sum(_value_bytes(types.get(node.output[0])) for node in model.graph.node if node.op_type in CONSTANT_OPS)
+    return stored + made + sum(t.nbytes for t in spec.weights)
+
+
+def _value_bytes(value: onnx.ValueInfoProto | None) -> int:
+    """The bytes of a typed value of known shape (0 where its type or a dimension is unknown)."""
+    tensor = value.type.tensor_type if value is not None else None
+    if tensor is None or not tensor.elem_type or not all(d.HasField("dim_value") for d in tensor.shape.dim):
+        return 0
+    count = 1
+    for d in tensor.shape.dim:
+        count *= d.dim_value
+    return count * helper.tensor_dtype_to_np_dtype(tensor.elem_type).itemsize
 
 
 def _io_bytes(spec: GraphSpec) -> int:
@@ -334,7 +352,7 @@ def unit_graphs(prepared: Prepared, executed: ExecutedGraph, identity: Identity,
                 **spec.attrs,
                 PREDICT_ATTR: {
                     **spec.attrs[PREDICT_ATTR],
-                    "weight_bytes": _weight_bytes(graph, spec),
+                    "weight_bytes": _weight_bytes(graph, spec, types),
                     "io_bytes": _io_bytes(spec),
                 },
             },
