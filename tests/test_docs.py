@@ -27,7 +27,6 @@ PENDING = (
     "docs/cli.md",
     "docs/from-model.md",
     "docs/method.md",
-    "docs/predict.md",
     "docs/report.md",
     "docs/foreign-reference.md",
 )
