@@ -21,12 +21,6 @@ ROOT = Path(__file__).resolve().parent.parent
 DOCS = ROOT / "docs"
 MEASUREMENTS = DOCS / "measurements"
 
-PENDING = (
-    # Pages other work still owns; their dated logs and stale citations are cleaned when it lands. The
-    # rules skip them until then: empty this tuple as each is cleaned, never add a page to it.
-    "docs/predict.md",
-)
-
 # --- the patterns ---------------------------------------------------------------------------------
 
 DATE = re.compile(r"(?<![\w-])20\d\d-(?:0[1-9]|1[0-2])-(?:0[1-9]|[12]\d|3[01])(?!\d)")
@@ -318,22 +312,14 @@ def user_pages() -> list[Path]:
     return [ROOT / "README.md"] + [p for p in docs_pages() if MEASUREMENTS not in p.parents]
 
 
-def checked(pages: list[Path]) -> list[Path]:
-    return [p for p in pages if rel(p) not in PENDING]
-
-
-def test_pending_names_only_pages_outside_measurements():
-    assert all(p.startswith("docs/") and not p.startswith("docs/measurements/") for p in PENDING)
-
-
-@pytest.mark.parametrize("page", checked(user_pages()), ids=rel)
+@pytest.mark.parametrize("page", user_pages(), ids=rel)
 def test_user_pages_carry_no_run_date_or_commit(page):
     text = prose(page.read_text())
     assert not dates(text), f"{rel(page)}: a run's date belongs on a dated page under docs/measurements/"
     assert not commits(text), f"{rel(page)}: a commit hash belongs on a dated page under docs/measurements/"
 
 
-@pytest.mark.parametrize("page", checked([ROOT / "README.md"] + docs_pages()), ids=rel)
+@pytest.mark.parametrize("page", [ROOT / "README.md"] + docs_pages(), ids=rel)
 def test_pages_cite_no_issue_and_no_missing_file(page):
     text = page.read_text()
     assert not issues(prose(text)), f"{rel(page)} cites an issue a reader cannot see"
@@ -352,12 +338,12 @@ def test_every_docs_page_is_reachable_from_the_index():
             path = target.partition("#")[0]
             if path.endswith(".md") and not re.match(r"[a-z][a-z0-9+.-]*:", path):
                 todo.append((page.parent / path).resolve())
-    unreached = [rel(p) for p in checked(docs_pages()) if p not in seen and MEASUREMENTS not in p.parents]
+    unreached = [rel(p) for p in docs_pages() if p not in seen and MEASUREMENTS not in p.parents]
     assert not unreached, f"not reachable from docs/index.md: {unreached}"
     assert MEASUREMENTS / "index.md" in seen
 
 
-@pytest.mark.parametrize("page", checked(docs_pages()), ids=rel)
+@pytest.mark.parametrize("page", docs_pages(), ids=rel)
 def test_every_page_says_what_it_is_for_at_its_top(page):
     lines = page.read_text().splitlines()
     assert lines[0].startswith("# ") and len(lines[0]) > 10, f"{rel(page)}: a title that says what the page is"
