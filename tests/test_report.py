@@ -41,7 +41,10 @@ def test_rows_keep_samples_and_the_runtime_clock(two_runtimes):
             len(row["samples_us"]) == sum(row["round_sizes"]) <= min(row["samples"], 1000) and row["first_call_us"] > 0
         )
         assert row["rounds"] == len(row["round_medians_us"]) == len(row["round_sizes"]) == 3
-        assert row["ci_low_us"] <= row["median_us"] <= row["ci_high_us"]
+        if len(set(row["round_medians_us"])) > 1:
+            assert row["ci_low_us"] <= row["median_us"] <= row["ci_high_us"]
+        else:  # a tiny graph's rounds can land on the same clock tick: no interval, and the row says why
+            assert row["ci_low_us"] is None and "identical" in row["interval_note"]
         # OpenVINO's own clock is read after every sample; ORT has none
         assert (row["runtime_median_us"] is not None and row["runtime_median_us"] > 0) == (row["runtime"] == "openvino")
     header = json.loads(next(two_runtimes.rglob("run-*.jsonl")).read_text().splitlines()[0])
