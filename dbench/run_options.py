@@ -1,17 +1,13 @@
 """The options of `dbench run`, as data: how each is written (its flags), read (its kind), described (its
 help) and what it fills (the RunRequest field, `gen.<key>` for a generation field, or none for what only
 the command line uses). The typer command is built from this table (dbench.cli), the request is made from
-the values it parsed (dbench.orchestrator.request.RunRequest.from_options), and every one-line refusal that
+the values it parsed (dbench.orchestrator.request.request_from_options), and every one-line refusal that
 names a flag finds it here: one specification, no second list of the options anywhere."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any
-
-KINDS = ("text", "texts", "path", "int", "float", "flag")
-"""text: one string; texts: repeated or comma-separated strings; path: a file or folder; int, float: a
-number; flag: a switch."""
 
 
 @dataclass(frozen=True)
@@ -21,6 +17,8 @@ class Opt:
     name: str
     flags: tuple[str, ...]
     kind: str
+    """text: one string; texts: repeated or comma-separated strings; path: a file or folder; int, float: a
+    number; flag: a switch."""
     field: str | None = None
     """The RunRequest field it fills (`gen.<key>`: a generation field); None: the command line's own."""
     default: Any = None

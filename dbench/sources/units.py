@@ -16,6 +16,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import onnx
 from onnx import helper, numpy_helper
 
@@ -31,7 +32,7 @@ from dbench.sources.item import Item
 from dbench.sources.model import model_item
 from dbench.sources.model_spec import RANDOM_WEIGHTS, foreign_spec, random_weights
 from dbench.units.cut import EXECUTED, INSERTED, UNMATCHED, Cut, Unit, cut
-from dbench.units.graph import executed_model, inserted_model, shaped, unit_model, value_types
+from dbench.units.graph import executed_model, inserted_model, known_shape, shaped, unit_model, value_types
 from dbench.units.prediction import EMPTY, EVICTED, MODEL, PREDICT_ATTR, UNIT
 from dbench.units.same import signature
 from dbench.units.structure import Structure, name_nodes
@@ -159,19 +160,14 @@ def _weight_bytes(model: onnx.ModelProto, spec: GraphSpec, types: dict[str, onnx
     stored = sum(
         numpy_helper.to_array(t).nbytes if not t.raw_data else len(t.raw_data) for t in model.graph.initializer
     )
-    made = sum(_value_bytes(types.get(node.output[0])) for node in model.graph.node if node.op_type in CONSTANT_OPS)
+    made = sum(_value_bytes(node.output[0], types) for node in model.graph.node if node.op_type in CONSTANT_OPS)
     return stored + made + sum(t.nbytes for t in spec.weights)
 
 
-def _value_bytes(value: onnx.ValueInfoProto | None) -> int:
-    """The bytes of a typed value of known shape (0 where its type or a dimension is unknown)."""
-    tensor = value.type.tensor_type if value is not None else None
-    if tensor is None or not tensor.elem_type or not all(d.HasField("dim_value") for d in tensor.shape.dim):
-        return 0
-    count = 1
-    for d in tensor.shape.dim:
-        count *= d.dim_value
-    return count * helper.tensor_dtype_to_np_dtype(tensor.elem_type).itemsize
+def _value_bytes(name: str, types: dict[str, onnx.ValueInfoProto]) -> int:
+    """The bytes of a value whose type and shape the model's inference knows (0 where it does not)."""
+    shape = known_shape(name, types)
+    return int(np.prod(shape[1], dtype=np.int64)) * helper.tensor_dtype_to_np_dtype(shape[0]).itemsize if shape else 0
 
 
 def _io_bytes(spec: GraphSpec) -> int:

@@ -124,7 +124,7 @@ Shape = tuple[int, list[int]]
 """A tensor's ONNX element type and dimensions."""
 
 
-def _known(name: str, types: dict[str, onnx.ValueInfoProto]) -> Shape | None:
+def known_shape(name: str, types: dict[str, onnx.ValueInfoProto]) -> Shape | None:
     """A value's element type and dimensions where the model's shape inference knows them all."""
     value = types.get(name)
     tensor = value.type.tensor_type if value is not None and value.type.HasField("tensor_type") else None
@@ -150,7 +150,7 @@ def _inserted_shapes(layer: ExecutedLayer, types: dict[str, onnx.ValueInfoProto]
     """The input's and output's type and dimensions of a layer the runtime inserted: the side that is
     a tensor of the model as shape inference gives it, the other side from the op (the NCHWc block
     padding of a reorder, a Transpose's permutation, a Cast's type); None where neither can be told."""
-    source, target = _known(layer.inputs[0], types), _known(layer.outputs[0], types)
+    source, target = known_shape(layer.inputs[0], types), known_shape(layer.outputs[0], types)
     attributes = dict(layer.attributes)
     op = layer.op_type.rpartition(":")[2]
     block = nchwc_block(layer.layout)
