@@ -248,4 +248,51 @@ class RnnKernel(Kernel):
         return itemsize * (t * n * h * self.gates + self.gates * h * h + t * n * h)
 
 
+@dataclass(frozen=True, kw_only=True)
+class AttentionKernel(Kernel):
+    """Scaled dot-product attention of `q_len` new tokens against `past` cached ones (keys and values of
+    past + q_len tokens): `heads` query heads sharing `kv_heads` key/value heads (grouped-query when fewer),
+    each of `head_dim`; `causal` masks a query from the keys after its own position. Prefill has past = 0,
+    decode q_len = 1."""
+
+    batch: int
+    q_len: int
+    past: int
+    heads: int
+    kv_heads: int
+    head_dim: int
+    causal: bool
+
+    family: ClassVar[str] = "attention"
+
+    @property
+    def id(self) -> str:
+        mask = "c" if self.causal else "f"
+        return f"attn_b{self.batch}_q{self.q_len}_p{self.past}_h{self.heads}_g{self.kv_heads}_d{self.head_dim}_{mask}"
+
+    @property
+    def kv_len(self) -> int:
+        """Keys (and values) each head attends over: the cache and the new tokens."""
+        return self.past + self.q_len
+
+    def pairs(self) -> int:
+        """(query, key) pairs not masked, per batch and head: q_len·kv_len, or for a causal mask
+        q_len·past + q_len·(q_len + 1)/2 (query i sees the past and new tokens 0..i)."""
+        if not self.causal:
+            return self.q_len * self.kv_len
+        return self.q_len * self.past + self.q_len * (self.q_len + 1) // 2
+
+    def flops(self) -> int:
+        """2·d per pair for the scores Q·Kᵀ and 2·d for the context P·V, over the unmasked pairs of
+        every batch and query head (softmax and scaling not counted, as matmul-FLOP conventions do)."""
+        return 4 * self.batch * self.heads * self.head_dim * self.pairs()
+
+    def min_bytes(self, itemsize: int) -> int:
+        """Q read and the output written (batch·heads·q_len·d each), K and V read once
+        (batch·kv_heads·kv_len·d each): the KV cache dominates decode."""
+        q_and_out = 2 * self.batch * self.heads * self.q_len * self.head_dim
+        k_and_v = 2 * self.batch * self.kv_heads * self.kv_len * self.head_dim
+        return itemsize * (q_and_out + k_and_v)
+
+
 KERNEL_TYPES: dict[str, type[Kernel]] = {cls.family: cls for cls in (GemmKernel, ConvKernel, RnnKernel, SparseKernel)}
