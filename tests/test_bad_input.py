@@ -247,6 +247,15 @@ def test_compare_of_a_run_with_itself_is_refused(tmp_path):
     )  # id and path
 
 
+def test_compare_of_a_run_with_its_copy_is_refused(tmp_path):
+    """A byte copy of a log is the same run (its header's run id) under another name: refused like a run named twice."""
+    path = _log(tmp_path / "m", "run-a", [_row("g")])
+    copy = path.with_name("run-copy.jsonl")
+    copy.write_bytes(path.read_bytes())
+    line = refused(["compare", copy, path, "--out", tmp_path / "out"], "is named twice", tmp_path / "out")
+    assert "run-a" in line and "copy" in line
+
+
 def test_compare_with_no_graph_verified_in_both_exits_2(tmp_path):
     a = _log(tmp_path / "m", "run-a", [_row("g1"), _row("g2", "mismatch", False)])
     b = _log(tmp_path / "m", "run-b", [_row("g3"), _row("g2")])

@@ -559,6 +559,7 @@ def plan_comparisons(results: Path, runs: list[str], versus: list[str]) -> list[
         raise UsageError(
             "a run is named twice (or on both sides): a run compared with itself says nothing; give each run once"
         )
+    _refuse_copies(a_logs + b_logs)
     a_runs, b_runs = merge(a_logs), merge(b_logs)
     if not b_runs:
         if len(a_runs) == 1:
@@ -577,6 +578,19 @@ def plan_comparisons(results: Path, runs: list[str], versus: list[str]) -> list[
                 f"{len(a_runs)} runs given: say which are compared with which, e.g. dbench compare A1 A2 A3 --vs B1 B2"
             )
     return [(run_side(a_runs), run_side(b_runs), False)]
+
+
+def _refuse_copies(logs: list[RunLog]) -> None:
+    """Two logs that hold one run (a copied file: the same run id in its header) are that run named twice."""
+    seen: dict[str, Path] = {}
+    for log in logs:
+        run_id = log.header().get("run_id")
+        if run_id in seen:
+            raise UsageError(
+                f"run {run_id} is named twice: {seen[run_id]} and {log.path} hold the same run (one is a copy of "
+                "the other); a run compared with itself says nothing; give each run once"
+            )
+        seen[run_id] = log.path
 
 
 def expand(results: Path, names: list[str]) -> list[str]:
