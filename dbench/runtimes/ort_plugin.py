@@ -164,7 +164,8 @@ class OrtPluginRuntime(OrtCpu):
 
     @classmethod
     def version(cls) -> str:
-        return f"{installed_version('onnxruntime')} + {cls.plugin_distribution} {installed_version(cls.plugin_distribution)}"
+        plugin = installed_version(cls.plugin_distribution)
+        return f"{installed_version('onnxruntime')} + {cls.plugin_distribution} {plugin}"
 
     def provider_precision(self) -> str:
         """The precision the provider's nodes execute in, as its own option pins it; empty where
@@ -174,7 +175,9 @@ class OrtPluginRuntime(OrtCpu):
     def with_provider_precision(self, profile: Profile) -> Profile:
         """`profile` with the provider's nodes given `provider_precision()`."""
         precision = self.provider_precision()
-        nodes = [dataclasses.replace(n, precision=precision) if n.provider == self.provider else n for n in profile.nodes]
+        nodes = [
+            dataclasses.replace(n, precision=precision) if n.provider == self.provider else n for n in profile.nodes
+        ]
         return Profile(nodes, profile.call_us)
 
     def select_device(self, devices: list[Any]) -> Any:

@@ -27,8 +27,8 @@ def capability_problem(device: int = 0) -> str | None:
         return f"the GPU's compute capability cannot be read: {record.get('nvml', 'NVML gave none')}"
     if capability not in COMPUTE_CAPABILITIES:
         return (
-            f"{record.get('name', 'this GPU')} is compute capability {capability}; TensorRT-RTX serves RTX GPUs "
-            f"of compute capability {', '.join(COMPUTE_CAPABILITIES)} only (use ort-trt or tensorrt on it)"
+            f"{record.get('name', 'this GPU')} is compute capability {capability}, outside TensorRT-RTX's "
+            f"{', '.join(COMPUTE_CAPABILITIES)} (ort-trt and tensorrt run on it)"
         )
     return None
 
@@ -53,7 +53,7 @@ class OrtTrtRtx(OrtPluginRuntime):
         """The GPU first (driver, device, compute capability), then the package and its devices."""
         problem = capability_problem()
         if problem:
-            return False, problem
+            return False, f"{problem}; it serves {cls.serves}"
         return super().availability()
 
     def provider_options(self) -> dict[str, str]:
