@@ -21,7 +21,7 @@ import onnx
 from dbench.errors import DbenchError, UnsupportedError
 from dbench.gen.graph import GraphSpec
 from dbench.gen.precision import DTYPES
-from dbench.runtimes.base import NodeProfile, Profile, Session
+from dbench.runtimes.base import ConcurrentSession, NodeProfile, Profile, Session
 from dbench.runtimes.onnxruntime import OrtCpu, OrtSession, _ort
 
 CPU_PROVIDER = "CPUExecutionProvider"
@@ -208,6 +208,14 @@ class OrtPluginRuntime(OrtCpu):
             session.close()
             raise UnsupportedError(reason)
         return session
+
+    def prepare_concurrent(
+        self, model: onnx.ModelProto, spec: GraphSpec, constants: Mapping[str, np.ndarray], requests: int
+    ) -> ConcurrentSession:
+        """As ort-cpu's (one session, concurrent Run calls), after a single-request session has told
+        where the nodes run and refused a graph the provider took none of (its compile is paid twice)."""
+        self.prepare(model, spec, constants).close()
+        return super().prepare_concurrent(model, spec, constants, requests)
 
     def prepare_profiling(
         self, model: onnx.ModelProto, spec: GraphSpec, constants: Mapping[str, np.ndarray]
