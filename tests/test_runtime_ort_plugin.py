@@ -271,3 +271,39 @@ def test_trt_rtx_runs_a_gemm_verified_on_an_rtx_gpu(seed):
     (name,) = reference
     assert normalized_error(session.outputs()[name], reference[name]) < 1e-3
     assert "NvTensorRTRTXExecutionProvider" in runtime.split
+
+
+class CpuThroughPluginPath(OrtOpenVino):
+    """The plugin adapter's whole path (library registered, device attached by add_provider_for_devices,
+    the profiled placement call, the provider's precision on its nodes, concurrent requests) with the
+    one provider whose device every machine offers: ONNX Runtime's CPU provider."""
+
+    provider = "CPUExecutionProvider"
+
+    def select_device(self, devices):
+        return devices[0]
+
+    def provider_options(self):
+        return {}
+
+
+def test_the_plugin_path_runs_end_to_end_on_the_device_api_with_the_cpu_providers_device(seed):
+    plugin_installed()
+    runtime = CpuThroughPluginPath(RuntimeOptions(threads=1))
+    session, reference = _gemm_session(runtime, seed)
+    (name,) = reference
+    assert normalized_error(session.outputs()[name], reference[name]) < 1e-5
+    assert list(runtime.split) == ["CPUExecutionProvider"] and runtime.split["CPUExecutionProvider"]
+    assert runtime.describe()["placement"] == runtime.split
+    nodes = session.profile(2).nodes
+    assert {n.provider for n in nodes} == {"CPUExecutionProvider"}
+    assert {n.precision for n in nodes} == {""}, "the provider's nodes carry its pinned precision (none here)"
+    graph = gemm.build(SMALL_GEMM, "fp32", "fwd", "gemm")
+    feeds = make_feeds(graph.spec, seed)
+    constants, per_call = split_feeds(graph.spec, feeds, "const")
+    concurrent = runtime.prepare_concurrent(graph.model, graph.spec, constants, 2)
+    concurrent.bind(per_call)
+    for request in (0, 1):
+        concurrent.run(request)
+        assert normalized_error(concurrent.outputs(request)[name], reference[name]) < 1e-5
+    assert runtime.describe()["concurrency"]["requests"] == 2
