@@ -307,3 +307,16 @@ def test_the_plugin_path_runs_end_to_end_on_the_device_api_with_the_cpu_provider
         concurrent.run(request)
         assert normalized_error(concurrent.outputs(request)[name], reference[name]) < 1e-5
     assert runtime.describe()["concurrency"]["requests"] == 2
+
+
+@pytest.mark.parametrize("name", ["ort-openvino", "ort-trt-rtx"])
+def test_predict_refuses_a_plugin_runtime_with_its_reason(name, tmp_path):
+    """A compiled subgraph is one fused node to ONNX Runtime: no executed layers to cut a model into."""
+    from dbench.orchestrator.predict import check_predictable
+    from dbench.orchestrator.request import RunRequest
+    from dbench.runtimes.registry import runtime_class
+
+    model = tmp_path / "model.onnx"
+    onnx.save(gemm.build(SMALL_GEMM, "fp32").model, model)
+    with pytest.raises(UsageError, match=f"runtime {name} cannot tell which layers it executes"):
+        check_predictable(RunRequest(graphs=str(model), runtime=name), {name: runtime_class(name)})
