@@ -1,39 +1,26 @@
 """ONNX Runtime with OpenVINO's execution provider, the plugin package `onnxruntime-ep-openvino` (it carries
 its own OpenVINO): OpenVINO compiles the subgraphs it takes, ONNX Runtime's CPU provider runs the rest.
-Precision is pinned by the provider's own option (`precision=FP32`, which the provider turns into
-OpenVINO's INFERENCE_PRECISION_HINT f32) and threads by `num_of_threads`."""
+The plugin reads OpenVINO's own properties from its `load_config` option (a JSON map, device -> properties)
+and ignores, with a warning, the older provider's `precision` and `num_of_threads`: so precision is pinned
+by INFERENCE_PRECISION_HINT f32 and threads set by INFERENCE_NUM_THREADS there."""
 
 from __future__ import annotations
 
-import re
+import json
 from typing import Any, ClassVar
 
 from dbench.errors import UsageError
 from dbench.runtimes.base import RuntimeOptions
 from dbench.runtimes.onnxruntime import CPU_OPTIONS
+from dbench.runtimes.openvino import HARDWARE_DEVICE, OPTION_VALUES, check_properties
 from dbench.runtimes.ort_plugin import OrtPluginRuntime
 
-DEVICE = re.compile(r"^(CPU|GPU(\.\d+)?|NPU)$")
-"""`--device` values: an OpenVINO device as the plugin names it in its devices' `ov_device` metadata."""
-PROVIDER_OPTIONS = frozenset(
-    {
-        "num_streams",
-        "cache_dir",
-        "load_config",
-        "enable_qdq_optimizer",
-        "disable_dynamic_shapes",
-        "model_priority",
-        "enable_opencl_throttling",
-        "precision",
-    }
-)
-"""The OpenVINO provider's options `--option` may set (device_type comes from `--device`; num_of_threads
-from `--threads`; precision only with `--allow-runtime-precision`)."""
-PINNED_PRECISION = "FP32"
+PINNED_PRECISION = "f32"
 
 
 class OrtOpenVino(OrtPluginRuntime):
-    """ONNX Runtime, OpenVINOExecutionProvider as a plugin; `--device CPU|GPU|GPU.N|NPU` (CPU by default)."""
+    """ONNX Runtime, OpenVINOExecutionProvider as a plugin; `--device CPU|GPU|GPU.N|NPU` (CPU by default);
+    `--option KEY=VALUE` an OpenVINO property, passed in load_config (`use_arena` is the CPU provider's)."""
 
     name: ClassVar[str] = "ort-openvino"
     extra: ClassVar[str] = "ort-openvino"
@@ -47,18 +34,19 @@ class OrtOpenVino(OrtPluginRuntime):
     supported_options: ClassVar[frozenset[str]] = frozenset(
         {"threads", "graph_optimization", "device", "allow_runtime_precision", "extra"}
     )
-    provider_option_names: ClassVar[frozenset[str]] = PROVIDER_OPTIONS | frozenset(CPU_OPTIONS)
+    provider_option_names: ClassVar[frozenset[str]] = frozenset(OPTION_VALUES) | frozenset(CPU_OPTIONS)
+
+    device_name: str | None = None
+    """The OpenVINO device of the plugin device the last session was attached to (`GPU.0`)."""
 
     @classmethod
     def validate_values(cls, options: RuntimeOptions) -> None:
         super().validate_values(options)
-        if options.device is not None and not DEVICE.match(options.device):
+        if options.device is not None and not HARDWARE_DEVICE.match(options.device):
             raise UsageError(f"--device {options.device} is not an OpenVINO device; use CPU, GPU, GPU.N or NPU")
-        if "precision" in options.extra and not options.allow_runtime_precision:
-            raise UsageError(
-                "--option precision overrides the precision dbench pins (FP32); "
-                "add --allow-runtime-precision to run it (recorded as the runtime's choice)"
-            )
+        check_properties(
+            {k: v for k, v in options.extra.items() if k not in CPU_OPTIONS}, options.allow_runtime_precision
+        )
 
     @property
     def ov_device(self) -> str:
@@ -69,35 +57,41 @@ class OrtOpenVino(OrtPluginRuntime):
         for device in devices:
             name = device.ep_metadata.get("ov_device", "")
             if name == self.ov_device or (self.ov_device == "GPU" and name.startswith("GPU")):
+                self.device_name = name
                 return device
         offered = ", ".join(d.ep_metadata.get("ov_device", "?") for d in devices)
         raise UsageError(f"--device {self.ov_device}: the OpenVINO provider offers {offered} here")
 
-    def provider_options(self) -> dict[str, str]:
+    def properties(self) -> dict[str, str]:
+        """The OpenVINO properties given to the device: threads (all requests' for --streams), streams,
+        the pinned precision unless --allow-runtime-precision, then the user's `--option`s."""
         requests = self.concurrency["requests"] if self.concurrency else 1
-        options = {
-            "num_of_threads": str(self.options.thread_count * requests),
-            **({"num_streams": str(requests)} if self.concurrency else {}),
-            **({} if self.options.allow_runtime_precision else {"precision": PINNED_PRECISION}),
+        properties = {
+            "INFERENCE_NUM_THREADS": str(self.options.thread_count * requests),
+            "NUM_STREAMS": str(requests),
+            **({} if self.options.allow_runtime_precision else {"INFERENCE_PRECISION_HINT": PINNED_PRECISION}),
         }
-        options.update({k: v for k, v in self.options.extra.items() if k not in CPU_OPTIONS})
-        return options
+        properties.update({k: v for k, v in self.options.extra.items() if k not in CPU_OPTIONS})
+        return properties
+
+    def provider_options(self) -> dict[str, str]:
+        return {"load_config": json.dumps({self.device_name or self.ov_device: self.properties()})}
 
     def provider_precision(self) -> str:
-        """fp32 where the provider's `precision` is FP32 (dbench's pin, or the user's own); unknown otherwise."""
-        return "fp32" if self.provider_options().get("precision") == PINNED_PRECISION else ""
+        """fp32 where INFERENCE_PRECISION_HINT is f32 (dbench's pin, or the user's own); unknown otherwise."""
+        return "fp32" if self.properties().get("INFERENCE_PRECISION_HINT", "").lower() == PINNED_PRECISION else ""
 
     def describe(self) -> dict[str, Any]:
         return {
             **super().describe(),
-            "device": self.ov_device,
+            "device": self.device_name or self.ov_device,
             "precision": (
-                "FP32, pinned by the provider's precision option (OpenVINO INFERENCE_PRECISION_HINT f32)"
+                "f32, pinned by OpenVINO's INFERENCE_PRECISION_HINT in the provider's load_config"
                 if not self.options.allow_runtime_precision
                 else "the provider's choice (--allow-runtime-precision)"
             ),
             "threads_honoured": (
-                "num_of_threads given to the provider (ONNX Runtime does not read OpenVINO's compiled "
-                "properties back); intra_op_num_threads for the nodes on CPUExecutionProvider"
+                "INFERENCE_NUM_THREADS in the provider's load_config (ONNX Runtime does not read OpenVINO's "
+                "compiled properties back); intra_op_num_threads for the nodes on CPUExecutionProvider"
             ),
         }
