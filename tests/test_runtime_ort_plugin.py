@@ -334,3 +334,25 @@ def test_predict_refuses_a_plugin_runtime_with_its_reason(name, tmp_path):
     onnx.save(gemm.build(SMALL_GEMM, "fp32").model, model)
     with pytest.raises(UsageError, match=f"runtime {name} cannot tell which layers it executes"):
         check_predictable(RunRequest(graphs=str(model), runtime=name), {name: runtime_class(name)})
+
+
+@pytest.mark.parametrize("width", [80, 160])
+def test_the_run_table_shows_where_the_nodes_ran_only_where_a_row_has_a_placement(width):
+    from io import StringIO
+
+    from rich.console import Console
+
+    from dbench.render.tables import results_table
+
+    row = {"graph_id": "gemm_m24_n16_k32_nn.fwd.gemm.fp32", "status": "ok", "precision": "fp32", "verified": True}
+    split = {OPENVINO: ["subgraph"], "CPUExecutionProvider": ["normalizer"]}
+
+    def shown(rows):
+        console = Console(file=StringIO(), width=width, color_system=None)
+        console.print(results_table(rows, "t", width))
+        return console.file.getvalue()
+
+    assert "placed" not in shown([row])
+    text = shown([row, {**row, "placement": split}])
+    assert "placed" in text and "OpenVINO 1 · CPU 1" in text
+    assert max(len(line) for line in text.splitlines()) <= width
