@@ -12,6 +12,7 @@ import functools
 import importlib
 import importlib.metadata
 import importlib.util
+import re
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
@@ -30,16 +31,9 @@ MINIMUM_ORT = (1, 23)
 
 
 def _version_tuple(version: str) -> tuple[int, ...]:
-    """`1.32.0` -> (1, 32, 0); a non-numeric part ends it (`1.24.0rc1` -> (1, 24))."""
-    parts = []
-    for part in version.split("."):
-        digits = "".join(c for c in part if c.isdigit()) if part[:1].isdigit() else ""
-        if not digits:
-            break
-        parts.append(int(digits))
-        if not part.isdigit():
-            break
-    return tuple(parts)
+    """`1.32.0` -> (1, 32); `1.24.0rc1` -> (1, 24): the major and minor release."""
+    found = re.match(r"(\d+)\.(\d+)", version)
+    return (int(found.group(1)), int(found.group(2))) if found else ()
 
 
 def installed_version(distribution: str) -> str | None:
@@ -132,7 +126,6 @@ class OrtPluginRuntime(OrtCpu):
     constants_in_memory: ClassVar[bool] = False
     """Weights go into the model's protobuf, the form the plugin's documentation uses (in-memory
     external initializers through a plugin are untested here)."""
-    session_class: ClassVar[type[OrtSession]] = PluginSession
     supported_options: ClassVar[frozenset[str]] = frozenset({"threads", "graph_optimization", "device", "extra"})
 
     split: dict[str, list[str]] | None = None

@@ -35,8 +35,7 @@ def capability_problem(device: int = 0) -> str | None:
 
 class OrtTrtRtx(OrtPluginRuntime):
     """ONNX Runtime, NvTensorRTRTXExecutionProvider as a plugin, on the first RTX GPU it offers. Inputs
-    are bound in host memory, so a timed call includes their copies to the GPU (unchecked on an RTX GPU:
-    none here)."""
+    are bound in host memory, so a timed call includes their copies to the GPU (not yet run on an RTX GPU)."""
 
     name: ClassVar[str] = "ort-trt-rtx"
     extra: ClassVar[str] = "ort-trt-rtx"
@@ -45,8 +44,7 @@ class OrtTrtRtx(OrtPluginRuntime):
     plugin_module: ClassVar[str] = "onnxruntime_ep_nv_tensorrt_rtx"
     plugin_distribution: ClassVar[str] = "onnxruntime-ep-nv-tensorrt-rtx"
     serves: ClassVar[str] = f"NVIDIA RTX GPUs of compute capability {', '.join(COMPUTE_CAPABILITIES)}"
-    supported_options: ClassVar[frozenset[str]] = frozenset({"threads", "graph_optimization", "extra"})
-    provider_option_names: ClassVar[frozenset[str]] = frozenset()
+    supported_options: ClassVar[frozenset[str]] = frozenset({"threads", "graph_optimization"})
 
     @classmethod
     def availability(cls) -> tuple[bool, str]:
@@ -55,9 +53,6 @@ class OrtTrtRtx(OrtPluginRuntime):
         if problem:
             return False, f"{problem}; it serves {cls.serves}"
         return super().availability()
-
-    def provider_options(self) -> dict[str, str]:
-        return {}
 
     def describe(self) -> dict[str, Any]:
         return {**super().describe(), "gpu": gpu.gpu_metadata(0)}
