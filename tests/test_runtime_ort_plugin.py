@@ -134,15 +134,16 @@ def test_precision_and_threads_go_to_openvino_through_the_plugins_load_config():
     assert json.loads(pinned.provider_options()["load_config"]) == {
         "CPU": {"INFERENCE_NUM_THREADS": "3", "NUM_STREAMS": "1", "INFERENCE_PRECISION_HINT": "f32"}
     }
-    assert list(pinned.provider_options()) == ["load_config"] and pinned.provider_precision() == "fp32"
+    assert list(pinned.provider_options()) == ["load_config"]
+    assert [pinned.provider_precision(p) for p in ("fp32", "fp16", "int8")] == ["fp32", "fp32", ""]
     free = OrtOpenVino(RuntimeOptions(threads=2, device="GPU.1", allow_runtime_precision=True))
     assert json.loads(free.provider_options()["load_config"]) == {
         "GPU.1": {"INFERENCE_NUM_THREADS": "2", "NUM_STREAMS": "1"}
     }
-    assert free.provider_precision() == ""
+    assert free.provider_precision("fp32") == ""
     chosen = RuntimeOptions(threads=1, allow_runtime_precision=True, extra={"INFERENCE_PRECISION_HINT": "bf16"})
     assert OrtOpenVino(chosen).properties()["INFERENCE_PRECISION_HINT"] == "bf16"
-    assert OrtOpenVino(chosen).provider_precision() == ""
+    assert OrtOpenVino(chosen).provider_precision("fp32") == ""
     arena = OrtOpenVino(RuntimeOptions(threads=1, extra={"use_arena": "0", "ENABLE_CPU_PINNING": "NO"}))
     assert "use_arena" not in arena.properties() and arena.cpu_mem_arena is False  # a CPU provider session option
     assert arena.properties()["ENABLE_CPU_PINNING"] == "NO"

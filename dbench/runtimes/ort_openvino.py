@@ -16,6 +16,8 @@ from dbench.runtimes.openvino import HARDWARE_DEVICE, OPTION_VALUES, check_prope
 from dbench.runtimes.ort_plugin import OrtPluginRuntime
 
 PINNED_PRECISION = "f32"
+FLOAT_PRECISIONS = ("fp32", "fp16", "bf16")
+"""Graph precisions whose math INFERENCE_PRECISION_HINT governs."""
 
 
 class OrtOpenVino(OrtPluginRuntime):
@@ -77,9 +79,12 @@ class OrtOpenVino(OrtPluginRuntime):
     def provider_options(self) -> dict[str, str]:
         return {"load_config": json.dumps({self.device_name or self.ov_device: self.properties()})}
 
-    def provider_precision(self) -> str:
-        """fp32 where INFERENCE_PRECISION_HINT is f32 (dbench's pin, or the user's own); unknown otherwise."""
-        return "fp32" if self.properties().get("INFERENCE_PRECISION_HINT", "").lower() == PINNED_PRECISION else ""
+    def provider_precision(self, graph_precision: str) -> str:
+        """fp32 for a floating-point graph where INFERENCE_PRECISION_HINT is f32 (dbench's pin, or the
+        user's own); unknown otherwise (the hint governs float math: a quantized graph's int8 layers
+        keep their own precision, which ONNX Runtime's profile does not show)."""
+        pinned = self.properties().get("INFERENCE_PRECISION_HINT", "").lower() == PINNED_PRECISION
+        return "fp32" if pinned and graph_precision in FLOAT_PRECISIONS else ""
 
     def describe(self) -> dict[str, Any]:
         return {

@@ -99,7 +99,7 @@ class PluginSession(OrtSession):
     runtime: OrtPluginRuntime
 
     def profile(self, runs: int, warmup: int = 1) -> Profile:
-        return self.runtime.with_provider_precision(super().profile(runs, warmup))
+        return self.runtime.with_provider_precision(super().profile(runs, warmup), self.spec.precision)
 
     def placement_call(self, constants: Mapping[str, np.ndarray]) -> list[NodeProfile]:
         """One profiled call on zeros of every fed input; the nodes of that call."""
@@ -160,14 +160,14 @@ class OrtPluginRuntime(OrtCpu):
         plugin = installed_version(cls.plugin_distribution)
         return f"{installed_version('onnxruntime')} + {cls.plugin_distribution} {plugin}"
 
-    def provider_precision(self) -> str:
-        """The precision the provider's nodes execute in, as its own option pins it; empty where
-        nothing pins it (the rows then say `unknown` rather than the inputs' type)."""
+    def provider_precision(self, graph_precision: str) -> str:
+        """The precision the provider's nodes execute a `graph_precision` graph in, as its own option
+        pins it; empty where nothing pins it (the rows then say `unknown` rather than the inputs' type)."""
         return ""
 
-    def with_provider_precision(self, profile: Profile) -> Profile:
-        """`profile` with the provider's nodes given `provider_precision()`."""
-        precision = self.provider_precision()
+    def with_provider_precision(self, profile: Profile, graph_precision: str) -> Profile:
+        """`profile` with the provider's nodes given `provider_precision(graph_precision)`."""
+        precision = self.provider_precision(graph_precision)
         nodes = [
             dataclasses.replace(n, precision=precision) if n.provider == self.provider else n for n in profile.nodes
         ]
