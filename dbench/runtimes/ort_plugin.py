@@ -120,6 +120,8 @@ class OrtPluginRuntime(OrtCpu):
     """The plugin's pip distribution (its version goes in the row)."""
     serves: ClassVar[str]
     """The hardware the plugin serves, said when it offers no device here."""
+    int8_form: ClassVar[str] = "qdq"
+    """OpenVINO and TensorRT-RTX read quantization from QuantizeLinear/DequantizeLinear pairs."""
     reports_execution: ClassVar[bool] = False
     """A compiling provider runs its share of a graph as one fused node: ONNX Runtime's profile and
     optimized model do not show the layers inside it, so `dbench predict` cannot cut a model into them."""
