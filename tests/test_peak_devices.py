@@ -58,13 +58,9 @@ def _row(runtime: str, tflops: float, precision: str = "fp32", intensity: float 
 
 def test_the_registry_s_gpu_runtimes_are_the_nvidia_adapters():
     kinds = {name: device_kind(name) for name in RUNTIMES}
-    assert {name for name, kind in kinds.items() if kind == "gpu"} == {"torch-cuda", "ort-cuda", "ort-trt", "tensorrt"}
-    assert {name for name, kind in kinds.items() if kind == "cpu"} == set(RUNTIMES) - {
-        "torch-cuda",
-        "ort-cuda",
-        "ort-trt",
-        "tensorrt",
-    }
+    nvidia = {"torch-cuda", "ort-cuda", "ort-trt", "tensorrt", "ort-trt-rtx"}
+    assert {name for name, kind in kinds.items() if kind == "gpu"} == nvidia
+    assert {name for name, kind in kinds.items() if kind == "cpu"} == set(RUNTIMES) - nvidia
     assert device_kind("no-such-runtime") is None
 
 

@@ -18,6 +18,9 @@ On the board (aarch64 or any other machine with Python >= 3.10):
   pip install --only-binary=:all: 'dbench[board]' onnxruntime   # or openvino
   dbench run --graphs THIS_BUNDLE --runtime ort-cpu            # also: openvino, ort-xnnpack, ort-acl
   dbench run --graphs THIS_BUNDLE --runtime ort-cpu --cpus 4-7 # time one cluster only
+On an Intel x86-64 board, OpenVINO through ONNX Runtime (its plugin execution provider):
+  pip install --only-binary=:all: 'dbench[board]' onnxruntime onnxruntime-ep-openvino
+  dbench run --graphs THIS_BUNDLE --runtime ort-openvino       # --device GPU or NPU for its others
 
 The bundle (archive or unpacked folder) is verified first: a changed, missing,
 extra or linked file refuses the run. Results go to results/<machine>/<run>.jsonl

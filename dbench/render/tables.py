@@ -94,6 +94,8 @@ def results_table(rows: list[dict[str, Any]], title: str, width: int = 200, unst
     )
     columns = ["graph", "status", "prec", "median", "±", "p90", "p99", "cold", "TF/s" if narrow else "TFLOP/s"]
     columns += [] if narrow else ["GB/s"]
+    placed = any(r.get("placement") for r in rows)
+    columns += ["placed"] if placed else []
     for column in columns:
         if column == "graph":
             table.add_column(column, overflow="fold", min_width=10, ratio=1)
@@ -120,9 +122,22 @@ def results_table(rows: list[dict[str, Any]], title: str, width: int = 200, unst
             format_time(r.get("first_call_us")),
             significant(r.get("tflops")),
             significant(r.get("gbps")),
-        ]
-        table.add_row(*cells[: len(columns)])
+        ][: len(columns) - placed]
+        table.add_row(*cells, *([placed_cell(r.get("placement"))] if placed else []))
     return table
+
+
+def placed_cell(placement: dict[str, list[str]] | None) -> str:
+    """Where ONNX Runtime ran a row's nodes, providers by short name with their node counts
+    (`OpenVINO 1 · CPU 2`), the CPU provider's in yellow beside another provider (a fallback)."""
+    if not placement:
+        return ""
+    parts = []
+    for provider, names in placement.items():
+        short = provider.removesuffix("ExecutionProvider")
+        part = f"{short} {len(names)}"
+        parts.append(f"[yellow]{part}[/]" if short == "CPU" and len(placement) > 1 else part)
+    return " · ".join(parts)
 
 
 def runtimes_table(statuses) -> Table:

@@ -487,6 +487,11 @@ class OrtRuntime(Runtime):
                 f"{', '.join(sorted(cls.provider_option_names))}"
             )
 
+    def session_providers(self, options) -> list[tuple[str, dict[str, str]]] | None:
+        """InferenceSession's `providers` for a session made with `options`: this provider and its options.
+        A plugin provider attaches itself to `options` instead (dbench.runtimes.ort_plugin) and returns None."""
+        return [(self.provider, self.provider_options())]
+
     def session_options(self, profiling: bool, intra_threads: int | None = None):
         ort = _ort()
         so = ort.SessionOptions()
@@ -529,7 +534,7 @@ class OrtRuntime(Runtime):
         try:
             with classified(loading=True):
                 return ort.InferenceSession(
-                    model_bytes, options, providers=[(self.provider, self.provider_options())], enable_fallback=0
+                    model_bytes, options, providers=self.session_providers(options), enable_fallback=0
                 )  # never retry a failed provider on the CPU
         except GraphLoadError as err:
             raise refused(model_bytes, err) from None

@@ -471,6 +471,29 @@ class OpenVinoConcurrentSession(ConcurrentSession):
         self.constants = {}
 
 
+def check_properties(properties: Mapping[str, str], allow_runtime_precision: bool) -> None:
+    """Refuse, in one UsageError line, an `--option` that is no OpenVINO property dbench knows, a value
+    outside its known ones, or INFERENCE_PRECISION_HINT without --allow-runtime-precision (it would
+    override the precision dbench pins). Shared with ort-openvino, which passes them in load_config."""
+    for key, value in properties.items():
+        if key not in OPTION_VALUES:
+            raise UsageError(
+                f"--option {key} is not an OpenVINO property dbench knows; known: {', '.join(sorted(OPTION_VALUES))}"
+            )
+        valid = OPTION_VALUES[key]
+        if valid is None or (INTEGER in valid and value.isdigit()) or value.upper() in (v.upper() for v in valid):
+            continue
+        words = [
+            v if v != INTEGER else "a non-negative integer" for v in ((valid,) if isinstance(valid, str) else valid)
+        ]
+        raise UsageError(f"--option {key}={value} is not valid; use {' or '.join(words)}")
+    if "INFERENCE_PRECISION_HINT" in properties and not allow_runtime_precision:
+        raise UsageError(
+            "--option INFERENCE_PRECISION_HINT overrides the precision dbench pins; "
+            "add --allow-runtime-precision to run it (recorded as the runtime's choice)"
+        )
+
+
 class OpenVino(Runtime):
     """OpenVINO on a device (`CPU` by default; `GPU`, `NPU`, `AUTO`... passed through)."""
 
@@ -496,24 +519,7 @@ class OpenVino(Runtime):
                     f"--device {options.device!r} is not an OpenVINO device name; use CPU, GPU, GPU.1, NPU, "
                     "AUTO or AUTO:GPU,CPU (also MULTI:, HETERO:, BATCH:)"
                 )
-        for key, value in options.extra.items():
-            if key not in OPTION_VALUES:
-                raise UsageError(
-                    f"--option {key} is not an OpenVINO property dbench knows; known: "
-                    f"{', '.join(sorted(OPTION_VALUES))}"
-                )
-            valid = OPTION_VALUES[key]
-            if valid is None or (INTEGER in valid and value.isdigit()) or value.upper() in (v.upper() for v in valid):
-                continue
-            words = [
-                v if v != INTEGER else "a non-negative integer" for v in ((valid,) if isinstance(valid, str) else valid)
-            ]
-            raise UsageError(f"--option {key}={value} is not valid; use {' or '.join(words)}")
-        if "INFERENCE_PRECISION_HINT" in options.extra and not options.allow_runtime_precision:
-            raise UsageError(
-                "--option INFERENCE_PRECISION_HINT overrides the precision dbench pins; "
-                "add --allow-runtime-precision to run it (recorded as the runtime's choice)"
-            )
+        check_properties(options.extra, options.allow_runtime_precision)
 
     def __init__(self, options) -> None:
         super().__init__(options)

@@ -19,6 +19,8 @@ RUNTIMES: dict[str, str] = {
     "ort-acl": "dbench.runtimes.onnxruntime_arm:OrtAcl",
     "torch": "dbench.runtimes.torch:TorchCpu",
     "torch-cuda": "dbench.runtimes.torch:TorchCuda",
+    "ort-openvino": "dbench.runtimes.ort_openvino:OrtOpenVino",
+    "ort-trt-rtx": "dbench.runtimes.ort_trt_rtx:OrtTrtRtx",
 }
 
 

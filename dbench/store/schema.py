@@ -341,6 +341,10 @@ class Row:
     verify_random_weights: int | None = None
     """How many constant-filled weights of a structure-only model the verification replaced by seeded
     random ones (the timed graph keeps its own)."""
+    placement: dict[str, list[str]] | None = None
+    """Where ONNX Runtime ran each node of the graph with a plugin execution provider: provider -> the
+    profiler's node names (a compiled subgraph is one node), the CPU provider's being the fallback; None
+    for runtimes that place every node themselves."""
 
     def to_dict(self) -> dict[str, Any]:
         row = {("pass" if f.name == "pass_name" else f.name): getattr(self, f.name) for f in dataclasses.fields(self)}
@@ -426,6 +430,7 @@ class Row:
             disagreeing_outputs=verification.get("outputs"),
             reference_unavailable=verification.get("reference"),
             verify_random_weights=verification.get("random_weights"),
+            placement=(runtime["options"] or {}).get("placement"),
             device_median_us=outcome.device_median_us,
             inputs_s=outcome.inputs_s,
             prepare_s=outcome.prepare_s,
