@@ -12,16 +12,19 @@ Forms (B batch, H query heads, G key/value heads, q new tokens, P cached ones, d
   mha       ONNX Runtime's com.microsoft MultiHeadAttention: Q, K, V [B, q, H·d], the cache as past_key,
             past_value [B, H, P, d], `unidirectional` for the causal mask. Only for H == G.
   gqa       ONNX Runtime's com.microsoft GroupQueryAttention: Q [B, q, H·d], K, V [B, q, G·d], the cache
-            as past_key, past_value [B, G, P, d], seqlens_k (L - 1 per sequence) and total_sequence_length
-            (L) as constants in the graph. Causal only in the ONNX Runtime versions without its `causal`
-            attribute (a bidirectional kernel is refused there by the runtime, not here).
+            as the buffer ONNX Runtime GenAI shares between past and present: past_key, past_value
+            [B, G, L, d] whose first P rows hold the cache and whose last q rows the op fills with the new
+            K and V; seqlens_k (L - 1 per sequence) and total_sequence_length (L) are constants in the
+            graph. OpenVINO translates this op only in that layout (a cache of P rows crashed its CPU
+            plugin), and only with the buffer given, prefill included. A bidirectional kernel sets the
+            op's `causal` attribute to 0 (versions without it refuse the graph).
 
 The cache is its own pair of inputs, concatenated with the new tokens' K and V, as exporters write a
-decoder: a cache that grows by one token per step is then never copied by the caller, and every form
-reads the same bytes. A graph with a cache also writes the cache with the new token appended
-(present_key, present_value [B, G, L, d]), as every decoder layer does and as ONNX's Attention requires
-(past and present go together). Its bytes (`GraphSpec.min_bytes`) are therefore the kernel's minimum plus
-that write. FLOPs: the kernel's count over the unmasked pairs; `flops_executed` every pair, as the
+decoder: a cache that grows by one token per step is then never copied by the caller. A graph with a
+cache also writes the cache with the new tokens appended (present_key, present_value [B, G, L, d]), as
+every decoder layer does and as ONNX's Attention requires (past and present go together). Its bytes
+(`GraphSpec.min_bytes`, every input and output once) are therefore the kernel's minimum plus that write;
+the gqa form's buffer adds q rows to its past and gives prefill a past and present too. FLOPs: the kernel's count over the unmasked pairs; `flops_executed` every pair, as the
 subgraph computes them and as a fused kernel may (whether it skips masked blocks is its own affair).
 """
 
@@ -80,16 +83,22 @@ def _inputs(kernel: AttentionKernel, form: str, dt: str) -> tuple[TensorSpec, ..
         TensorSpec("K", shapes[1], dt, "activation"),
         TensorSpec("V", shapes[2], dt, "activation"),
     ]
-    if p:
-        tensors += [TensorSpec(name, (b, g, p, d), dt, "activation") for name in ("past_key", "past_value")]
+    cache = cache_rows(kernel, form)
+    if cache:
+        tensors += [TensorSpec(name, (b, g, cache, d), dt, "activation") for name in ("past_key", "past_value")]
     return tuple(tensors)
+
+
+def cache_rows(kernel: AttentionKernel, form: str) -> int:
+    """Rows of the past_key/past_value inputs: the P cached tokens, or for gqa the shared buffer of L."""
+    return kernel.kv_len if form == "gqa" else kernel.past
 
 
 def _outputs(kernel: AttentionKernel, form: str, dt: str) -> tuple[TensorSpec, ...]:
     """Y (the layout of Q) and, with a cache, present_key and present_value [B, G, L, d]."""
     b, h, g, q, d = kernel.batch, kernel.heads, kernel.kv_heads, kernel.q_len, kernel.head_dim
     y = TensorSpec("Y", (b, q, h * d) if form in ("mha", "gqa") else (b, h, q, d), dt, "output")
-    if not kernel.past:
+    if not cache_rows(kernel, form):
         return (y,)
     present = (b, g, kernel.kv_len, d)
     return (y, TensorSpec("present_key", present, dt, "output"), TensorSpec("present_value", present, dt, "output"))
@@ -184,16 +193,17 @@ def _mha_nodes(kernel: AttentionKernel) -> list[Any]:
 
 
 def _gqa_nodes(kernel: AttentionKernel) -> list[Any]:
-    """ONNX Runtime's GroupQueryAttention, every sequence of the batch L long (seqlens_k = L - 1); its
-    `causal` attribute only for a bidirectional kernel (causal is its default, and older versions lack it)."""
+    """ONNX Runtime's GroupQueryAttention on the shared cache buffer, every sequence of the batch L long
+    (seqlens_k = L - 1); its `causal` attribute only for a bidirectional kernel (causal is its default,
+    and older versions lack it)."""
     extra = {} if kernel.causal else {"causal": 0}
     return [
         _const("seqlens_k", [kernel.kv_len - 1] * kernel.batch, np.int32),
         _const("total_sequence_length", kernel.kv_len, np.int32),
         helper.make_node(
             "GroupQueryAttention",
-            ["Q", "K", "V", *(_pasts(kernel) or ["", ""]), "seqlens_k", "total_sequence_length"],
-            ["Y", "present_key", "present_value"] if kernel.past else ["Y"],
+            ["Q", "K", "V", "past_key", "past_value", "seqlens_k", "total_sequence_length"],
+            ["Y", "present_key", "present_value"],
             domain=CONTRIB,
             num_heads=kernel.heads,
             kv_num_heads=kernel.kv_heads,
@@ -236,18 +246,19 @@ def build(kernel: AttentionKernel, precision: str, pass_name: str = "fwd", form:
 
 
 def reference(spec: GraphSpec, feeds: dict[str, np.ndarray], rows: np.ndarray | None = None) -> dict[str, np.ndarray]:
-    """float64 outputs from attention_math, the cache concatenated in front of the new K and V."""
+    """float64 outputs from attention_math, the cache concatenated in front of the new K and V (the
+    present outputs are that concatenation)."""
     check_whole_outputs("attention", rows)
     kernel = AttentionKernel(**spec.params)
     packed = spec.form in ("mha", "gqa")
     q = heads_first(feeds["Q"], kernel.heads) if packed else feeds["Q"]
     k, v = (heads_first(feeds[n], kernel.kv_heads) if packed else feeds[n] for n in ("K", "V"))
-    if kernel.past:
-        k = np.concatenate([feeds["past_key"], k], axis=2)
-        v = np.concatenate([feeds["past_value"], v], axis=2)
+    if kernel.past:  # the cached rows (of gqa's buffer: its first P; the op writes the new tokens after them)
+        k = np.concatenate([feeds["past_key"][:, :, : kernel.past], k], axis=2)
+        v = np.concatenate([feeds["past_value"][:, :, : kernel.past], v], axis=2)
     y = attention(q, k, v, kernel.causal, default_scale(kernel.head_dim))
     out = {"Y": heads_last(y) if packed else y}
-    if kernel.past:
+    if cache_rows(kernel, spec.form):
         out["present_key"], out["present_value"] = k.astype(np.float64), v.astype(np.float64)
     return out
 

@@ -341,6 +341,10 @@ class Row:
     verify_random_weights: int | None = None
     """How many constant-filled weights of a structure-only model the verification replaced by seeded
     random ones (the timed graph keeps its own)."""
+    executed_form: str = ""
+    """An attention graph's form as the runtime executed it, read from its executed layers: `fused: ...` (one
+    attention kernel) or `unfused: ...` (the products and softmax apart), then those layers; empty for
+    other graphs and runtimes that cannot tell (dbench.worker.attention_form)."""
 
     def to_dict(self) -> dict[str, Any]:
         row = {("pass" if f.name == "pass_name" else f.name): getattr(self, f.name) for f in dataclasses.fields(self)}
@@ -432,6 +436,7 @@ class Row:
             verify_s=outcome.verify_s,
             profile_s=outcome.profile_s,
             profile_call_us=outcome.profile_call_us,
+            executed_form=outcome.executed_form,
             device_graph_median_us=outcome.device_graph_median_us,
             gpu_state=outcome.gpu_state,
             finished_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
