@@ -24,8 +24,9 @@ decoder: a cache that grows by one token per step is then never copied by the ca
 cache also writes the cache with the new tokens appended (present_key, present_value [B, G, L, d]), as
 every decoder layer does and as ONNX's Attention requires (past and present go together). Its bytes
 (`GraphSpec.min_bytes`, every input and output once) are therefore the kernel's minimum plus that write;
-the gqa form's buffer adds q rows to its past and gives prefill a past and present too. FLOPs: the kernel's count over the unmasked pairs; `flops_executed` every pair, as the
-subgraph computes them and as a fused kernel may (whether it skips masked blocks is its own affair).
+the gqa form's buffer adds q rows to its past and gives prefill a past and present too.
+FLOPs: the kernel's count over the unmasked pairs; `flops_executed` every pair, as the subgraph computes
+them and as a fused kernel may (whether it skips masked blocks is its own affair).
 """
 
 from __future__ import annotations
@@ -73,7 +74,7 @@ def _const(name: str, value: Any, dtype: Any) -> Any:
 def _inputs(kernel: AttentionKernel, form: str, dt: str) -> tuple[TensorSpec, ...]:
     """The graph's inputs: Q, K, V (4-D with the heads first, or 3-D with them packed last for the
     contrib ops) and, with a cache, past_key and past_value."""
-    b, h, g, q, p, d = kernel.batch, kernel.heads, kernel.kv_heads, kernel.q_len, kernel.past, kernel.head_dim
+    b, h, g, q, d = kernel.batch, kernel.heads, kernel.kv_heads, kernel.q_len, kernel.head_dim
     if form in ("mha", "gqa"):
         shapes = [(b, q, h * d), (b, q, g * d), (b, q, g * d)]
     else:
