@@ -168,3 +168,10 @@ def test_prefill_executes_the_masked_pairs_too():
     b, h, q, d = 1, 4, 6, 16
     assert graph.spec.flops == 4 * b * h * d * q * (q + 1) // 2
     assert graph.spec.flops_executed == 4 * b * h * d * q * q
+
+
+@pytest.mark.parametrize("precision", ["fp32", "fp16", "bf16"])
+def test_every_form_is_a_valid_onnx_graph(precision):
+    for kernel in [*KERNELS, CHUNK_GQA]:
+        for request in gen_plan.plan([kernel], (), GenOptions(precision=precision)):
+            onnx.checker.check_model(gen_plan.build(request).model, full_check=True)
