@@ -106,6 +106,7 @@ PrecisionOpt = annotated(option("precision"))
 PassesOpt = annotated(option("passes"))
 GemmFormOpt = annotated(option("gemm_form"))
 RnnFormOpt = annotated(option("rnn_form"))
+AttentionFormOpt = annotated(option("attention_form"))
 GruActOpt = annotated(option("gru_activation"))
 Int8FormOpt = annotated(option("int8_form"))
 DimOpt = annotated(option("dim"))
@@ -271,6 +272,7 @@ def gen(
     passes: PassesOpt = None,
     gemm_form: GemmFormOpt = "gemm",
     rnn_form: RnnFormOpt = "op",
+    attention_form: AttentionFormOpt = "all",
     gru_activation: GruActOpt = "tanh",
     int8_form: Int8FormOpt = None,
     no_pad: NoPadOpt = False,
@@ -300,7 +302,7 @@ def gen(
         app_,
         pattern,
         kernels,
-        gen_fields(precision, passes, gemm_form, rnn_form, gru_activation, int8_form, no_pad, batch),
+        gen_fields(precision, passes, gemm_form, rnn_form, gru_activation, int8_form, no_pad, batch, attention_form),
     )
     folder = prepare_folder(out_dir / selection.suite)
     counts: dict[str, int] = {}
@@ -340,6 +342,7 @@ def export(
     passes: PassesOpt = None,
     gemm_form: GemmFormOpt = "gemm",
     rnn_form: RnnFormOpt = "op",
+    attention_form: AttentionFormOpt = "all",
     gru_activation: GruActOpt = "tanh",
     int8_form: Int8FormOpt = None,
     no_pad: NoPadOpt = False,
@@ -393,7 +396,7 @@ def export(
         app_,
         pattern,
         kernels,
-        gen_fields(precision, passes, gemm_form, rnn_form, gru_activation, int8_form, no_pad, batch),
+        gen_fields(precision, passes, gemm_form, rnn_form, gru_activation, int8_form, no_pad, batch, attention_form),
     )
     exported = export_bundle(requests, selection.suite, out_path)
     out.print(

@@ -94,6 +94,7 @@ def gen_fields(
     int8_form: str | None,
     no_pad: bool,
     batch: list[str] | None = None,
+    attention_form: str = "all",
 ) -> dict[str, Any]:
     """The generation options as JSON-ready fields (int8_form None: the runtime's preferred form)."""
     from dbench.catalog.batch import parse_batches
@@ -107,4 +108,5 @@ def gen_fields(
         int8_form=int8_form,
         int8_pad=not no_pad,
         batch=list(parse_batches(batch or [])),
+        attention_form=attention_form,
     )

@@ -65,6 +65,8 @@ class Outcome:
     profile_call_us: float | None = None
     """The profiling pass's own time per call, on the clock that brackets its node times."""
     aborts_run: bool = False
+    executed_form: str = ""
+    """An attention graph's form as the runtime executed it (dbench.worker.attention_form); empty otherwise."""
 
 
 @dataclass(frozen=True)

@@ -110,6 +110,18 @@ RUN_OPTIONS: tuple[Opt, ...] = (
         help="op (ONNX RNN/LSTM/GRU) | recurrence (DeepBench's: no W·x_t).",
     ),
     Opt(
+        "attention_form",
+        ("--attention-form",),
+        "text",
+        field="gen.attention_form",
+        default="all",
+        metavar="FORM",
+        help=(
+            "all (every form that expresses the kernel) | subgraph (an exporter's MatMul-Softmax-MatMul) | op "
+            "(ONNX Attention, opset 23) | mha (ORT MultiHeadAttention) | gqa (ORT GroupQueryAttention)."
+        ),
+    ),
+    Opt(
         "gru_activation",
         ("--gru-activation",),
         "text",

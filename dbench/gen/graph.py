@@ -3,7 +3,7 @@ feed, verify and account for it on another machine (its GraphSpec, written to th
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -17,6 +17,8 @@ from dbench.gen.precision import DTYPES, ONNX_TYPES
 # opset 22 is the first with bfloat16 Conv/ConvTranspose; IR 10 is what onnx 1.17 (opset 22) writes.
 OPSET = 22
 IR_VERSION = 10
+IR_FOR_OPSET = {23: 11}
+"""The IR version onnx writes for an ONNX opset newer than OPSET (onnx 1.18 and later: opset 23, IR 11)."""
 PRODUCER = "dbench"
 MODEL_FAMILY = "model"
 """The `family` of a whole foreign model run as one graph (no kernel family: dbench.sources.model_spec)."""
@@ -126,17 +128,23 @@ def make_model(
     inputs: Sequence[TensorSpec],
     outputs: Sequence[TensorSpec],
     doc: str = "",
+    opsets: Mapping[str, int] | None = None,
 ) -> onnx.ModelProto:
     """Nodes -> a model at the pinned opset and IR version; every tensor is a graph input, and every
-    input is read by some node (a runtime may drop an unread input and then refuse its feed)."""
+    input is read by some node (a runtime may drop an unread input and then refuse its feed). `opsets`
+    adds or replaces opset imports by domain (`""`: ONNX's own, e.g. 23 for its Attention op; a newer
+    ONNX opset raises the IR version to the one its onnx release writes)."""
     unread = [t.name for t in inputs if t.name not in read_names(nodes)]
     if unread:
         raise ValueError(f"graph {name} declares inputs that no node reads: {', '.join(unread)}")
     graph = helper.make_graph(
         list(nodes), name, [t.value_info() for t in inputs], [t.value_info() for t in outputs], doc_string=doc
     )
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)], producer_name=PRODUCER)
-    model.ir_version = IR_VERSION
+    imports = {"": OPSET, **(opsets or {})}
+    model = helper.make_model(
+        graph, opset_imports=[helper.make_opsetid(d, v) for d, v in imports.items()], producer_name=PRODUCER
+    )
+    model.ir_version = IR_VERSION if imports[""] <= OPSET else IR_FOR_OPSET[imports[""]]
     return model
 
 

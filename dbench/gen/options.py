@@ -13,6 +13,11 @@ GEMM_FORMS = ("gemm", "matmul")
 RNN_FORMS = ("op", "recurrence")
 GRU_ACTIVATIONS = ("tanh", "relu")
 INT8_FORMS = ("qlinear", "qdq", "integer")
+ATTENTION_FORMS = ("subgraph", "op", "mha", "gqa")
+"""Attention's forms (dbench.gen.attention): an exporter's MatMul-Softmax-MatMul, ONNX's Attention op,
+ONNX Runtime's MultiHeadAttention and GroupQueryAttention."""
+ALL_ATTENTION_FORMS = "all"
+"""`--attention-form all`: every form that can express the kernel, side by side."""
 
 
 @dataclass(frozen=True)
@@ -26,6 +31,7 @@ class GenOptions:
     gru_activation: str = "tanh"
     int8_form: str = "qdq"
     int8_pad: bool = True
+    attention_form: str = ALL_ATTENTION_FORMS
     batch: tuple[int, ...] = ()
     """Batch sizes to sweep each kernel over (`--batch`); empty: the kernels' own."""
 
@@ -37,6 +43,7 @@ class GenOptions:
             (self.rnn_form, RNN_FORMS, "rnn form"),
             (self.int8_form, INT8_FORMS, "int8 form"),
             (self.gru_activation, GRU_ACTIVATIONS, "GRU activation"),
+            (self.attention_form, (*ATTENTION_FORMS, ALL_ATTENTION_FORMS), "attention form"),
         ]:
             if value not in valid:
                 raise UsageError(f"unknown {what} {value!r}; valid: {', '.join(valid)}")

@@ -12,13 +12,19 @@ import numpy as np
 from dbench.catalog.batch import with_batches
 from dbench.catalog.kernels import Kernel
 from dbench.errors import UnsupportedError
-from dbench.gen import conv, gemm, rnn, sparse
+from dbench.gen import attention, conv, gemm, rnn, sparse
 from dbench.gen.family import Family
 from dbench.gen.graph import Graph, GraphSpec
 from dbench.gen.options import GenOptions
 from dbench.gen.tolerance import Tolerance
 
-FAMILIES: dict[str, Family] = {"gemm": gemm, "conv": conv, "rnn": rnn, "sparse": sparse}
+FAMILIES: dict[str, Family] = {
+    "gemm": gemm,
+    "conv": conv,
+    "rnn": rnn,
+    "sparse": sparse,
+    "attention": attention,
+}
 
 ROW_SAMPLED = tuple(name for name, family in FAMILIES.items() if family.ROW_SAMPLED)
 """Families whose float reference can compute a subset of output rows (`rows`), for huge outputs."""

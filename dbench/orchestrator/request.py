@@ -34,6 +34,7 @@ GEN_DEFAULTS: dict[str, Any] = dict(
     int8_form=None,
     int8_pad=True,
     batch=[],
+    attention_form="all",
 )
 """The generation fields as the CLI gives them when no generation option is used."""
 ADDED_LATER = {
@@ -356,6 +357,7 @@ def request_from_options(values: dict[str, Any]) -> RunRequest:
             v["int8_form"],
             v["no_pad"],
             v["batch"],
+            v["attention_form"],
         ),
         runtime=v["runtime"],
         device=v["device"],

@@ -66,9 +66,10 @@ column (kept in the files), so that the widest statuses and precisions still lea
 
 def results_table(rows: list[dict[str, Any]], title: str, width: int = 200, unstable_above: float = 0.05) -> Table:
     """The end-of-run summary, readable at 80 columns: one line per graph (and variant, when a run has
-    several) with status (! when it breaks an invariant), precision asked -> executed, median
-    (adaptive units) and where a re-run's median should fall, p90, p99, the cold first call, TFLOP/s
-    and GB/s. Numbers never wrap; only the graph id folds."""
+    several) with status (! when it breaks an invariant), precision asked -> executed, median (adaptive
+    units) and where a re-run's median should fall, p90, p99, the cold first call, TFLOP/s and GB/s; below
+    an attention graph's id, whether its runtime ran it fused (its layers are in the log). Numbers never
+    wrap; only the graph id folds."""
     broken = sum(1 for r in rows if r.get("invariant_violations"))
     caption = (
         "±: where 95% of re-runs' medians should fall (from the rounds); !: unstable (wider than "
@@ -110,7 +111,9 @@ def results_table(rows: list[dict[str, Any]], title: str, width: int = 200, unst
         if r.get("precision_fallback"):
             prec = f"[yellow]{prec}[/]"
         cells = [
-            r["graph_id"] + (escape(f" [{r.get('variant') or r.get('runtime')}]") if variants else ""),
+            r["graph_id"]
+            + (escape(f" [{r.get('variant') or r.get('runtime')}]") if variants else "")
+            + (f"\n[dim]attention {r['executed_form'].split(': ', 1)[0]}[/]" if r.get("executed_form") else ""),
             f"[{STATUS_STYLE.get(r['status'], 'white')}]{r['status']}[/]"
             + (" [yellow]unverified[/]" if r["status"] == "ok" and r.get("verified") is None else "")
             + ("[bold red]![/]" if r.get("invariant_violations") else ""),

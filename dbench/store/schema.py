@@ -345,6 +345,10 @@ class Row:
     """Where ONNX Runtime ran each node of the graph with a plugin execution provider: provider -> the
     profiler's node names (a compiled subgraph is one node), the CPU provider's being the fallback; None
     for runtimes that place every node themselves."""
+    executed_form: str = ""
+    """An attention graph's form as the runtime executed it, read from its executed layers: `fused: ...` (one
+    attention kernel) or `unfused: ...` (the products and softmax apart), then those layers; empty for
+    other graphs and runtimes that cannot tell (dbench.worker.attention_form)."""
 
     def to_dict(self) -> dict[str, Any]:
         row = {("pass" if f.name == "pass_name" else f.name): getattr(self, f.name) for f in dataclasses.fields(self)}
@@ -437,6 +441,7 @@ class Row:
             verify_s=outcome.verify_s,
             profile_s=outcome.profile_s,
             profile_call_us=outcome.profile_call_us,
+            executed_form=outcome.executed_form,
             device_graph_median_us=outcome.device_graph_median_us,
             gpu_state=outcome.gpu_state,
             finished_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),

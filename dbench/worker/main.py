@@ -327,6 +327,12 @@ def execute(job: Job, phase: Callable[[str], None] = _no_phase) -> Outcome:
             _memory_figures(outcome, memory, baseline, peak_resets)
             if job.verify:
                 _verify(job, model, inputs, prepared.session, runtime, outcome, phase)
+            if job.spec.family == "attention" and job.round == 1 and runtime.reports_execution:
+                from dbench.worker.attention_form import executed_attention, model_op_types
+
+                # Before the profile: OpenVINO's profiling pass is its session's last use and frees the model.
+                phase("reading the executed form")
+                outcome.executed_form = executed_attention(prepared.session.executed_graph(), model_op_types(model))
             if job.profile_runs:
                 _settle_profile(
                     prepared.session, job, outcome, stats.median_us, prepared.profile, prepared.skipped, phase
