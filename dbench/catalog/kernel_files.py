@@ -319,7 +319,8 @@ def load_catalog() -> tuple[Kernel, ...]:
             kernels[kernel.id] = kernel
     for kernel in _read_csv((data / KERNELS_FILE).read_text(), KERNELS_FILE, TRANSFORMER_SOURCE):
         known = kernels.get(kernel.id)
-        kernels[kernel.id] = kernel if known is None else dataclasses.replace(known, origins=known.origins + kernel.origins)
+        merged = kernel if known is None else dataclasses.replace(known, origins=known.origins + kernel.origins)
+        kernels[kernel.id] = merged
     return tuple(kernels.values())
 
 

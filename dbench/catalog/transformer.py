@@ -131,7 +131,8 @@ def parse_models(text: str) -> list[ModelConfig]:
                 "cross_frames",
             )
         }
-        texts = {name: row[name] for name in ("model", "stack", "norm", "norm_place", "mlp", "qkv", "mlp_proj", "positions")}
+        names = ("model", "stack", "norm", "norm_place", "mlp", "qkv", "mlp_proj", "positions")
+        texts = {name: row[name] for name in names}
         flags = {name: row[name] == "1" for name in ("causal", "lm_head")}
         models.append(ModelConfig(**texts, **ints, **flags, keys=keys, source=row["source"], notes=row["notes"]))
     return models
@@ -288,17 +289,20 @@ def _input_rows(model: ModelConfig, shape: Shape) -> Iterator[dict[str, Any]]:
             vocab=model.vocab,
             hidden=model.hidden,
         )
-    conv = {"n": shape.batch, "k": model.hidden, "pad_h": 0, "hstride": 1}
+    conv = {"n": shape.batch, "k": model.hidden, "pad_h": 0}
     if model.patch:
         side, p = model.image, model.patch
-        config = f"image={model.key('image')} patch={model.key('patch')} c={model.key('channels')} k={model.key('hidden')}"
+        config = (
+            f"image={model.key('image')} patch={model.key('patch')} c={model.key('channels')} k={model.key('hidden')}"
+        )
         yield _row(
             model,
             shape,
             "patch embedding",
             config,
             "conv",
-            **{**conv, "w": side, "h": side, "c": model.channels, "s": p, "r": p, "pad_w": 0, "wstride": p, "hstride": p},
+            **{**conv, "w": side, "h": side, "c": model.channels, "s": p, "r": p, "pad_w": 0},
+            **{"wstride": p, "hstride": p},
         )
     if model.mel_bins:
         frames, c = 2 * model.tokens, model.mel_bins
@@ -309,7 +313,7 @@ def _input_rows(model: ModelConfig, shape: Shape) -> Iterator[dict[str, Any]]:
             "conv1",
             f"{base} c={model.key('mel_bins')}",
             "conv",
-            **{**conv, "w": frames, "h": 1, "c": c, "s": 3, "r": 1, "pad_w": 1, "wstride": 1},
+            **{**conv, "w": frames, "h": 1, "c": c, "s": 3, "r": 1, "pad_w": 1, "wstride": 1, "hstride": 1},
         )
         yield _row(
             model,
@@ -317,7 +321,7 @@ def _input_rows(model: ModelConfig, shape: Shape) -> Iterator[dict[str, Any]]:
             "conv2",
             f"{base} c={model.key('hidden')} stride 2",
             "conv",
-            **{**conv, "w": frames, "h": 1, "c": model.hidden, "s": 3, "r": 1, "pad_w": 1, "wstride": 2},
+            **{**conv, "w": frames, "h": 1, "c": model.hidden, "s": 3, "r": 1, "pad_w": 1, "wstride": 2, "hstride": 1},
         )
 
 

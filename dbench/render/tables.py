@@ -33,7 +33,9 @@ def kernels_table(rows: list[dict[str, Any]], selection) -> Table:
 def suite_counts_table(counts: list[dict[str, Any]]) -> Table:
     """Kernels (and rows) per model, phase and family: the transformer suite's summary under `dbench list`."""
     families = list(dict.fromkeys(c["family"] for c in counts))
-    table = Table(title="kernels per model and phase (rows in parentheses)", caption="--format csv names each row's source")
+    table = Table(
+        title="kernels per model and phase (rows in parentheses)", caption="--format csv names each row's source"
+    )
     table.add_column("model")
     table.add_column("phase")
     for family in families:
