@@ -1,5 +1,5 @@
-"""Small pieces the transformer suite's graphs share: scalar and vector constants, the opset an ONNX
-op needs, and the float precision a graph is built in."""
+"""Small pieces the transformer suite's graphs share: scalar and vector constants, the opset or domain
+an operator needs, and the float precision a graph is built in."""
 
 from __future__ import annotations
 
@@ -33,4 +33,10 @@ def at_opset(model: onnx.ModelProto, opset: int) -> onnx.ModelProto:
             if entry.domain in ("", "ai.onnx"):
                 entry.version = opset
         model.ir_version = IR_FOR_OPSET[opset]
+    return model
+
+
+def with_domain(model: onnx.ModelProto, domain: str, version: int) -> onnx.ModelProto:
+    """The model importing an operator domain besides ONNX's (com.microsoft for ONNX Runtime's contrib ops)."""
+    model.opset_import.append(helper.make_opsetid(domain, version))
     return model
