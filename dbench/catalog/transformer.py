@@ -177,8 +177,18 @@ def _row(model: ModelConfig, shape: Shape, role: str, config: str, family: str, 
     return {"suite": shape.suite, "app": model.model, "role": role, "config": config, "family": family, **params}
 
 
-def _gemm(model: ModelConfig, shape: Shape, role: str, m: int, m_expr: str, k: int, k_expr: str, tokens=None):
-    """A projection x[tokens, k] · W[k, m]: DeepBench's m = outputs, n = tokens, k = inputs."""
+def _gemm(
+    model: ModelConfig,
+    shape: Shape,
+    role: str,
+    m: int,
+    m_expr: str,
+    k: int,
+    k_expr: str,
+    tokens: tuple[int, str] | None = None,
+) -> dict[str, Any]:
+    """A projection x[tokens, k] · W[k, m]: DeepBench's m = outputs, n = tokens, k = inputs; `tokens`
+    (count, config expression) where they are not the shape's (the LM head's last positions, encoder frames)."""
     n, n_expr = tokens or (shape.tokens, shape.tokens_expr())
     config = f"m={m_expr} n={n_expr} k={k_expr}"
     return _row(model, shape, role, config, "gemm", m=m, n=n, k=k, a_t=0, b_t=0)
