@@ -71,6 +71,7 @@ class ModelConfig:
 
     model: str
     stack: str
+    """`encoder` (every token sees every other) or `decoder` (causal, with a decode phase)."""
     hidden: int
     heads: int
     kv_heads: int
@@ -91,12 +92,15 @@ class ModelConfig:
     qkv: str
     mlp_proj: str
     positions: str
-    causal: bool
     lm_head: bool
     cross_frames: int
     keys: dict[str, str]
     source: str
     notes: str
+
+    @property
+    def causal(self) -> bool:
+        return self.stack == "decoder"
 
     def key(self, field: str) -> str:
         """The model's own config.json name (or expression) for one of dbench's fields."""
@@ -133,8 +137,10 @@ def parse_models(text: str) -> list[ModelConfig]:
         }
         names = ("model", "stack", "norm", "norm_place", "mlp", "qkv", "mlp_proj", "positions")
         texts = {name: row[name] for name in names}
-        flags = {name: row[name] == "1" for name in ("causal", "lm_head")}
-        models.append(ModelConfig(**texts, **ints, **flags, keys=keys, source=row["source"], notes=row["notes"]))
+        lm_head = row["lm_head"] == "1"
+        models.append(
+            ModelConfig(**texts, **ints, lm_head=lm_head, keys=keys, source=row["source"], notes=row["notes"])
+        )
     return models
 
 
