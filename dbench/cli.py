@@ -185,8 +185,8 @@ def list_kernels(
 ) -> None:
     """List the kernels a selection holds (DeepBench's duplicates are one kernel with several copies)."""
     from dbench.catalog.batch import parse_batches, with_batches
-    from dbench.catalog.listing import kernel_rows, to_csv
-    from dbench.render.tables import kernels_table
+    from dbench.catalog.listing import kernel_rows, suite_counts, to_csv
+    from dbench.render.tables import kernels_table, suite_counts_table
 
     if from_model:
         only_model("--from-model", suite=suite, ops=ops, app=app_, id=pattern, kernels=kernels, batch=batch)
@@ -203,6 +203,8 @@ def list_kernels(
         sys.stdout.write(to_csv(rows))
     elif fmt == "table":
         out.print(kernels_table(rows, selection))
+        if any("source" in row for row in rows):
+            out.print(suite_counts_table(suite_counts(selected, selection.suite_tags)))
     else:
         raise typer.BadParameter(f"unknown format {fmt!r}; valid: table, csv, json", param_hint="--format")
 

@@ -134,6 +134,24 @@ def test_costs_come_from_the_roofline_when_no_row_has_run(tmp_path):
     assert cost.source == "roofline" and cost.call_s == pytest.approx(2 * 512**3 / 0.1e12)
 
 
+def test_a_big_decode_gemv_is_costed_by_drawing_and_packing_its_weight(tmp_path):
+    """Llama-3.2-1B's LM head at decode, 128256 x 2048 (1 GB in fp32): its few microseconds of FLOPs say
+    nothing of a round, which draws and pre-packs the weight; the plan counts both every round."""
+    from dbench.orchestrator.estimate import DRAWING_BYTES_PER_S, FIXED_ROUND_S, PACKING_BYTES_PER_S
+    from dbench.orchestrator.request import RunRequest
+    from dbench.sources.resolve import build_items
+
+    items = build_items(
+        RunRequest(kernels=str(write_csv(tmp_path / "k.csv", "m,n,k,a_t,b_t", "128256,1,2048,0,0"))), "qdq"
+    )
+    spec = items[0].spec
+    cost = graph_costs(items, {"ort-cpu": 2}, tmp_path / "none")[(spec.id, "ort-cpu")]
+    weight = 128256 * 2048 * 4
+    drawn = sum(t.nbytes for t in spec.inputs)
+    assert cost.round_s == pytest.approx(FIXED_ROUND_S + weight / PACKING_BYTES_PER_S + drawn / DRAWING_BYTES_PER_S)
+    assert cost.round_s > 5 * cost.call_s and cost.round_s > 5.0
+
+
 def test_without_rows_or_peak_a_cpu_call_is_bounded_by_its_flops_and_a_gpu_call_is_not(tmp_path):
     from dbench.orchestrator.request import RunRequest
     from dbench.sources.resolve import build_items

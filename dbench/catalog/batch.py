@@ -11,7 +11,13 @@ from collections.abc import Iterable
 from dbench.catalog.kernels import Kernel
 from dbench.errors import UsageError
 
-BATCH_FIELD = {"gemm": "n", "sparse": "n", "conv": "n", "rnn": "batch"}
+BATCH_FIELD = {
+    "gemm": "n",
+    "sparse": "n",
+    "conv": "n",
+    "rnn": "batch",
+    **dict.fromkeys(("attention", "norm", "gelu", "swiglu", "rotary", "embedding"), "batch"),
+}
 """The kernel field that is the batch dimension, per family."""
 MAX_BATCH = 65536
 """A batch beyond this is a typo: the graphs would need terabytes of inputs."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import dataclasses
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from functools import cache
@@ -11,17 +12,25 @@ from pathlib import Path
 
 from dbench.catalog.kernels import (
     KERNEL_TYPES,
+    NORM_KINDS,
     RNN_CELLS,
+    AttentionKernel,
     ConvKernel,
+    EmbeddingKernel,
+    GatedKernel,
+    GeluKernel,
     GemmKernel,
     Kernel,
+    NormKernel,
     Origin,
     RnnKernel,
+    RotaryKernel,
     SparseKernel,
 )
+from dbench.catalog.transformer import DECODE, KERNELS_FILE, PREFILL
 from dbench.errors import InputError, KernelFileError
 
-KNOWN_SUITES = ("train", "inference_server", "inference_device")
+KNOWN_SUITES = ("train", "inference_server", "inference_device", PREFILL, DECODE)
 USER_SUITE = "user"
 
 
@@ -58,6 +67,12 @@ def _flag(text: str) -> bool:
 def _cell(text: str) -> str:
     if text not in RNN_CELLS:
         raise ValueError(f"unknown cell {text!r}; valid cells: {', '.join(RNN_CELLS)}")
+    return text
+
+
+def _norm_kind(text: str) -> str:
+    if text not in NORM_KINDS:
+        raise ValueError(f"unknown norm kind {text!r}; valid kinds: {', '.join(NORM_KINDS)}")
     return text
 
 
@@ -106,6 +121,23 @@ SCHEMAS: dict[type[Kernel], tuple[Column, ...]] = {
         ]
     ),
     RnnKernel: tuple(Column(c, p) for c, p in [("cell", _cell), ("hidden", POS), ("batch", POS), ("timesteps", POS)]),
+    AttentionKernel: tuple(
+        Column(c, p)
+        for c, p in [
+            ("batch", POS),
+            ("q_len", POS),
+            ("past", NONNEG),
+            ("heads", POS),
+            ("kv_heads", POS),
+            ("head_dim", POS),
+            ("causal", _flag),
+        ]
+    ),
+    NormKernel: tuple(Column(c, p) for c, p in [("kind", _norm_kind), ("batch", POS), ("seq", POS), ("hidden", POS)]),
+    GeluKernel: tuple(Column(c, p) for c, p in [("batch", POS), ("seq", POS), ("width", POS)]),
+    GatedKernel: tuple(Column(c, p) for c, p in [("batch", POS), ("seq", POS), ("width", POS)]),
+    RotaryKernel: tuple(Column(c, p) for c, p in [("batch", POS), ("seq", POS), ("heads", POS), ("head_dim", POS)]),
+    EmbeddingKernel: tuple(Column(c, p) for c, p in [("batch", POS), ("seq", POS), ("vocab", POS), ("hidden", POS)]),
 }
 
 OPTIONAL: dict[type[Kernel], tuple[Column, ...]] = {
@@ -118,8 +150,9 @@ FAMILY_COLUMN = "family"
 """A file with this column mixes families (one per row, e.g. the kernels of a model); each row needs
 only its family's columns."""
 
-ROW_COLUMNS = ("suite", "app", "copies")
-"""Columns any kernel file may hold besides its family's parameters."""
+ROW_COLUMNS = ("suite", "app", "copies", "role", "config")
+"""Columns any kernel file may hold besides its family's parameters (`role` and `config`: what the kernel
+is in its model and the configuration fields its sizes come from, as the transformer suite's rows say)."""
 NOTE_COLUMNS = ("app_match", "upstream_line", "id", "gflop", "nodes", "precision", "pass", "form")
 """Columns dbench itself writes for the reader (the shipped lists' provenance; `gen --from-model`'s
 kernels.csv: the model's id, GFLOP, nodes, and the precision, pass and form it runs them in), read
@@ -244,7 +277,14 @@ def parse_rows(rows: Iterable[dict[str, str]], header: list[str], path: str, sou
                 path, row_number, "suite", f"unknown suite {suite!r}; valid: {', '.join(KNOWN_SUITES + (USER_SUITE,))}"
             )
         line = int(row["upstream_line"]) if source == "deepbench" else row_number
-        origin = Origin(suite=suite, app=(row.get("app") or "").strip() or "user", line=line, source=source)
+        origin = Origin(
+            suite=suite,
+            app=(row.get("app") or "").strip() or "user",
+            line=line,
+            source=source,
+            role=(row.get("role") or "").strip(),
+            config=(row.get("config") or "").strip(),
+        )
         kernel = cls(**values, origins=(origin,) * _copies(row, path, row_number))
         if isinstance(kernel, ConvKernel):
             _check_fits(kernel, path, row_number)
@@ -264,14 +304,24 @@ def _read_csv(text: str, path: str, source: str) -> list[Kernel]:
     return parse_rows(reader, header, path, source)
 
 
+TRANSFORMER_SOURCE = "transformer"
+"""The Origin.source of the transformer suite's rows (their line is the row's line in transformer.csv)."""
+
+
 @cache
 def load_catalog() -> tuple[Kernel, ...]:
-    """All of DeepBench's GEMM, convolution, RNN and sparse kernels, shipped as package data."""
+    """All of DeepBench's GEMM, convolution, RNN and sparse kernels, and the transformer suite's kernels,
+    shipped as package data; a transformer kernel that is also a DeepBench one is one kernel with both origins."""
     data = resources.files("dbench.catalog") / "data"
-    kernels: list[Kernel] = []
+    kernels: dict[str, Kernel] = {}
     for name in SHIPPED_FILES.values():
-        kernels += _read_csv((data / name).read_text(), name, "deepbench")
-    return tuple(kernels)
+        for kernel in _read_csv((data / name).read_text(), name, "deepbench"):
+            kernels[kernel.id] = kernel
+    for kernel in _read_csv((data / KERNELS_FILE).read_text(), KERNELS_FILE, TRANSFORMER_SOURCE):
+        known = kernels.get(kernel.id)
+        merged = kernel if known is None else dataclasses.replace(known, origins=known.origins + kernel.origins)
+        kernels[kernel.id] = merged
+    return tuple(kernels.values())
 
 
 def load_kernel_file(path: Path) -> tuple[Kernel, ...]:

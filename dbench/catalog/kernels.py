@@ -28,6 +28,10 @@ class Origin:
     app: str
     line: int
     source: str = "deepbench"
+    role: str = ""
+    """What the kernel is in its model (`q_proj`, `mlp norm`): the transformer suite's rows say it."""
+    config: str = ""
+    """The model's configuration fields its sizes come from (`m=hidden_size n=batch*seq k=hidden_size`)."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -295,4 +299,162 @@ class AttentionKernel(Kernel):
         return itemsize * (q_and_out + k_and_v)
 
 
-KERNEL_TYPES: dict[str, type[Kernel]] = {cls.family: cls for cls in (GemmKernel, ConvKernel, RnnKernel, SparseKernel)}
+NORM_KINDS = ("layer", "rms")
+"""LayerNorm (mean and variance, scale and shift) and RMSNorm (root mean square, scale only)."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class NormKernel(Kernel):
+    """A normalization over the last axis of `batch` x `seq` tokens of width `hidden`: LayerNorm
+    (x - mean) / sqrt(var + eps) · gamma + beta, or RMSNorm x / sqrt(mean(x²) + eps) · gamma."""
+
+    kind: str
+    batch: int
+    seq: int
+    hidden: int
+
+    family: ClassVar[str] = "norm"
+
+    @property
+    def id(self) -> str:
+        return f"norm_{self.kind}_b{self.batch}_s{self.seq}_h{self.hidden}"
+
+    @property
+    def op(self) -> str:
+        return "layernorm" if self.kind == "layer" else "rmsnorm"
+
+    @property
+    def tokens(self) -> int:
+        return self.batch * self.seq
+
+    def flops(self) -> int:
+        """Per element: LayerNorm 7 (mean: add; centre: sub; variance: mul, add; normalize: mul; scale: mul;
+        shift: add), RMSNorm 4 (square, add, normalize, scale); the per-row sqrt and reciprocal not counted."""
+        return (7 if self.kind == "layer" else 4) * self.tokens * self.hidden
+
+    def min_bytes(self, itemsize: int) -> int:
+        """x read, y written, gamma (and LayerNorm's beta) read."""
+        params = 2 if self.kind == "layer" else 1
+        return itemsize * (2 * self.tokens * self.hidden + params * self.hidden)
+
+
+@dataclass(frozen=True, kw_only=True)
+class GeluKernel(Kernel):
+    """GELU, x · Φ(x) with the exact erf (BERT, ViT, Whisper: `gelu`), over `batch` x `seq` tokens of the
+    MLP's intermediate `width`."""
+
+    batch: int
+    seq: int
+    width: int
+
+    family: ClassVar[str] = "gelu"
+
+    @property
+    def id(self) -> str:
+        return f"gelu_b{self.batch}_s{self.seq}_w{self.width}"
+
+    def flops(self) -> int:
+        """5 per element: x/√2, erf (counted as one), + 1, · 0.5, · x."""
+        return 5 * self.batch * self.seq * self.width
+
+    def min_bytes(self, itemsize: int) -> int:
+        return itemsize * 2 * self.batch * self.seq * self.width
+
+
+@dataclass(frozen=True, kw_only=True)
+class GatedKernel(Kernel):
+    """The elementwise gate of a SiLU-gated MLP (SwiGLU): SiLU(g) ⊙ u = g · sigmoid(g) · u, where g and u
+    are the gate and up projections' outputs (those projections are GEMM rows of their own)."""
+
+    batch: int
+    seq: int
+    width: int
+
+    family: ClassVar[str] = "swiglu"
+
+    @property
+    def id(self) -> str:
+        return f"swiglu_b{self.batch}_s{self.seq}_w{self.width}"
+
+    def flops(self) -> int:
+        """6 per element: sigmoid as 4 (negate, exp, add, reciprocal), then · g and · u."""
+        return 6 * self.batch * self.seq * self.width
+
+    def min_bytes(self, itemsize: int) -> int:
+        """g and u read, the product written."""
+        return itemsize * 3 * self.batch * self.seq * self.width
+
+
+@dataclass(frozen=True, kw_only=True)
+class RotaryKernel(Kernel):
+    """Rotary position embedding (rotate-half form, as Llama, Qwen2 and Phi-3 export it) applied to one
+    projection's `heads` heads of `head_dim` for `batch` x `seq` tokens: x · cos + rotate_half(x) · sin,
+    with cos and sin the [seq, head_dim] tables of the tokens' positions."""
+
+    batch: int
+    seq: int
+    heads: int
+    head_dim: int
+
+    family: ClassVar[str] = "rotary"
+
+    @property
+    def id(self) -> str:
+        return f"rope_b{self.batch}_s{self.seq}_h{self.heads}_d{self.head_dim}"
+
+    @property
+    def elements(self) -> int:
+        return self.batch * self.heads * self.seq * self.head_dim
+
+    def flops(self) -> int:
+        """3 per element: x · cos, rotate_half(x) · sin and their sum (rotate_half's sign flip not counted)."""
+        return 3 * self.elements
+
+    def min_bytes(self, itemsize: int) -> int:
+        """x read and written once, the cos and sin tables read once."""
+        return itemsize * (2 * self.elements + 2 * self.seq * self.head_dim)
+
+
+TOKEN_ID_BYTES = 8
+"""An int64 token id."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class EmbeddingKernel(Kernel):
+    """The token embedding: a Gather of `batch` x `seq` rows of `hidden` from a `vocab` x `hidden` table."""
+
+    batch: int
+    seq: int
+    vocab: int
+    hidden: int
+
+    family: ClassVar[str] = "embedding"
+
+    @property
+    def id(self) -> str:
+        return f"embed_b{self.batch}_s{self.seq}_v{self.vocab}_h{self.hidden}"
+
+    def flops(self) -> int:
+        return 0
+
+    def min_bytes(self, itemsize: int) -> int:
+        """The rows touched, not the table: each token's row read and written, its id read."""
+        tokens = self.batch * self.seq
+        return itemsize * 2 * tokens * self.hidden + TOKEN_ID_BYTES * tokens
+
+
+KERNEL_TYPES: dict[str, type[Kernel]] = {
+    cls.family: cls
+    for cls in (
+        GemmKernel,
+        ConvKernel,
+        RnnKernel,
+        SparseKernel,
+        AttentionKernel,
+        NormKernel,
+        GeluKernel,
+        GatedKernel,
+        RotaryKernel,
+        EmbeddingKernel,
+    )
+}

@@ -15,6 +15,9 @@ SUITES: dict[str, tuple[str, ...]] = {
     "inference-server": ("inference_server",),
     "inference-device": ("inference_device",),
     "user": ("user",),
+    "transformer": ("transformer_prefill", "transformer_decode"),
+    "transformer-prefill": ("transformer_prefill",),
+    "transformer-decode": ("transformer_decode",),
     "all": ("train", "inference_server", "inference_device", "user"),
 }
 
@@ -22,7 +25,10 @@ DEFAULT_SUITES = {"list": "all", "gen": "inference", "run": "inference", "export
 """Each command's suite when none is given and the kernels come from the DeepBench catalog."""
 
 FAMILIES = ("gemm", "conv", "rnn", "sparse")
-OPS = FAMILIES + RNN_CELLS
+TRANSFORMER_FAMILIES = ("attention", "norm", "gelu", "swiglu", "rotary", "embedding")
+"""The transformer suite's own families (its projections are gemm rows, its stems conv rows)."""
+NORM_OPS = ("layernorm", "rmsnorm")
+OPS = FAMILIES + RNN_CELLS + TRANSFORMER_FAMILIES + NORM_OPS
 
 
 def suite_for(command: str, suite: str | None, from_catalog: bool) -> str:

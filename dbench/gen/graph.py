@@ -24,6 +24,10 @@ MODEL_FAMILY = "model"
 """The `family` of a whole foreign model run as one graph (no kernel family: dbench.sources.model_spec)."""
 
 
+TOUCHED_BYTES = "touched_bytes"
+"""GraphSpec.attrs key of a graph that reads only part of an input (an embedding gather reads its tokens'
+rows, not the table): the bytes it moves at least, which min_bytes gives instead of every input's size."""
+
 EVICT_ATTR = "evict_bytes"
 """GraphSpec.attrs key of a graph timed in the cache state a model leaves it (`dbench predict`'s evicted
 units): the bytes the worker reads between its timed calls (dbench.worker.evict); absent: ordinary timing."""
@@ -86,7 +90,9 @@ class GraphSpec:
 
     @property
     def min_bytes(self) -> int:
-        return sum(t.nbytes for t in self.inputs + self.outputs)
+        """Every input and output once, or the bytes a partial reader touches (TOUCHED_BYTES)."""
+        touched = self.attrs.get(TOUCHED_BYTES)
+        return touched if touched is not None else sum(t.nbytes for t in self.inputs + self.outputs)
 
     @property
     def weights(self) -> tuple[TensorSpec, ...]:

@@ -24,6 +24,10 @@ FIXED_ROUND_S = 0.05
 """A round's preparing and input drawing for a small graph when no earlier row says more."""
 PACKING_BYTES_PER_S = 1e9
 """Weights copied and pre-packed per second when preparing (no earlier row): a rough rate."""
+DRAWING_BYTES_PER_S = 2e8
+"""Input bytes a fresh worker draws per second, every round (no earlier row): the seeded uniform draw of the
+transformer suite's 1.05 GB LM-head and embedding weights took 5.3 to 6.9 s on the 2-core development VM
+(docs/measurements/2026-12-02-transformer-suite.md), so a run of big decode GEMVs is costed by its inputs."""
 MIN_SCALE = 0.01
 """--budget never cuts sampling below this fraction of the settings (--quick's 0.02 s of 2 s)."""
 SOURCES = ("earlier row", "roofline", "settings only")
@@ -149,7 +153,8 @@ def _from_roofline(spec, runtime: str, peaks: dict[str, Any] | None, threads: in
 
     tflops, gbps = ceilings(peaks, spec.precision, runtime)
     weights = sum(t.nbytes for t in spec.weights)
-    fixed = FIXED_ROUND_S + weights / PACKING_BYTES_PER_S
+    drawn = sum(t.nbytes for t in spec.inputs)
+    fixed = FIXED_ROUND_S + weights / PACKING_BYTES_PER_S + drawn / DRAWING_BYTES_PER_S
     if tflops and gbps:
         call, source = max(spec.flops / (tflops * 1e12), spec.min_bytes / (gbps * 1e9)), "roofline"
     else:

@@ -30,6 +30,24 @@ def kernels_table(rows: list[dict[str, Any]], selection) -> Table:
     return table
 
 
+def suite_counts_table(counts: list[dict[str, Any]]) -> Table:
+    """Kernels (and rows) per model, phase and family: the transformer suite's summary under `dbench list`."""
+    families = list(dict.fromkeys(c["family"] for c in counts))
+    table = Table(
+        title="kernels per model and phase (rows in parentheses)", caption="--format csv names each row's source"
+    )
+    table.add_column("model")
+    table.add_column("phase")
+    for family in families:
+        table.add_column(family, justify="right")
+    by_key: dict[tuple[str, str], dict[str, str]] = {}
+    for c in counts:
+        by_key.setdefault((c["app"], c["suite"]), {})[c["family"]] = f"{c['kernels']} ({c['rows']})"
+    for (app, suite), cells in by_key.items():
+        table.add_row(app, suite.removeprefix("transformer_"), *(cells.get(f, "") for f in families))
+    return table
+
+
 STATUS_STYLE = {
     "ok": "green",
     "disputed": "yellow",

@@ -13,6 +13,7 @@ import numpy as np
 import pandas as pd
 
 from dbench.errors import InputError
+from dbench.report.phases import family_section
 from dbench.store.compare import warnings_of
 from dbench.store.log import RunLog
 from dbench.store.shards import merge
@@ -265,11 +266,13 @@ def counts(frame: pd.DataFrame) -> pd.Series:
 
 
 def _kernel_frame(rows: list[dict[str, Any]]) -> pd.DataFrame:
-    """Kernel rows with the report's columns (missing ones None); the latest run wins a duplicate."""
+    """Kernel rows with the report's columns (missing ones None), a transformer row's family named with its
+    phase (dbench.report.phases); the latest run wins a duplicate."""
     frame = pd.DataFrame(
         [
             {
                 **{c: r.get(c) for c in KERNEL_COLUMNS},
+                "family": family_section(r.get("family"), r.get("suites")),
                 "run_id": r["run_id"],
                 "machine": r["machine"],
                 "taken_at": r["taken_at"],
