@@ -102,6 +102,17 @@ def test_a_form_that_cannot_express_the_kernel_is_unsupported_with_its_reason():
         gen_plan.build(request)
 
 
+def test_group_query_attention_of_several_tokens_against_a_past_is_planned_at_batch_1_only():
+    """ONNX Runtime's GroupQueryAttention refuses several new tokens against a past beyond batch 1 (its
+    shape check, at run time): `all` leaves that form out, and by name it is unsupported with the reason."""
+    chunk_batch = AttentionKernel(batch=2, q_len=3, past=4, heads=4, kv_heads=2, head_dim=16, causal=True)
+    assert "gqa" not in {g.spec.form for g in _planned([chunk_batch])}
+    assert "gqa" in {g.spec.form for g in _planned([CHUNK_GQA])}
+    (request,) = gen_plan.plan([chunk_batch], (), GenOptions(attention_form="gqa"))
+    with pytest.raises(UnsupportedError, match=r"^GroupQueryAttention takes several new tokens .* only at batch 1"):
+        gen_plan.build(request)
+
+
 def test_an_unknown_form_is_refused_in_one_line():
     with pytest.raises(UsageError, match=r"^unknown attention form 'sdpa'; valid: subgraph, op, mha, gqa, all$"):
         GenOptions(attention_form="sdpa")

@@ -63,6 +63,12 @@ def reason_not_applicable(kernel: AttentionKernel, form: str) -> str | None:
         )
     if kernel.heads % kernel.kv_heads:
         return f"{kernel.heads} query heads cannot share {kernel.kv_heads} key/value heads evenly"
+    if form == "gqa" and kernel.batch > 1 and kernel.q_len > 1 and kernel.past > 0:
+        return (
+            "GroupQueryAttention takes several new tokens against a past only at batch 1 (ONNX Runtime's shape "
+            "check of the op: 'batch_size must be 1 when sequence_length > 1 and past context is given'); "
+            "use the op or subgraph form"
+        )
     return None
 
 
