@@ -8,6 +8,8 @@ round times every kernel on every runtime once per side, the sides' order rotate
 side a fresh process: dbench a one-round `dbench run` (one fresh worker), the tool one run of its own.
 It prints each side's median over the rounds, their ratio, the spread of the paired per-round ratios,
 and dbench's row note where it flags its state (inputs not on huge pages). Goal: every median within 2 %.
+`--baseline DIR` times the dbench of another checkout as a third side of every round (a change's
+before and after, interleaved).
 
 Weights: `--weights input` (default: fed per call, as the decode GEMV streams them; benchmark_app gets the
 generated file and fills every input with its own random data) or `const` (each file gets its seeded
@@ -18,6 +20,7 @@ comparison, since the tools time too; its own `dbench run`s take a private lock 
 
     .venv/bin/python benchmarks/fidelity.py --rounds 3                  # about 10 minutes on 2 cores
     .venv/bin/python benchmarks/fidelity.py --kernels gemm_m3072_n1_k1024_nn --runtimes openvino --rounds 9
+    mkdir /tmp/before && git archive HEAD~1 dbench | tar -x -C /tmp/before && .venv/bin/python benchmarks/fidelity.py --baseline /tmp/before
 
 Its figures go to a dated page under docs/measurements/; docs/benchmarks.md lists every benchmark.
 """
@@ -92,13 +95,18 @@ def subset(source: Path, entries: list, target: Path, weights: str) -> dict[str,
     return files
 
 
-def dbench_round(graphs: Path, kernel: str, runtime: str, args, out: Path) -> tuple[float, str]:
-    """One one-round `dbench run` (a fresh worker): the row's median µs and its message."""
+def dbench_round(
+    graphs: Path, kernel: str, runtime: str, args, out: Path, code: Path | None = None
+) -> tuple[float, str]:
+    """One one-round `dbench run` (a fresh worker): the row's median µs and its message; `code`: the
+    dbench of another checkout (its worker too) instead of this one."""
     before = set(out.glob("*/*.jsonl"))
     command = [sys.executable, "-m", "dbench", "run", "--graphs", str(graphs), "--id", kernel]
     command += ["--runtime", runtime, "--threads", str(args.threads), "--weights", args.weights, "--rounds", "1"]
     command += ["--min-time", str(args.seconds), "--profile-runs", "0", "--no-verify", "--out", str(out)]
     env = {**os.environ, "DBENCH_LOCK_DIR": str(out / "lock")}  # this script holds the machine's lock
+    if code is not None:
+        env["PYTHONPATH"] = str(code)
     subprocess.run(command, check=True, capture_output=True, env=env)
     (log,) = set(out.glob("*/*.jsonl")) - before
     (row,) = [r for r in map(json.loads, log.read_text().splitlines()[1:]) if r.get("type") == "result"]
@@ -185,16 +193,23 @@ def measure(entries: list, graphs: Path, files: dict[str, Path], args, work: Pat
         )
     )
     results: dict[tuple[str, str], dict] = {
-        (e.spec.kernel_id, r): {"dbench": [], "tool": [], "notes": set()} for e in entries for r in args.runtimes
+        (e.spec.kernel_id, r): {"dbench": [], "tool": [], "baseline": [], "notes": set()}
+        for e in entries
+        for r in args.runtimes
     }
+    sides = ("dbench", "tool", "baseline") if args.baseline else ("dbench", "tool")
     loads = [load_average()]
     for number in range(args.rounds):
         for position, entry in enumerate(entries):
             kernel = entry.spec.kernel_id
             for runtime in args.runtimes:
                 cell = results[(kernel, runtime)]
-                for side in rotated(("dbench", "tool"), number + position):
-                    if side == "dbench":
+                for side in rotated(sides, number + position):
+                    if side == "baseline":
+                        cell["baseline"].append(
+                            dbench_round(graphs, kernel, runtime, args, work / "baseline", args.baseline)[0]
+                        )
+                    elif side == "dbench":
                         median, note = dbench_round(graphs, kernel, runtime, args, work / "results")
                         cell["dbench"].append(median)
                         if note:
@@ -214,11 +229,12 @@ def measure(entries: list, graphs: Path, files: dict[str, Path], args, work: Pat
 
 
 def print_table(results: dict, args) -> None:
+    base = " baseline µs | baseline / tool |" if args.baseline else ""
     print(
         "| kernel | runtime | tool | dbench µs | tool µs | ratio | paired ratios (min–max) | rounds' spread "
-        "dbench / tool | within 2 % | dbench's note |"
+        f"dbench / tool | within 2 % |{base} dbench's note |"
     )
-    print("|---|---|---|---:|---:|---:|---:|---:|:-:|---|")
+    print("|---|---|---|---:|---:|---:|---:|---:|:-:|" + ("---:|---:|" if args.baseline else "") + "---|")
     inside = 0
     for (kernel, runtime), cell in results.items():
         ours, theirs = cell["dbench"], cell["tool"]
@@ -232,7 +248,13 @@ def print_table(results: dict, args) -> None:
         print(
             f"| {kernel} | {runtime} | {TOOLS[runtime]} | {a:.1f} | {b:.1f} | {a / b:.3f} | "
             f"{min(paired):.2f}–{max(paired):.2f} | {spread(ours)} / {spread(theirs)} | "
-            f"{'yes' if abs(a / b - 1) <= 0.02 else '**no**'} | {'; '.join(sorted(cell['notes']))} |"
+            f"{'yes' if abs(a / b - 1) <= 0.02 else '**no**'} |"
+            + (
+                f" {statistics.median(cell['baseline']):.1f} | {statistics.median(cell['baseline']) / b:.3f} |"
+                if args.baseline
+                else ""
+            )
+            + f" {'; '.join(sorted(cell['notes']))} |"
         )
     print(f"\n{inside} of {len(results)} within 2 %.")
 
@@ -245,6 +267,9 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=os.cpu_count(), help="inference threads, every side")
     parser.add_argument("--weights", choices=("const", "input"), default="input")
     parser.add_argument("--seconds", type=float, default=2.0, help="sampling time per side and round")
+    parser.add_argument(
+        "--baseline", type=Path, help="a checkout of another dbench commit, timed as a third side (before/after)"
+    )
     parser.add_argument("--loop", type=Path, help=argparse.SUPPRESS)  # one tight ORT loop in this process
     parser.add_argument("--graphs", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args()
