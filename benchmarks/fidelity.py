@@ -20,7 +20,8 @@ comparison, since the tools time too; its own `dbench run`s take a private lock 
 
     .venv/bin/python benchmarks/fidelity.py --rounds 3                  # about 10 minutes on 2 cores
     .venv/bin/python benchmarks/fidelity.py --kernels gemm_m3072_n1_k1024_nn --runtimes openvino --rounds 9
-    mkdir /tmp/before && git archive HEAD~1 dbench | tar -x -C /tmp/before && .venv/bin/python benchmarks/fidelity.py --baseline /tmp/before
+    mkdir /tmp/before && git archive HEAD~1 dbench | tar -x -C /tmp/before
+    .venv/bin/python benchmarks/fidelity.py --baseline /tmp/before
 
 Its figures go to a dated page under docs/measurements/; docs/benchmarks.md lists every benchmark.
 """
@@ -97,9 +98,10 @@ def subset(source: Path, entries: list, target: Path, weights: str) -> dict[str,
 
 def dbench_round(
     graphs: Path, kernel: str, runtime: str, args, out: Path, code: Path | None = None
-) -> tuple[float, str]:
-    """One one-round `dbench run` (a fresh worker): the row's median µs and its message; `code`: the
-    dbench of another checkout (its worker too) instead of this one."""
+) -> tuple[float, float | None, str]:
+    """One one-round `dbench run` (a fresh worker): the row's median µs, the runtime's own clock's median
+    of the same calls (OpenVINO's `InferRequest.latency`, what benchmark_app reports; None where the
+    runtime keeps none) and the row's message; `code`: the dbench of another checkout (its worker too)."""
     before = set(out.glob("*/*.jsonl"))
     command = [sys.executable, "-m", "dbench", "run", "--graphs", str(graphs), "--id", kernel]
     command += ["--runtime", runtime, "--threads", str(args.threads), "--weights", args.weights, "--rounds", "1"]
@@ -112,7 +114,7 @@ def dbench_round(
     (row,) = [r for r in map(json.loads, log.read_text().splitlines()[1:]) if r.get("type") == "result"]
     if row["status"] != "ok":
         raise SystemExit(f"dbench: {kernel} on {runtime}: {row['status']}: {row['message']}")
-    return row["median_us"], row.get("message") or ""
+    return row["median_us"], row.get("runtime_median_us"), row.get("message") or ""
 
 
 def benchmark_app_round(model: Path, config: Path, seconds: float) -> float:
@@ -193,7 +195,7 @@ def measure(entries: list, graphs: Path, files: dict[str, Path], args, work: Pat
         )
     )
     results: dict[tuple[str, str], dict] = {
-        (e.spec.kernel_id, r): {"dbench": [], "tool": [], "baseline": [], "notes": set()}
+        (e.spec.kernel_id, r): {"dbench": [], "clock": [], "tool": [], "baseline": [], "notes": set()}
         for e in entries
         for r in args.runtimes
     }
@@ -210,8 +212,9 @@ def measure(entries: list, graphs: Path, files: dict[str, Path], args, work: Pat
                             dbench_round(graphs, kernel, runtime, args, work / "baseline", args.baseline)[0]
                         )
                     elif side == "dbench":
-                        median, note = dbench_round(graphs, kernel, runtime, args, work / "results")
+                        median, clock, note = dbench_round(graphs, kernel, runtime, args, work / "results")
                         cell["dbench"].append(median)
+                        cell["clock"].append(clock)
                         if note:
                             cell["notes"].add(note)
                     elif runtime == "openvino":
@@ -228,32 +231,35 @@ def measure(entries: list, graphs: Path, files: dict[str, Path], args, work: Pat
     return results, loads
 
 
+def spread(values: list[float]) -> str:
+    """(max - min) / median of one side's per-round medians: how much its fresh processes disagreed."""
+    return f"{(max(values) - min(values)) / statistics.median(values):.0%}"
+
+
 def print_table(results: dict, args) -> None:
+    """One line per kernel and runtime: each side's median over the rounds, dbench's over the tool's (the
+    verdict), the same with the runtime's own clock of dbench's calls where it keeps one (the time inside
+    the call, without the Python binding), the paired rounds' ratios and each side's spread."""
     base = " baseline µs | baseline / tool |" if args.baseline else ""
     print(
-        "| kernel | runtime | tool | dbench µs | tool µs | ratio | paired ratios (min–max) | rounds' spread "
-        f"dbench / tool | within 2 % |{base} dbench's note |"
+        "| kernel | runtime | tool | dbench µs | tool µs | ratio | within 2 % | dbench's runtime clock / tool | "
+        f"paired ratios (min–max) | rounds' spread dbench / tool |{base} dbench's note |"
     )
-    print("|---|---|---|---:|---:|---:|---:|---:|:-:|" + ("---:|---:|" if args.baseline else "") + "---|")
+    print("|---|---|---|---:|---:|---:|:-:|---:|---:|---:|" + ("---:|---:|" if args.baseline else "") + "---|")
     inside = 0
     for (kernel, runtime), cell in results.items():
         ours, theirs = cell["dbench"], cell["tool"]
         a, b = statistics.median(ours), statistics.median(theirs)
+        clocks = [c for c in cell["clock"] if c is not None]
+        clock = f"{statistics.median(clocks) / b:.3f}" if clocks else "n/a"
         paired = [x / y for x, y in zip(ours, theirs)]
         inside += abs(a / b - 1) <= 0.02
-
-        def spread(values: list[float]) -> str:
-            return f"{(max(values) - min(values)) / statistics.median(values):.0%}"
-
+        baseline = cell["baseline"]
         print(
             f"| {kernel} | {runtime} | {TOOLS[runtime]} | {a:.1f} | {b:.1f} | {a / b:.3f} | "
-            f"{min(paired):.2f}–{max(paired):.2f} | {spread(ours)} / {spread(theirs)} | "
-            f"{'yes' if abs(a / b - 1) <= 0.02 else '**no**'} |"
-            + (
-                f" {statistics.median(cell['baseline']):.1f} | {statistics.median(cell['baseline']) / b:.3f} |"
-                if args.baseline
-                else ""
-            )
+            f"{'yes' if abs(a / b - 1) <= 0.02 else '**no**'} | {clock} | {min(paired):.2f}–{max(paired):.2f} | "
+            f"{spread(ours)} / {spread(theirs)} |"
+            + (f" {statistics.median(baseline):.1f} | {statistics.median(baseline) / b:.3f} |" if baseline else "")
             + f" {'; '.join(sorted(cell['notes']))} |"
         )
     print(f"\n{inside} of {len(results)} within 2 %.")
