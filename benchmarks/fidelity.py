@@ -2,8 +2,10 @@
 and streams, interleaved in one run.
 
 OpenVINO: dbench against `benchmark_app` (the wheel's; sync API, LATENCY hint, one stream, f32, the same
-threads, given as its -load_config). ONNX Runtime CPU: dbench against a tight `run_with_iobinding` loop
-of ONNX Runtime's API written here, with dbench's session options, in a fresh process (`--loop`). Each
+threads, given as its -load_config), and (`openvino-loop`) against OpenVINO's Python API in a tight loop
+as benchmark_app calls it but over the request's own input tensors (the wheel's benchmark_app reads
+numpy-made inputs, off a 64 B line). ONNX Runtime CPU: dbench against a tight `run_with_iobinding` loop
+of ONNX Runtime's API with dbench's session options. Each loop runs in a fresh process (`--loop`). Each
 round times every kernel on every runtime once per side, the sides' order rotated round by round, each
 side a fresh process: dbench a one-round `dbench run` (one fresh worker), the tool one run of its own.
 It prints each side's median over the rounds, their ratio, the spread of the paired per-round ratios,
@@ -53,7 +55,7 @@ KERNELS = (
 )
 BENCHMARK_APP = Path(sys.executable).with_name("benchmark_app")
 MEDIAN_LINE = re.compile(r"Median:\s+([\d.]+) (ms|us)")
-TOOLS = {"openvino": "benchmark_app", "ort-cpu": "ORT loop"}
+TOOLS = {"openvino": "benchmark_app", "ort-cpu": "ORT loop", "openvino-loop": "OpenVINO loop"}
 
 
 def generate(folder: Path, kernels: list[str]) -> list:
@@ -130,46 +132,69 @@ def benchmark_app_round(model: Path, config: Path, seconds: float) -> float:
     return value if unit == "us" else value * 1e3
 
 
-def loop_round(graphs: Path, model: Path, kernel: str, args) -> float:
-    """A fresh process's tight ONNX Runtime loop (`--loop`): its median µs."""
+def loop_round(graphs: Path, model: Path, kernel: str, runtime: str, args) -> float:
+    """A fresh process's tight loop of the runtime's own API (`--loop`): its median µs."""
     command = [sys.executable, __file__, "--loop", str(model), "--graphs", str(graphs), "--kernels", kernel]
-    command += ["--threads", str(args.threads), "--weights", args.weights, "--seconds", str(args.seconds)]
+    command += ["--runtimes", runtime, "--threads", str(args.threads), "--weights", args.weights]
+    command += ["--seconds", str(args.seconds)]
     return float(subprocess.run(command, check=True, capture_output=True, text=True).stdout.split()[-1])
 
 
-def tight_loop(model: Path, graphs: Path, kernel: str, threads: int, weights: str, seconds: float) -> float:
-    """Median µs of back-to-back `run_with_iobinding` calls on dbench's ORT session options, the inputs
-    numpy arrays as a user's script makes them (seeded as dbench's), written without dbench's worker."""
-    import numpy as np
-    import onnxruntime as ort
-
+def per_call_feeds(graphs: Path, kernel: str, weights: str) -> dict:
+    """The graph's per-call inputs, seeded as dbench's, made by numpy as a user's script makes them."""
     from dbench.gen.feeds import make_feeds
     from dbench.gen.manifest import read_manifest
     from dbench.gen.weights import split_feeds
 
     (entry,) = [e for e in read_manifest(graphs) if e.spec.kernel_id == kernel]
-    _, per_call = split_feeds(entry.spec, make_feeds(entry.spec), weights)
+    return split_feeds(entry.spec, make_feeds(entry.spec), weights)[1]
+
+
+def time_calls(call, seconds: float) -> float:
+    """Median µs of back-to-back calls for `seconds` (at least 10), after 0.1 s of warm-up."""
+    clock = time.perf_counter_ns
+    end = time.perf_counter() + 0.1
+    while time.perf_counter() < end:
+        call()
+    times = []
+    end = time.perf_counter() + seconds
+    while time.perf_counter() < end or len(times) < 10:
+        t0 = clock()
+        call()
+        times.append(clock() - t0)
+    return statistics.median(times) / 1e3
+
+
+def ort_loop(model: Path, feeds: dict, threads: int, seconds: float) -> float:
+    """`run_with_iobinding` on dbench's ORT session options, the numpy inputs bound as they are."""
+    import numpy as np
+    import onnxruntime as ort
+
     options = ort.SessionOptions()
     options.intra_op_num_threads = threads
     options.inter_op_num_threads = 1
     options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
     session = ort.InferenceSession(str(model), options, providers=["CPUExecutionProvider"])
     binding = session.io_binding()
-    for name, array in per_call.items():
+    for name, array in feeds.items():
         binding.bind_ortvalue_input(name, ort.OrtValue.ortvalue_from_numpy(np.ascontiguousarray(array)))
     for output in session.get_outputs():
         binding.bind_output(output.name, "cpu")
-    run, clock = session.run_with_iobinding, time.perf_counter_ns
-    end = time.perf_counter() + 0.1
-    while time.perf_counter() < end:
-        run(binding)
-    times = []
-    end = time.perf_counter() + seconds
-    while time.perf_counter() < end or len(times) < 10:
-        t0 = clock()
-        run(binding)
-        times.append(clock() - t0)
-    return statistics.median(times) / 1e3
+    return time_calls(lambda: session.run_with_iobinding(binding), seconds)
+
+
+def openvino_loop(model: Path, feeds: dict, threads: int, seconds: float) -> float:
+    """OpenVINO's sync `infer` as benchmark_app calls it (latency hint, one stream, f32, the threads), the
+    inputs copied into the request's own tensors (the plugin's allocator, as the C++ benchmark_app's
+    `ov::Tensor`s), the wall time of each call as dbench takes it."""
+    import openvino as ov
+
+    config = {"PERFORMANCE_HINT": "LATENCY", "NUM_STREAMS": 1, "INFERENCE_NUM_THREADS": threads}
+    compiled = ov.Core().compile_model(str(model), "CPU", {**config, "INFERENCE_PRECISION_HINT": "f32"})
+    request = compiled.create_infer_request()
+    for port in compiled.inputs:
+        request.get_tensor(port).data[...] = feeds[port.any_name]
+    return time_calls(lambda: request.infer(share_outputs=True), seconds)
 
 
 def load_average() -> str:
@@ -206,13 +231,14 @@ def measure(entries: list, graphs: Path, files: dict[str, Path], args, work: Pat
             kernel = entry.spec.kernel_id
             for runtime in args.runtimes:
                 cell = results[(kernel, runtime)]
+                timed = runtime.removesuffix("-loop")  # openvino-loop: dbench on openvino against the loop
                 for side in rotated(sides, number + position):
                     if side == "baseline":
                         cell["baseline"].append(
-                            dbench_round(graphs, kernel, runtime, args, work / "baseline", args.baseline)[0]
+                            dbench_round(graphs, kernel, timed, args, work / "baseline", args.baseline)[0]
                         )
                     elif side == "dbench":
-                        median, clock, note = dbench_round(graphs, kernel, runtime, args, work / "results")
+                        median, clock, note = dbench_round(graphs, kernel, timed, args, work / "results")
                         cell["dbench"].append(median)
                         cell["clock"].append(clock)
                         if note:
@@ -220,7 +246,7 @@ def measure(entries: list, graphs: Path, files: dict[str, Path], args, work: Pat
                     elif runtime == "openvino":
                         cell["tool"].append(benchmark_app_round(files[entry.spec.id], config, args.seconds))
                     else:
-                        cell["tool"].append(loop_round(graphs, files[entry.spec.id], kernel, args))
+                        cell["tool"].append(loop_round(graphs, files[entry.spec.id], kernel, runtime, args))
                 print(
                     f"round {number + 1}/{args.rounds} {kernel} {runtime}: dbench {cell['dbench'][-1]:.1f} µs, "
                     f"{TOOLS[runtime]} {cell['tool'][-1]:.1f} µs",
@@ -268,7 +294,11 @@ def print_table(results: dict, args) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--kernels", default=",".join(KERNELS), help="kernel ids of the inference suite")
-    parser.add_argument("--runtimes", default="openvino,ort-cpu", help="openvino, ort-cpu or both")
+    parser.add_argument(
+        "--runtimes",
+        default="openvino,openvino-loop,ort-cpu",
+        help="openvino (against benchmark_app), openvino-loop (against OpenVINO's API in a loop), ort-cpu",
+    )
     parser.add_argument("--rounds", type=int, default=3, help="interleaved rounds, each side a fresh process")
     parser.add_argument("--threads", type=int, default=os.cpu_count(), help="inference threads, every side")
     parser.add_argument("--weights", choices=("const", "input"), default="input")
@@ -281,7 +311,10 @@ def main() -> None:
     args = parser.parse_args()
     kernels = args.kernels.split(",")
     if args.loop:
-        print(f"{tight_loop(args.loop, args.graphs, kernels[0], args.threads, args.weights, args.seconds):.3f}")
+        loop = {"ort-cpu": ort_loop, "openvino-loop": openvino_loop}[args.runtimes]
+        print(
+            f"{loop(args.loop, per_call_feeds(args.graphs, kernels[0], args.weights), args.threads, args.seconds):.3f}"
+        )
         return
     args.runtimes = args.runtimes.split(",")
     if unknown := set(args.runtimes) - set(TOOLS):
