@@ -180,7 +180,9 @@ class RunProgress:
                 TextColumn("ETA"),
                 TimeRemainingColumn(),
             )
-            self.progress = Progress(*columns, console=console, transient=True)
+            # No refresh thread: the bar is drawn when the run tells it something (a round, a job, a phase),
+            # so the parent sleeps while a worker times instead of waking 10 times a second to draw.
+            self.progress = Progress(*columns, console=console, transient=True, auto_refresh=False)
             # The bar advances by each job's estimated seconds, so its ETA is the estimate scaled by the pace so far.
             self.task = self.progress.add_task("starting", total=max(planned.estimate.total_s, 1e-9), count="")
 
@@ -199,7 +201,7 @@ class RunProgress:
         left = sum(s for (_, _, r), s in self.jobs.items() if r >= number - 1)
         if self.progress is not None:
             # Graphs whose rounds ended early leave the plan: the total is what is left, as now known.
-            self.progress.update(self.task, completed=self.spent, total=max(self.spent + left, 1e-9))
+            self.progress.update(self.task, refresh=True, completed=self.spent, total=max(self.spent + left, 1e-9))
         else:
             self.console.print(f"{self.round}: {jobs} jobs, about {duration(left)} left by the plan", highlight=False)
 
@@ -209,7 +211,7 @@ class RunProgress:
         self.started += 1
         self.current = (item.spec.id, variant, self.round_index)
         if self.progress is not None:
-            self.progress.update(self.task, completed=self.spent, count=f"job {self.started}")
+            self.progress.update(self.task, refresh=True, completed=self.spent, count=f"job {self.started}")
         self._describe(item, "starting")
 
     def _finish_job(self) -> None:
@@ -219,7 +221,7 @@ class RunProgress:
 
     def _describe(self, item: Item, phase: str) -> None:
         if self.progress is not None:
-            self.progress.update(self.task, description=f"{self.round} · {item.spec.id[:50]} · {phase}")
+            self.progress.update(self.task, refresh=True, description=f"{self.round} · {item.spec.id[:50]} · {phase}")
 
     def on_phase(self, item: Item, phase: str) -> None:
         self._describe(item, phase)

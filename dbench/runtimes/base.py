@@ -107,6 +107,11 @@ class Session(ABC):
         for array in getattr(self, "feeds", {}).values():
             np.asarray(array).view(np.uint8).sum()
 
+    def input_buffers(self) -> list[np.ndarray]:
+        """The host arrays a call reads its bound inputs from, for the worker's check of what backs them
+        (dbench.runtimes.pages); empty where the adapter does not say (a device's inputs live on it)."""
+        return []
+
     @abstractmethod
     def outputs(self) -> dict[str, np.ndarray]:
         """The outputs of the last run, as host numpy arrays (for verification)."""

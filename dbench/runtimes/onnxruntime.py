@@ -27,6 +27,7 @@ from dbench.gen.graph import GraphSpec
 from dbench.gen.precision import DTYPES
 from dbench.gen.weights import embed_weights
 from dbench.runtimes.base import ConcurrentSession, NodeProfile, Profile, Runtime, RuntimeOptions, Session, typical_runs
+from dbench.runtimes.pages import on_huge_pages
 
 # ONNX Runtime's profiler type names -> our precision names.
 ORT_TYPE_PRECISION = {
@@ -271,11 +272,18 @@ class OrtSession(Session):
         binding.bind_output(output.name, device, device_id)
 
     def bind(self, feeds: dict[str, np.ndarray]) -> None:
+        """Bind the feeds; on the CPU the session reads their memory, so each of a huge page or more is
+        first copied onto huge pages (dbench.runtimes.pages), as a fresh numpy array of a user's usually is."""
+        if self.runtime.io_device[0] == "cpu":
+            feeds = {name: on_huge_pages(array) for name, array in feeds.items()}
         self.feeds = feeds
         self.binding = self._bind(self.session, feeds)
 
     def run(self) -> None:
         self.session.run_with_iobinding(self.binding)  # errors classified around the whole measurement: Runtime.errors
+
+    def input_buffers(self) -> list[np.ndarray]:
+        return list(self.feeds.values()) if self.runtime.io_device[0] == "cpu" else []
 
     def outputs(self) -> dict[str, np.ndarray]:
         return _host_outputs(self.binding, self.spec, self.runtime.io_device[0] == "cpu")

@@ -182,6 +182,7 @@ def _prepare(
     prepared = Prepared(profiled or runtime.prepare(model, job.spec, inputs.constants))
     prepared.session.bind(inputs.per_call)
     outcome.prepare_s = time.perf_counter() - t0
+    _note_backing(prepared.session, outcome)
     outcome.runtime_options = runtime.describe()  # after prepare: includes what the runtime read back
     if profiled is not None:
         phase("profiling")
@@ -192,6 +193,16 @@ def _prepare(
             best_us = prepared.warmed.best_ns / 1e3
             prepared.skipped = over_cap(best_us / 1e6 * profile_runs(job.profile_runs, best_us), job.profile_cap_s)
     return prepared
+
+
+def _note_backing(session: Session, outcome: Outcome) -> None:
+    """Say in the row when the inputs a call reads are not on huge pages (the machine's kernel offers
+    none, or gave none): a runtime streaming them may then be slower than its own tool elsewhere."""
+    from dbench.runtimes.pages import backing
+
+    found = backing(session.input_buffers())
+    if found is not None and (note := found.short()):
+        outcome.message = "; ".join(m for m in (outcome.message, note) if m)
 
 
 def _time(job: Job, prepared: Prepared, outcome: Outcome, phase: Callable[[str], None]) -> LatencyRound:
