@@ -15,8 +15,17 @@ from typing import Any
 from dbench.errors import DbenchError, UsageError
 from dbench.executed import ExecutedGraph, ExecutedLayer
 from dbench.orchestrator.request import RunRequest, check_resume, validate
-from dbench.orchestrator.run import PREDICT_KIND, PlannedRun, new_run, resume_run
-from dbench.orchestrator.runner import RunConfig, Variant, weights_for
+from dbench.orchestrator.run import (
+    PREDICT_KIND,
+    PlannedRun,
+    RunResult,
+    execute_run,
+    new_run,
+    plan_estimate,
+    resume_run,
+)
+from dbench.orchestrator.runner import RunConfig, RunObserver, Variant, weights_for
+from dbench.orchestrator.unit_cache import Entry, UnitCache, keep_timed, reused_item, unit_key
 from dbench.orchestrator.worker_process import WorkerProcess
 from dbench.outcome import Outcome
 from dbench.run_options import REQUEST_FLAGS
@@ -25,6 +34,7 @@ from dbench.sources.item import Item
 from dbench.sources.resolve import MODEL, source_kind
 from dbench.sources.units import UnitGraphs, model_identity, named_model_item, prepare, tagged_model_item, unit_graphs
 from dbench.store.log import RunLog, find_run
+from dbench.store.metadata import machine_name
 from dbench.worker.execution import ExecutionJob
 
 
@@ -120,10 +130,13 @@ def plan_predict(
     resume: str | None = None,
     lock_policy: str = "refuse",
     on_wait: Callable[[str], None] | None = None,
+    fresh: bool = False,
 ) -> tuple[PlannedRun, UnitGraphs]:
     """Check the request, ask the runtime for its layers, cut the model and create the run's log (or
     reopen a prediction run's log, cutting it again from the layers it stored), the machine's timing lock
-    taken first (`lock_policy`, dbench.orchestrator.lock)."""
+    taken first (`lock_policy`, dbench.orchestrator.lock). Units this machine timed before under the same
+    settings are taken from the unit cache (dbench.orchestrator.unit_cache) unless `fresh`; the header
+    records which, and from which runs."""
     stored = None
     if resume is not None:
         check_resume(request)
@@ -140,10 +153,55 @@ def plan_predict(
     config = dataclasses.replace(config, timing=dataclasses.replace(config.timing, round_cost_cap=None))
     executed = executed_from_header(header["executed"]) if stored else None
     items, graphs, executed = _items(request, config, executed)
+    fresh = fresh or bool(stored and header.get(CACHE_HEADER, {}).get("fresh"))
+    folder = stored.path.parent if stored else out_dir / machine_name()
+    reused = {} if fresh else _cached(items, config, classes, UnitCache(folder))
+    items = [reused_item(item, reused[item.spec.id]) if item.spec.id in reused else item for item in items]
     if stored:
-        return resume_run(request, config, classes, stored.path, header, items, lock_policy, on_wait), graphs
-    extra = {"kind": PREDICT_KIND, "executed": dataclasses.asdict(executed)}
-    return new_run(request, config, classes, out_dir, items, extra, lock_policy=lock_policy, on_wait=on_wait), graphs
+        planned = resume_run(request, config, classes, stored.path, header, items, lock_policy, on_wait)
+    else:
+        extra = {
+            "kind": PREDICT_KIND,
+            "executed": dataclasses.asdict(executed),
+            CACHE_HEADER: {"fresh": fresh, "reused": {graph: entry.run_id for graph, entry in reused.items()}},
+        }
+        planned = new_run(request, config, classes, out_dir, items, extra, lock_policy=lock_policy, on_wait=on_wait)
+    label = config.variants[0].label
+    for graph_id, entry in reused.items():
+        if (graph_id, label) not in planned.state.finished:
+            planned.state.rounds[(graph_id, label)] = entry.outcomes()
+    planned.estimate = plan_estimate(items, config, folder, planned.state)
+    return planned, graphs
+
+
+CACHE_HEADER = "unit_cache"
+"""The run header's record of the unit cache's use: `fresh` (asked not to use it) and `reused` (graph id ->
+the run that timed it)."""
+
+
+def _keys(items: list[Item], config: RunConfig, classes: dict[str, type[Runtime]]) -> dict[str, str]:
+    """Graph id -> unit cache key of the run's cacheable graphs (its units and empty graphs)."""
+    variant = config.variants[0]
+    version, machine = classes[variant.runtime].version(), machine_name()
+    keys = {item.spec.id: unit_key(item, variant, config, version, machine) for item in items}
+    return {graph: key for graph, key in keys.items() if key is not None}
+
+
+def _cached(
+    items: list[Item], config: RunConfig, classes: dict[str, type[Runtime]], cache: UnitCache
+) -> dict[str, Entry]:
+    """Graph id -> the cache entry that times it, for every graph the cache holds."""
+    found = {graph: cache.get(key, config.timing) for graph, key in _keys(items, config, classes).items()}
+    return {graph: entry for graph, entry in found.items() if entry is not None}
+
+
+def execute_predict(planned: PlannedRun, observer: RunObserver) -> RunResult:
+    """Run a planned prediction (dbench.orchestrator.run.execute_run), then keep the units it timed in this
+    machine's unit cache for the next prediction."""
+    result = execute_run(planned, observer)
+    keys = _keys(planned.items, planned.config, planned.runtime_classes)
+    keep_timed(UnitCache(result.log_path.parent), keys, RunLog.read(result.log_path), planned.run_id)
+    return result
 
 
 def _said(value: Any, flag: str) -> str:

@@ -127,7 +127,7 @@ def empty_item(identity: Identity, evict_bytes: int = 0) -> Item:
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)], producer_name="dbench units")
     model.ir_version = IR_VERSION
     data = model.SerializeToString()
-    tag = identity.tag(EMPTY, **({"timing": EVICTED} if evict_bytes else {}))
+    tag = identity.tag(EMPTY, content=signature(model), **({"timing": EVICTED} if evict_bytes else {}))
     spec = GraphSpec(
         id=graph_id,
         kernel_id=graph_id,
@@ -323,6 +323,7 @@ def unit_graphs(prepared: Prepared, executed: ExecutedGraph, identity: Identity,
             graphs=total,
             occurrences=occurrences,
             timed_as=timed_as.get(key, ""),
+            **({"content": key} if key in models else {}),
         )
         if key not in models:
             spec = replace(_unread(graph_id, prepared), precision=precision, attrs={PREDICT_ATTR: tag})

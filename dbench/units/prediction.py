@@ -51,6 +51,8 @@ MODEL, UNIT, EMPTY = "model", "unit", "empty"
 """The roles of a prediction's graphs: the whole model, a unit, the empty graph."""
 EVICTED = "evicted"
 """The `timing` of a unit's or the empty graph's twin timed after the model's traffic (dbench.worker.evict)."""
+REUSED = "reused_from"
+"""The tag key of a unit or empty graph taken from the unit cache: the run that timed it."""
 MODEL_STATE, WARM = "model-state", "warm"
 METHODS = (MODEL_STATE, WARM, EVICTED)
 """model-state: warm plus the evicted excess in the unit's weight share (the default); warm: the units
@@ -475,6 +477,7 @@ def _prediction(run_id: str, variant: str, members: list[dict[str, Any]], method
             f"{len(unprofiled)} units have no per-node profile (--quick, --no-profile): their boundary reorders "
             f"stay in the prediction ({', '.join(unprofiled[:3])}{', ...' if len(unprofiled) > 3 else ''})"
         )
+    notes += _reuse_notes(members)
     as_executed = [f"{r['graph_id']} ({tag(r)['timed_as']})" for r in units if tag(r).get("timed_as")]
     if as_executed:
         notes.append(
@@ -555,6 +558,21 @@ def _prediction(run_id: str, variant: str, members: list[dict[str, Any]], method
         untimed_inserted_us=untimed_inserted_us,
         gap=gap_by_cause(sides, measured_us, untimed_inserted_us) if sides else {},
     )
+
+
+def _reuse_notes(members: list[dict[str, Any]]) -> list[str]:
+    """How many of the prediction's unit and empty graphs came from the unit cache, and from which runs."""
+    graphs = [r for r in members if tag(r).get("role") in (UNIT, EMPTY)]
+    runs = sorted({tag(r)[REUSED] for r in graphs if tag(r).get(REUSED)})
+    reused = sum(1 for r in graphs if tag(r).get(REUSED))
+    if not reused:
+        return []
+    return [
+        f"{reused} of {len(graphs)} unit and empty graphs (evicted twins included) reused from the unit cache, "
+        f"as timed in run {', '.join(runs)}; their rounds are paired with this run's model rounds, timed at "
+        "another moment, so the interval does not cover the machine's drift between the runs "
+        "(--fresh times them again)"
+    ]
 
 
 def predictions(rows: list[dict[str, Any]], method: str = MODEL_STATE) -> list[Prediction]:
