@@ -35,6 +35,7 @@ from dbench.sources.resolve import MODEL, source_kind
 from dbench.sources.units import UnitGraphs, model_identity, named_model_item, prepare, tagged_model_item, unit_graphs
 from dbench.store.log import RunLog, find_run
 from dbench.store.metadata import machine_name
+from dbench.units.prediction import EMPTY, PREDICT_ATTR, UNIT
 from dbench.worker.execution import ExecutionJob
 
 
@@ -153,6 +154,7 @@ def plan_predict(
     config = dataclasses.replace(config, timing=dataclasses.replace(config.timing, round_cost_cap=None))
     executed = executed_from_header(header["executed"]) if stored else None
     items, graphs, executed = _items(request, config, executed)
+    config = with_unit_timing(request, config, items)
     fresh = fresh or bool(stored and header.get(CACHE_HEADER, {}).get("fresh"))
     folder = stored.path.parent if stored else out_dir / machine_name()
     reused = {} if fresh else _cached(items, config, classes, UnitCache(folder))
@@ -164,6 +166,7 @@ def plan_predict(
             "kind": PREDICT_KIND,
             "executed": dataclasses.asdict(executed),
             CACHE_HEADER: {"fresh": fresh, "reused": {graph: entry.run_id for graph, entry in reused.items()}},
+            **({UNIT_TIMING_HEADER: next(iter(config.graph_timing.values())).to_dict()} if config.graph_timing else {}),
         }
         planned = new_run(request, config, classes, out_dir, items, extra, lock_policy=lock_policy, on_wait=on_wait)
     label = config.variants[0].label
@@ -174,6 +177,25 @@ def plan_predict(
     return planned, graphs
 
 
+UNIT_MIN_TIME = 0.5
+"""Seconds of sampling per unit and empty graph, all rounds together, where no --min-time is given (the
+model keeps the run's): a unit's calls are short, so even a third of this gives each round hundreds of
+calls, and a unit's interval comes from its rounds, not from its calls; the model's own time is the
+measurement the prediction is judged against."""
+
+
+def with_unit_timing(request: RunRequest, config: RunConfig, items: list[Item]) -> RunConfig:
+    """The run's configuration with its units and empty graphs sampling UNIT_MIN_TIME, unless the request
+    sets the sampling itself (--min-time, --iterations, --quick)."""
+    if request.min_time is not None or request.iterations is not None or request.quick:
+        return config
+    timing = dataclasses.replace(config.timing, min_time=min(UNIT_MIN_TIME, config.timing.min_time))
+    units = {item.spec.id: timing for item in items if item.spec.attrs[PREDICT_ATTR]["role"] in (UNIT, EMPTY)}
+    return dataclasses.replace(config, graph_timing=units)
+
+
+UNIT_TIMING_HEADER = "unit_timing"
+"""The run header's record of the units' and empty graphs' timing settings, where they are not the run's."""
 CACHE_HEADER = "unit_cache"
 """The run header's record of the unit cache's use: `fresh` (asked not to use it) and `reused` (graph id ->
 the run that timed it)."""
@@ -191,7 +213,7 @@ def _cached(
     items: list[Item], config: RunConfig, classes: dict[str, type[Runtime]], cache: UnitCache
 ) -> dict[str, Entry]:
     """Graph id -> the cache entry that times it, for every graph the cache holds."""
-    found = {graph: cache.get(key, config.timing) for graph, key in _keys(items, config, classes).items()}
+    found = {graph: cache.get(key, config.timing_of(graph)) for graph, key in _keys(items, config, classes).items()}
     return {graph: entry for graph, entry in found.items() if entry is not None}
 
 
@@ -259,6 +281,11 @@ def units_run_predictions(model: Path, request: RunRequest, log: RunLog) -> list
                 f"{_said(getattr(request.options(), field), flag)}; give the same"
             )
     units = {r["graph_id"] for r in mine if tag(r).get("role") == "unit" and not tag(r).get("timing")}
+    weighted = {  # the units with an evicted twin: those without weights have none (dbench.sources.units)
+        r["graph_id"]
+        for r in mine
+        if tag(r).get("role") == "unit" and not tag(r).get("timing") and tag(r).get("weight_bytes", 1)
+    }
     expected = max((tag(r).get("graphs", 0) for r in mine if tag(r).get("role") == "unit"), default=0)
     if len(units) != expected or not any(tag(r).get("role") == "empty" and not tag(r).get("timing") for r in mine):
         missing = "the empty graph" if len(units) == expected else f"{expected - len(units)} of its {expected} units"
@@ -266,12 +293,12 @@ def units_run_predictions(model: Path, request: RunRequest, log: RunLog) -> list
     evicted = {tag(r).get("warm") for r in mine if tag(r).get("timing") == "evicted" and tag(r).get("role") == "unit"}
     timed_evicted = any(tag(r).get("evict_bytes") for r in mine)  # a bundle made with evicted twins
     if timed_evicted and (
-        len(units - evicted)
+        len(weighted - evicted)
         or not any(tag(r).get("timing") == "evicted" and tag(r).get("role") == "empty" for r in mine)
     ):
         missing = (
-            f"{len(units - evicted)} of its {expected} units' evicted timings"
-            if units - evicted
+            f"{len(weighted - evicted)} of its {expected} units' evicted timings"
+            if weighted - evicted
             else "the evicted empty graph"
         )
         raise UsageError(f"{run} lacks {missing} for model {name}; run the whole exported bundle")

@@ -74,7 +74,7 @@ def unit_key(item: Item, variant: Variant, config: RunConfig, runtime_version: s
         "runtime_version": runtime_version,
         "options": dataclasses.asdict(variant.options),
         "weights": weights_for(spec, config.weights),
-        "timing": config.timing.to_dict(),
+        "timing": config.timing_of(spec.id).to_dict(),
         "verify": config.verify,
         "profile_runs": config.profile_runs,
     }

@@ -359,9 +359,11 @@ def unit_graphs(prepared: Prepared, executed: ExecutedGraph, identity: Identity,
 
 
 def _with_evicted(identity: Identity, units: list[Item]) -> list[Item]:
-    """The empty graph, then each unit, each followed by its evicted twin; and the evicted empty graph.
-    The eviction reads the model's traffic between two uses of a unit: every weight of the model and
-    every value its units hand on (each occurrence's), recorded in every unit's tag (`evict_bytes`)."""
+    """The empty graph, then each unit, each unit that reads weights followed by its evicted twin; and the
+    evicted empty graph. The eviction reads the model's traffic between two uses of a unit: every weight of
+    the model and every value its units hand on (each occurrence's), recorded in every unit's tag
+    (`evict_bytes`). A unit without weights has no twin: its time in the model's state is its warm time
+    (its weight share is 0, dbench.units.prediction.in_model_state), so timing it evicted would buy nothing."""
     timed = [u for u in units if not u.unsupported]
     traffic = sum(
         tag_of(u)["count"] * (tag_of(u)["weight_bytes"] + sum(t.nbytes for t in u.spec.outputs)) for u in timed
@@ -376,7 +378,7 @@ def _with_evicted(identity: Identity, units: list[Item]) -> list[Item]:
             unit.load,
             unit.contract,
         )
-        items += [warm, _evicted_twin(warm, traffic)]
+        items += [warm, _evicted_twin(warm, traffic)] if tag_of(unit)["weight_bytes"] else [warm]
     return items + ([empty_item(identity, traffic)] if timed else [])
 
 

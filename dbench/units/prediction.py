@@ -457,7 +457,9 @@ def _sides(members: list[dict[str, Any]], units: list[dict[str, Any]], method: s
         )
         return Sides(empty, timed)
     counted = {k: r for k, r in twins.items() if _ok(r)}
-    warm_only = [r["graph_id"] for r in timed if r["graph_id"] not in counted]
+    warm_only = [  # a unit without weights is its warm time in the model's state: it has no twin to miss
+        r["graph_id"] for r in timed if r["graph_id"] not in counted and (method == EVICTED or weight_share(r))
+    ]
     if warm_only:
         notes.append(f"{len(warm_only)} units have no evicted time and are taken warm: {', '.join(warm_only[:5])}")
     return Sides(empty, timed, method, evicted_empty, counted)

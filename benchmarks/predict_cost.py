@@ -1,0 +1,113 @@
+"""What a `dbench predict` costs: for each model, in interleaved rounds, the wall time of a prediction
+that times every unit (`--fresh`: a new model), of the same prediction again (every unit from the unit
+cache), and optionally of another dbench tree's prediction (`--baseline PATH`: a checkout's folder that
+holds its `dbench` package, run with PYTHONPATH=PATH; its own unit cache, if it has one, is never
+reused: each baseline round writes to a fresh results folder). Each prediction's error against the
+model's measured time and its phases (the run's rounds: timed calls, warm-up, preparing, verification,
+profiling, inputs) are printed too, with the 1-minute load.
+
+    PYTHONPATH=. python benchmarks/predict_cost.py examples/models/resnet18.onnx --dim batch=1 --threads 1 \\
+        --rounds 3 --baseline /tmp/old-tree -- --wait
+
+Its figures go to dated pages under docs/measurements/ (the first: 2026-12-02-predict-cost.md);
+docs/benchmarks.md lists every benchmark.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+PHASES = ("inputs_s", "prepare_s", "verify_s", "profile_s")
+
+
+def predict(model: str, args: argparse.Namespace, out: Path, more: list[str], tree: str | None) -> dict:
+    """One `dbench predict`: its wall time, its prediction (JSON) and the phases its log's rounds took."""
+    command = [sys.executable, "-m", "dbench", "predict", model, "--runtime", args.runtime, "--out", str(out)]
+    command += [f"--dim={d}" for d in args.dim] + (["--threads", str(args.threads)] if args.threads else [])
+    command += ["--format", "json", *more, *args.extra]
+    env = {**os.environ, **({"PYTHONPATH": tree} if tree else {})}
+    start = time.perf_counter()
+    done = subprocess.run(command, capture_output=True, text=True, env=env)
+    wall = time.perf_counter() - start
+    if done.returncode not in (0, 3):
+        sys.exit(f"dbench predict exited {done.returncode}: {done.stderr.strip()[-2000:]}")
+    (shown,) = json.loads(done.stdout[done.stdout.index("[") :])
+    return {"wall": wall, "prediction": shown, "phases": phases(out, shown["run_id"]), "load": os.getloadavg()[0]}
+
+
+def phases(out: Path, run_id: str) -> dict[str, float]:
+    """Seconds the run's rounds spent in each phase, over every graph, and how many graphs were timed."""
+    (path,) = out.rglob(f"{run_id}.jsonl")
+    totals = dict.fromkeys(("timed_s", "warmup_s", *PHASES), 0.0)
+    timed = set()
+    for line in path.read_text().splitlines():
+        record = json.loads(line)
+        if record.get("type") != "round":
+            continue
+        outcome = record["outcome"]
+        timed.add(record["graph_id"])
+        for key in PHASES:
+            totals[key] += outcome.get(key) or 0.0
+        for key in ("timed_s", "warmup_s"):
+            totals[key] += (outcome.get("stats") or {}).get(key) or 0.0
+    return {**totals, "graphs_timed": len(timed)}
+
+
+def spread(values: list[float]) -> str:
+    """Median [min, max] of a list of seconds."""
+    return f"{statistics.median(values):.1f} s [{min(values):.1f}, {max(values):.1f}]"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("models", nargs="+")
+    parser.add_argument("--dim", action="append", default=[], help="--dim of dbench predict (repeatable)")
+    parser.add_argument("--runtime", default="ort-cpu")
+    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--baseline", help="a dbench tree to time interleaved with this one (PYTHONPATH)")
+    parser.add_argument("extra", nargs="*", help="more `dbench predict` options, after --")
+    args = parser.parse_args()
+    kinds = ["fresh", "cached"] + (["baseline"] if args.baseline else [])
+    results: dict[tuple[str, str], list[dict]] = {}
+    with tempfile.TemporaryDirectory() as folder:
+        for number in range(args.rounds):
+            for model in args.models:
+                order = kinds[number % len(kinds) :] + kinds[: number % len(kinds)]
+                for kind in order:  # rotated round by round; `cached` follows the fresh run of its round
+                    out = Path(folder) / (f"baseline-{number}" if kind == "baseline" else "this")
+                    if kind == "cached" and not (out / "done").exists():
+                        continue
+                    more = ["--fresh"] if kind == "fresh" else []
+                    found = predict(model, args, out, more, args.baseline if kind == "baseline" else None)
+                    results.setdefault((model, kind), []).append(found)
+                    if kind == "fresh":
+                        (out / "done").touch()
+                    p = found["prediction"]
+                    print(
+                        f"round {number + 1} {Path(model).stem} {kind}: {found['wall']:.1f} s, "
+                        f"{found['phases']['graphs_timed']} graphs timed, error {p['error']:+.1%} "
+                        f"(model {p['measured_us']:.0f} µs), load {found['load']:.1f}",
+                        flush=True,
+                    )
+    print("\nmodel | kind | wall, median [min, max] | graphs timed | error per round | timed calls | rest in rounds")
+    for (model, kind), found in results.items():
+        walls = [f["wall"] for f in found]
+        errors = ", ".join(f"{f['prediction']['error']:+.1%}" for f in found)
+        rest = [sum(f["phases"][k] for k in ("warmup_s", *PHASES)) for f in found]
+        print(
+            f"{Path(model).stem} | {kind} | {spread(walls)} | {found[0]['phases']['graphs_timed']} | {errors} | "
+            f"{spread([f['phases']['timed_s'] for f in found])} | {spread(rest)}"
+        )
+
+
+if __name__ == "__main__":
+    main()
