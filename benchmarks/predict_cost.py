@@ -2,7 +2,9 @@
 that times every unit (`--fresh`: a new model), of the same prediction again (every unit from the unit
 cache), and optionally of another dbench tree's prediction (`--baseline PATH`: a checkout's folder that
 holds its `dbench` package, run with PYTHONPATH=PATH; its own unit cache, if it has one, is never
-reused: each baseline round writes to a fresh results folder). Each prediction's error against the
+reused: each baseline round writes to a fresh results folder). A fresh or baseline prediction starts
+with an empty reference cache (a new model's references are not known); the cached one uses the
+references its model's fresh prediction left. Each prediction's error against the
 model's measured time and its phases (the run's rounds: timed calls, warm-up, preparing, verification,
 profiling, inputs) are printed too, with the 1-minute load.
 
@@ -28,14 +30,18 @@ from pathlib import Path
 PHASES = ("inputs_s", "prepare_s", "verify_s", "profile_s")
 
 
-def predict(model: str, args: argparse.Namespace, out: Path, more: list[str], tree: str | None) -> dict:
-    """One `dbench predict`: its wall time, its prediction (JSON) and the phases its log's rounds took."""
-    command = [sys.executable, "-m", "dbench", "predict", model, "--runtime", args.runtime, "--out", str(out)]
+def predict(
+    model: str, args: argparse.Namespace, out: Path, more: list[str], tree: str | None, references: Path
+) -> dict:
+    """One `dbench predict` with the reference cache at `references`: its wall time, its prediction (JSON)
+    and the phases its log's rounds took."""
+    command = [sys.executable, "-m", "dbench", "predict", str(Path(model).resolve()), "--runtime", args.runtime]
+    command += ["--out", str(out)]
     command += [f"--dim={d}" for d in args.dim] + (["--threads", str(args.threads)] if args.threads else [])
     command += ["--format", "json", *more, *args.extra]
-    env = {**os.environ, **({"PYTHONPATH": tree} if tree else {})}
+    env = {**os.environ, "DBENCH_CACHE_DIR": str(references), **({"PYTHONPATH": tree} if tree else {})}
     start = time.perf_counter()
-    done = subprocess.run(command, capture_output=True, text=True, env=env)
+    done = subprocess.run(command, capture_output=True, text=True, env=env, cwd=out.parent)  # not this tree's cwd
     wall = time.perf_counter() - start
     if done.returncode not in (0, 3):
         sys.exit(f"dbench predict exited {done.returncode}: {done.stderr.strip()[-2000:]}")
@@ -74,10 +80,13 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--baseline", help="a dbench tree to time interleaved with this one (PYTHONPATH)")
-    parser.add_argument("extra", nargs="*", help="more `dbench predict` options, after --")
-    args = parser.parse_args()
+    argv = sys.argv[1:]
+    cut = argv.index("--") if "--" in argv else len(argv)  # more `dbench predict` options, after --
+    args = parser.parse_args(argv[:cut])
+    args.extra = argv[cut + 1 :]
     kinds = ["fresh", "cached"] + (["baseline"] if args.baseline else [])
     results: dict[tuple[str, str], list[dict]] = {}
+    references: dict[tuple[str, str], Path] = {}
     with tempfile.TemporaryDirectory() as folder:
         for number in range(args.rounds):
             for model in args.models:
@@ -87,7 +96,11 @@ def main() -> None:
                     if kind == "cached" and not (out / "done").exists():
                         continue
                     more = ["--fresh"] if kind == "fresh" else []
-                    found = predict(model, args, out, more, args.baseline if kind == "baseline" else None)
+                    if kind != "cached":  # a new model's references are not cached yet; a known one's are
+                        references[model, kind] = Path(folder) / f"references-{kind}-{number}-{Path(model).stem}"
+                    tree = args.baseline if kind == "baseline" else None
+                    where = references[model, "fresh" if kind == "cached" else kind]
+                    found = predict(model, args, out, more, tree, where)
                     results.setdefault((model, kind), []).append(found)
                     if kind == "fresh":
                         (out / "done").touch()
