@@ -33,8 +33,8 @@ PHASES = ("inputs_s", "prepare_s", "verify_s", "profile_s")
 def predict(
     model: str, args: argparse.Namespace, out: Path, more: list[str], tree: str | None, references: Path
 ) -> dict:
-    """One `dbench predict` with the reference cache at `references`: its wall time, its prediction (JSON)
-    and the phases its log's rounds took."""
+    """One `dbench predict` with the reference cache at `references`: its wall time (less what it waited
+    for the machine's timing lock, under --wait), its prediction (JSON) and the phases its log's rounds took."""
     command = [sys.executable, "-m", "dbench", "predict", str(Path(model).resolve()), "--runtime", args.runtime]
     command += ["--out", str(out)]
     command += [f"--dim={d}" for d in args.dim] + (["--threads", str(args.threads)] if args.threads else [])
@@ -46,12 +46,13 @@ def predict(
     if done.returncode not in (0, 3):
         sys.exit(f"dbench predict exited {done.returncode}: {done.stderr.strip()[-2000:]}")
     (shown,) = json.loads(done.stdout[done.stdout.index("[") :])
-    return {"wall": wall, "prediction": shown, "phases": phases(out, shown["run_id"]), "load": os.getloadavg()[0]}
+    (path,) = out.rglob(f"{shown['run_id']}.jsonl")
+    waited = (json.loads(path.read_text().splitlines()[0]).get("timing_lock") or {}).get("waited_s") or 0.0
+    return {"wall": wall - waited, "prediction": shown, "phases": phases(path), "load": os.getloadavg()[0]}
 
 
-def phases(out: Path, run_id: str) -> dict[str, float]:
+def phases(path: Path) -> dict[str, float]:
     """Seconds the run's rounds spent in each phase, over every graph, and how many graphs were timed."""
-    (path,) = out.rglob(f"{run_id}.jsonl")
     totals = dict.fromkeys(("timed_s", "warmup_s", *PHASES), 0.0)
     timed = set()
     for line in path.read_text().splitlines():
