@@ -695,6 +695,9 @@ def predict(
     planned, _ = plan_predict(
         RunRequest() if resume else request, out_dir, resume, _lock_policy(wait, overlap), _waiting, fresh
     )
+    from dbench.orchestrator.predict import cache_line
+
+    err.print(cache_line(planned), highlight=False, soft_wrap=True)
     before = signal.signal(signal.SIGTERM, _stop_as_on_ctrl_c)
     try:
         with RunProgress(err, planned) as progress:

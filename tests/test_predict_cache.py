@@ -70,6 +70,14 @@ def test_a_second_prediction_reuses_every_unit_and_times_only_the_model(tmp_path
     assert again["units_timed"] == again["units_total"] == first["units_total"]
     assert any(f"reused from the unit cache, as timed in run {h1['run_id']}" in n for n in again["notes"])
     assert again["rounds"] == 3 and (again["error_low"] is not None or again["interval_note"])
+    assert f"reused from run {h1['run_id']}; 0 timed" in said(path, tmp_path / "out")
+
+
+def said(path, out, *more) -> str:
+    """What a prediction of `path` (its table) says on the terminal."""
+    result = invoke("predict", path, "--dim", "batch=1", *QUICK, "--out", out, *more)
+    assert result.exit_code == 0, result.output
+    return result.output
 
 
 def test_fresh_times_every_unit_again(tmp_path, seed):
@@ -80,6 +88,7 @@ def test_fresh_times_every_unit_again(tmp_path, seed):
     assert h2["unit_cache"] == {"fresh": True, "reused": {}} and not reused(rows2)
     assert {r["graph_id"] for r in rounds2} == {r["graph_id"] for r in rows1}
     assert not any("unit cache" in n for n in shown["notes"])
+    assert "unit cache: not used (--fresh)" in said(path, tmp_path / "fresh", "--fresh")
 
 
 def test_a_changed_runtime_option_or_version_times_the_units_again(tmp_path, seed, monkeypatch):

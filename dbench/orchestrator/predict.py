@@ -35,7 +35,7 @@ from dbench.sources.resolve import MODEL, source_kind
 from dbench.sources.units import UnitGraphs, model_identity, named_model_item, prepare, tagged_model_item, unit_graphs
 from dbench.store.log import RunLog, find_run
 from dbench.store.metadata import machine_name
-from dbench.units.prediction import EMPTY, PREDICT_ATTR, UNIT
+from dbench.units.prediction import EMPTY, PREDICT_ATTR, REUSED, UNIT
 from dbench.worker.execution import ExecutionJob
 
 
@@ -199,6 +199,20 @@ UNIT_TIMING_HEADER = "unit_timing"
 CACHE_HEADER = "unit_cache"
 """The run header's record of the unit cache's use: `fresh` (asked not to use it) and `reused` (graph id ->
 the run that timed it)."""
+
+
+def cache_line(planned: PlannedRun) -> str:
+    """One line on the unit cache's use in a planned prediction: how many graphs it reused, from which runs."""
+    reused = {item.spec.id: tag_run for item in planned.items if (tag_run := item.spec.attrs[PREDICT_ATTR].get(REUSED))}
+    graphs = sum(1 for item in planned.items if item.spec.attrs[PREDICT_ATTR]["role"] in (UNIT, EMPTY))
+    if (planned.header.get(CACHE_HEADER) or {}).get("fresh"):
+        return f"unit cache: not used (--fresh): all {graphs} unit and empty graphs timed"
+    if not reused:
+        return f"unit cache: none of the {graphs} unit and empty graphs known on this machine: all timed"
+    return (
+        f"unit cache: {len(reused)} of {graphs} unit and empty graphs reused from run "
+        f"{', '.join(sorted(set(reused.values())))}; {graphs - len(reused)} timed"
+    )
 
 
 def _keys(items: list[Item], config: RunConfig, classes: dict[str, type[Runtime]]) -> dict[str, str]:
