@@ -6,7 +6,9 @@ reused: each baseline round writes to a fresh results folder). A fresh or baseli
 with an empty reference cache (a new model's references are not known); the cached one uses the
 references its model's fresh prediction left. Each prediction's error against the
 model's measured time and its phases (the run's rounds: timed calls, warm-up, preparing, verification,
-profiling, inputs) are printed too, with the 1-minute load.
+profiling, inputs) are printed too, with the 1-minute load. The script holds the machine's timing lock
+(dbench.orchestrator.lock, waiting for it) for the whole comparison; its predictions take a private lock
+folder, so none waits between them.
 
     PYTHONPATH=. python benchmarks/predict_cost.py examples/models/resnet18.onnx --dim batch=1 --threads 1 \\
         --rounds 3 --baseline /tmp/old-tree -- --wait
@@ -39,7 +41,8 @@ def predict(
     command += ["--out", str(out)]
     command += [f"--dim={d}" for d in args.dim] + (["--threads", str(args.threads)] if args.threads else [])
     command += ["--format", "json", *more, *args.extra]
-    env = {**os.environ, "DBENCH_CACHE_DIR": str(references), **({"PYTHONPATH": tree} if tree else {})}
+    env = {**os.environ, "DBENCH_CACHE_DIR": str(references), "DBENCH_LOCK_DIR": str(out.parent / "lock")}
+    env.update({"PYTHONPATH": tree} if tree else {})  # this script holds the machine's timing lock
     start = time.perf_counter()
     done = subprocess.run(command, capture_output=True, text=True, env=env, cwd=out.parent)  # not this tree's cwd
     wall = time.perf_counter() - start
@@ -88,7 +91,13 @@ def main() -> None:
     kinds = ["fresh", "cached"] + (["baseline"] if args.baseline else [])
     results: dict[tuple[str, str], list[dict]] = {}
     references: dict[tuple[str, str], Path] = {}
-    with tempfile.TemporaryDirectory() as folder:
+    from dbench.orchestrator.lock import TimingLock
+
+    with (
+        tempfile.TemporaryDirectory() as folder,
+        TimingLock("benchmarks/predict_cost.py", folder, "wait").acquire(lambda line: print(line, flush=True)),
+    ):
+        print(f"holding the machine's timing lock; load {os.getloadavg()[0]:.1f}", flush=True)
         for number in range(args.rounds):
             for model in args.models:
                 order = kinds[number % len(kinds) :] + kinds[: number % len(kinds)]
