@@ -10,8 +10,8 @@ profiling, inputs) are printed too, with the 1-minute load. The script holds the
 (dbench.orchestrator.lock, waiting for it) for the whole comparison; its predictions take a private lock
 folder, so none waits between them.
 
-    PYTHONPATH=. python benchmarks/predict_cost.py examples/models/resnet18.onnx --dim batch=1 --threads 1 \\
-        --rounds 3 --baseline /tmp/old-tree -- --wait
+    PYTHONPATH=. python benchmarks/predict_cost.py examples/models/resnet18.onnx@batch=1 mobilenet_v3_small.onnx \\
+        --threads 1 --rounds 3 --baseline /tmp/old-tree --baseline-models resnet18
 
 Its figures go to dated pages under docs/measurements/ (the first: 2026-12-02-predict-cost.md);
 docs/benchmarks.md lists every benchmark.
@@ -37,9 +37,11 @@ def predict(
 ) -> dict:
     """One `dbench predict` with the reference cache at `references`: its wall time (less what it waited
     for the machine's timing lock, under --wait), its prediction (JSON) and the phases its log's rounds took."""
-    command = [sys.executable, "-m", "dbench", "predict", str(Path(model).resolve()), "--runtime", args.runtime]
+    path, _, dims = model.partition("@")
+    command = [sys.executable, "-m", "dbench", "predict", str(Path(path).resolve()), "--runtime", args.runtime]
     command += ["--out", str(out)]
-    command += [f"--dim={d}" for d in args.dim] + (["--threads", str(args.threads)] if args.threads else [])
+    command += [f"--dim={d}" for d in (dims.split(",") if dims else args.dim)]
+    command += ["--threads", str(args.threads)] if args.threads else []
     command += ["--format", "json", *more, *args.extra]
     env = {**os.environ, "DBENCH_CACHE_DIR": str(references), "DBENCH_LOCK_DIR": str(out.parent / "lock")}
     env.update({"PYTHONPATH": tree} if tree else {})  # this script holds the machine's timing lock
@@ -71,6 +73,11 @@ def phases(path: Path) -> dict[str, float]:
     return {**totals, "graphs_timed": len(timed)}
 
 
+def stem(model: str) -> str:
+    """The model's name, without its --dim."""
+    return Path(model.partition("@")[0]).stem
+
+
 def spread(values: list[float]) -> str:
     """Median [min, max] of a list of seconds."""
     return f"{statistics.median(values):.1f} s [{min(values):.1f}, {max(values):.1f}]"
@@ -78,12 +85,13 @@ def spread(values: list[float]) -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("models", nargs="+")
+    parser.add_argument("models", nargs="+", help="model files; MODEL.onnx@batch=1,seq=8 gives a model its own --dim")
     parser.add_argument("--dim", action="append", default=[], help="--dim of dbench predict (repeatable)")
     parser.add_argument("--runtime", default="ort-cpu")
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--baseline", help="a dbench tree to time interleaved with this one (PYTHONPATH)")
+    parser.add_argument("--baseline-models", type=lambda v: v.split(","), help="the models (names) --baseline times")
     argv = sys.argv[1:]
     cut = argv.index("--") if "--" in argv else len(argv)  # more `dbench predict` options, after --
     args = parser.parse_args(argv[:cut])
@@ -103,20 +111,22 @@ def main() -> None:
                 order = kinds[number % len(kinds) :] + kinds[: number % len(kinds)]
                 for kind in order:  # rotated round by round; `cached` follows the fresh run of its round
                     out = Path(folder) / (f"baseline-{number}" if kind == "baseline" else "this")
-                    if kind == "cached" and not (out / "done").exists():
+                    if kind == "cached" and not (out / f"done-{stem(model)}").exists():
+                        continue
+                    if kind == "baseline" and args.baseline_models and stem(model) not in args.baseline_models:
                         continue
                     more = ["--fresh"] if kind == "fresh" else []
                     if kind != "cached":  # a new model's references are not cached yet; a known one's are
-                        references[model, kind] = Path(folder) / f"references-{kind}-{number}-{Path(model).stem}"
+                        references[model, kind] = Path(folder) / f"references-{kind}-{number}-{stem(model)}"
                     tree = args.baseline if kind == "baseline" else None
                     where = references[model, "fresh" if kind == "cached" else kind]
                     found = predict(model, args, out, more, tree, where)
                     results.setdefault((model, kind), []).append(found)
                     if kind == "fresh":
-                        (out / "done").touch()
+                        (out / f"done-{stem(model)}").touch()
                     p = found["prediction"]
                     print(
-                        f"round {number + 1} {Path(model).stem} {kind}: {found['wall']:.1f} s, "
+                        f"round {number + 1} {stem(model)} {kind}: {found['wall']:.1f} s, "
                         f"{found['phases']['graphs_timed']} graphs timed, error {p['error']:+.1%} "
                         f"(model {p['measured_us']:.0f} µs), load {found['load']:.1f}",
                         flush=True,
@@ -127,7 +137,7 @@ def main() -> None:
         errors = ", ".join(f"{f['prediction']['error']:+.1%}" for f in found)
         rest = [sum(f["phases"][k] for k in ("warmup_s", *PHASES)) for f in found]
         print(
-            f"{Path(model).stem} | {kind} | {spread(walls)} | {found[0]['phases']['graphs_timed']} | {errors} | "
+            f"{stem(model)} | {kind} | {spread(walls)} | {found[0]['phases']['graphs_timed']} | {errors} | "
             f"{spread([f['phases']['timed_s'] for f in found])} | {spread(rest)}"
         )
 
