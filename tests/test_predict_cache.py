@@ -5,6 +5,7 @@ units that differ only in names and weight values are timed once, within a model
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import numpy as np
@@ -141,3 +142,25 @@ def test_units_that_differ_only_in_names_and_weights_are_timed_once(tmp_path, se
     assert units and set(reused(rows2).values()) == {h1["run_id"]} and len(reused(rows2)) == len(units)
     assert all(r["graph_id"].startswith("other.") or r["graph_id"].startswith("empty") for r in units)
     assert other["units_timed"] == other["units_total"] == shown["units_total"]
+
+
+def test_units_sample_less_than_the_model_unless_the_sampling_is_given(tmp_path):
+    """Without --min-time the units and empty graphs sample UNIT_MIN_TIME over their rounds and the model
+    the run's default, in the same rounds; the header says so. --min-time sets every graph's."""
+    from dbench.orchestrator.predict import UNIT_MIN_TIME, plan_predict
+    from dbench.orchestrator.request import RunRequest
+
+    model = mb.save(small_cnn(np.random.default_rng(0)), tmp_path, "small")
+    request = RunRequest(graphs=str(model), runtime="ort-cpu", threads=1, dims={"batch": 1})
+    planned, _ = plan_predict(request, tmp_path / "out")
+    planned.timing_lock.release()
+    units = [i.spec.id for i in planned.items if i.spec.attrs["predict"]["role"] in TIMED_ROLES]
+    assert units and set(planned.config.graph_timing) == set(units)
+    assert {planned.config.timing_of(u).min_time for u in units} == {UNIT_MIN_TIME}
+    assert UNIT_MIN_TIME < planned.config.timing.min_time
+    assert planned.config.timing_of("small") == planned.config.timing
+    assert {planned.config.timing_of(u).rounds for u in units} == {planned.config.timing.rounds}
+    assert planned.header["unit_timing"]["min_time"] == UNIT_MIN_TIME
+    given, _ = plan_predict(dataclasses.replace(request, min_time=1.0), tmp_path / "given")
+    given.timing_lock.release()
+    assert not given.config.graph_timing and "unit_timing" not in given.header
