@@ -3,7 +3,8 @@ run would and reports its layers), cut the model into the units it executes, the
 model, an empty graph and every distinct unit in one run, in rounds, round-major, so that the model
 and its units see the same machine; the prediction is made from the run's rows
 (dbench.units.prediction). The runtime's report is kept in the run header, so `--resume` cuts the
-same units again without asking it. No terminal output here."""
+same units again without asking it. Units this machine timed before are taken from the unit cache
+(dbench.orchestrator.unit_cache) and the units it times are kept there. No terminal output here."""
 
 from __future__ import annotations
 
