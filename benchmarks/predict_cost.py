@@ -10,7 +10,7 @@ profiling, inputs) are printed too, with the 1-minute load. The script holds the
 (dbench.orchestrator.lock, waiting for it) for the whole comparison; its predictions take a private lock
 folder, so none waits between them.
 
-    PYTHONPATH=. python benchmarks/predict_cost.py examples/models/resnet18.onnx@batch=1 mobilenet_v3_small.onnx \\
+    PYTHONPATH=. python benchmarks/predict_cost.py resnet18.onnx@batch=1 mobilenet_v3_small.onnx \\
         --threads 1 --rounds 3 --baseline /tmp/old-tree --baseline-models resnet18
 
 Its figures go to dated pages under docs/measurements/ (the first: 2026-12-02-predict-cost.md);
