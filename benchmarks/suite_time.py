@@ -52,7 +52,8 @@ def outside(row: dict) -> float:
 
 
 def run_suite(args: argparse.Namespace, runtime: str, out: str, cache: str) -> tuple[float, list[dict]]:
-    """One `dbench run` on `runtime`: its wall time and rows."""
+    """One `dbench run` on `runtime`: its wall time (less what it waited for the machine's timing lock,
+    under --wait) and rows."""
     command = [sys.executable, "-m", "dbench", "run", "--suite", args.suite, "--runtime", runtime, "--out", out]
     command += (["--ops", args.ops] if args.ops else []) + (["--id", args.id] if args.id else []) + args.extra
     start = time.perf_counter()
@@ -71,7 +72,10 @@ def run_suite(args: argparse.Namespace, runtime: str, out: str, cache: str) -> t
     (log,) = [
         RunLog.read(p) for p in Path(out).glob("*/*.jsonl") if RunLog.read(p).header()["runtime"]["name"] == runtime
     ]
-    return wall, log.rows()
+    waited = (log.header().get("timing_lock") or {}).get("waited_s") or 0.0
+    if waited:
+        print(f"{runtime}: waited {waited:.1f} s for the timing lock (left out of its wall time)")
+    return wall - waited, log.rows()
 
 
 def report(runtime: str, wall: float, rows: list[dict]) -> None:

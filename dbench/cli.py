@@ -631,6 +631,13 @@ def predict(
     ] = None,
     wait: WaitOpt = False,
     overlap: OverlapOpt = False,
+    fresh: Annotated[
+        bool,
+        typer.Option(
+            "--fresh",
+            help="Time every unit again, even those this machine timed before with the same settings (unit cache).",
+        ),
+    ] = False,
     top: Annotated[
         int, typer.Option("--top", metavar="N", help="Units shown, by their time inside the model (0: all).")
     ] = 20,
@@ -686,18 +693,20 @@ def predict(
 
         _print_predictions(units_run_predictions(model, request, open_run(out_dir, units_run)), top, fmt)
         return
-    from dbench.orchestrator.predict import plan_predict
-    from dbench.orchestrator.run import execute_run
+    from dbench.orchestrator.predict import execute_predict, plan_predict
     from dbench.render.run import RunProgress, print_run
     from dbench.units.prediction import predictions
 
     planned, _ = plan_predict(
-        RunRequest() if resume else request, out_dir, resume, _lock_policy(wait, overlap), _waiting
+        RunRequest() if resume else request, out_dir, resume, _lock_policy(wait, overlap), _waiting, fresh
     )
+    from dbench.orchestrator.predict import cache_line
+
+    err.print(cache_line(planned), highlight=False, soft_wrap=True)
     before = signal.signal(signal.SIGTERM, _stop_as_on_ctrl_c)
     try:
         with RunProgress(err, planned) as progress:
-            result = execute_run(planned, progress)
+            result = execute_predict(planned, progress)
     finally:
         signal.signal(signal.SIGTERM, before)
     if fmt == "table":

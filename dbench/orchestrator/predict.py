@@ -3,7 +3,8 @@ run would and reports its layers), cut the model into the units it executes, the
 model, an empty graph and every distinct unit in one run, in rounds, round-major, so that the model
 and its units see the same machine; the prediction is made from the run's rows
 (dbench.units.prediction). The runtime's report is kept in the run header, so `--resume` cuts the
-same units again without asking it. No terminal output here."""
+same units again without asking it. Units this machine timed before are taken from the unit cache
+(dbench.orchestrator.unit_cache) and the units it times are kept there. No terminal output here."""
 
 from __future__ import annotations
 
@@ -15,8 +16,17 @@ from typing import Any
 from dbench.errors import DbenchError, UsageError
 from dbench.executed import ExecutedGraph, ExecutedLayer
 from dbench.orchestrator.request import RunRequest, check_resume, validate
-from dbench.orchestrator.run import PREDICT_KIND, PlannedRun, new_run, resume_run
-from dbench.orchestrator.runner import RunConfig, Variant, weights_for
+from dbench.orchestrator.run import (
+    PREDICT_KIND,
+    PlannedRun,
+    RunResult,
+    execute_run,
+    new_run,
+    plan_estimate,
+    resume_run,
+)
+from dbench.orchestrator.runner import RunConfig, RunObserver, Variant, weights_for
+from dbench.orchestrator.unit_cache import Entry, UnitCache, keep_timed, reused_item, unit_key
 from dbench.orchestrator.worker_process import WorkerProcess
 from dbench.outcome import Outcome
 from dbench.run_options import REQUEST_FLAGS
@@ -25,6 +35,8 @@ from dbench.sources.item import Item
 from dbench.sources.resolve import MODEL, source_kind
 from dbench.sources.units import UnitGraphs, model_identity, named_model_item, prepare, tagged_model_item, unit_graphs
 from dbench.store.log import RunLog, find_run
+from dbench.store.metadata import machine_name
+from dbench.units.prediction import EMPTY, PREDICT_ATTR, REUSED, UNIT
 from dbench.worker.execution import ExecutionJob
 
 
@@ -120,10 +132,13 @@ def plan_predict(
     resume: str | None = None,
     lock_policy: str = "refuse",
     on_wait: Callable[[str], None] | None = None,
+    fresh: bool = False,
 ) -> tuple[PlannedRun, UnitGraphs]:
     """Check the request, ask the runtime for its layers, cut the model and create the run's log (or
     reopen a prediction run's log, cutting it again from the layers it stored), the machine's timing lock
-    taken first (`lock_policy`, dbench.orchestrator.lock)."""
+    taken first (`lock_policy`, dbench.orchestrator.lock). Units this machine timed before under the same
+    settings are taken from the unit cache (dbench.orchestrator.unit_cache) unless `fresh`; the header
+    records which, and from which runs."""
     stored = None
     if resume is not None:
         check_resume(request)
@@ -140,10 +155,90 @@ def plan_predict(
     config = dataclasses.replace(config, timing=dataclasses.replace(config.timing, round_cost_cap=None))
     executed = executed_from_header(header["executed"]) if stored else None
     items, graphs, executed = _items(request, config, executed)
+    config = with_unit_timing(request, config, items)
+    fresh = fresh or bool(stored and header.get(CACHE_HEADER, {}).get("fresh"))
+    folder = stored.path.parent if stored else out_dir / machine_name()
+    reused = {} if fresh else _cached(items, config, classes, UnitCache(folder))
+    items = [reused_item(item, reused[item.spec.id]) if item.spec.id in reused else item for item in items]
     if stored:
-        return resume_run(request, config, classes, stored.path, header, items, lock_policy, on_wait), graphs
-    extra = {"kind": PREDICT_KIND, "executed": dataclasses.asdict(executed)}
-    return new_run(request, config, classes, out_dir, items, extra, lock_policy=lock_policy, on_wait=on_wait), graphs
+        planned = resume_run(request, config, classes, stored.path, header, items, lock_policy, on_wait)
+    else:
+        extra = {
+            "kind": PREDICT_KIND,
+            "executed": dataclasses.asdict(executed),
+            CACHE_HEADER: {"fresh": fresh, "reused": {graph: entry.run_id for graph, entry in reused.items()}},
+            **({UNIT_TIMING_HEADER: next(iter(config.graph_timing.values())).to_dict()} if config.graph_timing else {}),
+        }
+        planned = new_run(request, config, classes, out_dir, items, extra, lock_policy=lock_policy, on_wait=on_wait)
+    label = config.variants[0].label
+    for graph_id, entry in reused.items():
+        if (graph_id, label) not in planned.state.finished:
+            planned.state.rounds[(graph_id, label)] = entry.outcomes()
+    planned.estimate = plan_estimate(items, config, folder, planned.state)
+    return planned, graphs
+
+
+UNIT_MIN_TIME = 0.5
+"""Seconds of sampling per unit and empty graph, all rounds together, where no --min-time is given (the
+model keeps the run's): a unit's calls are short, so even a third of this gives each round hundreds of
+calls, and a unit's interval comes from its rounds, not from its calls; the model's own time is the
+measurement the prediction is judged against."""
+
+
+def with_unit_timing(request: RunRequest, config: RunConfig, items: list[Item]) -> RunConfig:
+    """The run's configuration with its units and empty graphs sampling UNIT_MIN_TIME, unless the request
+    sets the sampling itself (--min-time, --iterations, --quick)."""
+    if request.min_time is not None or request.iterations is not None or request.quick:
+        return config
+    timing = dataclasses.replace(config.timing, min_time=min(UNIT_MIN_TIME, config.timing.min_time))
+    units = {item.spec.id: timing for item in items if item.spec.attrs[PREDICT_ATTR]["role"] in (UNIT, EMPTY)}
+    return dataclasses.replace(config, graph_timing=units)
+
+
+UNIT_TIMING_HEADER = "unit_timing"
+"""The run header's record of the units' and empty graphs' timing settings, where they are not the run's."""
+CACHE_HEADER = "unit_cache"
+"""The run header's record of the unit cache's use: `fresh` (asked not to use it) and `reused` (graph id ->
+the run that timed it)."""
+
+
+def cache_line(planned: PlannedRun) -> str:
+    """One line on the unit cache's use in a planned prediction: how many graphs it reused, from which runs."""
+    reused = {item.spec.id: tag_run for item in planned.items if (tag_run := item.spec.attrs[PREDICT_ATTR].get(REUSED))}
+    graphs = sum(1 for item in planned.items if item.spec.attrs[PREDICT_ATTR]["role"] in (UNIT, EMPTY))
+    if (planned.header.get(CACHE_HEADER) or {}).get("fresh"):
+        return f"unit cache: not used (--fresh): all {graphs} unit and empty graphs timed"
+    if not reused:
+        return f"unit cache: none of the {graphs} unit and empty graphs known on this machine: all timed"
+    return (
+        f"unit cache: {len(reused)} of {graphs} unit and empty graphs reused from run "
+        f"{', '.join(sorted(set(reused.values())))}; {graphs - len(reused)} timed"
+    )
+
+
+def _keys(items: list[Item], config: RunConfig, classes: dict[str, type[Runtime]]) -> dict[str, str]:
+    """Graph id -> unit cache key of the run's cacheable graphs (its units and empty graphs)."""
+    variant = config.variants[0]
+    version, machine = classes[variant.runtime].version(), machine_name()
+    keys = {item.spec.id: unit_key(item, variant, config, version, machine) for item in items}
+    return {graph: key for graph, key in keys.items() if key is not None}
+
+
+def _cached(
+    items: list[Item], config: RunConfig, classes: dict[str, type[Runtime]], cache: UnitCache
+) -> dict[str, Entry]:
+    """Graph id -> the cache entry that times it, for every graph the cache holds."""
+    found = {graph: cache.get(key, config.timing_of(graph)) for graph, key in _keys(items, config, classes).items()}
+    return {graph: entry for graph, entry in found.items() if entry is not None}
+
+
+def execute_predict(planned: PlannedRun, observer: RunObserver) -> RunResult:
+    """Run a planned prediction (dbench.orchestrator.run.execute_run), then keep the units it timed in this
+    machine's unit cache for the next prediction."""
+    result = execute_run(planned, observer)
+    keys = _keys(planned.items, planned.config, planned.runtime_classes)
+    keep_timed(UnitCache(result.log_path.parent), keys, RunLog.read(result.log_path), planned.run_id)
+    return result
 
 
 def _said(value: Any, flag: str) -> str:
@@ -201,6 +296,11 @@ def units_run_predictions(model: Path, request: RunRequest, log: RunLog) -> list
                 f"{_said(getattr(request.options(), field), flag)}; give the same"
             )
     units = {r["graph_id"] for r in mine if tag(r).get("role") == "unit" and not tag(r).get("timing")}
+    weighted = {  # the units with an evicted twin: those without weights have none (dbench.sources.units)
+        r["graph_id"]
+        for r in mine
+        if tag(r).get("role") == "unit" and not tag(r).get("timing") and tag(r).get("weight_bytes", 1)
+    }
     expected = max((tag(r).get("graphs", 0) for r in mine if tag(r).get("role") == "unit"), default=0)
     if len(units) != expected or not any(tag(r).get("role") == "empty" and not tag(r).get("timing") for r in mine):
         missing = "the empty graph" if len(units) == expected else f"{expected - len(units)} of its {expected} units"
@@ -208,12 +308,12 @@ def units_run_predictions(model: Path, request: RunRequest, log: RunLog) -> list
     evicted = {tag(r).get("warm") for r in mine if tag(r).get("timing") == "evicted" and tag(r).get("role") == "unit"}
     timed_evicted = any(tag(r).get("evict_bytes") for r in mine)  # a bundle made with evicted twins
     if timed_evicted and (
-        len(units - evicted)
+        len(weighted - evicted)
         or not any(tag(r).get("timing") == "evicted" and tag(r).get("role") == "empty" for r in mine)
     ):
         missing = (
-            f"{len(units - evicted)} of its {expected} units' evicted timings"
-            if units - evicted
+            f"{len(weighted - evicted)} of its {expected} units' evicted timings"
+            if weighted - evicted
             else "the evicted empty graph"
         )
         raise UsageError(f"{run} lacks {missing} for model {name}; run the whole exported bundle")

@@ -82,6 +82,13 @@ class RunConfig:
     round is started that would overrun it."""
     slowdowns: dict[str, float] = field(default_factory=dict)
     """Variant label -> a benchmark's injected slowdown (dbench.orchestrator.slowdown); empty for users."""
+    graph_timing: dict[str, TimingConfig] = field(default_factory=dict)
+    """Graph id -> its own timing settings where they are not `timing` (a prediction's units sample less
+    than its model: dbench.orchestrator.predict); same rounds as `timing`."""
+
+    def timing_of(self, graph_id: str) -> TimingConfig:
+        """The timing settings of one graph."""
+        return self.graph_timing.get(graph_id, self.timing)
 
 
 class Interrupted(DbenchError):
@@ -257,19 +264,20 @@ class Runner:
             data, digest = item.load()
         except OSError as err:
             return Outcome(Status.FAILED, f"cannot read the graph file: {err.strerror}")
+        timing = self.config.timing_of(item.spec.id)
         job = Job(
             spec=item.spec,
             model=data,
             sha256=digest,
             runtime=variant.runtime,
             options=variant.options,
-            timing=self.config.timing.per_round(),
+            timing=timing.per_round(),
             weights=weights_for(item.spec, self.config.weights),
             verify=self.config.verify and number == 0,
             profile_runs=self.config.profile_runs if number == 0 else 0,
-            profile_cap_s=self.config.timing.profile_cap_s(),
+            profile_cap_s=timing.profile_cap_s(),
             round=number + 1,
-            rounds=self.config.timing.rounds,
+            rounds=timing.rounds,
             contract=item.contract,
             load=variant.load,
             slowdown=self.config.slowdowns.get(variant.label, 0.0),
@@ -291,7 +299,7 @@ class Runner:
         # The settings in force as the worker read them after prepare; as requested when no graph got that far.
         options = outcomes[0].runtime_options or dataclasses.asdict(variant.options)
         drift, coverage = self._history_of(item, variant, options, weights, outcomes)
-        outcome = combine(outcomes, self.config.timing, drift, coverage)
+        outcome = combine(outcomes, self.config.timing_of(item.spec.id), drift, coverage)
         last = outcomes[-1]
         if len(outcomes) > 1 and last.status not in MEASURED:
             outcome = dataclasses.replace(
@@ -361,7 +369,9 @@ class Runner:
         key = (item.spec.id, variant.label)
         measured = state.rounds.get(key, [])
         return (
-            key in pending and len(measured) == number and (number == 0 or another_round(measured, self.config.timing))
+            key in pending
+            and len(measured) == number
+            and (number == 0 or another_round(measured, self.config.timing_of(item.spec.id)))
         )
 
     def _settle(
@@ -377,7 +387,7 @@ class Runner:
         says it is settled (or the run's budget cannot give it another round)."""
         keys = [(item.spec.id, v.label) for v in self.config.variants]
         outcomes = {label: state.rounds.get((graph, label), []) for graph, label in keys}
-        more = all(another_round(o, self.config.timing) for o in outcomes.values())
+        more = all(another_round(o, self.config.timing_of(item.spec.id)) for o in outcomes.values())
         settled = self.resolver.settle(item.spec.id, outcomes, more, budget_out)
         if settled is None:
             return
@@ -463,7 +473,7 @@ class Runner:
                             index + 1 == len(todo) or todo[index + 1][0] is not item
                         ):  # the graph's last variant this round
                             self._settle(item, state, pending, rows, observer)
-                    elif not another_round(outcomes, timing):
+                    elif not another_round(outcomes, self.config.timing_of(item.spec.id)):
                         rows.append(self._finish(item, variant, outcomes, observer))
                         pending.discard(key)
                         state.finished.add(key)

@@ -127,7 +127,7 @@ def empty_item(identity: Identity, evict_bytes: int = 0) -> Item:
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)], producer_name="dbench units")
     model.ir_version = IR_VERSION
     data = model.SerializeToString()
-    tag = identity.tag(EMPTY, **({"timing": EVICTED} if evict_bytes else {}))
+    tag = identity.tag(EMPTY, content=signature(model), **({"timing": EVICTED} if evict_bytes else {}))
     spec = GraphSpec(
         id=graph_id,
         kernel_id=graph_id,
@@ -323,6 +323,7 @@ def unit_graphs(prepared: Prepared, executed: ExecutedGraph, identity: Identity,
             graphs=total,
             occurrences=occurrences,
             timed_as=timed_as.get(key, ""),
+            **({"content": key} if key in models else {}),
         )
         if key not in models:
             spec = replace(_unread(graph_id, prepared), precision=precision, attrs={PREDICT_ATTR: tag})
@@ -358,9 +359,11 @@ def unit_graphs(prepared: Prepared, executed: ExecutedGraph, identity: Identity,
 
 
 def _with_evicted(identity: Identity, units: list[Item]) -> list[Item]:
-    """The empty graph, then each unit, each followed by its evicted twin; and the evicted empty graph.
-    The eviction reads the model's traffic between two uses of a unit: every weight of the model and
-    every value its units hand on (each occurrence's), recorded in every unit's tag (`evict_bytes`)."""
+    """The empty graph, then each unit, each unit that reads weights followed by its evicted twin; and the
+    evicted empty graph. The eviction reads the model's traffic between two uses of a unit: every weight of
+    the model and every value its units hand on (each occurrence's), recorded in every unit's tag
+    (`evict_bytes`). A unit without weights has no twin: its time in the model's state is its warm time
+    (its weight share is 0, dbench.units.prediction.in_model_state), so timing it evicted would buy nothing."""
     timed = [u for u in units if not u.unsupported]
     traffic = sum(
         tag_of(u)["count"] * (tag_of(u)["weight_bytes"] + sum(t.nbytes for t in u.spec.outputs)) for u in timed
@@ -375,7 +378,7 @@ def _with_evicted(identity: Identity, units: list[Item]) -> list[Item]:
             unit.load,
             unit.contract,
         )
-        items += [warm, _evicted_twin(warm, traffic)]
+        items += [warm, _evicted_twin(warm, traffic)] if tag_of(unit)["weight_bytes"] else [warm]
     return items + ([empty_item(identity, traffic)] if timed else [])
 
 

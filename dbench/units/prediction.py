@@ -51,6 +51,8 @@ MODEL, UNIT, EMPTY = "model", "unit", "empty"
 """The roles of a prediction's graphs: the whole model, a unit, the empty graph."""
 EVICTED = "evicted"
 """The `timing` of a unit's or the empty graph's twin timed after the model's traffic (dbench.worker.evict)."""
+REUSED = "reused_from"
+"""The tag key of a unit or empty graph taken from the unit cache: the run that timed it."""
 MODEL_STATE, WARM = "model-state", "warm"
 METHODS = (MODEL_STATE, WARM, EVICTED)
 """model-state: warm plus the evicted excess in the unit's weight share (the default); warm: the units
@@ -455,7 +457,9 @@ def _sides(members: list[dict[str, Any]], units: list[dict[str, Any]], method: s
         )
         return Sides(empty, timed)
     counted = {k: r for k, r in twins.items() if _ok(r)}
-    warm_only = [r["graph_id"] for r in timed if r["graph_id"] not in counted]
+    warm_only = [  # a unit without weights is its warm time in the model's state: it has no twin to miss
+        r["graph_id"] for r in timed if r["graph_id"] not in counted and (method == EVICTED or weight_share(r))
+    ]
     if warm_only:
         notes.append(f"{len(warm_only)} units have no evicted time and are taken warm: {', '.join(warm_only[:5])}")
     return Sides(empty, timed, method, evicted_empty, counted)
@@ -475,6 +479,7 @@ def _prediction(run_id: str, variant: str, members: list[dict[str, Any]], method
             f"{len(unprofiled)} units have no per-node profile (--quick, --no-profile): their boundary reorders "
             f"stay in the prediction ({', '.join(unprofiled[:3])}{', ...' if len(unprofiled) > 3 else ''})"
         )
+    notes += _reuse_notes(members)
     as_executed = [f"{r['graph_id']} ({tag(r)['timed_as']})" for r in units if tag(r).get("timed_as")]
     if as_executed:
         notes.append(
@@ -555,6 +560,21 @@ def _prediction(run_id: str, variant: str, members: list[dict[str, Any]], method
         untimed_inserted_us=untimed_inserted_us,
         gap=gap_by_cause(sides, measured_us, untimed_inserted_us) if sides else {},
     )
+
+
+def _reuse_notes(members: list[dict[str, Any]]) -> list[str]:
+    """How many of the prediction's unit and empty graphs came from the unit cache, and from which runs."""
+    graphs = [r for r in members if tag(r).get("role") in (UNIT, EMPTY)]
+    runs = sorted({tag(r)[REUSED] for r in graphs if tag(r).get(REUSED)})
+    reused = sum(1 for r in graphs if tag(r).get(REUSED))
+    if not reused:
+        return []
+    return [
+        f"{reused} of {len(graphs)} unit and empty graphs (evicted twins included) reused from the unit cache, "
+        f"as timed in run {', '.join(runs)}; their rounds are paired with this run's model rounds, timed at "
+        "another moment, so the interval does not cover the machine's drift between the runs "
+        "(--fresh times them again)"
+    ]
 
 
 def predictions(rows: list[dict[str, Any]], method: str = MODEL_STATE) -> list[Prediction]:

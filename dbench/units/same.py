@@ -1,7 +1,7 @@
 """When two units are the same microbenchmark: the same ops with the same attributes wired the same
 way, over inputs and weights of the same types and shapes. Small constants (shapes, axes, scales,
 zero points) must hold the same values; large weights need not, since the time does not depend on
-them. Names (of nodes and tensors) do not count."""
+them. Names (of nodes and tensors) do not count; the opsets do (an op's meaning changes with them)."""
 
 from __future__ import annotations
 
@@ -69,4 +69,5 @@ def signature(model: onnx.ModelProto) -> str:
             )
         )
     parts.append(tuple(local.get(o.name, o.name) for o in graph.output))
+    parts.append(tuple(sorted((o.domain, o.version) for o in model.opset_import)))
     return hashlib.sha256(repr(parts).encode()).hexdigest()
