@@ -34,6 +34,9 @@ GEN_DEFAULTS: dict[str, Any] = dict(
     int8_form=None,
     int8_pad=True,
     batch=[],
+    int4_form=[],
+    int4_block=[],
+    int4_type=None,
 )
 """The generation fields as the CLI gives them when no generation option is used."""
 ADDED_LATER = {
@@ -356,6 +359,9 @@ def request_from_options(values: dict[str, Any]) -> RunRequest:
             v["int8_form"],
             v["no_pad"],
             v["batch"],
+            v["int4_form"],
+            v["int4_block"],
+            v["int4_type"],
         ),
         runtime=v["runtime"],
         device=v["device"],
