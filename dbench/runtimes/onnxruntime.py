@@ -430,6 +430,17 @@ def _run_index(events: list[dict[str, Any]]) -> tuple[list[int], list[int]]:
     return [start for start, _ in runs], [end for _, end in runs]
 
 
+def weight_only_of(name: str, weight_only: dict[str, tuple[str, str]]) -> tuple[str, str]:
+    """What a profiled MatMulNBits read and computed in: its model node's entry (a later fusion appends to
+    the name: `<node>/MatMulAddFusion`), or, for one ONNX Runtime made of nodes no entry names, the
+    entry every weight-only node of the model shares; ("", "") when they differ."""
+    for known in sorted(weight_only, key=len, reverse=True):
+        if name == known or name.startswith(known + "/"):
+            return weight_only[known]
+    shared = set(weight_only.values())
+    return shared.pop() if len(shared) == 1 else ("", "")
+
+
 def parse_profile(
     events: list[dict[str, Any]], warmup: int = 1, weight_only: dict[str, tuple[str, str]] | None = None
 ) -> Profile:
@@ -465,7 +476,7 @@ def parse_profile(
         container = op in CONTROL_FLOW_OPS
         # Data-movement nodes (inserted Casts, Transposes...) and control flow get no precision: no math.
         compute = types and op not in NON_COMPUTE_OPS and not container
-        weights, computed = weight_only.get(name, ("", "")) if op == "MatMulNBits" else ("", "")
+        weights, computed = weight_only_of(name, weight_only) if op == "MatMulNBits" else ("", "")
         nodes.append(
             NodeProfile(
                 name=name,

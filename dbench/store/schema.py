@@ -99,14 +99,22 @@ def executed_precision(nodes: list[dict[str, Any]]) -> str:
     return max(compute, key=lambda n: n["time_us"])["precision"]
 
 
+GEMM_OPS = frozenset({"MatMul", "Gemm", "FusedMatMul", "MatMulNBits", "FullyConnected", "FullyConnectedCompressed"})
+"""Profiled op types that multiply by a weight matrix (ONNX Runtime's and OpenVINO's names)."""
+
+
 def executed_weights(nodes: list[dict[str, Any]]) -> str:
-    """The precision of the weights the most expensive compute node read (`int4` for a 4-bit kernel, its
-    compute precision when it read float weights: a runtime that dequantised them first); `unknown`
-    without a profile."""
-    compute = [n for n in nodes if n.get("precision") in ARITHMETIC_PRECISIONS]
-    if not compute:
+    """The precision of the weights the most expensive matrix product read: `int4` for a 4-bit kernel,
+    its compute precision where it read float weights (a runtime that dequantised them first);
+    `unknown` without a profile or without a matrix product in it."""
+    products = [
+        n
+        for n in nodes
+        if n.get("precision") in ARITHMETIC_PRECISIONS and (n.get("weights") or n.get("op_type") in GEMM_OPS)
+    ]
+    if not products:
         return "unknown"
-    top = max(compute, key=lambda n: n["time_us"])
+    top = max(products, key=lambda n: n["time_us"])
     return top.get("weights") or top["precision"]
 
 
