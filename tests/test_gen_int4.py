@@ -166,3 +166,34 @@ def test_run_times_every_form_block_and_states_what_executed(tmp_path):
         assert executed == ("int4", "fp32", False), row["graph_id"]
     assert {r["form"] for r in rows} == set(INT4_FORMS)
     assert "int4w/fp32" in result.output
+
+
+@pytest.mark.parametrize(("runtime", "form"), [("ort-cpu", "nbits"), ("ort-cpu", "dq"), ("openvino", "dq")])
+def test_a_graph_that_computes_with_a_scale_off_is_a_mismatch_row(runtime, form):
+    """Through the worker as a run does: the graph multiplies its scales by 1.25 before use, the spec's
+    reference does not; the row is `mismatch`, never `ok`."""
+    from onnx import helper, numpy_helper
+
+    from dbench.outcome import Status
+    from dbench.worker.job import Job
+    from dbench.worker.main import execute
+    from dbench.worker.timing import QUICK
+
+    graph = int4.build(GEMV, "int4", "fwd", form, block=32)
+    model = graph.model
+    model.graph.initializer.append(numpy_helper.from_array(np.array(1.25, dtype=np.float32), "off"))
+    model.graph.node.insert(0, helper.make_node("Mul", ["scales", "off"], ["scales_off"]))
+    for node in model.graph.node[1:]:
+        node.input[:] = ["scales_off" if name == "scales" else name for name in node.input]
+    job = Job(
+        spec=graph.spec,
+        model=model.SerializeToString(),
+        sha256=None,
+        runtime=runtime,
+        options=RuntimeOptions(threads=1),
+        timing=QUICK.per_round(),
+        profile_runs=0,
+    )
+    outcome = execute(job)
+    assert outcome.status == Status.MISMATCH, outcome.message
+    assert outcome.verification["ok"] is False and outcome.verification["error"] > 0.1

@@ -139,14 +139,6 @@ def unpack_nibbles(packed: np.ndarray) -> np.ndarray:
     return np.stack([packed & 0x0F, packed >> 4], axis=-1).reshape(*packed.shape[:-1], -1)
 
 
-def pack_nibbles(codes: np.ndarray) -> np.ndarray:
-    """4-bit codes (0..15) -> uint8 bytes, the lower nibble first: [..., 2b] -> [..., b] (odd: zero-padded)."""
-    codes = np.asarray(codes, dtype=np.uint8)
-    if codes.shape[-1] % 2:
-        codes = np.concatenate([codes, np.zeros((*codes.shape[:-1], 1), np.uint8)], axis=-1)
-    return (codes[..., 0::2] | (codes[..., 1::2] << 4)).astype(np.uint8)
-
-
 def nbits_weight(
     packed: np.ndarray, scales: np.ndarray, zero_points: np.ndarray | None, k: int, n_out: int, block: int
 ) -> np.ndarray:
