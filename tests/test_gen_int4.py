@@ -197,3 +197,22 @@ def test_a_graph_that_computes_with_a_scale_off_is_a_mismatch_row(runtime, form)
     outcome = execute(job)
     assert outcome.status == Status.MISMATCH, outcome.message
     assert outcome.verification["ok"] is False and outcome.verification["error"] > 0.1
+
+
+def test_weights_fed_per_call_run_on_openvino_and_are_refused_by_ort_with_the_reason(seed):
+    """--weights input: OpenVINO takes a 4-bit input (packed two a byte); ONNX Runtime's Python API has no
+    4-bit OrtValue, which the row says."""
+    from dbench.errors import UnsupportedError
+
+    graph = int4.build(GEMV, "int4", "fwd", "dq", block=32, weight_type="uint4")
+    feeds = make_feeds(graph.spec, seed)
+    session = _runtime("openvino").prepare(graph.model, graph.spec, {})
+    session.bind(feeds)
+    session.run()
+    out = session.outputs()["Y"]
+    session.close()
+    assert _rel_error(out, int4.reference(graph.spec, feeds)["Y"]) <= int4.tolerance(graph.spec).bound
+    session = _runtime("ort-cpu").prepare(graph.model, graph.spec, {})
+    with pytest.raises(UnsupportedError, match="--weights const"):
+        session.bind(feeds)
+    session.close()

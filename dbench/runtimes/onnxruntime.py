@@ -202,6 +202,11 @@ def _ortvalue(array: np.ndarray, device: str, device_id: int):
     numpy type in ORT) goes in as raw 16-bit words tagged bfloat16."""
     ort = _ort()
     array = np.asarray(array, order="C")  # keeps a 0-d (scalar) input 0-d; ascontiguousarray makes it (1,)
+    if array.dtype in (DTYPES["int4"], DTYPES["uint4"]):
+        raise UnsupportedError(
+            "ONNX Runtime's Python API makes no OrtValue of a 4-bit array, so a 4-bit input cannot be fed per "
+            "call; run it with --weights const (the inference default), which puts it in the model"
+        )
     if array.dtype != DTYPES["bfloat16"]:
         return ort.OrtValue.ortvalue_from_numpy(array, device, device_id)
     if device == "cpu":

@@ -320,9 +320,19 @@ def _host_array(tensor) -> np.ndarray:
 
 
 def _fill(tensor, array: np.ndarray) -> None:
-    """Copy `array` into an OpenVINO tensor's own memory (bfloat16 as its raw 16-bit words)."""
+    """Copy `array` into an OpenVINO tensor's own memory (bfloat16 as its raw 16-bit words; a 4-bit array
+    packed two values a byte, as OpenVINO holds i4/u4)."""
     target = tensor.data
     source = np.asarray(array, order="C")  # keeps 0-d inputs 0-d
+    if source.dtype in (DTYPES["int4"], DTYPES["uint4"]):
+        packed = pack_4bit(source)
+        if tuple(tensor.shape) != source.shape or target.size != packed.size:
+            raise DbenchError(
+                f"feed of shape {source.shape} ({source.dtype}) does not fit OpenVINO's "
+                f"{tuple(tensor.shape)} {tensor.element_type.to_string()} input; regenerate the graph"
+            )
+        target.reshape(-1)[...] = packed.view(target.dtype)
+        return
     if tuple(target.shape) != source.shape or target.dtype.itemsize != source.dtype.itemsize:
         raise DbenchError(
             f"feed of shape {source.shape} ({source.dtype}) does not fit OpenVINO's "
@@ -367,9 +377,9 @@ def _constant(array: np.ndarray):
         tensor = ov.Tensor(ov.Type.bf16, ov.Shape(list(array.shape)))
         _fill(tensor, array)
         return ov.op.Constant(tensor)
-    if array.dtype in (DTYPES["int4"], DTYPES["uint4"]):  # packed two a byte, as OpenVINO holds them
+    if array.dtype in (DTYPES["int4"], DTYPES["uint4"]):
         tensor = ov.Tensor(ov.Type.i4 if array.dtype == DTYPES["int4"] else ov.Type.u4, ov.Shape(list(array.shape)))
-        tensor.data[:] = pack_4bit(array).view(tensor.data.dtype)
+        _fill(tensor, array)
         return ov.op.Constant(tensor)
     return ov.op.Constant(np.asarray(array, order="C"), shared_memory=True)
 
