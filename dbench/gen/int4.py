@@ -140,19 +140,28 @@ def unpack_nibbles(packed: np.ndarray) -> np.ndarray:
 
 
 def nbits_weight(
-    packed: np.ndarray, scales: np.ndarray, zero_points: np.ndarray | None, k: int, n_out: int, block: int
+    packed: np.ndarray,
+    scales: np.ndarray,
+    zero_points: np.ndarray | None,
+    k: int,
+    n_out: int,
+    block: int,
+    first: int = 0,
+    last: int | None = None,
 ) -> np.ndarray:
     """MatMulNBits' B, scales and zero points -> the float64 weight [k, n_out] (N = n_out columns of the
-    output). Codes beyond k in the last block are padding and dropped."""
+    output), or only its blocks first..last-1 (rows first · block up to last · block). Codes beyond k in
+    the last block are padding and dropped."""
     blocks = k_blocks(k, block)
-    codes = unpack_nibbles(packed).reshape(n_out, blocks, block).astype(np.float64)
+    last = blocks if last is None else last
+    codes = unpack_nibbles(np.asarray(packed)[:, first:last]).astype(np.float64)
     if zero_points is None:
-        zeros = np.full((n_out, blocks), float(SYMMETRIC_ZERO))
+        zeros = np.full((n_out, last - first), float(SYMMETRIC_ZERO))
     else:
-        zeros = unpack_nibbles(np.asarray(zero_points).reshape(n_out, -1))[:, :blocks].astype(np.float64)
-    scale = np.asarray(scales, dtype=np.float64).reshape(n_out, blocks)
+        zeros = unpack_nibbles(np.asarray(zero_points).reshape(n_out, -1))[:, first:last].astype(np.float64)
+    scale = np.asarray(scales, dtype=np.float64).reshape(n_out, blocks)[:, first:last]
     weight = (codes - zeros[:, :, None]) * scale[:, :, None]
-    return weight.reshape(n_out, blocks * block)[:, :k].T
+    return weight.reshape(n_out, -1)[:, : min(last * block, k) - first * block].T
 
 
 def blocked_weight(
@@ -167,17 +176,38 @@ def blocked_weight(
     return (q - zero) * spread(scales)
 
 
-def dequantized_weight(spec: GraphSpec, feeds: dict[str, np.ndarray]) -> np.ndarray:
-    """The graph's weight [k, m] in float64, dequantised from its feeds by the form's rule."""
-    block, zeros = spec.attrs["block"], feeds.get("zero_points")
+REFERENCE_CHUNK = 2**20
+"""Weights dequantised at a time by the reference (8 MB of float64): a [500000, 1024] weight (DeepBench's
+speaker-ID GEMVs) never exists whole in float64."""
+
+
+def dequantized_rows(spec: GraphSpec, feeds: dict[str, np.ndarray], first: int, last: int) -> np.ndarray:
+    """Blocks first..last-1 of the graph's weight, dequantised in float64 by the form's rule: rows
+    [first · block, min(last · block, k)) of the [k, m] weight."""
+    block, zeros, k, m = spec.attrs["block"], feeds.get("zero_points"), spec.params["k"], spec.params["m"]
     if spec.form == "nbits":
-        return nbits_weight(feeds["W"], feeds["scales"], zeros, spec.params["k"], spec.params["m"], block)
-    return blocked_weight(feeds["W"], feeds["scales"], zeros, block)
+        return nbits_weight(feeds["W"], feeds["scales"], zeros, k, m, block, first, last)
+    rows = min(last * block, k) - first * block
+    part = slice(first, last)
+    return blocked_weight(
+        np.asarray(feeds["W"])[first * block : first * block + rows],
+        np.asarray(feeds["scales"])[part],
+        None if zeros is None else np.asarray(zeros)[part],
+        block,
+    )
 
 
 def reference(spec: GraphSpec, feeds: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-    """Y = X @ dequant(W) in float64."""
-    return {"Y": np.asarray(feeds["X"], dtype=np.float64) @ dequantized_weight(spec, feeds)}
+    """Y = X @ dequant(W) in float64, the weight dequantised a chunk of blocks at a time."""
+    x = np.asarray(feeds["X"], dtype=np.float64)
+    block, k, m = spec.attrs["block"], spec.params["k"], spec.params["m"]
+    blocks = k_blocks(k, block)
+    step = max(1, REFERENCE_CHUNK // (block * max(1, m)))
+    out = np.zeros((x.shape[0], m))
+    for first in range(0, blocks, step):
+        last = min(blocks, first + step)
+        out += x[:, first * block : min(last * block, k)] @ dequantized_rows(spec, feeds, first, last)
+    return {"Y": out}
 
 
 def tolerance(spec: GraphSpec) -> Tolerance:
