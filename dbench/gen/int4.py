@@ -36,8 +36,8 @@ them to int8 per block, a different kernel)."""
 SCALE_RANGE = (2.0**-5, 2.0**-4)
 """Per-block scales are drawn from this range: dequantised weights within about [-0.5, 0.5]."""
 TOLERANCE = 1e-3
-"""max|out - ref| / max|ref| for fp32 compute: the fp32 rule (dequantised values are exact in float32;
-what remains is the GEMM's float32 summation)."""
+"""max|out - ref| / max|ref| for fp32 compute: the fp32 rule (a float32 dequantisation rounds each weight
+by half a float32 unit at most; what dominates is the GEMM's float32 summation)."""
 SYMMETRIC_ZERO = 8
 """MatMulNBits' implied zero point of a 4-bit code without zero points: code = int4 value + 8."""
 
@@ -211,7 +211,8 @@ def reference(spec: GraphSpec, feeds: dict[str, np.ndarray]) -> dict[str, np.nda
 
 
 def tolerance(spec: GraphSpec) -> Tolerance:
-    """The fp32 bound: the weights dequantise exactly in float32, the GEMM rounds as an fp32 one."""
+    """The fp32 bound: a float32 dequantisation rounds each weight by half a unit at most, the GEMM rounds
+    as an fp32 one."""
     return Tolerance("rel", TOLERANCE)
 
 
