@@ -112,6 +112,9 @@ Int8FormOpt = annotated(option("int8_form"))
 DimOpt = annotated(option("dim"))
 BatchOpt = annotated(option("batch"))
 NoPadOpt = annotated(option("no_pad"))
+Int4FormOpt = annotated(option("int4_form"))
+Int4BlockOpt = annotated(option("int4_block"))
+Int4TypeOpt = annotated(option("int4_type"))
 QuickOpt = annotated(option("quick"))
 MinTimeOpt = annotated(option("min_time"))
 MaxTimeOpt = annotated(option("max_time"))
@@ -279,6 +282,9 @@ def gen(
     int8_form: Int8FormOpt = None,
     no_pad: NoPadOpt = False,
     batch: BatchOpt = None,
+    int4_form: Int4FormOpt = None,
+    int4_block: Int4BlockOpt = None,
+    int4_type: Int4TypeOpt = None,
     out_dir: annotated(option("out_dir"), default="graphs", help="Output folder; graphs go to <out>/<suite>/.") = Path(
         "graphs"
     ),
@@ -304,7 +310,20 @@ def gen(
         app_,
         pattern,
         kernels,
-        gen_fields(precision, passes, gemm_form, rnn_form, gru_activation, int8_form, no_pad, batch, attention_form),
+        gen_fields(
+            precision,
+            passes,
+            gemm_form,
+            rnn_form,
+            gru_activation,
+            int8_form,
+            no_pad,
+            batch,
+            attention_form,
+            int4_form,
+            int4_block,
+            int4_type,
+        ),
     )
     folder = prepare_folder(out_dir / selection.suite)
     counts: dict[str, int] = {}
@@ -349,6 +368,9 @@ def export(
     int8_form: Int8FormOpt = None,
     no_pad: NoPadOpt = False,
     batch: BatchOpt = None,
+    int4_form: Int4FormOpt = None,
+    int4_block: Int4BlockOpt = None,
+    int4_type: Int4TypeOpt = None,
     units: Annotated[
         Path | None,
         typer.Option(
@@ -398,7 +420,20 @@ def export(
         app_,
         pattern,
         kernels,
-        gen_fields(precision, passes, gemm_form, rnn_form, gru_activation, int8_form, no_pad, batch, attention_form),
+        gen_fields(
+            precision,
+            passes,
+            gemm_form,
+            rnn_form,
+            gru_activation,
+            int8_form,
+            no_pad,
+            batch,
+            attention_form,
+            int4_form,
+            int4_block,
+            int4_type,
+        ),
     )
     exported = export_bundle(requests, selection.suite, out_path)
     out.print(

@@ -95,8 +95,12 @@ def gen_fields(
     no_pad: bool,
     batch: list[str] | None = None,
     attention_form: str = "all",
+    int4_form: list[str] | None = None,
+    int4_block: list[str] | None = None,
+    int4_type: str | None = None,
 ) -> dict[str, Any]:
-    """The generation options as JSON-ready fields (int8_form None: the runtime's preferred form)."""
+    """The generation options as JSON-ready fields (int8_form None: the runtime's preferred form; the
+    int4 ones empty or None: their defaults)."""
     from dbench.catalog.batch import parse_batches
 
     return dict(
@@ -109,4 +113,7 @@ def gen_fields(
         int8_pad=not no_pad,
         batch=list(parse_batches(batch or [])),
         attention_form=attention_form,
+        int4_form=list(split(int4_form, "--int4-form")),
+        int4_block=list(split(int4_block, "--int4-block")),
+        int4_type=int4_type,
     )

@@ -128,6 +128,6 @@ def test_a_graph_without_a_recorded_block_gets_no_reorders():
     from dbench.sources.contrib_reference import CONTRIB_OPS, contrib_ops
 
     model = _reorder("ReorderInput", [1, 4, 2, 2], 16)
-    assert [op.__name__ for op in contrib_ops(model)] == ["NhwcMaxPool", "ReorderInput", "ReorderOutput"]
+    assert [op.__name__ for op in contrib_ops(model)] == ["NhwcMaxPool", "MatMulNBits", "ReorderInput", "ReorderOutput"]
     del model.metadata_props[:]
     assert contrib_ops(model) == CONTRIB_OPS

@@ -24,7 +24,7 @@ GEN = Path(gen_plan.__file__).parent
 def test_every_family_module_follows_the_protocol(name):
     family = gen_plan.FAMILIES[name]
     assert isinstance(family, Family), f"{family.__name__} lacks part of family.Family"
-    assert set(family.SUPPORTED_PRECISIONS) <= {"fp32", "fp16", "bf16", "int8"}
+    assert set(family.SUPPORTED_PRECISIONS) <= {"fp32", "fp16", "bf16", "int8", "int4"}
 
 
 def test_int8_is_a_precision_of_gemm_and_conv_only():

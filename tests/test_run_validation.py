@@ -78,7 +78,11 @@ CASES = [
     ),
     (["--resume", "run-x", "--min-time", "0.3"], 2, "drop --min-time"),
     # options a runtime does not honour, or values it would refuse for every graph
-    (["--option", "NOPE=1"], 2, "--option NOPE is not a CPUExecutionProvider option; known: use_arena"),
+    (
+        ["--option", "NOPE=1"],
+        2,
+        "--option NOPE is not a CPUExecutionProvider option; known: qdq_matmulnbits_accuracy_level, use_arena",
+    ),
     (["--device", "GPU7"], 2, "--device is not supported by runtime ort-cpu"),
     (["--runtime", "openvino", "--option", "NOPE=1"], 2, "--option NOPE is not an OpenVINO property"),
     (

@@ -23,8 +23,13 @@ def verify_rows(spec: GraphSpec) -> np.ndarray | None:
 
     from dbench.gen.plan import ROW_SAMPLED
 
-    if spec.family not in ROW_SAMPLED or spec.precision == "int8" or not spec.outputs or not spec.outputs[0].shape:
-        return None  # whole outputs: another family, exact int8, or a 0-d output (no rows to sample)
+    if (
+        spec.family not in ROW_SAMPLED
+        or spec.precision in ("int8", "int4")
+        or not spec.outputs
+        or not spec.outputs[0].shape
+    ):
+        return None  # whole outputs: another family, exact int8, int4 (whole), or a 0-d output (no rows to sample)
     rows = spec.outputs[0].shape[0]
     if rows <= VERIFY_ROWS:
         return None

@@ -33,9 +33,13 @@ EXACT_MIN_BITS = 4
 
 def linear_output(spec: GraphSpec, feeds: dict[str, np.ndarray]) -> LinearOutput | None:
     """The graph's output as a LinearOutput where it is one (float GEMM, sparse, convolution passes,
-    int8 `integer`), else None."""
+    int8 `integer`), else None (an int4 weight-only GEMM too: its projection would need the whole
+    dequantised weight, which its full reference never holds at once)."""
     from dbench.catalog.kernels import ConvKernel
     from dbench.gen import gemm, int8, sparse
+
+    if spec.precision == "int4":
+        return None
 
     if spec.precision == "int8":
         if spec.form != "integer":

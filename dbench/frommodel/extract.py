@@ -11,6 +11,8 @@ Mappings (DeepBench's GEMM is column-major: its MatMul form is Y[n, m] = X[n, k]
   LSTM / GRU / RNN                       rnn (forward `op` form); a bidirectional layer is two kernels
   QLinearMatMul / QLinearConv            int8, form qlinear; MatMulInteger / ConvInteger: form integer
   MatMul / Conv fed by DequantizeLinear on both inputs: int8, form qdq (the Q/DQ nodes are folded in)
+  com.microsoft MatMulNBits (bits 4)      int4 weight-only, form nbits, its block_size (uint4 with zero points)
+  MatMul whose weight is DequantizeLinear of int4/uint4 data (blocked): int4 weight-only, form dq
 """
 
 from __future__ import annotations
@@ -26,6 +28,8 @@ from dbench.catalog.kernels import ConvKernel, GemmKernel, Kernel, RnnKernel
 
 FLOAT_PRECISIONS = {TensorProto.FLOAT: "fp32", TensorProto.FLOAT16: "fp16", TensorProto.BFLOAT16: "bf16"}
 INT8_TYPES = (TensorProto.INT8, TensorProto.UINT8)
+INT4_TYPES = {TensorProto.INT4: "int4", TensorProto.UINT4: "uint4"}
+MS_DOMAIN = "com.microsoft"
 DATA_MOVEMENT = {
     "Reshape",
     "Transpose",
@@ -360,6 +364,22 @@ def _conv_integer(node, shapes: Shapes) -> Found:
     return Found(kernel, "int8", form="integer")
 
 
+def _matmul_nbits(node, shapes: Shapes) -> Found:
+    """ONNX Runtime's 4-bit weight-only GEMM: A[..., K] times the [K, N] weight its blocks hold."""
+    attrs = _attrs(node)
+    if int(attrs.get("bits", 4)) != 4:
+        raise NotExpressed(f"MatMulNBits with {attrs['bits']}-bit weights: dbench's weight-only kernels are 4-bit")
+    a = shapes.shape(node.input[0])
+    kernel = GemmKernel(m=int(attrs["N"]), n=_prod(a[:-1]), k=int(attrs["K"]), a_t=False, b_t=False)
+    zero_points = len(node.input) > 3 and bool(node.input[3])
+    return Found(
+        kernel,
+        "int4",
+        form="nbits",
+        attrs=(("block", int(attrs["block_size"])), ("weight_type", "uint4" if zero_points else "int4")),
+    )
+
+
 OP_KERNELS: dict[str, Callable[[onnx.NodeProto, Shapes], Found]] = {
     "MatMul": _matmul,
     "Gemm": _gemm,
@@ -373,6 +393,26 @@ OP_KERNELS: dict[str, Callable[[onnx.NodeProto, Shapes], Found]] = {
     "QLinearConv": _qlinear_conv,
     "ConvInteger": _conv_integer,
 }
+CONTRIB_KERNELS: dict[str, Callable[[onnx.NodeProto, Shapes], Found]] = {"MatMulNBits": _matmul_nbits}
+"""com.microsoft ops dbench has a kernel for."""
+
+
+def as_weight_only(node: onnx.NodeProto, found: Found, shapes: Shapes) -> Found | None:
+    """A float MatMul whose weight (second input) is DequantizeLinear of blocked 4-bit data, and whose
+    activation is not dequantised: an int4 weight-only kernel in the dq form, the DQ folded in."""
+    producer_ops = [
+        shapes.nodes[shapes.producers[name]].op_type if name in shapes.producers else "" for name in node.input[:2]
+    ]
+    if node.op_type != "MatMul" or producer_ops[0] == "DequantizeLinear" or producer_ops[1] != "DequantizeLinear":
+        return None
+    producer = shapes.producers[node.input[1]]
+    dq = shapes.nodes[producer]
+    wtype = INT4_TYPES.get(shapes.elem_type(dq.input[0]))
+    block = int(_attrs(dq).get("block_size", 0))
+    if wtype is None or not block:
+        return None
+    attrs = (("block", block), ("weight_type", wtype))
+    return Found(found.kernel, "int4", "dq", found.pass_name, (shapes.names[producer],), attrs=attrs)
 
 
 def as_qdq(node: onnx.NodeProto, found: Found, shapes: Shapes) -> Found:
@@ -382,6 +422,9 @@ def as_qdq(node: onnx.NodeProto, found: Found, shapes: Shapes) -> Found:
     it: the kernel's own input quantisation, which no earlier kernel absorbed."""
     if node.op_type not in ("MatMul", "Conv"):
         return found
+    weight_only = as_weight_only(node, found, shapes)
+    if weight_only is not None:
+        return weight_only
     producers = [shapes.producers.get(name) for name in node.input[:2]]
     if not all(p is not None and shapes.nodes[p].op_type == "DequantizeLinear" for p in producers):
         return found
@@ -401,6 +444,8 @@ def as_qdq(node: onnx.NodeProto, found: Found, shapes: Shapes) -> Found:
 
 def node_kernel(node: onnx.NodeProto, shapes: Shapes) -> Found:
     """The kernel of one node, or NotExpressed with the reason."""
+    if node.domain == MS_DOMAIN and node.op_type in CONTRIB_KERNELS:
+        return CONTRIB_KERNELS[node.op_type](node, shapes)
     if node.domain not in ("", "ai.onnx"):
         raise NotExpressed(f"op of domain {node.domain!r}: dbench reads standard ONNX ops only")
     if any(a.type in (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS) for a in node.attribute):

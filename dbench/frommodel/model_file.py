@@ -88,7 +88,38 @@ def _parse(path: Path) -> onnx.ModelProto:
 
 
 def infer_shapes(model: onnx.ModelProto, path: Path) -> onnx.ModelProto:
-    """ONNX shape inference, strict, with constant propagation so Reshape targets resolve."""
+    """ONNX shape inference, strict, with constant propagation so Reshape targets resolve; the outputs of
+    ONNX Runtime's MatMulNBits (which ONNX's inference does not know) typed from its input and `N`, and
+    inference run again past them, as often as a chain of them needs."""
+    inferred = _inferred(model, path)
+    while True:
+        typed = _matmulnbits_outputs(inferred)
+        if not typed:
+            return inferred
+        model = onnx.ModelProto()
+        model.CopyFrom(inferred)
+        model.graph.value_info.extend(typed)
+        inferred = _inferred(model, path)
+
+
+def _matmulnbits_outputs(model: onnx.ModelProto) -> list[onnx.ValueInfoProto]:
+    """The value infos of MatMulNBits outputs not yet typed whose input A is: A's shape with its last
+    dimension N."""
+    known = {v.name: v for v in [*model.graph.input, *model.graph.value_info, *model.graph.output]}
+    typed = []
+    for node in model.graph.node:
+        if node.op_type != "MatMulNBits" or node.output[0] in known or node.input[0] not in known:
+            continue
+        a = known[node.input[0]].type.tensor_type
+        if not a.HasField("shape"):
+            continue
+        n = next(attr.i for attr in node.attribute if attr.name == "N")
+        dims = [d.dim_value if d.HasField("dim_value") else d.dim_param for d in a.shape.dim][:-1] + [n]
+        typed.append(onnx.helper.make_tensor_value_info(node.output[0], a.elem_type, dims))
+    return typed
+
+
+def _inferred(model: onnx.ModelProto, path: Path) -> onnx.ModelProto:
     try:
         return onnx.shape_inference.infer_shapes(model, check_type=True, strict_mode=True, data_prop=True)
     except Exception as err:

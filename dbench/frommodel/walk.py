@@ -58,7 +58,8 @@ def extract(loaded: LoadedModel) -> Extraction:
     names = node_names(graph.node)
     shapes = Shapes(loaded.shapes, graph, names)
     merged: dict[tuple[Any, ...], ModelKernel] = {}
-    folded: dict[str, str] = {}
+    folded: dict[str, tuple[str, str]] = {}
+    """A folded Q/DQ node -> (the node whose kernel absorbed it, that kernel's precision)."""
     reasons: dict[str, Skipped] = {}
     for index, (node, name) in enumerate(zip(graph.node, names)):
         try:
@@ -67,7 +68,7 @@ def extract(loaded: LoadedModel) -> Extraction:
             reasons[name] = Skipped(name, node.op_type, str(why))
             continue
         for absorbed in found.folded:
-            folded.setdefault(absorbed, name)
+            folded.setdefault(absorbed, (name, found.precision))
         key = (found.kernel.id, found.precision, found.pass_name, found.form, found.attrs)
         origins = tuple(Origin(suite=USER_SUITE, app=loaded.name, line=index, source=name) for _ in range(found.repeat))
         previous = merged.get(key)
@@ -80,8 +81,8 @@ def extract(loaded: LoadedModel) -> Extraction:
             skipped.append(
                 replace(
                     reasons[name],
-                    reason=f"folded into the int8 kernel of node {folded[name]}",
-                    folded_into=folded[name],
+                    reason=f"folded into the {folded[name][1]} kernel of node {folded[name][0]}",
+                    folded_into=folded[name][0],
                 )
             )
         elif name in reasons:

@@ -7,7 +7,7 @@ import zlib
 import numpy as np
 
 from dbench.gen.graph import GraphSpec, TensorSpec
-from dbench.gen.precision import DTYPES
+from dbench.gen.precision import DTYPES, PACKED_BITS
 
 
 def default_seed(graph_id: str) -> int:
@@ -40,7 +40,9 @@ def make_tensor(spec: TensorSpec, rng: np.random.Generator) -> np.ndarray:
     if dtype == np.bool_:
         data = rng.random(spec.shape) < 0.5
     elif np.issubdtype(dtype, np.integer):
-        data = rng.integers(int(spec.low), int(spec.high), size=spec.shape, endpoint=True, dtype=np.int64)
+        # 4-bit values are drawn as int8: a [500000, 1024] weight's int64 draw alone would be 4 GB.
+        draw = np.int8 if spec.dtype in PACKED_BITS else np.int64
+        data = rng.integers(int(spec.low), int(spec.high), size=spec.shape, endpoint=True, dtype=draw)
     else:
         data = rng.random(spec.shape, dtype=np.float32)  # float32 directly: multi-GB weights stay affordable
         data *= spec.high - spec.low

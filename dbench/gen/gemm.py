@@ -12,7 +12,7 @@ The `matmul` form is Y[n, m] = MatMul(X[n, k], W[k, m]): operands in MatMul's na
 (a_t, b_t do not apply) and no C, for runtimes that treat Gemm and MatMul differently.
 A batched kernel (batch > 1, e.g. attention's Q·K^T) exists only in the `matmul` form, with a leading
 batch axis on X, W and Y; both operands are then activations (neither is a layer's weight).
-Precision int8 is built by int8.py.
+Precision int8 is built by int8.py, int4 (weight-only) by int4.py.
 """
 
 from __future__ import annotations
@@ -24,14 +24,14 @@ from onnx import helper
 
 from dbench.catalog.kernels import GemmKernel
 from dbench.errors import UnsupportedError
-from dbench.gen import int8
+from dbench.gen import int4, int8
 from dbench.gen.family import PlannedGraph, check_whole_outputs, float_tolerance, make_spec
 from dbench.gen.graph import Graph, GraphSpec, TensorSpec, make_model
 from dbench.gen.options import GEMM_FORMS, GenOptions
 from dbench.gen.precision import PRECISIONS, dtype_name, float_precision
 from dbench.gen.tolerance import Tolerance
 
-SUPPORTED_PRECISIONS = (*PRECISIONS, "int8")
+SUPPORTED_PRECISIONS = (*PRECISIONS, "int8", "int4")
 ROW_SAMPLED = True
 REFERENCE_CHUNK = 2**20
 """Elements of one float64 block of an operand (8 MB): the reference's memory stays bounded for k = 500000."""
@@ -53,6 +53,8 @@ def build(kernel: GemmKernel, precision: str, pass_name: str = "fwd", form: str 
     attribute `c_shape` gives a Gemm the C of a model's node instead of DeepBench's full one."""
     if precision == "int8":
         return int8.build(kernel, precision, pass_name, form, **attrs)
+    if precision == "int4":
+        return int4.build(kernel, precision, pass_name, form, **attrs)
     prec = float_precision(precision)
     dt = dtype_name(prec.dtype)
     m, n, k = kernel.m, kernel.n, kernel.k
@@ -159,6 +161,9 @@ def reference(spec: GraphSpec, feeds: dict[str, np.ndarray], rows: np.ndarray | 
     if spec.precision == "int8":
         check_whole_outputs("int8 gemm", rows)
         return int8.reference(spec, feeds)
+    if spec.precision == "int4":
+        check_whole_outputs("int4 gemm", rows)
+        return int4.reference(spec, feeds)
     if spec.form == "matmul":
         x, w = feeds["X"], feeds["W"]
         if rows is not None:
@@ -168,7 +173,9 @@ def reference(spec: GraphSpec, feeds: dict[str, np.ndarray], rows: np.ndarray | 
 
 
 def tolerance(spec: GraphSpec) -> Tolerance:
-    """int8's exactness rule, else the precision's relative bound."""
+    """int8's exactness rule, int4's bound, else the precision's relative bound."""
+    if spec.precision == "int4":
+        return int4.tolerance(spec)
     return int8.tolerance(spec) if spec.precision == "int8" else float_tolerance(spec)
 
 
@@ -177,4 +184,6 @@ def plan(kernel: GemmKernel, options: GenOptions, train: bool) -> list[PlannedGr
     except that a batched float GEMM exists only as a MatMul."""
     if options.precision == "int8":
         return int8.plan(kernel, options, train)
+    if options.precision == "int4":
+        return int4.plan(kernel, options, train)
     return [("fwd", options.gemm_form if kernel.batch == 1 else "matmul", {})]

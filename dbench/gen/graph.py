@@ -11,7 +11,7 @@ import numpy as np
 import onnx
 from onnx import helper
 
-from dbench.gen.precision import DTYPES, ONNX_TYPES
+from dbench.gen.precision import DTYPES, ONNX_TYPES, PACKED_BITS
 
 # Pinned so that ONNX Runtime >= 1.18, OpenVINO >= 2024.4 and TensorRT 10/11 all load every graph:
 # opset 22 is the first with bfloat16 Conv/ConvTranspose; IR 10 is what onnx 1.17 (opset 22) writes.
@@ -54,6 +54,9 @@ class TensorSpec:
 
     @property
     def nbytes(self) -> int:
+        """Bytes as stored: a 4-bit tensor packs two values a byte."""
+        if self.dtype in PACKED_BITS:
+            return -(-self.size * PACKED_BITS[self.dtype] // 8)
         return self.size * DTYPES[self.dtype].itemsize
 
     def value_info(self) -> onnx.ValueInfoProto:

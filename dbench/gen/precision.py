@@ -28,7 +28,12 @@ PRECISIONS: dict[str, Precision] = {
 }
 
 # int8 graphs are built by dbench.gen.int8; it is a valid --precision, with its own exactness rules.
-ALL_PRECISIONS = (*PRECISIONS, "int8")
+# int4 (dbench.gen.int4) is weight-only: 4-bit weights in blocks, float32 activations and compute.
+ALL_PRECISIONS = (*PRECISIONS, "int8", "int4")
+
+WEIGHT_ONLY_COMPUTE = {"int4": "fp32"}
+"""Weight-only precisions and the compute precision their graphs ask for: a row states the weights a
+kernel read and the precision it computed in apart (`int4 weights, fp32 compute`)."""
 
 DTYPES: dict[str, np.dtype] = {
     "float32": np.dtype(np.float32),
@@ -44,6 +49,8 @@ DTYPES: dict[str, np.dtype] = {
     "uint32": np.dtype(np.uint32),
     "uint64": np.dtype(np.uint64),
     "bool": np.dtype(np.bool_),
+    "int4": np.dtype(ml_dtypes.int4),
+    "uint4": np.dtype(ml_dtypes.uint4),
 }
 """Element types a graph input or output can have (foreign models bring the ones after int64)."""
 
@@ -61,7 +68,12 @@ ONNX_TYPES: dict[str, int] = {
     "uint32": TensorProto.UINT32,
     "uint64": TensorProto.UINT64,
     "bool": TensorProto.BOOL,
+    "int4": TensorProto.INT4,
+    "uint4": TensorProto.UINT4,
 }
+
+PACKED_BITS = {"int4": 4, "uint4": 4}
+"""Element types stored below a byte: ONNX packs two 4-bit values a byte (numpy holds one a byte)."""
 
 
 def float_precision(name: str) -> Precision:
@@ -77,3 +89,12 @@ def dtype_name(dtype: np.dtype) -> str:
         if candidate == dtype:
             return name
     raise ValueError(f"no manifest name for dtype {dtype}")
+
+
+def pack_4bit(array: np.ndarray) -> np.ndarray:
+    """A 4-bit array (numpy holds one value a byte) as ONNX and OpenVINO store it: two values a byte,
+    the first in the lower nibble, in row-major order (the last byte zero-padded)."""
+    nibbles = (np.asarray(array).astype(np.int8).reshape(-1) & 0x0F).astype(np.uint8)
+    if nibbles.size % 2:
+        nibbles = np.append(nibbles, np.uint8(0))
+    return (nibbles[0::2] | (nibbles[1::2] << 4)).astype(np.uint8)

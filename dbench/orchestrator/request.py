@@ -35,6 +35,9 @@ GEN_DEFAULTS: dict[str, Any] = dict(
     int8_pad=True,
     batch=[],
     attention_form="all",
+    int4_form=[],
+    int4_block=[],
+    int4_type=None,
 )
 """The generation fields as the CLI gives them when no generation option is used."""
 ADDED_LATER = {
@@ -358,6 +361,9 @@ def request_from_options(values: dict[str, Any]) -> RunRequest:
             v["no_pad"],
             v["batch"],
             v["attention_form"],
+            v["int4_form"],
+            v["int4_block"],
+            v["int4_type"],
         ),
         runtime=v["runtime"],
         device=v["device"],

@@ -126,6 +126,8 @@ def results_table(rows: list[dict[str, Any]], title: str, width: int = 200, unst
     for r in rows:
         executed = r.get("precision_executed") or ""
         prec = r["precision"] if executed in ("", r["precision"]) else f"{r['precision']}→{executed}"
+        if r.get("weights_executed"):  # weight-only: the weights the kernel read and its compute apart
+            prec = f"{r['weights_executed']}w/{executed}"
         if r.get("precision_fallback"):
             prec = f"[yellow]{prec}[/]"
         cells = [

@@ -6,6 +6,7 @@ from typing import Any
 
 from dbench.render.numbers import format_spread
 from dbench.store.metadata import BUSY_LOAD_PER_CORE, is_busy, own_load
+from dbench.store.schema import executed_statement
 from dbench.worker.timing import TimingConfig
 
 
@@ -87,7 +88,7 @@ def run_warnings(rows: list[dict[str, Any]], host: dict[str, Any], timing: dict[
         r = fallback[0]
         lines.append(
             f"{len(fallback)} rows ran in another precision than asked (e.g. {r['graph_id']}: "
-            f"{r['precision']} -> {r['precision_executed']}): their times are not {r['precision']} times; "
+            f"{r['precision']} -> {executed_statement(r)}): their times are not {r['precision']} times; "
             "check the runtime's precision options (--option) before comparing"
         )
     return lines

@@ -64,6 +64,9 @@ class NodeProfile:
     time_us: float
     calls: int = 1
     """Executions per call of the graph (more than one inside a loop body): `time_us` is their total."""
+    weights: str = ""
+    """The precision of the weights it read where they differ from its compute precision (a 4-bit
+    weight-only kernel: `int4`, beside precision `fp32`); empty: the weights were in `precision`."""
     container: bool = False
     """Its time includes other listed nodes (a Loop whose body's nodes the profiler reports too): it is
     never added to a kernel-time sum and carries no precision (its inputs are trip counts and flags)."""

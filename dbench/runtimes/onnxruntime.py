@@ -44,7 +44,15 @@ OPT_LEVELS = ("disable", "basic", "extended", "all")
 # ort-cpu's `--option` keys and their values. ONNX Runtime's Python API builds the CPU execution provider
 # from the SessionOptions and drops the provider options given for it without a word (any key, any
 # value: `use_arena=banana` ran), so they are applied as the session options they stand for.
-CPU_OPTIONS = {"use_arena": ("0", "1")}
+CPU_OPTIONS = {"use_arena": ("0", "1"), "qdq_matmulnbits_accuracy_level": ("0", "1", "2", "3", "4")}
+MATMULNBITS_LEVEL = "qdq_matmulnbits_accuracy_level"
+PINNED_MATMULNBITS_LEVEL = "1"
+"""The accuracy_level ONNX Runtime gives the MatMulNBits it fuses from DequantizeLinear(4-bit) -> MatMul:
+pinned to 1 (fp32 compute, as the graph's float MatMul asks); ONNX Runtime's own default, 4, quantises
+the activations to int8 per block (`--option qdq_matmulnbits_accuracy_level=4` runs it, stated as int8 compute)."""
+INT8_COMPUTE_LEVEL = 4
+"""MatMulNBits' accuracy_level that computes with int8 activations (MLAS' CompInt8)."""
+FOUR_BIT_TYPES = (onnx.TensorProto.INT4, onnx.TensorProto.UINT4)
 # ORT's words for an allocation failure inside a running kernel, which it raises as a plain
 # RuntimeException/Fail (std::bad_alloc at the Python boundary arrives as MemoryError).
 OOM_WORDS = ("bad_alloc", "failed to allocate memory", "out of memory")
@@ -195,6 +203,11 @@ def _ortvalue(array: np.ndarray, device: str, device_id: int):
     numpy type in ORT) goes in as raw 16-bit words tagged bfloat16."""
     ort = _ort()
     array = np.asarray(array, order="C")  # keeps a 0-d (scalar) input 0-d; ascontiguousarray makes it (1,)
+    if array.dtype in (DTYPES["int4"], DTYPES["uint4"]):
+        raise UnsupportedError(
+            "ONNX Runtime's Python API makes no OrtValue of a 4-bit array, so a 4-bit input cannot be fed per "
+            "call; run it with --weights const (the inference default), which puts it in the model"
+        )
     if array.dtype != DTYPES["bfloat16"]:
         return ort.OrtValue.ortvalue_from_numpy(array, device, device_id)
     if device == "cpu":
@@ -295,7 +308,7 @@ class OrtSession(Session):
         binding = self._bind(session, self.feeds)
         for _ in range(warmup + runs):
             session.run_with_iobinding(binding)
-        return _read_profile(session.end_profiling(), warmup)
+        return _read_profile(session.end_profiling(), warmup, self.runtime.weight_only)
 
     def end_profiling(self, warmup: int) -> Profile:
         # ONNX Runtime stops profiling for good once the profile is written (a second end_profiling
@@ -303,7 +316,7 @@ class OrtSession(Session):
         path = self.session.end_profiling()
         if not path:
             raise DbenchError("ONNX Runtime wrote no profile: the session was not made with profiling on")
-        return _read_profile(path, warmup)
+        return _read_profile(path, warmup, self.runtime.weight_only)
 
     def device_memory(self) -> int | None:
         return self.runtime.device_memory()
@@ -384,14 +397,36 @@ class OrtConcurrentSession(ConcurrentSession):
         self.constants = {}
 
 
-def _read_profile(path: str, warmup: int) -> Profile:
+def _read_profile(path: str, warmup: int, weight_only: dict[str, tuple[str, str]] | None = None) -> Profile:
     """The profile ONNX Runtime wrote to `path` (removed after reading), its first `warmup` runs left out."""
     try:
         with open(path) as fh:
             events = json.load(fh)
     finally:
         os.unlink(path)
-    return parse_profile(events, warmup)
+    return parse_profile(events, warmup, weight_only)
+
+
+def weight_only_nodes(model: onnx.ModelProto, fused_level: str) -> dict[str, tuple[str, str]]:
+    """Node name -> (weight precision, compute precision or "" for the profile's input type) of every
+    node ONNX Runtime runs as a 4-bit weight-only MatMulNBits: the model's own (its bits and
+    accuracy_level), and each MatMul whose weight is DequantizeLinear of 4-bit data, which ONNX Runtime
+    fuses into one (keeping the MatMul's name) at `fused_level`. Applied only to nodes the profile
+    names MatMulNBits: a MatMul left unfused reads float weights and says so."""
+    compute = lambda level: "int8" if int(level) == INT8_COMPUTE_LEVEL else ""
+    types = {t.name: t.data_type for t in model.graph.initializer}
+    types.update({v.name: v.type.tensor_type.elem_type for v in model.graph.input})
+    producers = {out: node for node in model.graph.node for out in node.output}
+    found = {}
+    for node in model.graph.node:
+        attrs = {a.name: onnx.helper.get_attribute_value(a) for a in node.attribute}
+        if node.op_type == "MatMulNBits":
+            found[node.name] = (f"int{attrs.get('bits', 4)}", compute(attrs.get("accuracy_level", 0)))
+        elif node.op_type == "MatMul" and len(node.input) > 1:
+            dq = producers.get(node.input[1])
+            if dq is not None and dq.op_type == "DequantizeLinear" and types.get(dq.input[0]) in FOUR_BIT_TYPES:
+                found[node.name] = ("int4", compute(fused_level))
+    return found
 
 
 def _run_index(events: list[dict[str, Any]]) -> tuple[list[int], list[int]]:
@@ -408,13 +443,28 @@ def _run_index(events: list[dict[str, Any]]) -> tuple[list[int], list[int]]:
     return [start for start, _ in runs], [end for _, end in runs]
 
 
-def parse_profile(events: list[dict[str, Any]], warmup: int = 1) -> Profile:
+def weight_only_of(name: str, weight_only: dict[str, tuple[str, str]]) -> tuple[str, str]:
+    """What a profiled MatMulNBits read and computed in: its model node's entry (a later fusion appends to
+    the name: `<node>/MatMulAddFusion`), or, for one ONNX Runtime made of nodes no entry names, the
+    entry every weight-only node of the model shares; ("", "") when they differ."""
+    for known in sorted(weight_only, key=len, reverse=True):
+        if name == known or name.startswith(known + "/"):
+            return weight_only[known]
+    shared = set(weight_only.values())
+    return shared.pop() if len(shared) == 1 else ("", "")
+
+
+def parse_profile(
+    events: list[dict[str, Any]], warmup: int = 1, weight_only: dict[str, tuple[str, str]] | None = None
+) -> Profile:
     """ONNX Runtime profiler events -> one NodeProfile per node with its kernel time per run: the sum
     of its events within each `model_run` (a node inside a Loop body has one event per iteration),
     averaged over the typical runs (`typical_runs`; with the median count of events per run), and the
     mean `model_run` of those runs. The first `warmup` runs of the fresh profiling session are dropped
     when later ones exist. A control-flow node's time contains its body's nodes (listed too): it is a
-    container."""
+    container. A MatMulNBits node named in `weight_only` (weight_only_nodes) states its weights and
+    compute apart."""
+    weight_only = weight_only or {}
     starts, ends = _run_index(events)
     totals: dict[str, list[float]] = defaultdict(lambda: [0.0] * len(starts))
     counts: dict[str, list[int]] = defaultdict(lambda: [0] * len(starts))
@@ -439,13 +489,15 @@ def parse_profile(events: list[dict[str, Any]], warmup: int = 1) -> Profile:
         container = op in CONTROL_FLOW_OPS
         # Data-movement nodes (inserted Casts, Transposes...) and control flow get no precision: no math.
         compute = types and op not in NON_COMPUTE_OPS and not container
+        weights, computed = weight_only_of(name, weight_only) if op == "MatMulNBits" else ("", "")
         nodes.append(
             NodeProfile(
                 name=name,
                 op_type=op,
                 kernel=f"{op}:{args.get('provider', '')}",
                 provider=args.get("provider", ""),
-                precision=ORT_TYPE_PRECISION.get(types[0], types[0]) if compute else "",
+                precision=(computed or ORT_TYPE_PRECISION.get(types[0], types[0])) if compute else "",
+                weights=weights,
                 time_us=float(np.mean([totals[name][run] for run in kept])),
                 calls=int(np.median([counts[name][run] for run in kept])),
                 container=container,
@@ -513,6 +565,7 @@ class OrtRuntime(Runtime):
             "all": ort.GraphOptimizationLevel.ORT_ENABLE_ALL,
         }[self.options.graph_optimization]
         so.log_severity_level = 3
+        so.add_session_config_entry("session.qdq_matmulnbits_accuracy_level", self.matmulnbits_level)
         if profiling:
             so.enable_profiling = True
             so.profile_file_prefix = os.path.join(tempfile.gettempdir(), f"dbench-ort-{os.getpid()}")
@@ -551,6 +604,11 @@ class OrtRuntime(Runtime):
         self, model: onnx.ModelProto, constants: Mapping[str, np.ndarray]
     ) -> tuple[bytes, dict[str, Any]]:
         """The serialised model a session loads and the OrtValues that fill its constant weights."""
+        self.weight_only = weight_only_nodes(model, self.matmulnbits_level)
+        four_bit = {name: a for name, a in constants.items() if a.dtype in (DTYPES["int4"], DTYPES["uint4"])}
+        if four_bit:  # no OrtValue from a 4-bit numpy array: such weights go into the model itself
+            model = embed_weights(model, four_bit)
+            constants = {name: a for name, a in constants.items() if name not in four_bit}
         if not constants:
             return model.SerializeToString(), {}
         if not self.constants_in_memory:
@@ -572,6 +630,13 @@ class OrtRuntime(Runtime):
 
     concurrency: dict[str, Any] | None = None
     """How the last prepared session runs requests concurrently (None: one request at a time)."""
+    weight_only: dict[str, tuple[str, str]] = {}
+    """The last prepared model's 4-bit weight-only nodes (weight_only_nodes), for its profile."""
+
+    @property
+    def matmulnbits_level(self) -> str:
+        """The accuracy_level of the MatMulNBits fused from DequantizeLinear(4-bit) -> MatMul."""
+        return self.options.extra.get(MATMULNBITS_LEVEL, PINNED_MATMULNBITS_LEVEL)
 
     def pool_threads(self, requests: int) -> int:
         """intra_op_num_threads of a session shared by `requests` concurrent Run calls of `threads` each:
@@ -589,6 +654,7 @@ class OrtRuntime(Runtime):
             "inter_op_num_threads": 1,
             "execution_mode": "sequential",
             "graph_optimization_level": self.options.graph_optimization,
+            "qdq_matmulnbits_accuracy_level": self.matmulnbits_level,
             **({"concurrency": self.concurrency} if self.concurrency else {}),
         }
 

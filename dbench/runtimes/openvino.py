@@ -20,7 +20,8 @@ import onnx
 from dbench.errors import DbenchError, OutOfMemory, RuntimeSetupError, UnsupportedError, UsageError
 from dbench.executed import ExecutedGraph
 from dbench.gen.graph import GraphSpec
-from dbench.gen.precision import DTYPES
+from dbench.gen.precision import DTYPES, pack_4bit
+from dbench.gen.weights import embed_weights
 from dbench.runtimes.base import ConcurrentSession, NodeProfile, Profile, Runtime, RuntimeOptions, Session, typical_runs
 from dbench.runtimes.pages import HUGE_PAGE, huge_page_array
 
@@ -105,7 +106,15 @@ PINNED = {
     "bf16": ("bf16", "BF16"),
     "int8": ("f32", "INT8"),
     "fp64": ("f32", "FP32"),
+    "int4": ("f32", "FP32"),
 }
+# Weight-only graphs (int4) ask for fp32 compute: OpenVINO's CPU plugin otherwise quantises the
+# activations of a compressed-weight layer to int8 in groups (DYNAMIC_QUANTIZATION_GROUP_SIZE, 32 by
+# default), with kernel names that still end in f32; dbench pins it off, or states int8 compute.
+DYNAMIC_QUANTIZATION = "DYNAMIC_QUANTIZATION_GROUP_SIZE"
+# Element types of a compressed weight (a float layer's integer weight input) -> our precision name.
+WEIGHT_TYPES = {"i4": "int4", "u4": "int4", "i8": "int8", "u8": "int8", "nf4": "nf4", "f4e2m1": "fp4"}
+FLOAT_TYPES = {"f32", "f16", "bf16"}
 # Suffix of an exec_type (`brgemm_avx512_f32`, `jit_avx512_I8`) -> our precision name.
 KERNEL_PRECISION = {
     "f32": "fp32",
@@ -224,6 +233,18 @@ def fused_layers(compiled) -> dict[str, tuple[str, ...]]:
     return fused
 
 
+def compressed_weights(compiled) -> dict[str, str]:
+    """Executed layers that compute on float activations with integer weights (OpenVINO's compressed
+    weights: `FullyConnected` with an i4/u4 weight input) -> the weights' precision, from the compiled
+    model's runtime graph."""
+    found = {}
+    for op in compiled.get_runtime_model().get_ordered_ops():
+        types = [port.get_element_type().to_string() for port in op.inputs()]
+        if len(types) > 1 and types[0] in FLOAT_TYPES and types[1] in WEIGHT_TYPES:
+            found[op.get_friendly_name()] = WEIGHT_TYPES[types[1]]
+    return found
+
+
 def cumulative_reports(device: str) -> bool:
     """Whether OpenVINO reports layer times on `device` as averages since compile (its CPU plugin)."""
     return all(d.split(".")[0] == "CPU" for d in device.split(","))
@@ -252,12 +273,17 @@ def parse_profile(
     sources: dict[str, str],
     warmup: int = 1,
     latencies_us: list[float] | None = None,
+    weights: dict[str, str] | None = None,
+    dynamic_quantization: bool = False,
 ) -> Profile:
     """ProfilingInfo lists read after the last of `warmup` runs of a fresh request and after each later
     run -> one NodeProfile per executed layer with its time per later run (see `warm_time_us`), and
     the request's own mean latency over the same runs, so that layer times add up to at most the time
     per call, as each run's do. Devices that report per run keep only the typical runs
-    (`typical_runs`, by latency); the CPU plugin's running averages cannot leave a run out."""
+    (`typical_runs`, by latency); the CPU plugin's running averages cannot leave a run out. A layer in
+    `weights` (compressed_weights) states its weights apart, and computes in int8 when the compiled
+    model quantises activations dynamically (`dynamic_quantization`)."""
+    weights = weights or {}
     times: dict[str, list[float]] = defaultdict(list)
     info: dict[str, Any] = {}
     executed = _ov().ProfilingInfo.Status.EXECUTED
@@ -275,7 +301,10 @@ def parse_profile(
             op_type=layer.node_type,
             kernel=layer.exec_type,
             provider=device,
-            precision=kernel_precision(layer.node_type, layer.exec_type, fused.get(name, ()), sources),
+            precision="int8"
+            if name in weights and dynamic_quantization
+            else kernel_precision(layer.node_type, layer.exec_type, fused.get(name, ()), sources),
+            weights=weights.get(name, ""),
             time_us=warm_time_us(times[name], cumulative, warmup, kept),
         )
         for name, layer in info.items()
@@ -292,9 +321,19 @@ def _host_array(tensor) -> np.ndarray:
 
 
 def _fill(tensor, array: np.ndarray) -> None:
-    """Copy `array` into an OpenVINO tensor's own memory (bfloat16 as its raw 16-bit words)."""
+    """Copy `array` into an OpenVINO tensor's own memory (bfloat16 as its raw 16-bit words; a 4-bit array
+    packed two values a byte, as OpenVINO holds i4/u4)."""
     target = tensor.data
     source = np.asarray(array, order="C")  # keeps 0-d inputs 0-d
+    if source.dtype in (DTYPES["int4"], DTYPES["uint4"]):
+        packed = pack_4bit(source)
+        if tuple(tensor.shape) != source.shape or target.size != packed.size:
+            raise DbenchError(
+                f"feed of shape {source.shape} ({source.dtype}) does not fit OpenVINO's "
+                f"{tuple(tensor.shape)} {tensor.element_type.to_string()} input; regenerate the graph"
+            )
+        target.reshape(-1)[...] = packed.view(target.dtype)
+        return
     if tuple(target.shape) != source.shape or target.dtype.itemsize != source.dtype.itemsize:
         raise DbenchError(
             f"feed of shape {source.shape} ({source.dtype}) does not fit OpenVINO's "
@@ -339,6 +378,10 @@ def _constant(array: np.ndarray):
         tensor = ov.Tensor(ov.Type.bf16, ov.Shape(list(array.shape)))
         _fill(tensor, array)
         return ov.op.Constant(tensor)
+    if array.dtype in (DTYPES["int4"], DTYPES["uint4"]):
+        tensor = ov.Tensor(ov.Type.i4 if array.dtype == DTYPES["int4"] else ov.Type.u4, ov.Shape(list(array.shape)))
+        _fill(tensor, array)
+        return ov.op.Constant(tensor)
     return ov.op.Constant(np.asarray(array, order="C"), shared_memory=True)
 
 
@@ -351,6 +394,19 @@ def make_constant(model, constants: Mapping[str, np.ndarray]) -> None:
             parameter.output(0).replace(_constant(constants[name]).output(0))
             model.remove_parameter(parameter)
     model.validate_nodes_and_infer_types()
+
+
+def frontend_constants(
+    model: onnx.ModelProto, constants: Mapping[str, np.ndarray]
+) -> tuple[onnx.ModelProto, Mapping[str, np.ndarray]]:
+    """(model, the constants left to make after reading it): OpenVINO's ONNX frontend converts a
+    com.microsoft op (MatMulNBits) only with its weight inputs constant in the file it reads, so the
+    weights those ops read are embedded in the model first."""
+    names = {name for node in model.graph.node if node.domain == "com.microsoft" for name in node.input[1:]}
+    embedded = {name: value for name, value in constants.items() if name in names}
+    if not embedded:
+        return model, constants
+    return embed_weights(model, embedded), {name: v for name, v in constants.items() if name not in embedded}
 
 
 class OpenVinoSession(Session):
@@ -428,7 +484,17 @@ class OpenVinoSession(Session):
                 samples.append(request.get_profiling_info())
             if call >= warmup:
                 latencies.append(float(request.latency) * 1e3)
-        return parse_profile(samples, device, fused_layers(compiled), self.sources, warmup, latencies)
+        dynamic = self.runtime.properties.get(DYNAMIC_QUANTIZATION, "0") not in ("0", "")
+        return parse_profile(
+            samples,
+            device,
+            fused_layers(compiled),
+            self.sources,
+            warmup,
+            latencies,
+            compressed_weights(compiled),
+            dynamic,
+        )
 
     def executed_graph(self) -> ExecutedGraph:
         """The runtime graph of the model compiled for timing, each layer with the ONNX names it came from."""
@@ -587,6 +653,8 @@ class OpenVino(Runtime):
             config["INFERENCE_NUM_THREADS"] = str(self.options.thread_count * (requests or 1))
         if precision is not None and not self.options.allow_runtime_precision:
             config["INFERENCE_PRECISION_HINT"] = PINNED[precision][0]
+            if precision == "int4" and self._supports(DYNAMIC_QUANTIZATION):
+                config[DYNAMIC_QUANTIZATION] = "0"
         return {**config, **self.options.extra}
 
     def compile(
@@ -694,12 +762,14 @@ class OpenVino(Runtime):
 
     def prepare(self, model: onnx.ModelProto, spec: GraphSpec, constants: Mapping[str, np.ndarray]) -> Session:
         self.requests = None
+        model, constants = frontend_constants(model, constants)
         return OpenVinoSession(self, model, spec, constants)
 
     def prepare_concurrent(
         self, model: onnx.ModelProto, spec: GraphSpec, constants: Mapping[str, np.ndarray], requests: int
     ) -> ConcurrentSession:
         self.requests = requests
+        model, constants = frontend_constants(model, constants)
         return OpenVinoConcurrentSession(self, model, spec, constants, requests)
 
     def describe(self) -> dict[str, Any]:

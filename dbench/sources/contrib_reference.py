@@ -40,7 +40,35 @@ class NhwcMaxPool(OpRun):
         return (np.ascontiguousarray(np.transpose(pooled, TO_CHANNELS_LAST)).astype(x.dtype),)
 
 
-CONTRIB_OPS = (NhwcMaxPool,)
+class MatMulNBits(OpRun):
+    """com.microsoft.MatMulNBits (4-bit): A times the weight its blocks hold, dequantised in float64 by
+    dbench's rule for the form (dbench.gen.int4.nbits_weight: codes packed two a byte, the lower nibble
+    first; zero points packed likewise, or 8 when absent, or a float per block), plus the bias."""
+
+    op_domain = "com.microsoft"
+
+    def _run(self, a, b, scales, zero_points=None, g_idx=None, bias=None, **_unused):  # noqa: ANN001, ANN202
+        from dbench.gen.int4 import blocked_weight, nbits_weight, unpack_nibbles
+
+        attrs = _attributes(self)
+        if int(attrs.get("bits", 4)) != 4:
+            raise NotImplementedError(f"MatMulNBits with {attrs['bits']}-bit weights: the reference is 4-bit only")
+        if g_idx is not None:
+            raise NotImplementedError("MatMulNBits with g_idx (act-order): the reference has no reordering")
+        k, n, block = int(attrs["K"]), int(attrs["N"]), int(attrs["block_size"])
+        if zero_points is not None and np.issubdtype(zero_points.dtype, np.floating):
+            blocks = -(-k // block)
+            codes = unpack_nibbles(b).reshape(n, -1)[:, :k]
+            weight = blocked_weight(codes, scales.reshape(n, blocks), zero_points.reshape(n, blocks), block, axis=1).T
+        else:
+            weight = nbits_weight(b, scales, zero_points, k, n, block)
+        out = np.asarray(a, dtype=np.float64) @ weight
+        if bias is not None:
+            out = out + bias
+        return (out.astype(a.dtype),)
+
+
+CONTRIB_OPS = (NhwcMaxPool, MatMulNBits)
 """The contrib ops every graph may hold, as ReferenceEvaluator's `new_ops` takes them."""
 
 

@@ -27,6 +27,7 @@ from dbench.frommodel.walk import extract
 from dbench.gen.feeds import default_seed
 from dbench.gen.graph import EVICT_ATTR, IR_VERSION, OPSET, GraphSpec, TensorSpec
 from dbench.gen.manifest import sha256
+from dbench.gen.precision import WEIGHT_ONLY_COMPUTE
 from dbench.sources.contract import ONNX_REFERENCE, Contract
 from dbench.sources.item import Item
 from dbench.sources.model import model_item
@@ -230,8 +231,10 @@ def _unit_spec(
     graph_id: str, model: onnx.ModelProto, types, prepared: Prepared, tag: dict[str, Any], precision: str
 ) -> GraphSpec:
     """The spec of a unit graph, as for a foreign model, named and tagged as a unit, in the whole
-    model's precision (a QuantizeLinear alone is part of an int8 model, and verified as such); the
-    catalog kernels of its nodes (DeepBench's families) are listed in its tag."""
+    model's precision (a QuantizeLinear alone is part of an int8 model, and verified as such), except a
+    weight-only model's unit, which is in its own (int4 where it holds 4-bit weights, its float precision
+    where it holds none: an attention product reads no weights); the catalog kernels of its nodes
+    (DeepBench's families) are listed in its tag."""
     loaded = LoadedModel(graph_id, prepared.path, model, True, shaped(model, types))
     extraction = extract(loaded)
     spec = foreign_spec(loaded, extraction, graph_id)
@@ -242,7 +245,7 @@ def _unit_spec(
         op=UNIT_FAMILY,
         form=UNIT_FAMILY,
         apps=(prepared.loaded.name,),
-        precision=precision,
+        precision=spec.precision if precision in WEIGHT_ONLY_COMPUTE else precision,
         attrs={**spec.attrs, PREDICT_ATTR: {**tag, "kernels": kernels}},
     )
 

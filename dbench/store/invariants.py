@@ -35,6 +35,7 @@ COMPUTE_PRECISIONS = {
     "bf16": {"bf16", "fp32"},
     "int8": {"int8", "fp32", "fp16", "bf16"},
     "fp64": {"fp64", "fp32"},
+    "int4": {"fp32", "fp16", "bf16", "int8"},
 }
 """The precisions a graph's compute can have run in: its own, a float fallback, or (fp32 graphs with
 --allow-runtime-precision) a narrower float (TF32: a CUDA kernel torch-cuda's profile names so). Never an

@@ -10,8 +10,9 @@ from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
 from dbench.gen.graph import GraphSpec
+from dbench.gen.precision import WEIGHT_ONLY_COMPUTE
 from dbench.outcome import Outcome, Status
-from dbench.store.invariants import ARITHMETIC_PRECISIONS, violations
+from dbench.store.invariants import ARITHMETIC_PRECISIONS, NOT_PROFILED, violations
 from dbench.store.metadata import load_average
 
 if TYPE_CHECKING:
@@ -96,6 +97,43 @@ def executed_precision(nodes: list[dict[str, Any]]) -> str:
     if not compute:
         return "unknown"
     return max(compute, key=lambda n: n["time_us"])["precision"]
+
+
+GEMM_OPS = frozenset({"MatMul", "Gemm", "FusedMatMul", "MatMulNBits", "FullyConnected", "FullyConnectedCompressed"})
+"""Profiled op types that multiply by a weight matrix (ONNX Runtime's and OpenVINO's names)."""
+
+
+def executed_weights(nodes: list[dict[str, Any]]) -> str:
+    """The precision of the weights the most expensive matrix product read: `int4` for a 4-bit kernel,
+    its compute precision where it read float weights (a runtime that dequantised them first);
+    `unknown` without a profile or without a matrix product in it."""
+    products = [
+        n
+        for n in nodes
+        if n.get("precision") in ARITHMETIC_PRECISIONS and (n.get("weights") or n.get("op_type") in GEMM_OPS)
+    ]
+    if not products:
+        return "unknown"
+    top = max(products, key=lambda n: n["time_us"])
+    return top.get("weights") or top["precision"]
+
+
+def executed_statement(row: dict[str, Any]) -> str:
+    """What a row's graph executed, in words: `int4 weights, fp32 compute` for a weight-only graph (its
+    weights and compute precision apart), else the executed precision."""
+    executed = row.get("precision_executed") or ""
+    weights = row.get("weights_executed") or ""
+    return f"{weights} weights, {executed} compute" if weights else executed
+
+
+def precision_fallback(precision: str, executed: str, weights: str) -> bool:
+    """Whether a row ran in another precision than asked: a weight-only graph whose kernel read other
+    weights than its own, or computed in another precision than its form asks (WEIGHT_ONLY_COMPUTE)."""
+    if precision in WEIGHT_ONLY_COMPUTE:
+        return (weights not in NOT_PROFILED and weights != precision) or (
+            executed not in NOT_PROFILED and executed != WEIGHT_ONLY_COMPUTE[precision]
+        )
+    return executed not in NOT_PROFILED and executed != precision
 
 
 def kernel_time(nodes: list[dict[str, Any]]) -> float | None:
@@ -349,6 +387,10 @@ class Row:
     """An attention graph's form as the runtime executed it, read from its executed layers: `fused: ...` (one
     attention kernel) or `unfused: ...` (the products and softmax apart), then those layers; empty for
     other graphs and runtimes that cannot tell (dbench.worker.attention_form)."""
+    weights_executed: str = ""
+    """A weight-only graph (int4): the precision of the weights its main kernel read, apart from the
+    compute precision in `precision_executed` (`int4` and `fp32`: a 4-bit kernel computing in fp32;
+    `fp32` and `fp32`: the runtime dequantised the weights and ran a float GEMM). Empty for other graphs."""
 
     def to_dict(self) -> dict[str, Any]:
         row = {("pass" if f.name == "pass_name" else f.name): getattr(self, f.name) for f in dataclasses.fields(self)}
@@ -383,6 +425,9 @@ class Row:
             if nodes
             else ("unknown" if status in (Status.OK, Status.MISMATCH, Status.DISPUTED) else "")
         )
+        weights_executed = (
+            (executed_weights(nodes) if nodes else executed) if spec.precision in WEIGHT_ONLY_COMPUTE else ""
+        )
         row = cls(
             run_id=run_id,
             seq=seq,
@@ -398,7 +443,8 @@ class Row:
             attrs=spec.attrs,
             precision=spec.precision,
             precision_executed=executed,
-            precision_fallback=executed not in ("unknown", "", spec.precision),
+            precision_fallback=precision_fallback(spec.precision, executed, weights_executed),
+            weights_executed=weights_executed,
             weights=weights,
             runtime=runtime["name"],
             runtime_version=runtime["version"],
