@@ -145,7 +145,13 @@ def export(module, shape: tuple[int, ...], path: Path) -> Path:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         torch.onnx.export(
-            module, (torch.randn(*shape),), buffer, opset_version=OPSET, dynamo=False, input_names=["x"], output_names=["y"]
+            module,
+            (torch.randn(*shape),),
+            buffer,
+            opset_version=OPSET,
+            dynamo=False,
+            input_names=["x"],
+            output_names=["y"],
         )
     model = onnx.load_from_string(buffer.getvalue())
     onnx.checker.check_model(model)
