@@ -11,13 +11,17 @@ is one more implementation that differs only by rounding, and its outputs' dista
 reference is what the chain of requantizations accumulates from such differences.
 
 A quantized output (an 8-bit integer output, or a DequantizeLinear of a quantized value computed in the
-graph) is compared in steps of its scale: at most SPREAD_MARGIN step more than the largest difference
-any perturbed evaluation showed (the runtime's own last rounding may fall on the other side of
-theirs), shifted on average by at most BIAS_MARGIN step more than theirs (a rounding to nearest is
-unbiased; no faithful rounding of the last requantization shifts its output by half a step or more),
-and a dequantized output must lie on its grid. Any other output (a float computed after a rounding:
-a dynamic MatMulInteger's rescaled result) keeps its relative metric, its bound the float tolerance
-plus FLOAT_MARGIN times the largest relative difference the perturbed evaluations showed."""
+graph) is compared in steps of its scale: its largest error at most SPREAD_FACTOR times the largest
+any perturbed evaluation showed plus SPREAD_MARGIN step (the maximum of many elements varies from run
+to run, and the runtime's own last rounding may fall on the other side of theirs), its root mean
+square at most RMS_FACTOR times theirs (at least RMS_FLOOR), its mean shifted by at most BIAS_MARGIN
+step more than theirs (a rounding to nearest is unbiased; no faithful rounding of the last
+requantization shifts its output by half a step or more), and a dequantized output must lie on its
+grid. Any other output (a float computed after a rounding: a dynamic MatMulInteger's rescaled result)
+keeps its relative metric, its bound the float tolerance
+plus FLOAT_MARGIN times the largest relative difference the perturbed evaluations showed, and its
+relative root mean square (RMS(out - ref) / RMS(ref)) within the float tolerance plus RMS_FACTOR times
+theirs."""
 
 from __future__ import annotations
 
@@ -148,6 +152,12 @@ def perturbed_ops(rng: np.random.Generator) -> list:
     return [QuantizeLinear, DynamicQuantizeLinear, QLinearMatMul, QLinearConv]
 
 
+def _relative_rms(out: np.ndarray, ref: np.ndarray) -> float:
+    """RMS(out - ref) / RMS(ref)."""
+    spread = float(np.sqrt(np.mean(ref**2))) if out.size else 0.0
+    return float(np.sqrt(np.mean((out - ref) ** 2))) / spread if spread > 0 else 0.0
+
+
 def _relative(out: np.ndarray, ref: np.ndarray) -> float:
     diff = float(np.abs(out - ref).max()) if out.size else 0.0
     scale = float(np.abs(ref).max()) if out.size else 0.0
@@ -186,6 +196,7 @@ def derive(
                 rms[name] = max(rms[name], float(np.sqrt(np.mean(diff**2))) if diff.size else 0.0)
             else:
                 spread[name] = max(spread[name], _relative(out[finite], ref64[finite]))
+                rms[name] = max(rms[name], _relative_rms(out[finite], ref64[finite]))
     rules = []
     for name in expected:
         seen = f"{PERTURBED_EVALUATIONS} evaluations rounding within {EPSILON:g} step of ties otherwise"
@@ -206,13 +217,13 @@ def derive(
                 )
             )
         else:
-            bound = base.bound + FLOAT_MARGIN * spread[name]
             rules.append(
                 OutputRule(
                     name,
                     base.metric,
-                    bound,
-                    why=f"{base.bound:g} and {FLOAT_MARGIN:g} times the {spread[name]:.3g} at most in {seen}",
+                    base.bound + FLOAT_MARGIN * spread[name],
+                    rms=base.bound + RMS_FACTOR * rms[name],
+                    why=f"at most {spread[name]:.3g} relative, {rms[name]:.3g} in relative root mean square in {seen}",
                 )
             )
     return Tolerance(base.metric, base.bound, tuple(rules))

@@ -98,6 +98,11 @@ def _output_error(out64: np.ndarray, ref64: np.ndarray, finite: np.ndarray, rule
     if rule.metric == "rel":
         scale = float(np.abs(ref64[finite]).max()) if diff.size else 0.0
         error = error / scale if scale > 0 else error
+        if diff.size and math.isfinite(rule.rms):
+            spread = float(np.sqrt(np.mean(ref64[finite] ** 2)))
+            rms = float(np.sqrt(np.mean(diff**2))) / spread if spread > 0 else 0.0
+            if rms > rule.rms:
+                return error, f"{rms:.3g} off in relative root mean square, over its budget of {rule.rms:.3g}"
     return error, ""
 
 
