@@ -15,7 +15,7 @@ import pytest
 from onnx import numpy_helper
 from typer.testing import CliRunner
 
-from dbench.check.quantized import derive, rounding_nodes
+from dbench.check.quantized import chain_rule, derive, rounding_nodes
 from dbench.check.verdict import compare
 from dbench.cli import app
 from dbench.sources.model_reference import reference_outputs, tolerance
@@ -233,3 +233,13 @@ def test_the_units_predict_cuts_from_a_qdq_model_are_verified_in_steps(corpus, t
         (r["graph_id"], r["message"]) for r in rows
     ]
     assert any(r["tolerance_metric"] == "steps" for r in rows)
+
+
+def test_without_a_reference_a_quantized_output_gets_a_step_per_rounding_on_its_chain(corpus):
+    model = onnx.load(str(corpus["resnet18"][1]))
+    base = tolerance(_spec(corpus["resnet18"][1]))
+    (output,) = chain_rule(model, base).outputs
+    assert output.metric == "steps" and output.grid and output.bias == 0.5
+    assert 10 <= output.bound <= rounding_nodes(model)  # the longest chain, not every rounding
+    fp32 = onnx.load(str(corpus["resnet18"][0]))
+    assert chain_rule(fp32, base) == base  # nothing rounds: the float rule
