@@ -243,3 +243,23 @@ def test_without_a_reference_a_quantized_output_gets_a_step_per_rounding_on_its_
     assert 10 <= output.bound <= rounding_nodes(model)  # the longest chain, not every rounding
     fp32 = onnx.load(str(corpus["resnet18"][0]))
     assert chain_rule(fp32, base) == base  # nothing rounds: the float rule
+
+
+@pytest.mark.parametrize("name", ["resnet18", "mobilenet_v2"])
+def test_the_first_node_that_differs_is_the_defect_not_a_rounding(corpus, name, seed):
+    """Every value judged by its own derived rule: ONNX Runtime's values of the model agree everywhere;
+    with one requantization's scale doubled, the first value that differs is that requantization's."""
+    from dbench.check.localise import exposed, first_disagreement
+    from dbench.sources.model_reference import reference_values
+
+    path = corpus[name][1]
+    model, spec = onnx.load(str(path)), _spec(path)
+    feeds = _feeds(model, seed)
+    values, _by = reference_values(model, spec, feeds)
+    rule = derive(model, spec, feeds, values, tolerance(spec), every_value=True)
+    assert first_disagreement(model, values, _ort(exposed(model, spec)[0], feeds), rule, ["y"]) is None
+    wrong = _wrong_scale(model, 2.0)
+    (quantizer,) = [n for n in wrong.graph.node if n.op_type == "QuantizeLinear" and n.input[1].endswith("_wrong")]
+    found = first_disagreement(model, values, _ort(exposed(wrong, spec)[0], feeds), rule, ["y"])
+    readers = [n.name for n in model.graph.node if quantizer.output[0] in n.input]
+    assert found is not None and found["node"] in readers, (found, readers)

@@ -65,24 +65,27 @@ def _constants(model: onnx.ModelProto) -> dict[str, np.ndarray]:
     return values
 
 
-def _step_outputs(model: onnx.ModelProto) -> dict[str, tuple[float, float, bool]]:
-    """The graph's quantized outputs: name -> (scale, zero point, on a grid): an 8-bit or 16-bit
-    integer output (its units are steps), or a DequantizeLinear with a scalar scale of an integer value
-    the graph computed (values (q - zero point) · scale)."""
+def _step_values(model: onnx.ModelProto, names) -> dict[str, tuple[float, float, bool]]:  # noqa: ANN001
+    """Which of `names` are quantized values: name -> (scale, zero point, on a grid). An 8- or 16-bit
+    integer output, or a rounding op's integer result, has steps for units (scale 1); a
+    DequantizeLinear with a scalar scale of an integer value the graph computed is on its grid,
+    (q - zero point) · scale."""
     producers = {name: node for node in model.graph.node for name in node.output}
+    types = {v.name: v.type.tensor_type.elem_type for v in model.graph.output}
     constants = _constants(model)
     found = {}
-    for value in model.graph.output:
-        if value.type.tensor_type.elem_type in STEP_TYPES:
-            found[value.name] = (1.0, 0.0, False)
+    for name in names:
+        node = producers.get(name)
+        rounded = node is not None and node.op_type in ROUNDING_OPS and name == node.output[0]
+        if types.get(name) in STEP_TYPES or rounded:
+            found[name] = (1.0, 0.0, False)
             continue
-        node = producers.get(value.name)
         if node is None or node.op_type != "DequantizeLinear" or node.input[0] in constants:
             continue
         scale = constants.get(node.input[1])
         zero = constants.get(node.input[2]) if len(node.input) > 2 and node.input[2] else np.zeros(())
         if scale is not None and zero is not None and scale.size == 1 and zero.size == 1:
-            found[value.name] = (float(scale.reshape(())), float(zero.reshape(())), True)
+            found[name] = (float(scale.reshape(())), float(zero.reshape(())), True)
     return found
 
 
@@ -170,20 +173,24 @@ def derive(
     feeds: dict[str, np.ndarray],
     expected: dict[str, np.ndarray],
     base: Tolerance,
+    every_value: bool = False,
 ) -> Tolerance:
-    """The graph's rule: `base` where nothing in it rounds; else every output's own rule (module
-    docstring) from PERTURBED_EVALUATIONS perturbed evaluations of the reference. A perturbed
-    evaluation the reference cannot finish leaves `base`, saying nothing more than before."""
-    from dbench.sources.model_reference import reference_outputs
+    """The graph's rule: `base` where nothing in it rounds; else a rule of its own (module docstring)
+    for every output, or with `every_value` for every value the reference computed (`expected` then
+    holds them all: what the first node that differs is looked for with), from PERTURBED_EVALUATIONS
+    perturbed evaluations of the reference. A perturbed evaluation the reference cannot finish leaves
+    `base`, saying nothing more than before."""
+    from dbench.sources.model_reference import reference_outputs, reference_values
 
     if not rounding_nodes(model):
         return base
-    steps = _step_outputs(model)
+    evaluate = reference_values if every_value else reference_outputs
+    steps = _step_values(model, expected)
     rng = np.random.default_rng(SEED)
     spread = {name: 0.0 for name in expected}
     shift, rms = dict(spread), dict(spread)
     for _ in range(PERTURBED_EVALUATIONS):
-        perturbed, _by = reference_outputs(model, spec, feeds, new_ops=perturbed_ops(rng))
+        perturbed, _by = evaluate(model, spec, feeds, new_ops=perturbed_ops(rng))
         if perturbed is None:
             return base
         for name, ref in expected.items():
@@ -257,6 +264,6 @@ def chain_rule(model: onnx.ModelProto, base: Tolerance) -> Tolerance:
             why=f"one step for each of the {depth.get(name, 0)} roundings on its longest chain (no reference "
             "to perturb)",
         )
-        for name, (scale, zero, grid) in _step_outputs(model).items()
+        for name, (scale, zero, grid) in _step_values(model, [o.name for o in model.graph.output]).items()
     )
     return Tolerance(base.metric, base.bound, rules)

@@ -136,11 +136,12 @@ def reference_outputs(
 
 
 def reference_values(
-    model: onnx.ModelProto, spec: GraphSpec, feeds: dict[str, np.ndarray]
+    model: onnx.ModelProto, spec: GraphSpec, feeds: dict[str, np.ndarray], new_ops: list | None = None
 ) -> tuple[dict[str, np.ndarray] | None, str]:
     """Every value the reference computes for the model (inputs, intermediates, outputs) by name, or
-    (None, why not): what the first node whose outputs disagree is looked for in."""
-    results, why = _evaluate(model, spec, feeds, intermediate=True)
+    (None, why not): what the first node whose outputs disagree is looked for in (`new_ops`: as
+    reference_outputs)."""
+    results, why = _evaluate(model, spec, feeds, True, new_ops)
     if results is None:
         return None, why
     return {name: np.asarray(value) for name, value in results.items() if name and isinstance(value, np.ndarray)}, BY

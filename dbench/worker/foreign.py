@@ -129,8 +129,11 @@ def _localise(
     second: dict[str, Any],
 ) -> dict[str, Any]:
     """The first node whose outputs differ from the reference's: computed by this runtime, or where it
-    cannot expose every value, by the second implementation when that disagrees with the reference too."""
+    cannot expose every value, by the second implementation when that disagrees with the reference too.
+    In a graph that rounds, every value is judged by its own derived rule (dbench.check.quantized), so
+    a near-tie rounded the other way is no difference."""
     from dbench.check.localise import exposed, first_disagreement
+    from dbench.check.quantized import derive
     from dbench.errors import DbenchError
     from dbench.sources.model_reference import reference_values
     from dbench.worker.second import OutputsJob, outputs_elsewhere, second_implementation
@@ -158,7 +161,10 @@ def _localise(
                 f"{computed})"
             }
         by = other.runtime
-    found = first_disagreement(checked.model, values, computed, rule, targets)
+    base = Tolerance(rule.metric, rule.bound)
+    found = first_disagreement(
+        checked.model, values, computed, derive(checked.model, checked.spec, feeds, values, base, True), targets
+    )
     if found is None:
         return {
             "why": "no single node: with every value an output the runtime agrees with the reference, "
