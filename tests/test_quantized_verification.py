@@ -263,3 +263,25 @@ def test_the_first_node_that_differs_is_the_defect_not_a_rounding(corpus, name, 
     found = first_disagreement(model, values, _ort(exposed(wrong, spec)[0], feeds), rule, ["y"])
     readers = [n.name for n in model.graph.node if quantizer.output[0] in n.input]
     assert found is not None and found["node"] in readers, (found, readers)
+
+
+def test_the_transposes_onnx_runtime_wraps_an_int8_unit_in_are_left_out_of_its_time():
+    """An int8 convolution timed alone on ONNX Runtime runs as Transpose, QLinearConv (NHWC), Transpose;
+    inside the model its neighbours hand it NHWC: the Transposes no node of the unit made are boundary
+    layers, a Transpose that is the unit's own node is not."""
+    from dbench.units.prediction import kept
+
+    occurrences = [{"nodes": ["dq", "/conv", "q"], "layers": ["/conv_token_10"]}]
+    profile = [
+        {"name": "Transpose", "op_type": "Transpose", "time_us": 6.0},
+        {"name": "/conv_token_1", "op_type": "QLinearConv", "time_us": 40.0},
+        {"name": "Transpose_token_0", "op_type": "Transpose", "time_us": 14.0},
+    ]
+    unit = {"nodes": profile, "attrs": {"predict": {"role": "unit", "kind": "executed", "occurrences": occurrences}}}
+    assert kept(unit) == pytest.approx(40 / 60)
+    own = [{"nodes": ["/t"], "layers": ["/t"]}]
+    transpose = {
+        "nodes": [{"name": "/t_token_2", "op_type": "Transpose", "time_us": 5.0}],
+        "attrs": {"predict": {"role": "unit", "kind": "executed", "occurrences": own}},
+    }
+    assert kept(transpose) == 1.0
