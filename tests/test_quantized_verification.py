@@ -201,6 +201,7 @@ def test_a_static_qdq_model_runs_ok_on_both_cpu_runtimes_with_run_model(corpus, 
         assert row["tolerance_metric"] == "steps" and row["precision"] == "int8"
 
 
+@pytest.mark.slow
 def test_a_dynamic_int8_model_runs_with_model_graphs_and_predict_on_both_cpu_runtimes(corpus, tmp_path):
     path = corpus["mlp"][1]
     folder = tmp_path / "graphs"
@@ -225,6 +226,7 @@ def test_a_dynamic_int8_model_runs_with_model_graphs_and_predict_on_both_cpu_run
         assert all(r["message"] for r in rows if r["status"] == "unsupported")
 
 
+@pytest.mark.slow
 def test_the_units_predict_cuts_from_a_qdq_model_are_verified_in_steps(corpus, tmp_path):
     result = invoke("predict", corpus["resnet18"][1], "--runtime", "ort-cpu", *RUN[:-2], "--out", tmp_path)
     assert result.exit_code == 0, result.output
