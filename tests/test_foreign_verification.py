@@ -81,7 +81,11 @@ def wrong_reference(monkeypatch):
 
     from dbench.sources import model_reference
 
-    monkeypatch.setattr(model_reference, "_evaluator", lambda model: ReferenceEvaluator(model, new_ops=[Relu]))
+    monkeypatch.setattr(
+        model_reference,
+        "_evaluator",
+        lambda model, new_ops=None: ReferenceEvaluator(model, new_ops=[Relu, *(new_ops or [])]),
+    )
 
 
 def wrong_runtime(monkeypatch, runtime: str, change) -> None:

@@ -59,15 +59,13 @@ def full_check(
     key = entry_key("full", model, spec, rows=None if rows is None else rows.tolist())
     stored = cache.get(key)
     if stored is not None:
-        by, rule = str(stored.pop(".by")), Tolerance(str(stored.pop(".metric")), float(stored.pop(".bound")))
+        by, rule = str(stored.pop(".by")), Tolerance.from_json(str(stored.pop(".rule")))
         expected = stored
     else:
         expected, by, rule = full_reference(rows)
         if expected is None:
             return Unverified(by)
-        cache.put(
-            key, {**expected, ".by": np.array(by), ".metric": np.array(rule.metric), ".bound": np.array(rule.bound)}
-        )
+        cache.put(key, {**expected, ".by": np.array(by), ".rule": np.array(rule.to_json())})
     if rows is not None:
         outputs = {name: np.asarray(value)[rows] for name, value in outputs.items()}
     verdict = compare(outputs, expected, rule)

@@ -36,6 +36,7 @@ model's execution plan, read before any timing: where a graph expresses it, it i
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -243,7 +244,19 @@ def kept(row: dict[str, Any]) -> float | None:
     total = sum(float(n["time_us"]) for n in layers)
     if not total:  # a profile without timed layers (OpenVINO's in-place Flatten or Concat) leaves nothing out
         return None if row.get("profile_call_us") is None else 1.0
-    return 1.0 - sum(float(n["time_us"]) for n in layers if n["op_type"] in BOUNDARY_REORDERS) / total
+    own = {node for occurrence in tag(row).get("occurrences") or [] for node in occurrence.get("nodes", [])}
+    return 1.0 - sum(float(n["time_us"]) for n in layers if _at_boundary(n, own)) / total
+
+
+def _at_boundary(layer: dict[str, Any], own: set[str]) -> bool:
+    """Whether a layer of a unit's own profile is one the runtime put at the unit's boundary: a reorder
+    (BOUNDARY_REORDERS), or a Transpose that no node of the unit made (named after none of `own`, the
+    unit's nodes: ONNX Runtime's NHWC transformer wraps an int8 QLinearConv alone in two, where inside
+    the model its neighbours hand it NHWC already). Without `own` (rows that do not list the unit's
+    nodes) only the reorders."""
+    if layer["op_type"] in BOUNDARY_REORDERS:
+        return True
+    return bool(own) and layer["op_type"] == "Transpose" and re.sub(r"_token_\d+$", "", layer["name"]) not in own
 
 
 def predicted(empty_us: float, units: list[tuple[int, float, float]]) -> float:

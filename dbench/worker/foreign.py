@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 import onnx
 
-from dbench.check.verdict import Verdict, compare
+from dbench.check.verdict import Verdict, compare, failure
 from dbench.gen.graph import GraphSpec
 from dbench.gen.tolerance import Tolerance
 from dbench.outcome import Status
@@ -41,6 +41,8 @@ class ForeignVerdict:
     status: Status
     message: str
     verification: dict[str, Any] = field(default_factory=dict)
+    rule: Tolerance | None = None
+    """The rule the outputs were compared by (None when nothing checked them)."""
 
 
 def _run_here(
@@ -61,26 +63,27 @@ def _run_here(
 
 
 def _reference(
-    spec: GraphSpec, key_bytes: bytes, model: onnx.ModelProto, feeds: dict[str, np.ndarray], cache, rule: Tolerance
-) -> tuple[dict[str, np.ndarray] | None, str]:
-    """The reference's outputs, from the cache or computed and cached (the full check's entry), or
-    (None, why the reference cannot run)."""
+    spec: GraphSpec, key_bytes: bytes, model: onnx.ModelProto, feeds: dict[str, np.ndarray], cache, base: Tolerance
+) -> tuple[dict[str, np.ndarray] | None, str, Tolerance]:
+    """The reference's outputs and the rule they are compared by (`base`, or for a graph that rounds
+    the rule dbench.check.quantized derives), from the cache or computed and cached (the full check's
+    entry), or (None, why the reference cannot run, `base`)."""
     from dbench.cache.keys import entry_key
+    from dbench.check.quantized import derive
     from dbench.sources.model_reference import reference_outputs
 
     key = entry_key("full", key_bytes, spec, rows=None)
     stored = cache.get(key)
     if stored is not None:
         by = str(stored.pop(".by"))
-        stored.pop(".metric")
-        stored.pop(".bound")
-        return stored, by
+        rule = Tolerance.from_json(str(stored.pop(".rule")))
+        return stored, by, rule
     expected, by = reference_outputs(model, spec, feeds)
-    if expected is not None:
-        cache.put(
-            key, {**expected, ".by": np.array(by), ".metric": np.array(rule.metric), ".bound": np.array(rule.bound)}
-        )
-    return expected, by
+    if expected is None:
+        return None, by, base
+    rule = derive(model, spec, feeds, expected, base)
+    cache.put(key, {**expected, ".by": np.array(by), ".rule": np.array(rule.to_json())})
+    return expected, by, rule
 
 
 def _over(outputs: dict[str, np.ndarray], expected: dict[str, np.ndarray], rule: Tolerance) -> list[str]:
@@ -126,8 +129,11 @@ def _localise(
     second: dict[str, Any],
 ) -> dict[str, Any]:
     """The first node whose outputs differ from the reference's: computed by this runtime, or where it
-    cannot expose every value, by the second implementation when that disagrees with the reference too."""
+    cannot expose every value, by the second implementation when that disagrees with the reference too.
+    In a graph that rounds, every value is judged by its own derived rule (dbench.check.quantized), so
+    a near-tie rounded the other way is no difference."""
     from dbench.check.localise import exposed, first_disagreement
+    from dbench.check.quantized import derive
     from dbench.errors import DbenchError
     from dbench.sources.model_reference import reference_values
     from dbench.worker.second import OutputsJob, outputs_elsewhere, second_implementation
@@ -155,7 +161,10 @@ def _localise(
                 f"{computed})"
             }
         by = other.runtime
-    found = first_disagreement(checked.model, values, computed, rule, targets)
+    base = Tolerance(rule.metric, rule.bound)
+    found = first_disagreement(
+        checked.model, values, computed, derive(checked.model, checked.spec, feeds, values, base, True), targets
+    )
     if found is None:
         return {
             "why": "no single node: with every value an output the runtime agrees with the reference, "
@@ -188,6 +197,7 @@ def verify_foreign(
     """Verify the timed session's outputs of a foreign graph (module docstring); `model` is the graph
     as the worker prepared it, `feeds` every input it was given."""
     from dbench.cache.store import open_cache
+    from dbench.check.quantized import chain_rule
     from dbench.errors import DbenchError
     from dbench.sources.model_reference import tolerance, unrepeatable
 
@@ -213,16 +223,17 @@ def verify_foreign(
         except DbenchError as err:  # the copy will not run: its own outputs are checked, weakly, and the row says why
             checked = ForVerification(model, spec)
             said = f"the graph with random weights in place of its constant-filled ones cannot run ({err})"
-    expected, by = _reference(checked.spec, key_bytes, checked.model, feeds, open_cache(), rule)
+    expected, by, rule = _reference(checked.spec, key_bytes, checked.model, feeds, open_cache(), rule)
     if expected is not None:
         verdict = compare(outputs, expected, rule)
         record = {**verdict.to_dict(), "check": "full", "by": by, **notes}
         if verdict.ok:
             weak = f"weak verification: the expected outputs are degenerate ({verdict.weak})" if verdict.weak else ""
-            return ForeignVerdict(Status.OK, "; ".join(m for m in (weak, said) if m), record)
+            return ForeignVerdict(Status.OK, "; ".join(m for m in (weak, said) if m), record, rule)
         return _disputed_or_mismatch(
             job, runtime, checked, feeds, outputs, expected, verdict, record, rule, said, phase
         )
+    rule = chain_rule(checked.model, rule)
     phase("cross-checking")
     second, theirs = _second_outputs(job, checked, feeds)
     if theirs is None:
@@ -246,11 +257,11 @@ def verify_foreign(
             Status.OK,
             f"verified against {second['runtime']}, not onnx.reference ({by}){weak}" + (f"; {said}" if said else ""),
             record,
+            rule,
         )
     return ForeignVerdict(
         Status.MISMATCH,
-        f"{verdict.detail}: {_error_text(verdict)} > {verdict.metric} tolerance {verdict.bound:g} "
-        f"against {second['runtime']}, and onnx.reference cannot tell which is right ({by})",
+        f"{failure(verdict)} against {second['runtime']}, and onnx.reference cannot tell which is right ({by})",
         record,
     )
 
@@ -272,7 +283,7 @@ def _disputed_or_mismatch(
     phase("cross-checking")
     second, theirs = _second_outputs(job, checked, feeds)
     record["outputs"] = _over(outputs, expected, rule)
-    against = f"{verdict.detail}: {_error_text(verdict)} > {verdict.metric} tolerance {verdict.bound:g}"
+    against = failure(verdict)
     if theirs is None:
         status, text = Status.MISMATCH, f"{against}; no second implementation checked: {second['why']}"
     else:
