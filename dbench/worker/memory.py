@@ -5,21 +5,31 @@ from __future__ import annotations
 
 import ctypes
 import ctypes.util
+import functools
 import gc
+from collections.abc import Callable
 from pathlib import Path
 
 import psutil
 
 
+@functools.cache
+def _malloc_trim() -> Callable[[int], int] | None:
+    """glibc's malloc_trim, looked up once per process: find_library starts `ldconfig -p` (about 20 ms),
+    which every job of a prediction's hundreds paid before."""
+    name = ctypes.util.find_library("c")
+    try:
+        return ctypes.CDLL(name).malloc_trim if name else None
+    except (OSError, AttributeError):
+        return None
+
+
 def trim() -> None:
     """Collect garbage and hand freed heap back to the OS (glibc), so the next kernel's peak is its own."""
     gc.collect()
-    name = ctypes.util.find_library("c")
-    if name:
-        try:
-            ctypes.CDLL(name).malloc_trim(0)
-        except (OSError, AttributeError):
-            pass
+    malloc_trim = _malloc_trim()
+    if malloc_trim is not None:
+        malloc_trim(0)
 
 
 def reset_peak() -> bool:
