@@ -843,17 +843,35 @@ def compare(
         ),
     ] = 0.10,
     out_dir: annotated(option("out_dir"), help="Results folder to look run ids up in.") = Path("results"),
+    quantized: Annotated[
+        bool,
+        typer.Option(
+            "--quantized",
+            help="A is an fp32 model's run, B its quantized twin's (dbench predict or run --model, one runtime): "
+            "speedup and accuracy cost, whole model and unit by unit.",
+        ),
+    ] = False,
+    inputs: Annotated[
+        int,
+        typer.Option(
+            "--inputs", metavar="N", help="With --quantized: seeded inputs the accuracy cost is measured over."
+        ),
+    ] = 200,
 ) -> None:
     """Kernel by kernel: time ratio b/a with its 95% interval, the change each kernel can resolve, and
     faster/slower/same verdicts whose false-discovery rate is controlled over the table.
 
     `dbench compare RUN` reads an interleaved run (--runtime a,b or --threads 1,2): the fairest
-    comparison. `dbench compare A B` compares two runs; `dbench compare A1 A2 --vs B1 B2` several a side."""
+    comparison. `dbench compare A B` compares two runs; `dbench compare A1 A2 --vs B1 B2` several a side;
+    `dbench compare FP32 INT8 --quantized` what quantization buys."""
     from dbench.render.tables import compare_summary, compare_table
     from dbench.store.compare import compare_sides, plan_comparisons
 
     if fmt not in ("table", "csv", "json"):
         raise UsageError(f"unknown format {fmt!r}; valid: table, csv, json")
+    if quantized:
+        _compare_quantized(out_dir, runs, versus, inputs, fmt)
+        return
     if not (math.isfinite(fdr) and 0 < fdr < 1):
         raise UsageError(f"--fdr {fdr:g} must be a rate between 0 and 1, e.g. 0.05")
     if not (math.isfinite(resolution) and 0 < resolution <= 10):
@@ -901,6 +919,28 @@ def compare(
                 "the ratios include the hardware, not only the software[/]",
                 highlight=False,
             )
+
+
+def _compare_quantized(out_dir: Path, runs: list[str], versus: list[str] | None, inputs: int, fmt: str) -> None:
+    """`dbench compare FP32 QUANTIZED --quantized`: speed and accuracy cost side by side."""
+    from dbench.orchestrator.quantized import compare_quantized
+    from dbench.render.quantized import quantized_lines, quantized_table
+
+    named = list(runs) + list(versus or [])
+    if len(named) != 2:
+        raise UsageError(
+            f"--quantized takes two runs, the fp32 model's then its quantized twin's ({len(named)} given): "
+            "dbench compare FP32-RUN INT8-RUN --quantized"
+        )
+    if fmt == "csv":
+        raise UsageError("--quantized prints a table or json; give --format table or --format json")
+    result = compare_quantized(out_dir, named[0], named[1], inputs)
+    if fmt == "json":
+        sys.stdout.write(json.dumps(result.to_dict(), indent=1, default=float) + "\n")
+        return
+    out.print(quantized_table(result))
+    for line in quantized_lines(result):
+        out.print(escape(line), highlight=False, soft_wrap=True)
 
 
 @app.command()
