@@ -185,12 +185,22 @@ def _exposed(model: onnx.ModelProto, values: list[str], folder: Path, dims: dict
     return model_item(path, dims, all_dims=False)
 
 
-def _accuracy(fp32: Item, quantized: Item, run: _Run, inputs: int, values: tuple[str, ...]) -> AccuracyCost | str:
-    """The worker's accuracy cost over `values`, or why it has none."""
+def _accuracy(
+    fp32: Item, quantized: Item, run: _Run, inputs: int, values: tuple[tuple[str, str], ...], classifiers=()
+) -> AccuracyCost | str:
+    """The worker's accuracy cost over `values` (fp32 value, the quantized value for it), or why there is none."""
     config = run.request.config()
     variant = config.variants[0]
     job = AccuracyJob(
-        fp32.spec, fp32.load()[0], quantized.spec, quantized.load()[0], variant.runtime, variant.options, inputs, values
+        fp32.spec,
+        fp32.load()[0],
+        quantized.spec,
+        quantized.load()[0],
+        variant.runtime,
+        variant.options,
+        inputs,
+        values,
+        tuple(classifiers),
     )
     worker = WorkerProcess(config.memory_limit, config.cpus)
     try:
@@ -241,7 +251,13 @@ def compare_quantized(results: Path, fp32_name: str, quantized_name: str, inputs
     _check_inputs(*items)
     notes = []
     outputs = tuple(t.name for t in items[0].spec.outputs)
-    whole = _accuracy(items[0], items[1], fp32, inputs, outputs)
+    missing = [o for o in outputs if o not in {t.name for t in items[1].spec.outputs}]
+    if missing:
+        raise InputError(
+            f"the quantized model has no output named {', '.join(missing)}: a quantized twin keeps its fp32 "
+            "model's output names; compare the twin onnxruntime.quantization made of that model"
+        )
+    whole = _accuracy(items[0], items[1], fp32, inputs, tuple((o, o) for o in outputs), outputs)
     boundaries = _twin_boundaries(pairing, fp32, models)
     probed: AccuracyCost | str | None = None
     exposed = tuple(dict.fromkeys(v for values in boundaries.values() for v in values))
@@ -251,8 +267,8 @@ def compare_quantized(results: Path, fp32_name: str, quantized_name: str, inputs
             for folder in folders:
                 folder.mkdir()
             pair = [
-                _exposed(m, list(exposed), folder, r.request.dims)
-                for m, folder, r in zip(models, folders, (fp32, quantized))
+                _exposed(m, [v[k] for v in exposed], folder, r.request.dims)
+                for k, (m, folder, r) in enumerate(zip(models, folders, (fp32, quantized)))
             ]
             probed = _accuracy(pair[0], pair[1], fp32, inputs, exposed)
     for cost in (whole, probed):
@@ -266,7 +282,7 @@ def compare_quantized(results: Path, fp32_name: str, quantized_name: str, inputs
             continue
         twin = twins[speed.label]
         errors = (
-            tuple(probed.values[v] for v in boundaries.get(speed.label, ()) if v in probed.values)
+            tuple(probed.values[v] for v, _ in boundaries.get(speed.label, ()) if v in probed.values)
             if isinstance(probed, AccuracyCost)
             else ()
         )
@@ -294,9 +310,21 @@ def compare_quantized(results: Path, fp32_name: str, quantized_name: str, inputs
     )
 
 
-def _twin_boundaries(pairing: Pairing, fp32: _Run, models: list[onnx.ModelProto]) -> dict[str, list[str]]:
-    """Each twin's label -> the fp32 values that end it and that the quantized model computes too (as
-    float: a value the quantizer kept by name)."""
+def _stands_for(model: onnx.ModelProto, value: str) -> str:
+    """The quantized model's value its consumers read for `value`: where a QuantizeLinear quantizes it,
+    the output of the DequantizeLinear after it (QDQ: a Relu the quantizer dropped lives on as that
+    pair's clamp, so the Conv's own output is not yet the fp32 model's value); else `value` itself."""
+    for q in model.graph.node:
+        if q.op_type == "QuantizeLinear" and q.input[0] == value:
+            for d in model.graph.node:
+                if d.op_type == "DequantizeLinear" and d.input[0] == q.output[0]:
+                    return d.output[0]
+    return value
+
+
+def _twin_boundaries(pairing: Pairing, fp32: _Run, models: list[onnx.ModelProto]) -> dict[str, list[tuple[str, str]]]:
+    """Each twin's label -> (fp32 value that ends it, the quantized value standing for it), for the values
+    the quantizer kept by name, as float, in the quantized model."""
     side = _cut_side(fp32, models[0])
     in_quantized = _float_values(models[1])
     written_quantized = {o for n in models[1].graph.node for o in n.output}
@@ -304,8 +332,9 @@ def _twin_boundaries(pairing: Pairing, fp32: _Run, models: list[onnx.ModelProto]
     found = {}
     for twin in pairing.twins:
         nodes = {n for i in twin.fp32 for n in fp32.units[i]["nodes"]}
+        kept = [v for v in _boundary(models[0], nodes) if v in written_quantized and v in in_fp32]
         found[twin.label(side)] = [
-            v for v in _boundary(models[0], nodes) if v in written_quantized and v in in_quantized and v in in_fp32
+            (v, _stands_for(models[1], v)) for v in kept if _stands_for(models[1], v) in in_quantized
         ]
     return found
 

@@ -51,7 +51,8 @@ def quantized_table(result) -> Table:
             "speedup: fp32 time / quantized time, 95% interval; verdicts: "
             f"{result.comparison.method}, false-discovery rate {result.comparison.fdr:.0%}\n"
             f"error: ‖quantized - fp32‖ / ‖fp32‖ over {result.inputs} seeded inputs (seed {result.seed} on), the "
-            "worst value that ends the line; top-1: agreement of a [batch, classes] output, Wilson 95% interval"
+            "worst value that ends the line; top-1: agreement of a model output shaped \\[batch, classes], "
+            "Wilson 95% interval"
         ),
         box=box.HEAVY_HEAD,
     )

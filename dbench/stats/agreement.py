@@ -33,9 +33,10 @@ def is_classifier(shape: tuple[int, ...]) -> bool:
 @dataclass
 class ErrorTally:
     """One output's error accumulated over inputs: the squared norms of the difference and of the fp32
-    output, the worst single input's relative error, and (a classifier output) the rows whose top-1
-    class agrees."""
+    output, the worst single input's relative error, and (`classify`: a model's [batch, classes] output)
+    the rows whose top-1 class agrees."""
 
+    classify: bool = False
     squared_error: float = 0.0
     squared_reference: float = 0.0
     worst: float = 0.0
@@ -54,7 +55,7 @@ class ErrorTally:
         self.squared_reference += norm
         self.worst = max(self.worst, math.sqrt(error / norm) if norm else (math.inf if error else 0.0))
         self.inputs += 1
-        if is_classifier(ref.shape):
+        if self.classify and is_classifier(ref.shape):
             self.agree += int(np.sum(np.argmax(ref, axis=-1) == np.argmax(got, axis=-1)))
             self.rows += ref.shape[0]
 

@@ -17,7 +17,8 @@ from dbench.stats.agreement import ErrorTally
 
 @dataclass(frozen=True)
 class AccuracyJob:
-    """Run both models on `inputs` seeded inputs and compare `values` (names both models output)."""
+    """Run both models on `inputs` seeded inputs and compare each of `values`: (the fp32 model's output,
+    the quantized model's output that stands for it); top-1 agreement only for `classifiers`."""
 
     fp32: GraphSpec
     fp32_model: bytes
@@ -26,7 +27,8 @@ class AccuracyJob:
     runtime: str
     options: RuntimeOptions
     inputs: int
-    values: tuple[str, ...]
+    values: tuple[tuple[str, str], ...]
+    classifiers: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -44,7 +46,7 @@ class ValueCost:
 
 @dataclass(frozen=True)
 class AccuracyCost:
-    """The errors of every compared value, by name, over `inputs` inputs drawn from `seed` on."""
+    """The errors of every compared value, by its fp32 name, over `inputs` inputs drawn from `seed` on."""
 
     runtime: str
     inputs: int
@@ -83,7 +85,7 @@ def measure_accuracy(job: AccuracyJob) -> AccuracyCost | Outcome:
                 model = onnx.load_model_from_string(data)
                 constants, _ = split_feeds(spec, stored_weights(model, "const"), "const")
                 sessions.append((spec, runtime.prepare(model, spec, constants)))
-            tallies = {name: ErrorTally() for name in job.values}
+            tallies = {pair: ErrorTally(classify=pair[0] in job.classifiers) for pair in job.values}
             for i in range(job.inputs):
                 feeds = make_feeds(job.fp32, job.fp32.seed + i)
                 outputs = []
@@ -91,10 +93,10 @@ def measure_accuracy(job: AccuracyJob) -> AccuracyCost | Outcome:
                     session.bind(split_feeds(spec, feeds, "const")[1])
                     session.run()
                     outputs.append(session.outputs())
-                for name, tally in tallies.items():
-                    tally.add(outputs[0][name], outputs[1][name])
+                for (fp32, quantized), tally in tallies.items():
+                    tally.add(outputs[0][fp32], outputs[1][quantized])
         return AccuracyCost(
-            job.runtime, job.inputs, job.fp32.seed, {name: _figures(name, t) for name, t in tallies.items()}
+            job.runtime, job.inputs, job.fp32.seed, {pair[0]: _figures(pair[0], t) for pair, t in tallies.items()}
         )
     except UnsupportedError as err:
         return Outcome(Status.UNSUPPORTED, str(err))
