@@ -223,33 +223,23 @@ def _check_inputs(fp32: Item, quantized: Item) -> None:
         )
 
 
-def compare_quantized(results: Path, fp32_name: str, quantized_name: str, inputs: int = INPUTS) -> QuantizedComparison:
-    """Set the quantized run beside the fp32 run (module docstring)."""
-    if inputs < 1:
-        raise UsageError(f"--inputs {inputs} must be at least 1 (the inputs the accuracy is measured over)")
+def _checked_runs(results: Path, fp32_name: str, quantized_name: str) -> tuple[_Run, _Run]:
+    """Both runs, refused unless they timed one model each on one runtime."""
     fp32, quantized = _read(results, fp32_name), _read(results, quantized_name)
     runtimes = [r.request.config().variants[0].runtime for r in (fp32, quantized)]
-    if len(set(runtimes)) > 1 or len(fp32.request.config().variants) > 1:
+    if len(set(runtimes)) > 1 or any(len(r.request.config().variants) > 1 for r in (fp32, quantized)):
         raise UsageError(
             f"the runs are on {' and '.join(runtimes)}: what quantization buys is measured on one runtime; "
             "time both models on the same --runtime"
         )
-    sides = [run_side(merge([r.log])) for r in (fp32, quantized)]
-    models = [prepare(r.path, r.request.dims).loaded.model for r in (fp32, quantized)]
-    pairing = pair_units(_cut_side(fp32, models[0]), _cut_side(quantized, models[1]))
-    lines: dict[str, tuple[list[dict], list[dict]]] = {WHOLE: ([fp32.model_row], [quantized.model_row])}
-    twins = {}
-    for twin in pairing.twins:
-        label = twin.label(_cut_side(fp32, models[0]))
-        twins[label] = twin
-        lines[label] = (
-            [fp32.rows[fp32.units[i]["graph"]] for i in twin.fp32],
-            [quantized.rows[quantized.units[j]["graph"]] for j in twin.quantized],
-        )
-    comparison, found = speeds(sides[0], sides[1], lines)
+    return fp32, quantized
+
+
+def _whole_items(fp32: _Run, quantized: _Run) -> tuple[Item, Item, tuple[str, ...]]:
+    """Both model files as Items, and the fp32 model's outputs, refused unless the twin takes the same
+    inputs and gives outputs of the same names."""
     items = [model_item(r.path, r.request.dims, all_dims=False) for r in (fp32, quantized)]
     _check_inputs(*items)
-    notes = []
     outputs = tuple(t.name for t in items[0].spec.outputs)
     missing = [o for o in outputs if o not in {t.name for t in items[1].spec.outputs}]
     if missing:
@@ -257,23 +247,45 @@ def compare_quantized(results: Path, fp32_name: str, quantized_name: str, inputs
             f"the quantized model has no output named {', '.join(missing)}: a quantized twin keeps its fp32 "
             "model's output names; compare the twin onnxruntime.quantization made of that model"
         )
-    whole = _accuracy(items[0], items[1], fp32, inputs, tuple((o, o) for o in outputs), outputs)
+    return items[0], items[1], outputs
+
+
+def _probed(
+    runs: tuple[_Run, _Run], models: list[onnx.ModelProto], exposed: tuple[tuple[str, str], ...], inputs: int
+) -> AccuracyCost | str | None:
+    """The second pass: the values that end the twins exposed as outputs of both models (None: no value to expose)."""
+    if not exposed:
+        return None
+    with tempfile.TemporaryDirectory(prefix="dbench-quantized-") as tmp:
+        items = []
+        for k, (model, run) in enumerate(zip(models, runs)):
+            folder = Path(tmp) / str(k)
+            folder.mkdir()
+            items.append(_exposed(model, [pair[k] for pair in exposed], folder, run.request.dims))
+        return _accuracy(items[0], items[1], runs[0], inputs, exposed)
+
+
+def compare_quantized(results: Path, fp32_name: str, quantized_name: str, inputs: int = INPUTS) -> QuantizedComparison:
+    """Set the quantized run beside the fp32 run (module docstring)."""
+    if inputs < 1:
+        raise UsageError(f"--inputs {inputs} must be at least 1 (the inputs the accuracy is measured over)")
+    fp32, quantized = _checked_runs(results, fp32_name, quantized_name)
+    fp32_item, quantized_item, outputs = _whole_items(fp32, quantized)
+    models = [prepare(r.path, r.request.dims).loaded.model for r in (fp32, quantized)]
+    fp32_cut = _cut_side(fp32, models[0])
+    pairing = pair_units(fp32_cut, _cut_side(quantized, models[1]))
+    twins = {twin.label(fp32_cut): twin for twin in pairing.twins}
+    lines = {WHOLE: ([fp32.model_row], [quantized.model_row])} | {
+        label: (
+            [fp32.rows[fp32.units[i]["graph"]] for i in twin.fp32],
+            [quantized.rows[quantized.units[j]["graph"]] for j in twin.quantized],
+        )
+        for label, twin in twins.items()
+    }
+    comparison, found = speeds(run_side(merge([fp32.log])), run_side(merge([quantized.log])), lines)
+    whole = _accuracy(fp32_item, quantized_item, fp32, inputs, tuple((o, o) for o in outputs), outputs)
     boundaries = _twin_boundaries(pairing, fp32, models)
-    probed: AccuracyCost | str | None = None
-    exposed = tuple(dict.fromkeys(v for values in boundaries.values() for v in values))
-    if exposed:
-        with tempfile.TemporaryDirectory(prefix="dbench-quantized-") as tmp:
-            folders = [Path(tmp) / side for side in ("fp32", "quantized")]
-            for folder in folders:
-                folder.mkdir()
-            pair = [
-                _exposed(m, [v[k] for v in exposed], folder, r.request.dims)
-                for k, (m, folder, r) in enumerate(zip(models, folders, (fp32, quantized)))
-            ]
-            probed = _accuracy(pair[0], pair[1], fp32, inputs, exposed)
-    for cost in (whole, probed):
-        if isinstance(cost, str):
-            notes.append(f"no accuracy cost: {cost}")
+    probed = _probed((fp32, quantized), models, tuple(dict.fromkeys(v for b in boundaries.values() for v in b)), inputs)
     result_lines = []
     for speed in found:
         if speed.label == WHOLE:
@@ -282,31 +294,24 @@ def compare_quantized(results: Path, fp32_name: str, quantized_name: str, inputs
             continue
         twin = twins[speed.label]
         errors = (
-            tuple(probed.values[v] for v, _ in boundaries.get(speed.label, ()) if v in probed.values)
+            tuple(probed.values[v] for v, _ in boundaries[speed.label] if v in probed.values)
             if isinstance(probed, AccuracyCost)
             else ()
         )
-        result_lines.append(
-            Line(
-                speed.label,
-                speed,
-                tuple(fp32.units[i]["graph"] for i in twin.fp32),
-                tuple(quantized.units[j]["graph"] for j in twin.quantized),
-                errors,
-            )
-        )
-    seed = items[0].spec.seed
+        fp32_units = tuple(fp32.units[i]["graph"] for i in twin.fp32)
+        quantized_units = tuple(quantized.units[j]["graph"] for j in twin.quantized)
+        result_lines.append(Line(speed.label, speed, fp32_units, quantized_units, errors))
     return QuantizedComparison(
         f"{fp32.log.header().get('run_id')} ({fp32.path.name})",
         f"{quantized.log.header().get('run_id')} ({quantized.path.name})",
-        runtimes[0],
+        fp32.request.config().variants[0].runtime,
         comparison,
         tuple(result_lines),
         inputs,
-        seed,
+        fp32_item.spec.seed,
         tuple(_alone(fp32, pairing.fp32_alone)),
         tuple(_alone(quantized, pairing.quantized_alone)),
-        tuple(notes),
+        tuple(f"no accuracy cost: {cost}" for cost in (whole, probed) if isinstance(cost, str)),
     )
 
 

@@ -8,6 +8,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from dbench.render.numbers import format_time
+from dbench.units.speedup import WHOLE
 
 
 def _speedup(line) -> str:
@@ -87,7 +88,7 @@ def quantized_table(result) -> Table:
 def quantized_lines(result) -> list[str]:
     """What the table leaves out: each output's figures, the units without a twin, the notes."""
     lines = []
-    whole = next((x for x in result.lines if x.label == "whole model"), None)
+    whole = next((x for x in result.lines if x.label == WHOLE), None)
     for e in whole.errors if whole else ():
         text = f"output {e.name}: relative error {e.relative_error:.3%}, worst single input {e.worst:.3%}"
         if e.agreement is not None:
