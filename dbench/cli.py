@@ -941,6 +941,8 @@ def _compare_quantized(out_dir: Path, runs: list[str], versus: list[str] | None,
     out.print(quantized_table(result))
     for line in quantized_lines(result):
         out.print(escape(line), highlight=False, soft_wrap=True)
+    for line in result.warnings:
+        err.print(f"[yellow]warning:[/] {escape(line)}", highlight=False, soft_wrap=True)
 
 
 @app.command()

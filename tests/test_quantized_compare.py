@@ -178,16 +178,21 @@ def test_a_twin_with_a_wrong_weight_scale_shows_its_accuracy_cost(predicted):
     assert first["errors"][0]["relative_error"] > 0.5
 
 
-def test_a_dynamic_int8_twin_run_whole_is_compared_whole(twins, tmp_path):
+@pytest.mark.parametrize("runtime", ["ort-cpu", "openvino"])
+def test_a_dynamic_int8_twin_run_whole_is_compared_whole_and_a_precision_fallback_is_said(twins, tmp_path, runtime):
     out = tmp_path / "out"
     for key in ("mlp", "dynamic"):
-        result = invoke("run", "--model", twins[key], "--runtime", "ort-cpu", *QUICK, "--out", out)
+        result = invoke("run", "--model", twins[key], "--runtime", runtime, *QUICK, "--out", out)
         assert result.exit_code == 0, result.output
     shown = compared(out, run_id(out, twins["mlp"]), run_id(out, twins["dynamic"]), "--inputs", 80)
     (whole,) = shown["lines"]
     (logits,) = whole["errors"]
-    assert whole["speedup"] > 0 and 0 < logits["relative_error"] < 0.1 and logits["rows"] == 80
-    assert logits["agreement"] >= 0.85
+    assert shown["runtime"] == runtime and whole["speedup"] > 0 and logits["rows"] == 80
+    assert 0 < logits["relative_error"] < 0.1 and logits["agreement"] >= 0.85
+    lines = next(out.rglob(f"{run_id(out, twins['dynamic'])}.jsonl")).read_text().splitlines()
+    row = next(r for r in map(json.loads, lines) if r.get("type") == "result")
+    said = [n for n in shown["notes"] if n.startswith("mlp_dynamic ran in")]
+    assert bool(said) == bool(row["precision_fallback"]), (said, row["precision_executed"])
 
 
 def test_bad_input_is_one_line(predicted):

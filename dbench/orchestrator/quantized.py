@@ -103,7 +103,13 @@ class QuantizedComparison:
             "fp32_units_without_twin": list(self.fp32_alone),
             "quantized_units_without_twin": list(self.quantized_alone),
             "notes": list(self.notes),
+            "warnings": self.warnings,
         }
+
+    @property
+    def warnings(self) -> list[str]:
+        """What the runs' readers must know (busy machine, --quick, a precision other than asked, ...)."""
+        return list(dict.fromkeys(self.comparison.a.warnings + self.comparison.b.warnings))
 
 
 @dataclass(frozen=True)
@@ -311,8 +317,21 @@ def compare_quantized(results: Path, fp32_name: str, quantized_name: str, inputs
         fp32_item.spec.seed,
         tuple(_alone(fp32, pairing.fp32_alone)),
         tuple(_alone(quantized, pairing.quantized_alone)),
-        tuple(f"no accuracy cost: {cost}" for cost in (whole, probed) if isinstance(cost, str)),
+        tuple(f"no accuracy cost: {cost}" for cost in (whole, probed) if isinstance(cost, str))
+        + tuple(_fallbacks(quantized, lines)),
     )
+
+
+def _fallbacks(run: _Run, lines: dict[str, tuple[list[dict], list[dict]]]) -> list[str]:
+    """A line for each quantized row the runtime ran in another precision than the model's: its time is
+    not a time of the quantized arithmetic (OpenVINO runs a dynamic-int8 MatMulInteger in fp32, say)."""
+    rows = {r["graph_id"]: r for _, quantized in lines.values() for r in quantized}
+    return [
+        f"{r['graph_id']} ran in {r.get('precision_executed')}, not {r.get('precision')}: its time is not "
+        f"of {r.get('precision')} arithmetic"
+        for r in rows.values()
+        if r.get("precision_fallback")
+    ]
 
 
 def _stands_for(model: onnx.ModelProto, value: str) -> str:
