@@ -852,30 +852,31 @@ def compare(
         ),
     ] = False,
     inputs: Annotated[
-        int,
+        int | None,
         typer.Option(
-            "--inputs", metavar="N", help="With --quantized: seeded inputs the accuracy cost is measured over."
+            "--inputs",
+            metavar="N",
+            help="With --quantized: seeded inputs the accuracy cost is measured over (default 200).",
         ),
-    ] = 200,
+    ] = None,
 ) -> None:
     """Kernel by kernel: time ratio b/a with its 95% interval, the change each kernel can resolve, and
     faster/slower/same verdicts whose false-discovery rate is controlled over the table.
 
     `dbench compare RUN` reads an interleaved run (--runtime a,b or --threads 1,2): the fairest
-    comparison. `dbench compare A B` compares two runs; `dbench compare A1 A2 --vs B1 B2` several a side;
-    `dbench compare FP32 INT8 --quantized` what quantization buys."""
+    comparison. `dbench compare A B` compares two runs; `dbench compare A1 A2 --vs B1 B2` several a side."""
     from dbench.render.tables import compare_summary, compare_table
     from dbench.store.compare import compare_sides, plan_comparisons
 
     if fmt not in ("table", "csv", "json"):
         raise UsageError(f"unknown format {fmt!r}; valid: table, csv, json")
-    if quantized:
-        _compare_quantized(out_dir, runs, versus, inputs, fmt)
-        return
     if not (math.isfinite(fdr) and 0 < fdr < 1):
         raise UsageError(f"--fdr {fdr:g} must be a rate between 0 and 1, e.g. 0.05")
     if not (math.isfinite(resolution) and 0 < resolution <= 10):
         raise UsageError(f"--resolution {resolution:g} must be a positive fraction up to 10 (1000%), e.g. 0.10 for 10%")
+    if quantized:
+        _compare_quantized(out_dir, runs, versus, inputs, fmt, fdr, resolution)
+        return
     comparisons = [
         compare_sides(a, b, interleaved, fdr, resolution)
         for a, b, interleaved in plan_comparisons(out_dir, runs, list(versus or []))
@@ -921,9 +922,17 @@ def compare(
             )
 
 
-def _compare_quantized(out_dir: Path, runs: list[str], versus: list[str] | None, inputs: int, fmt: str) -> None:
+def _compare_quantized(
+    out_dir: Path,
+    runs: list[str],
+    versus: list[str] | None,
+    inputs: int | None,
+    fmt: str,
+    fdr: float,
+    resolution: float,
+) -> None:
     """`dbench compare FP32 QUANTIZED --quantized`: speed and accuracy cost side by side."""
-    from dbench.orchestrator.quantized import compare_quantized
+    from dbench.orchestrator.quantized import INPUTS, compare_quantized
     from dbench.render.quantized import quantized_lines, quantized_table
 
     named = list(runs) + list(versus or [])
@@ -934,7 +943,7 @@ def _compare_quantized(out_dir: Path, runs: list[str], versus: list[str] | None,
         )
     if fmt == "csv":
         raise UsageError("--quantized prints a table or json; give --format table or --format json")
-    result = compare_quantized(out_dir, named[0], named[1], inputs)
+    result = compare_quantized(out_dir, named[0], named[1], INPUTS if inputs is None else inputs, fdr, resolution)
     if fmt == "json":
         sys.stdout.write(json.dumps(result.to_dict(), indent=1, default=float) + "\n")
         return

@@ -15,7 +15,8 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from dbench.stats.differences import Difference, welch
-from dbench.store.compare import Comparison, Pair, Side, compare_sides, verified
+from dbench.stats.fdr import FDR
+from dbench.store.compare import RESOLUTION, Comparison, Pair, Side, compare_sides, verified
 
 WHOLE = "whole model"
 
@@ -73,12 +74,17 @@ def summed_row(label: str, rows: list[dict]) -> dict:
 
 
 def speeds(
-    fp32: Side, quantized: Side, lines: dict[str, tuple[list[dict], list[dict]]]
+    fp32: Side,
+    quantized: Side,
+    lines: dict[str, tuple[list[dict], list[dict]]],
+    fdr: float = FDR,
+    resolution: float = RESOLUTION,
 ) -> tuple[Comparison, list[Speed]]:
-    """Compare each line (label -> fp32 rows, quantized rows, summed per side) across the two sides."""
+    """Compare each line (label -> fp32 rows, quantized rows, summed per side) across the two sides,
+    verdicts at false-discovery rate `fdr`."""
     a = replace(fp32, runs=[{label: summed_row(label, f) for label, (f, _) in lines.items()}])
     b = replace(quantized, runs=[{label: summed_row(label, q) for label, (_, q) in lines.items()}])
-    comparison = compare_sides(a, b)
+    comparison = compare_sides(a, b, False, fdr, resolution)
     found = []
     for pair in comparison.pairs:
         unverified = None
