@@ -847,8 +847,8 @@ def compare(
         bool,
         typer.Option(
             "--quantized",
-            help="A is an fp32 model's run, B its quantized twin's (dbench predict or run --model, one runtime): "
-            "speedup and accuracy cost, whole model and unit by unit.",
+            help="A is an fp32 model's run, B its quantized twin's (dbench predict or run --model, one runtime), "
+            "or one run of a folder of both: speedup and accuracy cost, whole model and unit by unit.",
         ),
     ] = False,
     inputs: Annotated[
@@ -936,14 +936,16 @@ def _compare_quantized(
     from dbench.render.quantized import quantized_lines, quantized_table
 
     named = list(runs) + list(versus or [])
-    if len(named) != 2:
+    if len(named) not in (1, 2):
         raise UsageError(
-            f"--quantized takes two runs, the fp32 model's then its quantized twin's ({len(named)} given): "
-            "dbench compare FP32-RUN INT8-RUN --quantized"
+            f"--quantized takes two runs, the fp32 model's then its quantized twin's, or one run of both "
+            f"({len(named)} given): dbench compare FP32-RUN INT8-RUN --quantized"
         )
     if fmt == "csv":
         raise UsageError("--quantized prints a table or json; give --format table or --format json")
-    result = compare_quantized(out_dir, named[0], named[1], INPUTS if inputs is None else inputs, fdr, resolution)
+    result = compare_quantized(
+        out_dir, named[0], named[1] if len(named) == 2 else None, INPUTS if inputs is None else inputs, fdr, resolution
+    )
     if fmt == "json":
         sys.stdout.write(json.dumps(result.to_dict(), indent=1, default=float) + "\n")
         return

@@ -126,7 +126,7 @@ def run_id(out: Path, model: Path) -> str:
     """The id of the run under `out` that timed `model`."""
     for path in sorted(out.rglob("*.jsonl")):
         header = json.loads(path.read_text().splitlines()[0])
-        if Path(header["request"]["graphs"]).name == model.name:
+        if Path(header["request"]["graphs"]).name == model.name:  # a model file, or a folder
             return header["run_id"]
     raise AssertionError(f"no run of {model.name} under {out}")
 
@@ -143,8 +143,8 @@ def predicted(twins, tmp_path_factory) -> tuple[Path, dict[str, str]]:
     return out, ids
 
 
-def compared(out: Path, fp32: str, quantized: str, *more) -> dict:
-    result = invoke("compare", fp32, quantized, "--quantized", "--out", out, "--format", "json", *more)
+def compared(out: Path, *runs_and_options) -> dict:
+    result = invoke("compare", *runs_and_options, "--quantized", "--out", out, "--format", "json")
     assert result.exit_code == 0, result.output
     return json.loads(result.stdout)
 
@@ -195,10 +195,26 @@ def test_a_dynamic_int8_twin_run_whole_is_compared_whole_and_a_precision_fallbac
     assert bool(said) == bool(row["precision_fallback"]), (said, row["precision_executed"])
 
 
+def test_one_run_of_a_folder_of_both_models_pairs_their_rounds(twins, tmp_path):
+    folder, out = tmp_path / "both", tmp_path / "out"
+    folder.mkdir()
+    for key in ("cnn", "qdq"):
+        (folder / twins[key].name).write_bytes(twins[key].read_bytes())
+    result = invoke("run", "--graphs", folder, "--runtime", "ort-cpu", *QUICK, "--out", out)
+    assert result.exit_code in (0, 3), result.output
+    shown = compared(out, run_id(out, folder), "--inputs", 60)
+    (whole,) = shown["lines"]
+    assert "paired" in shown["method"] and shown["fp32"].endswith("(cnn_fp32.onnx)")
+    assert shown["quantized"].endswith("(cnn_int8.onnx)") and whole["speedup"] > 0
+    assert 0 < whole["errors"][0]["relative_error"] < 0.1 and whole["errors"][0]["rows"] == 60
+
+
 def test_bad_input_is_one_line(predicted):
     out, ids = predicted
     one = invoke("compare", ids["cnn"], "--quantized", "--out", out)
-    assert one.exit_code == 2 and "takes two runs" in one.output and "Traceback" not in one.output
+    assert one.exit_code == 2 and "not a run of a folder of two models" in one.output and "Traceback" not in one.output
+    three = invoke("compare", ids["cnn"], ids["qdq"], ids["broken"], "--quantized", "--out", out)
+    assert three.exit_code == 2 and "takes two runs" in three.output
     csv = invoke("compare", ids["cnn"], ids["qdq"], "--quantized", "--out", out, "--format", "csv")
     assert csv.exit_code == 2 and "table or json" in csv.output
     none = invoke("compare", ids["cnn"], ids["qdq"], "--quantized", "--out", out, "--inputs", 0)

@@ -1,7 +1,9 @@
-"""`dbench compare FP32-RUN QUANTIZED-RUN --quantized`: what quantization buys, in time and in accuracy.
+"""`dbench compare FP32-RUN QUANTIZED-RUN --quantized` (or `dbench compare RUN --quantized`): what
+quantization buys, in time and in accuracy.
 
 The two runs are `dbench predict` runs (whole model and units) or `dbench run --model` runs (whole
-model only) of an fp32 model and its quantized twin, on one runtime. Time: the whole model and each
+model only) of an fp32 model and its quantized twin, on one runtime; or one `dbench run --graphs DIR`
+run of a folder holding both (whole model only, its rounds paired: the fairest speedup). Time: the whole model and each
 unit twin (dbench.units.twins pairs the two cuts) through compare's test (dbench.units.speedup).
 Accuracy: a worker runs both model files, as the runs named them, on one runtime and the same seeded
 inputs (dbench.worker.accuracy), twice: the models as they were timed (their outputs' error and, for a
@@ -157,6 +159,31 @@ def _read(results: Path, name: str) -> _Run:
     return _Run(log, path, request, model_row, rows, units)
 
 
+def _read_folder_run(results: Path, name: str) -> tuple[_Run, _Run]:
+    """One `dbench run --graphs DIR` run of two models, the fp32 model and its quantized twin, timed in
+    the same rounds: each side as a run of its own model file (the fp32 one is the row of precision fp32)."""
+    log = open_run(results, name)
+    header = log.header()
+    request = RunRequest.from_dict(header.get("request", {}), log.path)
+    folder = Path(request.graphs or "")
+    rows = list({r["graph_id"]: r for r in log.rows()}.values())
+    fp32 = [r for r in rows if r.get("precision") == "fp32"]
+    quantized = [r for r in rows if r.get("precision") != "fp32"]
+    if not request.graphs or not folder.is_dir() or len(fp32) != 1 or len(quantized) != 1:
+        raise UsageError(
+            f"run {header.get('run_id', name)} is not a run of a folder of two models, one fp32 and one "
+            "quantized; give two runs (dbench compare FP32-RUN INT8-RUN --quantized), or time both models in "
+            "one run with dbench run --graphs DIR"
+        )
+    sides = []
+    for row in (fp32[0], quantized[0]):
+        path = folder / f"{row['graph_id']}.onnx"
+        if not path.is_file():
+            raise InputError(f"run {header.get('run_id', name)} timed {path}, which is no longer there; put it back")
+        sides.append(_Run(log, path, request, row, {row["graph_id"]: row}, []))
+    return sides[0], sides[1]
+
+
 def _cut_side(run: _Run, model: onnx.ModelProto) -> CutSide:
     return CutSide(
         tuple(u["graph"] for u in run.units),
@@ -233,9 +260,12 @@ def _check_inputs(fp32: Item, quantized: Item) -> None:
         )
 
 
-def _checked_runs(results: Path, fp32_name: str, quantized_name: str) -> tuple[_Run, _Run]:
-    """Both runs, refused unless they timed one model each on one runtime."""
-    fp32, quantized = _read(results, fp32_name), _read(results, quantized_name)
+def _checked_runs(results: Path, fp32_name: str, quantized_name: str | None) -> tuple[_Run, _Run]:
+    """Both sides (two runs, or one run of both models), refused unless on one runtime."""
+    if quantized_name is None:
+        fp32, quantized = _read_folder_run(results, fp32_name)
+    else:
+        fp32, quantized = _read(results, fp32_name), _read(results, quantized_name)
     runtimes = [r.request.config().variants[0].runtime for r in (fp32, quantized)]
     if len(set(runtimes)) > 1 or any(len(r.request.config().variants) > 1 for r in (fp32, quantized)):
         raise UsageError(
@@ -278,12 +308,13 @@ def _probed(
 def compare_quantized(
     results: Path,
     fp32_name: str,
-    quantized_name: str,
+    quantized_name: str | None,
     inputs: int = INPUTS,
     fdr: float = FDR,
     resolution: float = RESOLUTION,
 ) -> QuantizedComparison:
-    """Set the quantized run beside the fp32 run (module docstring), compare's verdicts at `fdr`."""
+    """Set the quantized run beside the fp32 run (module docstring), compare's verdicts at `fdr`; without
+    `quantized_name`, the one run of a folder of both models, whose rounds pair them."""
     if not 1 <= inputs <= MAX_INPUTS:
         raise UsageError(f"--inputs {inputs} must be 1 to {MAX_INPUTS:,} (the inputs the accuracy is measured over)")
     fp32, quantized = _checked_runs(results, fp32_name, quantized_name)
@@ -299,7 +330,9 @@ def compare_quantized(
         )
         for label, twin in twins.items()
     }
-    comparison, found = speeds(run_side(merge([fp32.log])), run_side(merge([quantized.log])), lines, fdr, resolution)
+    one_run = quantized_name is None
+    sides = [run_side(merge([r.log])) for r in ((fp32,) if one_run else (fp32, quantized))]
+    comparison, found = speeds(sides[0], sides[-1], lines, fdr, resolution, interleaved=one_run)
     whole = _accuracy(fp32_item, quantized_item, fp32, inputs, tuple((o, o) for o in outputs), outputs)
     boundaries = _twin_boundaries(pairing, fp32, models)
     probed = _probed((fp32, quantized), models, tuple(dict.fromkeys(v for b in boundaries.values() for v in b)), inputs)

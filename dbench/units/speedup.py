@@ -1,6 +1,7 @@
 """What quantization buys in time, whole model and unit twin by unit twin, through compare's own test.
 
-Each side is one run (the fp32 model's, the quantized model's). A twin's time on a side is the sum of
+Each side is one run (the fp32 model's, the quantized model's), or both are one run that timed both
+models in the same rounds (then compare's paired test over the rounds applies). A twin's time on a side is the sum of
 its unit occurrences' medians, round by round (every graph of a prediction run is timed in the same
 rounds), so a twin of one fp32 unit and three quantized ones is judged as a whole. The pairs go through
 dbench.store.compare.compare_sides (Welch's t over the two runs' rounds, false-discovery control over
@@ -8,13 +9,13 @@ the table); the speedup is fp32 time / quantized time, the inverse of compare's 
 
 A side whose row is not verified (`mismatch`, `failed`, ...) gets no verdict from compare, rightly: its
 time may be of a computation that went wrong. Its speedup is still shown, marked with the status,
-from Welch's t over the rounds it has, so a reader sees the figure and why it is not trusted."""
+from the same test over the rounds it has, so a reader sees the figure and why it is not trusted."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from dbench.stats.differences import Difference, welch
+from dbench.stats.differences import Difference, paired, welch
 from dbench.stats.fdr import FDR
 from dbench.store.compare import RESOLUTION, Comparison, Pair, Side, compare_sides, verified
 
@@ -79,16 +80,20 @@ def speeds(
     lines: dict[str, tuple[list[dict], list[dict]]],
     fdr: float = FDR,
     resolution: float = RESOLUTION,
+    interleaved: bool = False,
 ) -> tuple[Comparison, list[Speed]]:
     """Compare each line (label -> fp32 rows, quantized rows, summed per side) across the two sides,
-    verdicts at false-discovery rate `fdr`."""
+    verdicts at false-discovery rate `fdr`; `interleaved`: both sides' rows are of one run, timed in the
+    same rounds, so the paired test over rounds applies."""
     a = replace(fp32, runs=[{label: summed_row(label, f) for label, (f, _) in lines.items()}])
     b = replace(quantized, runs=[{label: summed_row(label, q) for label, (_, q) in lines.items()}])
-    comparison = compare_sides(a, b, False, fdr, resolution)
+    comparison = compare_sides(a, b, interleaved, fdr, resolution)
     found = []
     for pair in comparison.pairs:
         unverified = None
         if pair.difference is None and pair.a and pair.b and not all(verified(r) for r in pair.a + pair.b):
-            unverified = welch(pair.a[0]["round_medians_us"], pair.b[0]["round_medians_us"])
+            ra, rb = pair.a[0]["round_medians_us"], pair.b[0]["round_medians_us"]
+            n = min(len(ra), len(rb))
+            unverified = paired(ra[:n], rb[:n]) if interleaved else welch(ra, rb)
         found.append(Speed(pair.graph_id, pair, unverified))
     return comparison, found
