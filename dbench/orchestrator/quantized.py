@@ -114,7 +114,7 @@ class QuantizedComparison:
 
     @property
     def warnings(self) -> list[str]:
-        """What the runs' readers must know (busy machine, --quick, a precision other than asked, ...)."""
+        """What the runs' readers must know (a busy machine, --quick, a torn log line: compare's warnings)."""
         return list(dict.fromkeys(self.comparison.a.warnings + self.comparison.b.warnings))
 
 
@@ -213,17 +213,19 @@ def _exposed(model: onnx.ModelProto, values: list[str], folder: Path, dims: dict
     copy = onnx.ModelProto()
     copy.CopyFrom(model)
     present = {o.name for o in copy.graph.output}
-    for name in values:
-        if name not in present:
-            copy.graph.output.append(onnx.helper.make_tensor_value_info(name, onnx.TensorProto.FLOAT, None))
-            copy.graph.output[-1].type.CopyFrom(known[name].type)
+    copy.graph.output.extend(known[name] for name in values if name not in present)
     path = folder / "exposed.onnx"
     onnx.save(copy, str(path))
     return model_item(path, dims, all_dims=False)
 
 
 def _accuracy(
-    fp32: Item, quantized: Item, run: _Run, inputs: int, values: tuple[tuple[str, str], ...], classifiers=()
+    fp32: Item,
+    quantized: Item,
+    run: _Run,
+    inputs: int,
+    values: tuple[tuple[str, str], ...],
+    classifiers: tuple[str, ...] = (),
 ) -> AccuracyCost | str:
     """The worker's accuracy cost over `values` (fp32 value, the quantized value for it), or why there is none."""
     config = run.request.config()
@@ -237,7 +239,7 @@ def _accuracy(
         variant.options,
         inputs,
         values,
-        tuple(classifiers),
+        classifiers,
     )
     worker = WorkerProcess(config.memory_limit, config.cpus)
     try:
