@@ -892,6 +892,22 @@ def compare(
         ),
     ] = 0.10,
     out_dir: annotated(option("out_dir"), help="Results folder to look run ids up in.") = Path("results"),
+    quantized: Annotated[
+        bool,
+        typer.Option(
+            "--quantized",
+            help="A is an fp32 model's run, B its quantized twin's (dbench predict or run --model, one runtime), "
+            "or one run of a folder of both: speedup and accuracy cost, whole model and unit by unit.",
+        ),
+    ] = False,
+    inputs: Annotated[
+        int | None,
+        typer.Option(
+            "--inputs",
+            metavar="N",
+            help="With --quantized: seeded inputs the accuracy cost is measured over (default 200).",
+        ),
+    ] = None,
 ) -> None:
     """Kernel by kernel: time ratio b/a with its 95% interval, the change each kernel can resolve, and
     faster/slower/same verdicts whose false-discovery rate is controlled over the table.
@@ -907,6 +923,9 @@ def compare(
         raise UsageError(f"--fdr {fdr:g} must be a rate between 0 and 1, e.g. 0.05")
     if not (math.isfinite(resolution) and 0 < resolution <= 10):
         raise UsageError(f"--resolution {resolution:g} must be a positive fraction up to 10 (1000%), e.g. 0.10 for 10%")
+    if quantized:
+        _compare_quantized(out_dir, runs, versus, inputs, fmt, fdr, resolution)
+        return
     comparisons = [
         compare_sides(a, b, interleaved, fdr, resolution)
         for a, b, interleaved in plan_comparisons(out_dir, runs, list(versus or []))
@@ -950,6 +969,40 @@ def compare(
                 "the ratios include the hardware, not only the software[/]",
                 highlight=False,
             )
+
+
+def _compare_quantized(
+    out_dir: Path,
+    runs: list[str],
+    versus: list[str] | None,
+    inputs: int | None,
+    fmt: str,
+    fdr: float,
+    resolution: float,
+) -> None:
+    """`dbench compare FP32 QUANTIZED --quantized`: speed and accuracy cost side by side."""
+    from dbench.orchestrator.quantized import INPUTS, compare_quantized
+    from dbench.render.quantized import quantized_lines, quantized_table
+
+    named = list(runs) + list(versus or [])
+    if len(named) not in (1, 2):
+        raise UsageError(
+            f"--quantized takes two runs, the fp32 model's then its quantized twin's, or one run of both "
+            f"({len(named)} given): dbench compare FP32-RUN INT8-RUN --quantized"
+        )
+    if fmt == "csv":
+        raise UsageError("--quantized prints a table or json; give --format table or --format json")
+    result = compare_quantized(
+        out_dir, named[0], named[1] if len(named) == 2 else None, INPUTS if inputs is None else inputs, fdr, resolution
+    )
+    if fmt == "json":
+        sys.stdout.write(json.dumps(result.to_dict(), indent=1, default=float) + "\n")
+        return
+    out.print(quantized_table(result))
+    for line in quantized_lines(result):
+        out.print(escape(line), highlight=False, soft_wrap=True)
+    for line in result.warnings:
+        err.print(f"[yellow]warning:[/] {escape(line)}", highlight=False, soft_wrap=True)
 
 
 @app.command()

@@ -379,13 +379,17 @@ def _hooked(hook: str, job: Job) -> bool:
 
 
 def _answer(job, phase: Callable[[str], None]):
-    """A Job's Outcome, an ExecutionJob's executed graph (dbench.worker.execution), or an OutputsJob's
-    outputs (a second implementation's, dbench.worker.second)."""
+    """A Job's Outcome, an ExecutionJob's executed graph (dbench.worker.execution), an OutputsJob's
+    outputs (a second implementation's, dbench.worker.second), or an AccuracyJob's accuracy cost
+    (dbench.worker.accuracy)."""
+    from dbench.worker.accuracy import AccuracyJob, measure_accuracy
     from dbench.worker.execution import ExecutionJob, describe_execution
     from dbench.worker.second import OutputsJob, outputs_of
 
     if isinstance(job, OutputsJob):
         return outputs_of(job)
+    if isinstance(job, AccuracyJob):
+        return measure_accuracy(job)
     return describe_execution(job, phase) if isinstance(job, ExecutionJob) else execute(job, phase)
 
 
