@@ -923,6 +923,14 @@ def compare(
         raise UsageError(f"--fdr {fdr:g} must be a rate between 0 and 1, e.g. 0.05")
     if not (math.isfinite(resolution) and 0 < resolution <= 10):
         raise UsageError(f"--resolution {resolution:g} must be a positive fraction up to 10 (1000%), e.g. 0.10 for 10%")
+    if inputs is not None:
+        from dbench.orchestrator.quantized import check_inputs
+
+        check_inputs(inputs)
+        if not quantized:
+            raise UsageError(
+                "--inputs counts the inputs of --quantized's accuracy cost: give --quantized, or drop --inputs"
+            )
     if quantized:
         _compare_quantized(out_dir, runs, versus, inputs, fmt, fdr, resolution)
         return

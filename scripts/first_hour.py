@@ -33,6 +33,7 @@ FEW = ["--id", "gemm_m3072_n[124]_k1024_nn"]
 STEPS: dict[str, list[str]] = {
     "pip install -e '.[report,openvino,mpi]'": [],
     "dbench list --suite inference --ops gemm": [],
+    "dbench list --suite transformer": [],
     "dbench gen --suite inference --out graphs/": [],
     "dbench run --suite inference --runtime ort-cpu": [*FEW, "--quick"],
     "dbench run --graphs graphs/inference --runtime openvino": [*FEW, "--quick"],

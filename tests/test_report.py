@@ -16,6 +16,7 @@ from dbench.cli import app
 from dbench.report.build import build_report
 from dbench.report.results import load
 from dbench.report.terminal import terminal_report
+from tests.helpers import rerun_of
 from tests.report_fixtures import fake_log, two_runtimes  # noqa: F401 (fixture)
 
 REPO = Path(__file__).resolve().parent.parent
@@ -291,8 +292,7 @@ def test_version_1_runs_still_open_without_samples(tmp_path):
     results = load([reference])
     assert any("schema-1 run" in n for n in results.notes)
     log = next(reference.rglob("*.jsonl"))
-    copy = tmp_path / "copy.jsonl"
-    copy.write_bytes(log.read_bytes())
+    copy = rerun_of(log, tmp_path / "copy.jsonl")
     result = CliRunner().invoke(app, ["compare", str(log), str(copy)])
     assert result.exit_code == 0 and "no rounds" in result.output and "1.000" in result.output
 

@@ -13,6 +13,7 @@ from dbench.cli import app
 from dbench.outcome import Status
 from dbench.store.log import RunLog
 from dbench.store.schema import LOAD_FIELDS, Row
+from tests.helpers import rerun_of
 
 REFERENCE = (
     Path(__file__).parent.parent
@@ -118,9 +119,7 @@ def test_reference_run_compares_with_a_rerun_of_the_same_figures(tmp_path):
     """The old log compares with a second run of identical figures (its header's run id changed); a byte
     copy is the same run and is refused (tests/test_bad_input.py)."""
     path = _copy(tmp_path)
-    run_id = RunLog.read(path).header()["run_id"]
-    other = path.with_name("rerun.jsonl")
-    other.write_text(path.read_text().replace(f'"run_id": "{run_id}"', '"run_id": "run-rerun"', 1))
+    other = rerun_of(path, path.with_name("rerun.jsonl"))
     result = runner.invoke(app, ["compare", str(path), str(other)])
     assert result.exit_code == 0, result.output
     assert CHEAPEST in result.stdout and "1.000" in result.stdout

@@ -17,7 +17,7 @@ from typer.testing import CliRunner
 
 from dbench.cli import app
 from dbench.store.log import RunLog, resume_command
-from tests.helpers import write_csv
+from tests.helpers import rerun_of, write_csv
 
 runner = CliRunner()
 FAST = ("--quick", "--profile-runs", "2")
@@ -43,11 +43,11 @@ def torn(log: Path, tail: bytes) -> bytes:
 
 def test_compare_changes_no_byte_of_its_inputs(finished_run):
     before = torn(finished_run, b"")
-    copy = finished_run.with_name("copy.jsonl")
-    copy.write_bytes(before)
+    copy = rerun_of(finished_run, finished_run.with_name("copy.jsonl"))
+    copied = copy.read_bytes()
     result = runner.invoke(app, ["compare", str(finished_run), str(copy)])
     assert result.exit_code == 0, result.output
-    assert finished_run.read_bytes() == before and copy.read_bytes() == before
+    assert finished_run.read_bytes() == before and copy.read_bytes() == copied
 
 
 def test_resume_sets_a_torn_last_line_aside_instead_of_dropping_it(finished_run):

@@ -307,6 +307,12 @@ def _probed(
         return _accuracy(items[0], items[1], runs[0], inputs, exposed)
 
 
+def check_inputs(inputs: int) -> None:
+    """Refuse an --inputs count outside 1..MAX_INPUTS in one line."""
+    if not 1 <= inputs <= MAX_INPUTS:
+        raise UsageError(f"--inputs {inputs} must be 1 to {MAX_INPUTS:,} (the inputs the accuracy is measured over)")
+
+
 def compare_quantized(
     results: Path,
     fp32_name: str,
@@ -317,8 +323,7 @@ def compare_quantized(
 ) -> QuantizedComparison:
     """Set the quantized run beside the fp32 run (module docstring), compare's verdicts at `fdr`; without
     `quantized_name`, the one run of a folder of both models, whose rounds pair them."""
-    if not 1 <= inputs <= MAX_INPUTS:
-        raise UsageError(f"--inputs {inputs} must be 1 to {MAX_INPUTS:,} (the inputs the accuracy is measured over)")
+    check_inputs(inputs)
     fp32, quantized = _checked_runs(results, fp32_name, quantized_name)
     fp32_item, quantized_item, outputs = _whole_items(fp32, quantized)
     models = [prepare(r.path, r.request.dims).loaded.model for r in (fp32, quantized)]
