@@ -30,8 +30,14 @@ SELECTION = [
     "--no-profile",
     "--threads",
     "1",
+    "--min-time",
+    "2",
+    "--max-time",
+    "3",
 ]
-"""Six batch-1 GEMVs: a few seconds a node."""
+"""Six batch-1 GEMVs, each sampled 2-3 s, so a node takes 15-20 s: killing a node after its first row
+must land before it finishes (at --quick's 0.5 s a graph, node-c finished its six while node-b's worker
+was being killed, and was never lost)."""
 NODES = ("node-a", "node-b", "node-c")
 TIMEOUT_S = 300
 
