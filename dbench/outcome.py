@@ -75,3 +75,18 @@ class Phase:
     minutes shows what it is doing; each one restarts the parent's `--timeout` clock."""
 
     name: str
+
+
+def failure_outcome(err: Exception) -> Outcome:
+    """The outcome of a job whose runtime raised `err`: unsupported, oom or failed with its message; an
+    error no adapter classified says its type and first line (a worker answers, it does not raise)."""
+    from dbench.errors import DbenchError, OutOfMemory, UnsupportedError
+
+    if isinstance(err, UnsupportedError):
+        return Outcome(Status.UNSUPPORTED, str(err))
+    if isinstance(err, (OutOfMemory, MemoryError)):
+        return Outcome(Status.OOM, str(err) or type(err).__name__)
+    if isinstance(err, DbenchError):
+        return Outcome(Status.FAILED, str(err))
+    text = str(err).strip()
+    return Outcome(Status.FAILED, f"{type(err).__name__}: {text.splitlines()[0] if text else ''}")

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from dbench.gen.graph import GraphSpec
-from dbench.outcome import Outcome, Status
+from dbench.outcome import Outcome, failure_outcome
 from dbench.runtimes.base import RuntimeOptions
 from dbench.stats.agreement import ErrorTally
 
@@ -71,7 +71,6 @@ def measure_accuracy(job: AccuracyJob) -> AccuracyCost | Outcome:
     """In the worker: the tallies' figures, or an Outcome saying why the runtime could not run a model."""
     import onnx
 
-    from dbench.errors import DbenchError, OutOfMemory, UnsupportedError
     from dbench.gen.feeds import make_feeds
     from dbench.gen.weights import split_feeds
     from dbench.sources.contract import stored_weights
@@ -98,16 +97,8 @@ def measure_accuracy(job: AccuracyJob) -> AccuracyCost | Outcome:
         return AccuracyCost(
             job.runtime, job.inputs, job.fp32.seed, {pair[0]: _figures(pair[0], t) for pair, t in tallies.items()}
         )
-    except UnsupportedError as err:
-        return Outcome(Status.UNSUPPORTED, str(err))
-    except (OutOfMemory, MemoryError) as err:
-        return Outcome(Status.OOM, str(err) or type(err).__name__)
-    except DbenchError as err:
-        return Outcome(Status.FAILED, str(err))
-    except Exception as err:  # an error no adapter classified: said, not raised in the worker
-        return Outcome(
-            Status.FAILED, f"{type(err).__name__}: {str(err).strip().splitlines()[0] if str(err).strip() else ''}"
-        )
+    except Exception as err:  # every error becomes the job's answer (dbench.outcome.failure_outcome)
+        return failure_outcome(err)
     finally:
         for _, session in sessions:
             session.close()

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from dbench.gen.graph import GraphSpec
-from dbench.outcome import Outcome, Phase, Status
+from dbench.outcome import Outcome, Phase, failure_outcome
 from dbench.runtimes.base import RuntimeOptions
 
 ORT_FAMILY = ("ort-cpu", "ort-cuda", "ort-trt", "ort-xnnpack", "ort-acl")
@@ -71,7 +71,6 @@ def outputs_of(job: OutputsJob) -> dict[str, np.ndarray] | Outcome:
     """In the child: the runtime's outputs for the job's graph, or an Outcome saying why it has none."""
     import onnx
 
-    from dbench.errors import DbenchError, OutOfMemory, UnsupportedError
     from dbench.gen.weights import split_feeds
     from dbench.worker.instance import runtime_for
 
@@ -84,16 +83,8 @@ def outputs_of(job: OutputsJob) -> dict[str, np.ndarray] | Outcome:
             session.bind(per_call)
             session.run()
             return {name: np.array(value, copy=True) for name, value in session.outputs().items()}
-    except UnsupportedError as err:
-        return Outcome(Status.UNSUPPORTED, str(err))
-    except (OutOfMemory, MemoryError) as err:
-        return Outcome(Status.OOM, str(err) or type(err).__name__)
-    except DbenchError as err:
-        return Outcome(Status.FAILED, str(err))
-    except Exception as err:  # an error no adapter classified: said, not raised in the child
-        return Outcome(
-            Status.FAILED, f"{type(err).__name__}: {str(err).strip().splitlines()[0] if str(err).strip() else ''}"
-        )
+    except Exception as err:  # every error becomes the job's answer (dbench.outcome.failure_outcome)
+        return failure_outcome(err)
     finally:
         if session is not None:
             session.close()
